@@ -1,0 +1,89 @@
+"""ndflow: eager, and compiled with ``nf.function``.
+
+Written against the public API only (``import ndflow as nf``, ``import ndflow.numpy as tnp``),
+in the style of the TensorFlow NumPy guide, so the same code would run on
+``tf`` / ``tf.experimental.numpy`` after changing the imports.
+"""
+
+from __future__ import annotations
+
+COLUMNS = {"ndflow": "ndflow eager", "ndflow_fn": "nf.function"}
+
+nf = tnp = None
+
+
+def setup() -> str:
+    global nf, tnp
+    import ndflow
+    import ndflow.numpy
+
+    nf, tnp = ndflow, ndflow.numpy
+    return f"ndflow {getattr(nf, '__version__', '?')}"
+
+
+def _predict(weights, inputs):
+    w1, bias, w2 = weights
+    y = tnp.matmul(inputs, w1) + bias
+    y = tnp.maximum(y, 0)  # relu
+    return tnp.matmul(y, w2)
+
+
+def _compute_gradients(weights, inputs, labels):
+    with nf.GradientTape() as tape:
+        tape.watch(weights)
+        prediction = _predict(weights, inputs)
+        loss = tnp.sum(tnp.square(prediction - labels))
+    return tape.gradient(loss, weights)
+
+
+def build(column, case, d):
+    compiled = column == "ndflow_fn"
+    maybe_compile = nf.function if compiled else (lambda f: f)
+    arr = {k: tnp.asarray(v) for k, v in d.items()}
+    w = case.workload
+
+    if w == "add":
+        def add(a, b):
+            return a + b
+
+        f, a, b = maybe_compile(add), arr["a"], arr["b"]
+        return lambda: f(a, b)
+
+    if w == "sigmoid":
+        def sigmoid(y):
+            return 1 / (1 + tnp.exp(-y))
+
+        f, y = maybe_compile(sigmoid), arr["y"]
+        return lambda: f(y)
+
+    if w == "mlp_grad":
+        def grads(x, labels, w1, b, w2):
+            return _compute_gradients([w1, b, w2], x, labels)
+
+        f = maybe_compile(grads)
+        args = (arr["x"], arr["labels"], arr["w1"], arr["b"], arr["w2"])
+        return lambda: f(*args)
+
+    if w == "per_example_grads":
+        # As in the guide: the weights are captured by the closure, the map runs
+        # over (inputs, labels), and each example is expanded to a batch of one.
+        weights = [arr["w1"], arr["b"], arr["w2"]]
+
+        def single_example_gradient(arg):
+            inp, label = arg
+            # a tuple, to match map_fn's fn_output_signature structure
+            return tuple(_compute_gradients(
+                weights, tnp.expand_dims(inp, 0), tnp.expand_dims(label, 0)))
+
+        if case.params["via"] == "vectorized_map":
+            def per_example_gradients(inputs, labels):
+                return nf.vectorized_map(single_example_gradient, (inputs, labels))
+        else:
+            def per_example_gradients(inputs, labels):
+                return nf.map_fn(single_example_gradient, (inputs, labels),
+                                 fn_output_signature=(tnp.float32,) * 3)
+
+        f, x, labels = maybe_compile(per_example_gradients), arr["x"], arr["labels"]
+        return lambda: f(x, labels)
+
+    raise KeyError(w)

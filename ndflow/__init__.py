@@ -1,0 +1,23 @@
+"""ndflow: NumPy that differentiates, compiles, vectorizes and runs on accelerators.
+
+    import ndflow as nf            # GradientTape, function, vectorized_map, device, Variable ...
+    import ndflow.numpy as tnp     # the NumPy API
+"""
+from . import numpy  # noqa: F401  (registers primitives, the NumPy layer and ndarray methods)
+from .numpy import ndarray, experimental_enable_numpy_behavior  # noqa: F401
+from .core.ndarray import TracingError  # noqa: F401
+from .core.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32,  # noqa
+                          uint64, float16, bfloat16, float32, float64, complex64, complex128)
+from .autodiff.tape import GradientTape, UnconnectedGradients  # noqa: F401
+from .autodiff.functional import (grad, value_and_grad, custom_gradient,  # noqa: F401
+                                  numpy_function)
+from .graph.function import function, jit, TensorSpec, shape  # noqa: F401
+from .vectorize.batching import vectorized_map, vmap, map_fn  # noqa: F401
+from .train.variable import Variable  # noqa: F401
+from .train.module import Module  # noqa: F401
+from .train import optimizers  # noqa: F401
+from .backends.device import device  # noqa: F401
+from . import config, test  # noqa: F401
+
+Tensor = ndarray
+__version__ = "0.1.0"

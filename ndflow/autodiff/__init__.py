@@ -1,0 +1,1 @@
+"""Reverse mode (tapes), custom gradients and the gradient checker."""

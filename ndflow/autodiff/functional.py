@@ -1,0 +1,135 @@
+"""Functional forms (`grad`, `value_and_grad`), `custom_gradient` and `numpy_function`."""
+import functools
+
+import numpy as np
+
+from ..core.ndarray import ndarray
+from ..core.primitive import Primitive, Aval, bind
+from ..core.state import STATE
+from ..core import tree
+from .tape import GradientTape, stop_all_recording
+
+
+def _as_tuple(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """f -> (value, gradient of the scalar value w.r.t. the argnums arguments)."""
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        from .. import numpy as tnp
+        nums = _as_tuple(argnums)
+        args = list(args)
+        for i in nums:
+            args[i] = tree.map_structure(lambda a: tnp.asarray(a) if not isinstance(a, ndarray) else a, args[i])
+        with GradientTape() as tape:
+            for i in nums:
+                tape.watch(args[i])
+            out = fun(*args, **kwargs)
+            val, aux = (out if has_aux else (out, None))
+        if isinstance(val, ndarray) and val.shape != ():
+            raise TypeError(f"grad requires a scalar output, got shape {tuple(val.shape)}")
+        gs = tape.gradient(val, [args[i] for i in nums],
+                           unconnected_gradients="zero")
+        g = gs[0] if isinstance(argnums, int) else tuple(gs)
+        return ((val, aux), g) if has_aux else (val, g)
+    return wrapped
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """f -> gradient of f (scalar-valued) w.r.t. argument `argnums`."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        (v, g) = vg(*args, **kwargs)
+        return (g, v[1]) if has_aux else g
+    return wrapped
+
+
+# ------------------------------------------------------------------ custom_gradient
+def _custom_vjp(ct, *args, grad_fn, n_out, variables):
+    upstream = ct if n_out == 1 else list(ct)
+    if variables:
+        res = grad_fn(*([upstream] if n_out == 1 else upstream), variables=variables)
+        dx, _ = res
+    else:
+        dx = grad_fn(*([upstream] if n_out == 1 else upstream))
+    dx = list(dx) if isinstance(dx, (list, tuple)) else [dx]
+    from .. import numpy as tnp
+    return tuple(None if g is None else tnp.asarray(g) for g in dx)
+
+
+custom_gradient_p = Primitive("custom_gradient", None, None)
+custom_gradient_p.def_vjp(_custom_vjp)
+
+
+def custom_gradient(f=None):
+    """Decorator: `f(*x)` returns `(y, grad_fn)`; `grad_fn(upstream)` gives the input
+    gradients, as `tf.custom_gradient`. The forward pass is not recorded."""
+    if f is None:
+        return custom_gradient
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        from .. import numpy as tnp
+        xs = [a if isinstance(a, ndarray) else tnp.asarray(a) for a in args]
+        tapes = list(STATE.tapes)
+        with stop_all_recording():
+            y, grad_fn = f(*xs, **kwargs)
+        if not tapes:
+            return y
+        ys = tree.flatten(y)
+        outs = []
+        for v in ys:
+            v = tnp.asarray(v)
+            c = object.__new__(ndarray)   # a distinct value the tapes can tie to grad_fn
+            c._v, c._t, c._dev, c._tid = v._v, v._t, v._dev, 0
+            if v._t is not None:
+                c._aux = getattr(v, "_aux", None)
+            outs.append(c)
+        import inspect
+        wants_vars = "variables" in inspect.signature(grad_fn).parameters
+        params = {"grad_fn": grad_fn, "n_out": len(outs), "variables": None}
+        if wants_vars:
+            from ..train.variable import Variable
+            params["variables"] = [v for t in tapes for v in t.watched_variables()]
+        for t in tapes:
+            t._record(custom_gradient_p, tuple(xs), tuple(outs), params)
+        return tree.unflatten(tree.flatten_with_def(y)[1], outs)
+    return wrapped
+
+
+# ------------------------------------------------------------------ numpy_function
+def _np_fn_impl(*bufs, func, Tout):
+    res = func(*[np.asarray(b) for b in bufs])
+    single = not isinstance(Tout, (list, tuple))
+    if single:
+        return np.asarray(res, dtype=np.dtype(Tout) if Tout is not None else None)
+    return tuple(np.asarray(r, dtype=np.dtype(t)) for r, t in zip(res, Tout))
+
+
+def _np_fn_abstract(*avals, func, Tout):
+    if any(None in a.shape for a in avals):
+        raise ValueError("numpy_function inside nf.function needs inputs of known shape")
+    res = _np_fn_impl(*[np.zeros(a.shape, a.dtype) for a in avals], func=func, Tout=Tout)
+    if isinstance(res, tuple):
+        return tuple(Aval(r.shape, r.dtype) for r in res)
+    return Aval(res.shape, res.dtype)
+
+
+numpy_function_p = Primitive("numpy_function", _np_fn_impl, _np_fn_abstract, effect=True)
+numpy_function_p.def_vjp(lambda ct, *args, func, Tout: (None,) * len(args))
+numpy_function_multi_p = Primitive("numpy_function_multi", _np_fn_impl, _np_fn_abstract,
+                                   multiple_results=True, effect=True)
+numpy_function_multi_p.def_vjp(lambda ct, *args, func, Tout: (None,) * len(args))
+
+
+def numpy_function(func, inp, Tout, stateful=True, name=None):
+    """Run `func` on NumPy arrays, also inside `nf.function` (at every call); no gradient."""
+    from .. import numpy as tnp
+    xs = [tnp.asarray(a) for a in inp]
+    if isinstance(Tout, (list, tuple)):
+        return list(bind(numpy_function_multi_p, *xs, func=func, Tout=tuple(Tout)))
+    return bind(numpy_function_p, *xs, func=func, Tout=Tout)

@@ -1,0 +1,1 @@
+"""Backends (array modules) and devices."""

@@ -1,0 +1,223 @@
+"""Devices, placement scopes and the eager execution of primitives.
+
+A backend wraps an array module (NumPy for CPU, CuPy for GPU) and says how to move buffers to
+and from the host. Devices are logical: the CPU can be split into several (as TensorFlow's
+`set_logical_device_configuration` does) so multi-device code runs without a GPU.
+"""
+import contextlib
+import re
+from collections import namedtuple
+
+import numpy as np
+
+from ..core import primitive as _prim
+from ..core.ndarray import _wrap, wrap_on, ndarray
+from ..core.state import STATE
+
+LogicalDevice = namedtuple("LogicalDevice", ["name", "device_type"])
+PhysicalDevice = namedtuple("PhysicalDevice", ["name", "device_type"])
+LogicalDeviceConfiguration = namedtuple("LogicalDeviceConfiguration", ["memory_limit"],
+                                        defaults=[None])
+
+
+class Backend:
+    def __init__(self, name, xp):
+        self.name = name
+        self.xp = xp
+
+    def from_host(self, a):
+        return a if self.xp is np else self.xp.asarray(a)
+
+    def to_host(self, a):
+        return a if self.xp is np or isinstance(a, (np.ndarray, np.generic)) else a.get()
+
+    def synchronize(self):
+        if self.xp is not np:
+            self.xp.cuda.Device().synchronize()
+
+
+CPU_BACKEND = Backend("numpy", np)
+_gpu_backend = None
+
+
+def gpu_backend():
+    """The CuPy backend, or None when CuPy or a GPU is not available (imported lazily)."""
+    global _gpu_backend
+    if _gpu_backend is None:
+        try:
+            import cupy
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                raise RuntimeError("no GPU")
+            _gpu_backend = Backend("cupy", cupy)
+        except Exception:
+            _gpu_backend = False
+    return _gpu_backend or None
+
+
+class Device:
+    __slots__ = ("device_type", "index", "backend", "name", "gpu_id")
+
+    def __init__(self, device_type, index, backend, gpu_id=0):
+        self.device_type = device_type
+        self.index = index
+        self.backend = backend
+        self.gpu_id = gpu_id
+        self.name = "/job:localhost/replica:0/task:0/device:%s:%d" % (device_type, index)
+
+    def __repr__(self):
+        return "Device(%r)" % self.name
+
+
+_cpu_devices = [Device("CPU", 0, CPU_BACKEND)]
+_gpu_devices = None
+_cpu_config = None
+_initialized = False
+DEFAULT = _cpu_devices[0]
+
+
+def _gpus():
+    global _gpu_devices, _initialized
+    _initialized = True
+    if _gpu_devices is None:
+        b = gpu_backend()
+        n = b.xp.cuda.runtime.getDeviceCount() if b else 0
+        _gpu_devices = [Device("GPU", i, b, gpu_id=i) for i in range(n)]
+    return _gpu_devices
+
+
+def list_physical_devices(device_type=None):
+    devs = [PhysicalDevice("/physical_device:CPU:0", "CPU")]
+    devs += [PhysicalDevice("/physical_device:GPU:%d" % d.index, "GPU") for d in _gpus()]
+    return [d for d in devs if device_type is None or d.device_type == device_type.upper()]
+
+
+def list_logical_devices(device_type=None):
+    devs = [LogicalDevice("/device:%s:%d" % (d.device_type, d.index), d.device_type)
+            for d in _cpu_devices + _gpus()]
+    return [d for d in devs if device_type is None or d.device_type == device_type.upper()]
+
+
+def set_logical_device_configuration(device, logical_devices):
+    """Split a physical device into logical ones (CPU: any number; used to test multi-device
+    code on one machine). Like TensorFlow, only before devices are first used."""
+    global _cpu_devices
+    name = device.name if hasattr(device, "name") else str(device)
+    kind, _ = _parse(name)
+    if kind != "CPU":
+        if not logical_devices or len(logical_devices) == 1:
+            return
+        raise ValueError("ndflow can split only the CPU into several logical devices")
+    n = len(logical_devices)
+    if n < 1:
+        raise ValueError("logical_devices must not be empty")
+    _cpu_devices = [_cpu_devices[0]] + [Device("CPU", i, CPU_BACKEND) for i in range(1, n)]
+
+
+def get_logical_device_configuration(device):
+    return [LogicalDeviceConfiguration() for _ in _cpu_devices]
+
+
+_SPEC = re.compile(r"(?:/?job:[^/]*)?(?:/?replica:\d+)?(?:/?task:\d+)?/?(?:device:)?"
+                   r"(?P<kind>[A-Za-z]+)(?::(?P<idx>\d+))?$")
+
+
+def _parse(spec):
+    if isinstance(spec, (LogicalDevice, PhysicalDevice)):
+        spec = spec.name
+    if isinstance(spec, Device):
+        return spec.device_type, spec.index
+    if not isinstance(spec, str):
+        raise TypeError(f"device spec must be a string or a LogicalDevice, got {type(spec).__name__}")
+    s = spec.replace("/physical_device:", "/device:")
+    m = _SPEC.search(s)
+    if not m:
+        raise ValueError(f"cannot parse device spec {spec!r}; expected e.g. 'CPU:0', "
+                         f"'/device:GPU:0' or '/job:localhost/replica:0/task:0/device:CPU:1'")
+    return m.group("kind").upper(), int(m.group("idx") or 0)
+
+
+def resolve(spec):
+    kind, idx = _parse(spec)
+    pool = _cpu_devices if kind == "CPU" else _gpus() if kind == "GPU" else None
+    if pool is None:
+        raise ValueError(f"unknown device type {kind!r} in {spec!r}; ndflow has CPU and GPU")
+    if idx >= len(pool):
+        raise ValueError(f"device {spec!r} does not exist; available: "
+                         + ", ".join(d.name for d in list_logical_devices()))
+    return pool[idx]
+
+
+@contextlib.contextmanager
+def device(spec):
+    """Place the operations of this scope (and the arrays they create) on `spec`.
+
+    Accepts TensorFlow's spellings: 'CPU:0', '/device:GPU:0', '/GPU:0', a LogicalDevice, or None
+    (no change)."""
+    if spec is None:
+        yield
+        return
+    dev = resolve(spec)
+    st = STATE
+    prev = st.device
+    st.device = None if dev is DEFAULT else dev
+    st.refresh()
+    # the default device inside a scope still needs the slow path's device bookkeeping to be
+    # skipped only when it really is the default
+    try:
+        yield dev
+    finally:
+        st.device = prev
+        st.refresh()
+
+
+def current_device():
+    return STATE.device or DEFAULT
+
+
+def device_of(x):
+    d = x._dev
+    if d is None:
+        return DEFAULT
+    if isinstance(d, Device):
+        return d
+    return STATE.device or DEFAULT   # symbolic values: where the trace places them
+
+
+def to_device(x, dev):
+    """Copy an eager array to `dev` (a no-op when it is already there)."""
+    src = device_of(x)
+    if src is dev:
+        return x
+    buf = x._v
+    if src.backend is not dev.backend:
+        buf = dev.backend.from_host(src.backend.to_host(buf))
+    elif dev.backend.xp is np:
+        buf = np.array(buf)   # a logical copy: the new device owns its own buffer
+    return _wrap(buf) if dev is DEFAULT else wrap_on(buf, dev)
+
+
+def eager_apply(prim, args, params):
+    dev = STATE.device
+    if dev is None:
+        for a in args:
+            if a._dev is not None:
+                dev = a._dev
+                break
+    if dev is None or dev is DEFAULT:
+        bufs = [a._v if a._dev is None else to_device(a, DEFAULT)._v for a in args]
+        out = prim.impl(*bufs, **params)
+        return tuple(map(_wrap, out)) if prim.multiple_results else _wrap(out)
+    bufs = [a._v if a._dev is dev else to_device(a, dev)._v for a in args]
+    if not args and dev.backend.xp is not np:
+        params = dict(params, xp=dev.backend.xp)
+    if dev.backend.xp is not np:
+        with dev.backend.xp.cuda.Device(dev.gpu_id):
+            out = prim.impl(*bufs, **params)
+    else:
+        out = prim.impl(*bufs, **params)
+    if prim.multiple_results:
+        return tuple(wrap_on(o, dev) for o in out)
+    return wrap_on(out, dev)
+
+
+_prim._eager_apply = eager_apply

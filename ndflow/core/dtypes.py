@@ -1,0 +1,174 @@
+"""dtypes and promotion.
+
+ndflow's dtypes are NumPy's (so `x.dtype == np.float32` and `astype(np.float32)` just work);
+bfloat16 comes from ml_dtypes. Promotion follows NumPy 2 (NEP 50: Python scalars are weak) in
+'legacy' mode, and the JAX-style lattice in 'all' / 'safe' modes.
+"""
+import numpy as np
+import ml_dtypes
+
+from .state import STATE
+
+bool_ = np.bool_
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+bfloat16 = ml_dtypes.bfloat16
+complex64, complex128 = np.complex64, np.complex128
+
+BFLOAT16 = np.dtype(bfloat16)
+SUPPORTED = tuple(np.dtype(t) for t in (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, bfloat16, float32, float64, complex64, complex128))
+_SUPPORTED_SET = frozenset(SUPPORTED)
+
+F32, F64, I64, BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)
+C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+PY_SCALARS = (bool, int, float, complex)
+
+
+def canonical(dtype):
+    """A NumPy dtype object from anything NumPy accepts as a dtype (and ml_dtypes' names)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, np.dtype):
+        d = dtype
+    elif dtype == "bfloat16":
+        d = BFLOAT16
+    else:
+        d = getattr(dtype, "as_numpy_dtype", None)  # TensorFlow-style dtype objects
+        d = np.dtype(d if d is not None else dtype)
+    if d not in _SUPPORTED_SET:
+        raise TypeError(f"ndflow does not support dtype {d!r}; supported: "
+                        + ", ".join(x.name for x in SUPPORTED))
+    return d
+
+
+def is_float(d):
+    return d.kind == "f" or d == BFLOAT16
+
+
+def is_inexact(d):
+    return d.kind in "fc" or d == BFLOAT16
+
+
+def is_differentiable(d):
+    return d.kind in "fc" or d == BFLOAT16
+
+
+def default_float():
+    return F32 if STATE.prefer_float32 else F64
+
+
+def weak_dtype(v):
+    """dtype a Python scalar gets on its own (np.asarray(v)), honouring prefer_float32."""
+    t = type(v)
+    if t is bool:
+        return BOOL
+    if t is int:
+        return I64
+    if t is float:
+        return default_float()
+    if t is complex:
+        return C64 if STATE.prefer_float32 else C128
+    raise TypeError(f"not a Python scalar: {v!r}")
+
+
+# ---------------------------------------------------------------- JAX-style lattice ('all'/'safe')
+def _kind_rank(d):
+    if d == BOOL:
+        return 0
+    if d.kind in "ui":
+        return 1
+    if is_float(d):
+        return 2
+    return 3
+
+
+def _lattice_pair(a, b, safe):
+    if a == b:
+        return a
+    ka, kb = _kind_rank(a), _kind_rank(b)
+    if ka == 0:
+        return b
+    if kb == 0:
+        return a
+    if ka == kb == 1:
+        if a.kind == b.kind:
+            return a if a.itemsize >= b.itemsize else b
+        u, s = (a, b) if a.kind == "u" else (b, a)
+        if s.itemsize > u.itemsize:
+            return s
+        if u.itemsize < 8:
+            return np.dtype("int%d" % (u.itemsize * 16))
+        if safe:
+            raise TypeError(f"promoting {a} and {b} loses precision ('safe' mode)")
+        return F64
+    if ka != kb:
+        lo, hi = (a, b) if ka < kb else (b, a)
+        if safe and lo.kind in "ui" and hi != F64 and hi != C128 and lo.itemsize >= (hi.itemsize // (2 if hi.kind == "c" else 1)):
+            raise TypeError(f"promoting {a} and {b} loses precision ('safe' mode); cast explicitly")
+        if hi.kind == "c" and lo.kind != "c" and is_float(lo) and lo.itemsize > hi.itemsize // 2:
+            return C128
+        return hi
+    if ka == 2:
+        if {a, b} == {np.dtype(np.float16), BFLOAT16}:
+            return F32
+        return a if a.itemsize >= b.itemsize else b
+    return a if a.itemsize >= b.itemsize else b
+
+
+def result_type(*args):
+    """Result dtype of combining arrays/dtypes/Python scalars, in the current promotion mode.
+
+    Python scalars are weak (NEP 50): they take the array's dtype when their kind fits.
+    """
+    strong = []
+    weak = []
+    for a in args:
+        if type(a) in PY_SCALARS:
+            weak.append(a)
+        elif isinstance(a, np.dtype):
+            strong.append(a)
+        else:
+            d = getattr(a, "dtype", None)
+            strong.append(np.dtype(d) if d is not None else canonical(a))
+    if STATE.promotion == "legacy":
+        if not strong:
+            r = np.result_type(*[weak_dtype(w) for w in weak]) if len(weak) > 1 else weak_dtype(weak[0])
+            if STATE.prefer_float32 and r == F64:
+                r = F32
+            return r
+        if BFLOAT16 in strong or any(d.kind == "V" for d in strong):
+            r = _bf16_result(strong, weak)
+        else:
+            r = np.result_type(*strong, *weak)
+        if STATE.prefer_float32 and r == F64 and F64 not in strong:
+            r = F32
+        elif STATE.prefer_float32 and r == C128 and C128 not in strong and F64 not in strong:
+            r = C64
+        return r
+    safe = STATE.promotion == "safe"
+    r = None
+    for d in strong:
+        r = d if r is None else _lattice_pair(r, d, safe)
+    for w in weak:
+        wk = _kind_rank(weak_dtype(w))
+        if r is None:
+            r = np.dtype(np.int32) if type(w) is int else (F32 if type(w) is float else (C64 if type(w) is complex else BOOL))
+        elif wk > _kind_rank(r):
+            r = {2: F32, 3: C64}[wk] if _kind_rank(r) < 2 or wk == 3 and _kind_rank(r) == 2 and r.itemsize <= 4 else (C128 if wk == 3 else F32)
+    return r
+
+
+def _bf16_result(strong, weak):
+    # NumPy's promotion with ml_dtypes' bfloat16: bf16 with itself or weak scalars stays bf16;
+    # with int8/uint8/bool it stays bf16; otherwise float32 or wider, as ml_dtypes registers.
+    try:
+        return np.result_type(*strong, *weak)
+    except TypeError:
+        others = [d for d in strong if d != BFLOAT16]
+        if not others:
+            return BFLOAT16
+        return np.result_type(F32, *others)

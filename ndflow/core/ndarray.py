@@ -1,0 +1,523 @@
+"""`ndflow.numpy.ndarray`: one class for eager, symbolic (traced) and batched arrays.
+
+Fields (slots):
+  _v    eager: the backend buffer (numpy/cupy array or numpy scalar); traced: the graph `Var`;
+        batched: the value one interpreter level down
+  _t    None for eager arrays, else the interpreter (trace) that owns the value
+  _dev  None for eager arrays on the default device; the Device otherwise (and for non-eager
+        values a non-None marker), so the fast path checks one field
+  _tid  identity of the *value* for tapes (0 until a tape sees it); a mutated array gets a new one
+  _aux  batched: the batch axis of `_v`
+"""
+import itertools
+import operator
+
+import numpy as np
+
+from . import primitive as _prim
+from .state import STATE
+
+_tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
+_new = object.__new__
+_tid_counter = itertools.count(1)
+SYMBOLIC = "<symbolic>"   # _dev marker for non-eager values
+
+
+class TracingError(TypeError):
+    """A Python-level decision (bool, int, len of unknown size, conversion to NumPy) was asked
+    of a symbolic value inside `nf.function` or `nf.vectorized_map`."""
+
+
+def _wrap(buf):
+    o = _new(ndarray)
+    o._v = buf
+    o._t = None
+    o._dev = None
+    o._tid = 0
+    return o
+
+
+_prim._wrap = _wrap
+
+
+def wrap_on(buf, device):
+    o = _new(ndarray)
+    o._v = buf
+    o._t = None
+    o._dev = device
+    o._tid = 0
+    return o
+
+
+def symbolic(trace, value, aux=None):
+    o = _new(ndarray)
+    o._v = value
+    o._t = trace
+    o._dev = SYMBOLIC
+    o._tid = 0
+    o._aux = aux
+    return o
+
+
+def new_tid():
+    return next(_tid_counter)
+
+
+def _user_line():
+    """The innermost stack frame outside ndflow, as 'file:line', for error messages."""
+    import sys
+    import os
+    f = sys._getframe(1)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not os.path.abspath(fn).startswith(root):
+            return "%s:%d" % (fn, f.f_lineno)
+        f = f.f_back
+    return "<unknown>"
+
+
+def _fast_binary(np_fn, name, reflected=False):
+    # Operators are the hottest path: a + b on eager default-device arrays calls NumPy directly
+    # (NumPy 2 promotion == ours in legacy mode); everything else goes through the NumPy layer.
+    def op(self, other):
+        if STATE.fast and self._dev is None:
+            t = type(other)
+            if t is ndarray:
+                if other._dev is None:
+                    return _wrap(np_fn(other._v, self._v) if reflected else np_fn(self._v, other._v))
+            elif t is float or t is int or t is bool or t is complex:
+                return _wrap(np_fn(other, self._v) if reflected else np_fn(self._v, other))
+        f = getattr(_tnp, name)
+        try:
+            return f(other, self) if reflected else f(self, other)
+        except _NotArray:
+            return NotImplemented
+    op.__name__ = name
+    return op
+
+
+class _NotArray(TypeError):
+    pass
+
+
+def _inplace(name):
+    np_fn = getattr(np, name)
+
+    def op(self, other):
+        from ..autodiff.tape import live_tapes
+        if STATE.fast and self._dev is None and not live_tapes():
+            v = self._v
+            if not isinstance(v, np.ndarray):
+                v = self._v = np.array(v)
+            o = other._v if type(other) is ndarray and other._dev is None else other
+            if isinstance(o, ndarray):
+                o = o.numpy()
+            np_fn(v, o, out=v)
+            return self
+        res = getattr(_tnp, name)(self, other)
+        if res.dtype != self.dtype:
+            if not np.can_cast(res.dtype, self.dtype, casting="same_kind"):
+                raise np._core._exceptions._UFuncOutputCastingError(
+                    getattr(np, name), "same_kind", res.dtype, self.dtype) \
+                    if hasattr(np, "_core") else TypeError(
+                    f"Cannot cast ufunc {name!r} output from {res.dtype} to {self.dtype}")
+            res = res.astype(self.dtype)
+        if res.shape != self.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
+                             f"match the broadcast shape {res.shape}")
+        self._rebind(res)
+        return self
+    op.__name__ = "__i%s__" % name
+    return op
+
+
+class ndarray:
+    """An n-dimensional array on a device: eager, symbolic inside `nf.function`, or batched
+    inside `nf.vectorized_map`. NumPy's semantics; `.numpy()` gives the NumPy array (zero-copy on
+    CPU)."""
+    __slots__ = ("_v", "_t", "_dev", "_tid", "_aux", "__weakref__")
+    __array_priority__ = 100.0
+
+    def __new__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        return _wrap(np.ndarray(shape, dtype, buffer, offset, strides, order))
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def shape(self):
+        t = self._t
+        return self._v.shape if t is None else t.shape_of(self)
+
+    @property
+    def dtype(self):
+        return self._v.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        s = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            s *= d
+        return s
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        n = self.size
+        return None if n is None else n * self.dtype.itemsize
+
+    @property
+    def device(self):
+        from ..backends.device import device_of
+        return device_of(self).name
+
+    @property
+    def T(self):
+        return _tnp.transpose(self)
+
+    @property
+    def mT(self):
+        return _tnp.swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return _tnp.real(self)
+
+    @property
+    def imag(self):
+        return _tnp.imag(self)
+
+    @property
+    def flat(self):
+        return iter(_tnp.ravel(self))
+
+    # ------------------------------------------------------------------ conversions
+    def _concrete(self, what):
+        if self._t is not None:
+            raise TracingError(
+                f"{what} of a symbolic array {self._short()} is not known while tracing "
+                f"(at {_user_line()}). Python control flow cannot depend on traced values: use "
+                f"nf.cond / nf.while_loop / tnp.where, or pass the value as a Python constant.")
+        return self._v
+
+    def _short(self):
+        return "(shape=%s, dtype=%s)" % (self.shape, self.dtype.name)
+
+    def numpy(self):
+        """The value as a NumPy array (zero-copy on CPU)."""
+        v = self._concrete("the value")
+        if isinstance(v, np.ndarray):
+            return v
+        if isinstance(v, np.generic):
+            return np.asarray(v)
+        return v.get()  # device buffer (CuPy)
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.numpy()
+        if dtype is not None and v.dtype != dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        return v
+
+    def __bool__(self):
+        return bool(self._concrete("the truth value"))
+
+    def __int__(self):
+        return int(self._concrete("int()"))
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()"))
+
+    def __index__(self):
+        return operator.index(self._concrete("an index"))
+
+    def __len__(self):
+        s = self.shape
+        if not s:
+            raise TypeError("len() of unsized object")
+        if s[0] is None:
+            raise TracingError(f"len() of an array whose first dimension is unknown while "
+                               f"tracing (at {_user_line()}); use nf.shape(x)[0]")
+        return s[0]
+
+    def __iter__(self):
+        s = self.shape
+        if not s:
+            raise TypeError("iteration over a 0-d array")
+        if s[0] is None:
+            raise TracingError(f"cannot iterate over an array whose first dimension is unknown "
+                               f"while tracing (at {_user_line()}); use nf.map_fn or nf.vectorized_map")
+        return (self[i] for i in range(s[0]))
+
+    def item(self, *args):
+        return self.numpy().item(*args)
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __repr__(self):
+        if self._t is not None:
+            return "<ndflow.ndarray %s shape=%s dtype=%s>" % (
+                self._t.kind, self.shape, self.dtype.name)
+        r = np.array_repr(self.numpy())
+        dev = self.device
+        suffix = "device=%r" % dev.split("/")[-1] if "CPU:0" not in dev else ""
+        if "dtype=" not in r:
+            r = r[:-1] + ", dtype=%s)" % self.dtype.name
+        if suffix:
+            r = r[:-1] + ", " + suffix + ")"
+        return r
+
+    def __str__(self):
+        if self._t is not None:
+            return repr(self)
+        return str(self.numpy())
+
+    def __format__(self, spec):
+        if self._t is None and self.ndim == 0:
+            return format(self.numpy().item(), spec)
+        return format(str(self), spec)
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (_tnp.asarray, (self.numpy(),))
+
+    def __copy__(self):
+        return _tnp.copy(self)
+
+    def __deepcopy__(self, memo):
+        return _tnp.copy(self)
+
+    # ------------------------------------------------------------------ protocols
+    def __array_namespace__(self, api_version=None):
+        return _tnp
+
+    def __dlpack__(self, *args, **kwargs):
+        v = self._concrete("dlpack export")
+        if isinstance(v, np.generic):
+            v = np.asarray(v)
+        return v.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        v = self._concrete("dlpack export")
+        if isinstance(v, np.generic):
+            v = np.asarray(v)
+        return v.__dlpack_device__()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from ..numpy._interop import array_ufunc
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from ..numpy._interop import array_function
+        return array_function(func, args, kwargs)
+
+    # ------------------------------------------------------------------ mutation
+    def _rebind(self, other):
+        """Make this array object hold `other`'s value (mutation = a new value, same object)."""
+        from ..autodiff.tape import before_mutation
+        before_mutation(self)
+        self._v = other._v
+        self._t = other._t
+        self._dev = other._dev
+        self._tid = other._tid
+        if other._t is not None:
+            self._aux = getattr(other, "_aux", None)
+
+    def __setitem__(self, key, value):
+        _tnp._setitem(self, key, value)
+
+    def __getitem__(self, key):
+        return _tnp._getitem(self, key)
+
+    # ------------------------------------------------------------------ methods (NumPy layer)
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return _tnp.reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+            axes = axes[0]
+        return _tnp.transpose(self, axes or None)
+
+    def ravel(self, order="C"):
+        return _tnp.ravel(self, order)
+
+    def flatten(self, order="C"):
+        return _tnp.copy(_tnp.ravel(self, order))
+
+    def squeeze(self, axis=None):
+        return _tnp.squeeze(self, axis)
+
+    def swapaxes(self, a, b):
+        return _tnp.swapaxes(self, a, b)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        return _tnp._astype(self, dtype, copy)
+
+    def copy(self, order="C"):
+        return _tnp.copy(self)
+
+    def view(self, dtype=None):
+        if dtype is None:
+            return self
+        return _tnp.asarray(self.numpy().view(dtype))
+
+    def fill(self, value):
+        self[...] = value
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kw):
+        return _tnp.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kw):
+        return _tnp.mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kw):
+        return _tnp.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def max(self, axis=None, out=None, keepdims=False, **kw):
+        return _tnp.max(self, axis=axis, keepdims=keepdims, **kw)
+
+    def min(self, axis=None, out=None, keepdims=False, **kw):
+        return _tnp.min(self, axis=axis, keepdims=keepdims, **kw)
+
+    def argmax(self, axis=None, out=None, keepdims=False):
+        return _tnp.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, out=None, keepdims=False):
+        return _tnp.argmin(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return _tnp.any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, out=None, keepdims=False):
+        return _tnp.all(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return _tnp.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return _tnp.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def clip(self, min=None, max=None):
+        return _tnp.clip(self, min, max)
+
+    def dot(self, b):
+        return _tnp.dot(self, b)
+
+    def take(self, indices, axis=None, mode=None):
+        return _tnp.take(self, indices, axis=axis, mode=mode)
+
+    def conj(self):
+        return _tnp.conjugate(self)
+
+    conjugate = conj
+
+    def round(self, decimals=0):
+        return _tnp.round(self, decimals)
+
+    def cumsum(self, axis=None, dtype=None):
+        return _tnp.cumsum(self, axis=axis, dtype=dtype)
+
+    def cumprod(self, axis=None, dtype=None):
+        return _tnp.cumprod(self, axis=axis, dtype=dtype)
+
+    def nonzero(self):
+        return _tnp.nonzero(self)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        self._rebind(_tnp.sort(self, axis=axis))
+
+    def argsort(self, axis=-1, kind=None, order=None):
+        return _tnp.argsort(self, axis=axis)
+
+    def repeat(self, repeats, axis=None):
+        return _tnp.repeat(self, repeats, axis=axis)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _tnp.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return _tnp.trace(self, offset, axis1, axis2, dtype)
+
+    # ------------------------------------------------------------------ operators
+    __add__ = _fast_binary(np.add, "add")
+    __radd__ = _fast_binary(np.add, "add", reflected=True)
+    __sub__ = _fast_binary(np.subtract, "subtract")
+    __rsub__ = _fast_binary(np.subtract, "subtract", reflected=True)
+    __mul__ = _fast_binary(np.multiply, "multiply")
+    __rmul__ = _fast_binary(np.multiply, "multiply", reflected=True)
+    __truediv__ = _fast_binary(np.true_divide, "true_divide")
+    __rtruediv__ = _fast_binary(np.true_divide, "true_divide", reflected=True)
+    __floordiv__ = _fast_binary(np.floor_divide, "floor_divide")
+    __rfloordiv__ = _fast_binary(np.floor_divide, "floor_divide", reflected=True)
+    __mod__ = _fast_binary(np.remainder, "remainder")
+    __rmod__ = _fast_binary(np.remainder, "remainder", reflected=True)
+    __pow__ = _fast_binary(np.power, "power")
+    __rpow__ = _fast_binary(np.power, "power", reflected=True)
+    __matmul__ = _fast_binary(np.matmul, "matmul")
+    __rmatmul__ = _fast_binary(np.matmul, "matmul", reflected=True)
+    __and__ = _fast_binary(np.bitwise_and, "bitwise_and")
+    __rand__ = _fast_binary(np.bitwise_and, "bitwise_and", reflected=True)
+    __or__ = _fast_binary(np.bitwise_or, "bitwise_or")
+    __ror__ = _fast_binary(np.bitwise_or, "bitwise_or", reflected=True)
+    __xor__ = _fast_binary(np.bitwise_xor, "bitwise_xor")
+    __rxor__ = _fast_binary(np.bitwise_xor, "bitwise_xor", reflected=True)
+    __lshift__ = _fast_binary(np.left_shift, "left_shift")
+    __rlshift__ = _fast_binary(np.left_shift, "left_shift", reflected=True)
+    __rshift__ = _fast_binary(np.right_shift, "right_shift")
+    __rrshift__ = _fast_binary(np.right_shift, "right_shift", reflected=True)
+    __lt__ = _fast_binary(np.less, "less")
+    __le__ = _fast_binary(np.less_equal, "less_equal")
+    __gt__ = _fast_binary(np.greater, "greater")
+    __ge__ = _fast_binary(np.greater_equal, "greater_equal")
+    __eq__ = _fast_binary(np.equal, "equal")
+    __ne__ = _fast_binary(np.not_equal, "not_equal")
+
+    def __divmod__(self, other):
+        return _tnp.divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return _tnp.divmod(other, self)
+
+    def __neg__(self):
+        if STATE.fast and self._dev is None:
+            return _wrap(np.negative(self._v))
+        return _tnp.negative(self)
+
+    def __pos__(self):
+        return _tnp.positive(self)
+
+    def __abs__(self):
+        return _tnp.absolute(self)
+
+    def __invert__(self):
+        return _tnp.invert(self)
+
+    __iadd__ = _inplace("add")
+    __isub__ = _inplace("subtract")
+    __imul__ = _inplace("multiply")
+    __itruediv__ = _inplace("true_divide")
+    __ifloordiv__ = _inplace("floor_divide")
+    __imod__ = _inplace("remainder")
+    __ipow__ = _inplace("power")
+    __imatmul__ = _inplace("matmul")
+    __iand__ = _inplace("bitwise_and")
+    __ior__ = _inplace("bitwise_or")
+    __ixor__ = _inplace("bitwise_xor")
+    __ilshift__ = _inplace("left_shift")
+    __irshift__ = _inplace("right_shift")

@@ -1,0 +1,35 @@
+"""Per-thread interpreter state.
+
+`bind` reads `STATE.fast` on every call: it is True only when nothing but plain eager NumPy
+execution can happen (no trace, no batching, no tape, no device scope, NumPy promotion), so
+the eager path costs one attribute read. Everything that changes the state recomputes it.
+"""
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.traces = []          # active interpreters (graph / batch), innermost last
+        self.tapes = []           # GradientTapes currently recording
+        self.device = None        # device scope (None = default CPU:0)
+        self.promotion = "legacy"  # 'legacy' (NumPy 2), 'all', 'safe'
+        self.prefer_float32 = False
+        self.fast = True
+        self.level = 0            # next interpreter level
+
+    def refresh(self):
+        self.fast = (not self.traces and not self.tapes and self.device is None
+                     and self.promotion == "legacy" and not self.prefer_float32)
+
+
+STATE = _State()
+
+# Promotion switches are process-wide in TensorFlow; threads started later inherit them.
+GLOBAL_MODE = {"promotion": "legacy", "prefer_float32": False}
+
+
+def sync_mode():
+    st = STATE
+    st.promotion = GLOBAL_MODE["promotion"]
+    st.prefer_float32 = GLOBAL_MODE["prefer_float32"]
+    st.refresh()

@@ -1,0 +1,1 @@
+"""Tracing into a graph IR, passes, code generation, `function`."""

@@ -1,0 +1,70 @@
+"""The tracing interpreter: primitives on symbolic values append nodes to a graph."""
+import itertools
+
+from ..core.ndarray import ndarray, symbolic, _user_line
+from ..core.primitive import Aval
+from ..core.state import STATE
+from .ir import Graph, Node, Var
+
+_levels = itertools.count(1)
+
+
+def next_level():
+    return next(_levels)
+
+
+class GraphTrace:
+    is_graph = True
+    kind = "symbolic"
+
+    def __init__(self, name="f"):
+        self.level = next_level()
+        self.graph = Graph(name)
+        self._consts = {}        # id(array) -> Var (the array is kept alive by the Var)
+        self.var_values = {}     # id(Variable) -> current symbolic value in this trace
+
+    def shape_of(self, x):
+        return x._v.shape
+
+    def new_input(self, shape, dtype):
+        v = Var(shape, dtype, kind="a")
+        self.graph.inputs.append(v)
+        return symbolic(self, v)
+
+    def to_var(self, a):
+        t = a._t
+        if t is self:
+            return a._v
+        if t is None:
+            v = self._consts.get(id(a))
+            if v is None:
+                v = Var(a.shape, a.dtype, kind="c", const=a)
+                self._consts[id(a)] = v
+                self.graph.consts.append(v)
+            return v
+        raise ValueError(
+            "a symbolic value from another nf.function or vectorized_map leaked into this "
+            f"trace (at {_user_line()}); return it from that function instead of capturing it")
+
+    def process(self, prim, args, params):
+        ins = [self.to_var(a) for a in args]
+        try:
+            avals = prim.abstract(*ins, **params)
+        except Exception as e:
+            raise type(e)(f"{e}\n  in '{prim.name}' traced at {_user_line()}") from None
+        loc = _user_line()
+        if prim.multiple_results:
+            outs = [Var(a.shape, a.dtype) for a in avals]
+        else:
+            outs = [Var(avals.shape, avals.dtype)]
+        self.graph.nodes.append(Node(prim, ins, params, outs, loc))
+        if prim.multiple_results:
+            return tuple(symbolic(self, o) for o in outs)
+        return symbolic(self, outs[0])
+
+
+def innermost_graph_trace():
+    for t in reversed(STATE.traces):
+        if t.is_graph:
+            return t
+    return None

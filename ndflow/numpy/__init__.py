@@ -1,0 +1,83 @@
+"""ndflow.numpy: the NumPy API on ndflow arrays (differentiable, traceable, vectorizable).
+
+This layer parses arguments the NumPy way, resolves dtypes and calls primitives; it holds no
+kernels and no gradient rules.
+"""
+import numpy as _np
+
+from ..core import ndarray as _ndmod
+from ..core.ndarray import ndarray
+from ..core.dtypes import (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa
+                           float16, bfloat16, float32, float64, complex64, complex128)
+from ..core.state import STATE as _STATE
+
+from ._core import asarray, array  # noqa: F401
+from .creation import (zeros, ones, empty, full, zeros_like, ones_like, empty_like,  # noqa: F401
+                       full_like, arange, linspace, logspace, geomspace, eye, identity, copy,
+                       asanyarray, ascontiguousarray, astype, _astype)
+from .math import (add, subtract, multiply, true_divide, divide, floor_divide, remainder,  # noqa
+                   mod, power, pow, maximum, minimum, arctan2, atan2, bitwise_and, bitwise_or,
+                   bitwise_xor, left_shift, right_shift, nextafter, equal, not_equal, less,
+                   less_equal, greater, greater_equal, logical_and, logical_or, logical_xor,
+                   negative, positive, exp, exp2, expm1, log, log2, log10, log1p, sqrt, cbrt, sin,
+                   cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,
+                   asin, acos, atan, asinh, acosh, atanh, reciprocal, absolute, abs, fabs, sign,
+                   floor, ceil, trunc, fix, rint, conjugate, conj, logical_not, invert,
+                   bitwise_not, bitwise_invert, isnan, isinf, isfinite, signbit, square, real,
+                   imag, iscomplexobj, divmod, round, around, clip)
+from .math import where_ as where  # noqa: F401
+from .reductions import (sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean,  # noqa
+                         var, std, count_nonzero)
+from .manipulation import (reshape, ravel, transpose, permute_dims, matrix_transpose,  # noqa
+                           swapaxes, moveaxis, expand_dims, squeeze, broadcast_to,
+                           broadcast_arrays, concatenate, concat, stack, vstack, hstack,
+                           atleast_1d, atleast_2d, shape, ndim, size)
+from .manipulation import broadcast_shapes_ as broadcast_shapes  # noqa: F401
+from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwhere,  # noqa
+                       flatnonzero)
+from .linalg_ops import matmul, dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
+from . import random  # noqa: F401
+
+newaxis = None
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+euler_gamma = _np.euler_gamma
+dtype = _np.dtype
+finfo = _np.finfo
+iinfo = _np.iinfo
+result_type = None  # replaced below
+can_cast = _np.can_cast
+issubdtype = _np.issubdtype
+number, integer, floating, complexfloating, inexact, signedinteger, unsignedinteger, generic = (
+    _np.number, _np.integer, _np.floating, _np.complexfloating, _np.inexact,
+    _np.signedinteger, _np.unsignedinteger, _np.generic)
+bool = bool_  # noqa: A001
+
+
+def result_type(*arrays_and_dtypes):  # noqa: F811
+    """Result dtype of an operation on these, in the current promotion mode."""
+    from ..core.dtypes import result_type as _rt
+    return _rt(*[a if isinstance(a, (ndarray, _np.ndarray, _np.dtype)) or type(a) in (int, float, complex, __builtins__["bool"] if isinstance(__builtins__, dict) else type(True))
+                 else _np.dtype(a) for a in arrays_and_dtypes])
+
+
+def experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mode="legacy"):
+    """TensorFlow's switches: `prefer_float32` makes Python floats (and float results of Python
+    scalars) float32; `dtype_conversion_mode` is 'legacy' (NumPy 2 promotion), 'all' or 'safe'
+    (the JAX lattice; 'safe' refuses lossy promotions)."""
+    from ..core.state import GLOBAL_MODE, sync_mode
+    mode = {"secure": "safe"}.get(dtype_conversion_mode, dtype_conversion_mode)
+    if mode not in ("legacy", "all", "safe"):
+        raise ValueError(f"dtype_conversion_mode must be 'legacy', 'all' or 'safe', got "
+                         f"{dtype_conversion_mode!r}")
+    GLOBAL_MODE["prefer_float32"] = builtins_bool(prefer_float32)
+    GLOBAL_MODE["promotion"] = mode
+    sync_mode()
+
+
+import builtins as _builtins  # noqa: E402
+builtins_bool = _builtins.bool
+
+_ndmod._tnp = _sys_module = __import__("sys").modules[__name__]

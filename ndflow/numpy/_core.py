@@ -1,0 +1,151 @@
+"""Conversion and dtype resolution for the NumPy layer (no kernels, no calculus here)."""
+import functools
+
+import numpy as np
+
+from ..core import dtypes as _dt
+from ..core.ndarray import ndarray, _wrap, wrap_on
+from ..core.primitive import bind
+from ..core.state import STATE
+from ..primitives import elementwise as E
+
+_PY = (bool, int, float, complex)
+
+
+def _place(buf):
+    dev = STATE.device
+    if dev is None:
+        return _wrap(buf)
+    if dev.backend.xp is not np:
+        buf = dev.backend.from_host(buf)
+    return wrap_on(buf, dev)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, like=None):
+    """Convert to an ndflow array (no copy when `a` already is one of the requested dtype)."""
+    if dtype is not None:
+        dtype = _dt.canonical(dtype)
+    if type(a) is ndarray:
+        if dtype is not None and a.dtype != dtype:
+            return bind(E.convert_p, a, dtype=dtype)
+        return bind(E.copy_p, a) if copy else a
+    conv = getattr(a, "_ndflow_array_", None)
+    if conv is not None:                           # Variables
+        return asarray(conv(), dtype, copy=copy)
+    if isinstance(a, (list, tuple)) and any(isinstance(e, ndarray) for e in _flat(a)):
+        from .manipulation import stack
+        return asarray(stack([asarray(e) for e in a]), dtype)
+    if dtype is None:
+        t = type(a)
+        if t in _PY:
+            dtype = _dt.weak_dtype(a)
+        elif STATE.prefer_float32 and not isinstance(a, (np.ndarray, np.generic)):
+            probe = np.asarray(a)
+            dtype = _dt.F32 if probe.dtype == _dt.F64 else (
+                _dt.C64 if probe.dtype == _dt.C128 else None)
+    if hasattr(a, "__cuda_array_interface__") or type(a).__module__.startswith("cupy"):
+        from ..backends.device import _gpus
+        buf = a if dtype is None else a.astype(dtype)
+        return wrap_on(buf, _gpus()[int(a.device.id)])
+    buf = np.array(a, dtype=dtype, copy=True if copy else None) if copy is not False else np.asarray(a, dtype)
+    if buf.dtype.kind in "OUSMmV" and buf.dtype != _dt.BFLOAT16:
+        raise TypeError(f"ndflow arrays cannot hold dtype {buf.dtype} (from {type(a).__name__})")
+    return _place(buf)
+
+
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    out = asarray(object, dtype)
+    if copy and out is object:
+        out = bind(E.copy_p, out)
+    if ndmin > out.ndim:
+        from .manipulation import reshape
+        out = reshape(out, (1,) * (ndmin - out.ndim) + tuple(out.shape))
+    return out
+
+
+def _flat(seq):
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def as_operand(x):
+    """ndarray or weak Python scalar (left as is) for dtype resolution."""
+    if type(x) is ndarray or type(x) in _PY:
+        return x
+    return asarray(x)
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve(ufunc, types, mode, prefer32):
+    try:
+        loop = ufunc.resolve_dtypes(types + (None,) * ufunc.nout)
+    except TypeError as e:
+        raise TypeError(f"ufunc {ufunc.__name__!r} not supported for the input types "
+                        f"{', '.join(getattr(t, 'name', getattr(t, '__name__', str(t))) for t in types)}"
+                        f" ({e})") from None
+    ins, outs = loop[:ufunc.nin], loop[ufunc.nin:]
+    if prefer32:
+        strong64 = any(isinstance(t, np.dtype) and t in (_dt.F64, _dt.C128) for t in types)
+        if not strong64:
+            swap = {_dt.F64: _dt.F32, _dt.C128: _dt.C64}
+            ins = tuple(swap.get(d, d) for d in ins)
+            outs = tuple(swap.get(d, d) for d in outs)
+    return ins, outs
+
+
+def _lattice_types(ufunc, ops):
+    # 'all'/'safe': pick the common dtype from the JAX lattice, then let NumPy choose the loop
+    common = _dt.result_type(*ops)
+    return tuple(common for _ in ops)
+
+
+def ufunc_operands(ufunc, *ops):
+    """Resolve NumPy's loop for `ufunc` on these operands and cast them to its input dtypes."""
+    if STATE.promotion == "legacy":
+        types = tuple(type(o) if type(o) in _PY else o.dtype for o in ops)
+    else:
+        types = _lattice_types(ufunc, ops)
+    if any(t == _dt.BFLOAT16 for t in types if isinstance(t, np.dtype)):
+        common = _dt.result_type(*ops)
+        ins = (common,) * len(ops)
+    else:
+        ins, _ = _resolve(ufunc, types, STATE.promotion, STATE.prefer_float32)
+    out = []
+    for o, d in zip(ops, ins):
+        if type(o) in _PY:
+            out.append(_scalar(o, d))
+        elif o.dtype != d:
+            out.append(bind(E.convert_p, o, dtype=d))
+        else:
+            out.append(o)
+    return out
+
+
+def _scalar(v, dtype):
+    if type(v) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= v <= info.max:
+            raise OverflowError(f"Python integer {v} out of bounds for {dtype}")
+    dev = STATE.device
+    if dev is None or dev.backend.xp is np:
+        return _wrap(np.asarray(v, dtype)) if dev is None else wrap_on(np.asarray(v, dtype), dev)
+    return wrap_on(dev.backend.xp.asarray(v, dtype), dev)
+
+
+def fast_operands(*xs):
+    """Buffers for the eager fast path, or None when any operand needs the slow path."""
+    out = []
+    for x in xs:
+        t = type(x)
+        if t is ndarray:
+            if x._dev is not None:
+                return None
+            out.append(x._v)
+        elif t in _PY:
+            out.append(x)
+        else:
+            return None
+    return out

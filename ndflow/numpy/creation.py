@@ -1,0 +1,185 @@
+"""Array creation. Constants are made eagerly on the current device (inside `nf.function` they
+become graph constants); `*_like` of a traced array is a primitive so unknown sizes work."""
+import operator
+
+import numpy as np
+
+from ..core.ndarray import ndarray
+from ..core.primitive import bind
+from ..core.state import STATE
+from ..core import dtypes as _dt
+from ..primitives import elementwise as E
+from ._core import asarray, _place, array  # noqa: F401
+
+
+def _dtype(dtype, default=None):
+    if dtype is None:
+        return default if default is not None else _dt.default_float()
+    return _dt.canonical(dtype)
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (operator.index(shape),)
+    if isinstance(shape, ndarray):
+        shape = shape.numpy().tolist()
+        return tuple(shape) if isinstance(shape, list) else (shape,)
+    return tuple(operator.index(d) for d in shape)
+
+
+def _xp():
+    dev = STATE.device
+    return np if dev is None else dev.backend.xp
+
+
+def _make(fn, *args, **kw):
+    xp = _xp()
+    buf = getattr(xp, fn)(*args, **kw)
+    return _place(buf) if xp is np else _place_dev(buf)
+
+
+def _place_dev(buf):
+    from ..core.ndarray import wrap_on
+    return wrap_on(buf, STATE.device)
+
+
+def zeros(shape, dtype=None, order="C", *, device=None, like=None):
+    """A new array of zeros, as `numpy.zeros` (float64 by default; float32 with prefer_float32)."""
+    return _make("zeros", _shape(shape), _dtype(dtype))
+
+
+def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    return _make("ones", _shape(shape), _dtype(dtype))
+
+
+def empty(shape, dtype=None, order="C", *, device=None, like=None):
+    return _make("zeros", _shape(shape), _dtype(dtype))
+
+
+def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    if dtype is None:
+        fv = asarray(fill_value)
+        if fv._t is not None:
+            return bind(E.add_p, bind(E.zeros_like_p, fv), fv) if not shape else \
+                full(shape, 0, fv.dtype) + fv
+        dtype = fv.dtype
+        fill_value = fv.numpy()
+    return _make("full", _shape(shape), fill_value, _dtype(dtype))
+
+
+def _like(a, dtype, shape, prim, fill=None):
+    a = asarray(a)
+    if shape is None and (a._t is not None) and (dtype is None or _dt.canonical(dtype) == a.dtype):
+        return bind(prim, a) if fill is None else bind(E.full_like_p, a, fill_value=fill)
+    d = a.dtype if dtype is None else _dt.canonical(dtype)
+    s = a.shape if shape is None else _shape(shape)
+    if None in s:
+        b = bind(E.convert_p, a, dtype=d) if d != a.dtype else a
+        return bind(prim, b) if fill is None else bind(E.full_like_p, b, fill_value=fill)
+    if fill is None:
+        fill = 0 if prim is E.zeros_like_p else 1
+    return _make("full", s, fill, d)
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like(a, dtype, shape, E.zeros_like_p)
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like(a, dtype, shape, E.ones_like_p)
+
+
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _like(prototype, dtype, shape, E.zeros_like_p)
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    if isinstance(fill_value, ndarray):
+        fill_value = fill_value.item()
+    return _like(a, dtype, shape, E.full_like_p, fill=fill_value)
+
+
+def _scalar_arg(v):
+    if isinstance(v, ndarray):
+        return v.item()
+    return v
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
+    """Evenly spaced values in [start, stop), as `numpy.arange` (int64 for integer arguments)."""
+    start, stop, step = _scalar_arg(start), _scalar_arg(stop), _scalar_arg(step)
+    args = [v for v in (start, stop, step) if v is not None]
+    if dtype is None:
+        d = np.arange(*args).dtype
+        if d == _dt.F64 and STATE.prefer_float32:
+            d = _dt.F32
+    else:
+        d = _dt.canonical(dtype)
+    return _make("arange", *args, dtype=d)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    start, stop = _scalar_arg(start), _scalar_arg(stop)
+    r = np.linspace(start, stop, num, endpoint, retstep, dtype=None if dtype is None else _dt.canonical(dtype), axis=axis)
+    if retstep:
+        arr, step = r
+        return _fix32(asarray(arr), dtype), step
+    return _fix32(asarray(r), dtype)
+
+
+def _fix32(a, dtype):
+    if dtype is None and STATE.prefer_float32 and a.dtype == _dt.F64:
+        return a.astype(_dt.F32)
+    return a
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    return _fix32(asarray(np.logspace(start, stop, num, endpoint, base, dtype, axis)), dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    return _fix32(asarray(np.geomspace(start, stop, num, endpoint, dtype, axis)), dtype)
+
+
+def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
+    return _make("eye", N, M, k, dtype=_dtype(dtype))
+
+
+def identity(n, dtype=None, *, like=None):
+    return eye(n, dtype=dtype)
+
+
+def copy(a, order="K", subok=False):
+    """A copy of `a`; inside a device scope the copy is placed on that device (TF's tnp.copy)."""
+    a = asarray(a)
+    if a._t is None and STATE.device is not None:
+        from ..backends.device import to_device, device_of
+        if device_of(a) is not STATE.device:
+            return to_device(a, STATE.device)
+    if a._t is None and a._dev is not None and STATE.device is None:
+        from ..backends.device import to_device, DEFAULT
+        # outside any scope, copy in place on the array's own device
+        return bind(E.copy_p, a)
+    return bind(E.copy_p, a)
+
+
+def asanyarray(a, dtype=None, order=None, *, like=None):
+    return asarray(a, dtype)
+
+
+def ascontiguousarray(a, dtype=None, *, like=None):
+    return asarray(a, dtype)
+
+
+def _astype(x, dtype, copy=True):
+    d = _dt.canonical(dtype)
+    if x.dtype == d and not copy:
+        return x
+    if STATE.fast and x._dev is None:
+        from ..core.ndarray import _wrap
+        return _wrap(x._v.astype(d))
+    return bind(E.convert_p, x, dtype=d)
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    return _astype(asarray(x), dtype, copy)

@@ -1,0 +1,186 @@
+"""Indexing: x[idx], x[idx] = v (NumPy semantics, differentiable), take, take_along_axis."""
+import operator
+
+import numpy as np
+
+from ..core.ndarray import ndarray, _wrap
+from ..core.primitive import bind
+from ..core.state import STATE
+from ..core import dtypes as _dt
+from ..primitives import indexing as I, elementwise as E
+from ..primitives._util import norm_axis
+from ._core import asarray
+
+_SLICE_ALL = ("s", None, None, None)
+
+
+def _static_int(v):
+    if isinstance(v, ndarray):
+        return None if v._t is not None else operator.index(v._v)
+    return operator.index(v)
+
+
+def _split_index(x, key):
+    """(spec, arrays) from a NumPy index; boolean masks become `nonzero` integer arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    spec, arrays = [], []
+    for k in key:
+        if k is None:
+            spec.append(("n",))
+        elif k is Ellipsis:
+            spec.append(("e",))
+        elif isinstance(k, slice):
+            spec.append(("s",) + tuple(None if v is None else _slice_part(v)
+                                       for v in (k.start, k.stop, k.step)))
+        elif isinstance(k, (bool, np.bool_)):
+            arr = asarray(k)
+            spec.append(("a",))
+            arrays.append(arr)  # NumPy treats a scalar bool as a 0-d mask; handled below
+        elif isinstance(k, (int, np.integer)):
+            spec.append(("i", int(k)))
+        else:
+            arr = asarray(k) if not isinstance(k, (list, tuple)) or len(k) else asarray(k, np.intp)
+            if arr.dtype == _dt.BOOL:
+                idx = bind_nonzero(arr)
+                spec.extend([("a",)] * len(idx))
+                arrays.extend(idx)
+            elif arr.dtype.kind in "iu":
+                if arr.ndim == 0 and arr._t is None:
+                    spec.append(("i", int(arr._v)))
+                else:
+                    spec.append(("a",))
+                    arrays.append(arr)
+            else:
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                                 "(`None`) and integer or boolean arrays are valid indices")
+    if sum(1 for e in spec if e[0] == "e") > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    nidx = sum(1 for e in spec if e[0] in "sia")
+    nbool = 0
+    if nidx > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but "
+                         f"{nidx} were indexed")
+    return tuple(spec), arrays
+
+
+def _slice_part(v):
+    s = _static_int(v)
+    if s is None:
+        raise TypeError("slice bounds must be Python integers or concrete arrays; got a traced "
+                        "value (use tnp.take or dynamic_slice-style indexing with arrays)")
+    return s
+
+
+def bind_nonzero(mask):
+    if STATE.fast and mask._dev is None:
+        return [_wrap(i) for i in np.nonzero(mask._v)]
+    return list(bind(I.nonzero_p, mask))
+
+
+def _getitem(x, key):
+    if STATE.fast and x._dev is None:
+        t = type(key)
+        if t is int or t is slice or key is None or key is Ellipsis:
+            return _wrap(x._v[key])
+        if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
+            return _wrap(x._v[key])
+    spec, arrays = _split_index(x, key)
+    if not arrays and all(e == _SLICE_ALL or e[0] == "e" for e in spec) and not any(e[0] == "n" for e in spec):
+        return x if x._t is not None else bind(I.getitem_p, x, spec=spec)
+    return bind(I.getitem_p, x, *arrays, spec=spec)
+
+
+def _setitem(x, key, value):
+    """x[key] = value. Eager without tapes: in place, like NumPy (views see it). Under a tape or
+    a trace: a functional update that rebinds `x`, so gradients flow to `value`."""
+    from ..autodiff.tape import live_tapes
+    if STATE.fast and x._dev is None and not live_tapes():
+        v = value._v if isinstance(value, ndarray) and value._dev is None else value
+        if isinstance(v, ndarray):
+            v = v.numpy()
+        buf = x._v
+        if not isinstance(buf, np.ndarray):
+            buf = x._v = np.array(buf)
+        if isinstance(key, ndarray):
+            key = key.numpy()
+        elif isinstance(key, tuple):
+            key = tuple(k.numpy() if isinstance(k, ndarray) else k for k in key)
+        buf[key] = v
+        return
+    spec, arrays = _split_index(x, key)
+    v = asarray(value)
+    if v.dtype != x.dtype:
+        if x.dtype.kind in "iub" and v.dtype.kind == "c" or x.dtype.kind == "b" and v.dtype.kind != "b" and False:
+            raise TypeError(f"cannot assign {v.dtype} values to a {x.dtype} array")
+        v = bind(E.convert_p, v, dtype=x.dtype)
+    x._rebind(bind(I.index_update_p, x, v, *arrays, spec=spec))
+
+
+def take(a, indices, axis=None, out=None, mode=None):
+    """Take elements along an axis, as `numpy.take` (mode 'raise' checks bounds eagerly)."""
+    a = asarray(a)
+    idx = asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"indices must be integers, got {idx.dtype}")
+    if axis is None:
+        from .manipulation import ravel
+        a = ravel(a)
+        axis = 0
+    axis = norm_axis(axis, a.ndim)
+    n = a.shape[axis]
+    if mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        from .math import clip
+        idx = clip(idx, 0, n - 1)
+    elif idx._t is None and n is not None and idx.size:
+        v = idx.numpy()
+        if v.max() >= n or v.min() < -n:
+            bad = v.max() if v.max() >= n else v.min()
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    r = bind(I.getitem_p, a, idx, spec=(_SLICE_ALL,) * axis + (("a",),))
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """`numpy.take_along_axis` as one integer-array gather (so it differentiates and batches)."""
+    a = asarray(arr)
+    idx = asarray(indices)
+    if axis is None:
+        from .manipulation import ravel
+        a, axis = ravel(a), 0
+    if idx.ndim != a.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    axis = norm_axis(axis, a.ndim)
+    from .creation import arange
+    from .manipulation import reshape
+    arrays = []
+    for i in range(a.ndim):
+        if i == axis:
+            arrays.append(idx)
+        else:
+            shape = [1] * a.ndim
+            shape[i] = a.shape[i]
+            arrays.append(reshape(arange(a.shape[i]), shape))
+    return bind(I.getitem_p, a, *arrays, spec=(("a",),) * a.ndim)
+
+
+def nonzero(a):
+    a = asarray(a)
+    if a.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
+    return tuple(bind_nonzero(a if a.dtype == _dt.BOOL else bind(E.ne_p, a, bind(E.zeros_like_p, a))))
+
+
+def argwhere(a):
+    from .manipulation import stack
+    return stack(nonzero(a), axis=-1) if asarray(a).ndim else asarray(np.argwhere(asarray(a).numpy()))
+
+
+def flatnonzero(a):
+    from .manipulation import ravel
+    return nonzero(ravel(a))[0]

@@ -1,0 +1,217 @@
+"""Shape manipulation: reshape, transpose, stacking, broadcasting."""
+import operator
+
+import numpy as np
+
+from ..core.ndarray import ndarray, _wrap
+from ..core.primitive import bind
+from ..core.state import STATE
+from ..core import dtypes as _dt
+from ..primitives import shape as S, elementwise as E
+from ..primitives._util import norm_axes, norm_axis, broadcast_shapes
+from ._core import asarray
+
+
+def _fast(a):
+    return STATE.fast and type(a) is ndarray and a._dev is None
+
+
+def _shape_arg(shape):
+    if isinstance(shape, (int, np.integer)) or (isinstance(shape, ndarray) and shape.ndim == 0):
+        return (operator.index(shape),)
+    return tuple(operator.index(d) for d in shape)
+
+
+def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
+    """Gives a new shape to an array without changing its data, as `numpy.reshape`."""
+    if shape is None:
+        shape = newshape
+    if order not in ("C", "A"):
+        a = asarray(a)
+        return transpose(reshape(transpose(a), tuple(reversed(_shape_arg(shape)))))
+    if _fast(a):
+        return _wrap(np.reshape(a._v, shape))
+    a = asarray(a)
+    shape = _shape_arg(shape)
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if tuple(a.shape) == shape:
+        return a
+    return bind(S.reshape_p, a, shape=shape)
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order=order)
+
+
+def transpose(a, axes=None):
+    """Permute the axes (reverse them by default), as `numpy.transpose`."""
+    if _fast(a):
+        return _wrap(np.transpose(a._v, axes))
+    a = asarray(a)
+    n = a.ndim
+    if axes is None:
+        perm = tuple(range(n - 1, -1, -1))
+    else:
+        perm = tuple(norm_axis(operator.index(p), n) for p in axes)
+        if sorted(perm) != list(range(n)):
+            raise ValueError("axes don't match array")
+    if perm == tuple(range(n)):
+        return a
+    return bind(S.transpose_p, a, perm=perm)
+
+
+permute_dims = transpose
+
+
+def matrix_transpose(x):
+    return swapaxes(x, -1, -2)
+
+
+def swapaxes(a, axis1, axis2):
+    a = asarray(a)
+    n = a.ndim
+    i, j = norm_axis(axis1, n), norm_axis(axis2, n)
+    perm = list(range(n))
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    a = asarray(a)
+    n = a.ndim
+    src = norm_axes(source, n)
+    dst = norm_axes(destination, n)
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def expand_dims(a, axis):
+    """Insert size-1 axes at `axis`, as `numpy.expand_dims`."""
+    if _fast(a):
+        return _wrap(np.expand_dims(a._v, axis))
+    a = asarray(a)
+    axes = norm_axes(axis, a.ndim + (1 if isinstance(axis, int) else len(axis)))
+    return bind(S.expand_dims_p, a, axes=tuple(sorted(axes)))
+
+
+def squeeze(a, axis=None):
+    if _fast(a):
+        return _wrap(np.squeeze(a._v, axis))
+    a = asarray(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        axes = norm_axes(axis, a.ndim)
+    if not axes:
+        return a
+    return bind(S.squeeze_p, a, axes=axes)
+
+
+def broadcast_to(array, shape):
+    a = asarray(array)
+    shape = _shape_arg(shape)
+    if tuple(a.shape) == shape:
+        return a
+    return bind(S.broadcast_to_p, a, shape=shape)
+
+
+def broadcast_shapes_(*shapes):
+    return broadcast_shapes(*[_shape_arg(s) for s in shapes])
+
+
+def broadcast_arrays(*args):
+    arrs = [asarray(a) for a in args]
+    shape = broadcast_shapes(*[a.shape for a in arrs])
+    return tuple(broadcast_to(a, shape) for a in arrs)
+
+
+def _common(arrays):
+    arrs = [asarray(a) for a in arrays]
+    d = _dt.result_type(*arrs)
+    return [a if a.dtype == d else bind(E.convert_p, a, dtype=d) for a in arrs]
+
+
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """Join arrays along an existing axis, as `numpy.concatenate`."""
+    if isinstance(arrays, ndarray):
+        arrays = list(arrays)
+    if not len(arrays):
+        raise ValueError("need at least one array to concatenate")
+    arrs = _common(arrays)
+    if dtype is not None:
+        arrs = [a.astype(dtype) for a in arrs]
+    if axis is None:
+        arrs = [ravel(a) for a in arrs]
+        axis = 0
+    for a in arrs:
+        if a.ndim == 0:
+            raise ValueError("zero-dimensional arrays cannot be concatenated")
+        if a.ndim != arrs[0].ndim:
+            raise ValueError(
+                "all the input array dimensions except for the concatenation axis must match "
+                f"exactly, but the array at index 0 has {arrs[0].ndim} dimension(s) and another "
+                f"has {a.ndim} dimension(s)")
+    axis = norm_axis(axis, arrs[0].ndim)
+    if len(arrs) == 1:
+        return arrs[0]
+    r = bind(S.concatenate_p, *arrs, axis=axis)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """Join arrays along a new axis, as `numpy.stack`."""
+    arrs = _common(list(arrays))
+    if not arrs:
+        raise ValueError("need at least one array to stack")
+    shapes = {tuple(a.shape) for a in arrs}
+    if len(shapes) > 1:
+        raise ValueError("all input arrays must have the same shape")
+    axis = norm_axis(axis, arrs[0].ndim + 1)
+    return concatenate([bind(S.expand_dims_p, a, axes=(axis,)) for a in arrs], axis=axis,
+                       out=out, dtype=dtype)
+
+
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
+
+
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, axis=0 if arrs[0].ndim == 1 else 1, dtype=dtype)
+
+
+def atleast_1d(*arys):
+    res = [reshape(a, (1,)) if asarray(a).ndim == 0 else asarray(a) for a in arys]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def atleast_2d(*arys):
+    res = []
+    for a in arys:
+        a = asarray(a)
+        res.append(reshape(a, (1, 1)) if a.ndim == 0 else expand_dims(a, 0) if a.ndim == 1 else a)
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def shape(a):
+    return tuple(asarray(a).shape)
+
+
+def ndim(a):
+    return asarray(a).ndim
+
+
+def size(a, axis=None):
+    a = asarray(a)
+    return a.size if axis is None else a.shape[axis]

@@ -1,0 +1,202 @@
+"""Reductions and statistics."""
+import numpy as np
+
+from ..core.ndarray import ndarray, _wrap
+from ..core.primitive import bind
+from ..core.state import STATE
+from ..core import dtypes as _dt
+from ..primitives import elementwise as E, reduction as R
+from ..primitives._util import norm_axes, norm_axis
+from ._core import asarray
+
+
+def _axes(a, axis):
+    if isinstance(axis, ndarray):
+        axis = int(axis)
+    return norm_axes(axis, a.ndim)
+
+
+def _sum_dtype(d):
+    if d.kind == "b" or (d.kind == "i" and d.itemsize < 8):
+        return _dt.I64
+    if d.kind == "u" and d.itemsize < 8:
+        return np.dtype(np.uint64)
+    return d
+
+
+def _fast(a):
+    return STATE.fast and type(a) is ndarray and a._dev is None
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum of array elements over the given axes, as `numpy.sum`."""
+    if _fast(a) and out is None and initial is None and where is None:
+        return _wrap(np.sum(a._v, axis=axis, dtype=dtype, keepdims=keepdims))
+    a = asarray(a)
+    d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
+    if where is not None:
+        a = E_where(where, a, 0)
+    if a.dtype != d:
+        a = bind(E.convert_p, a, dtype=d)
+    r = bind(R.reduce_sum_p, a, axes=_axes(a, axis), keepdims=bool(keepdims))
+    if initial is not None:
+        from .math import add
+        r = add(r, initial)
+    return _out(r, out)
+
+
+def _out(r, out):
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def E_where(c, x, y):
+    from .math import where_
+    return where_(c, x, y)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    if _fast(a) and out is None and initial is None and where is None:
+        return _wrap(np.prod(a._v, axis=axis, dtype=dtype, keepdims=keepdims))
+    a = asarray(a)
+    d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
+    if where is not None:
+        a = E_where(where, a, 1)
+    if a.dtype != d:
+        a = bind(E.convert_p, a, dtype=d)
+    r = bind(R.reduce_prod_p, a, axes=_axes(a, axis), keepdims=bool(keepdims))
+    if initial is not None:
+        from .math import multiply
+        r = multiply(r, initial)
+    return _out(r, out)
+
+
+def _extremum(prim, npf, name):
+    def f(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        if _fast(a) and out is None and initial is None and where is None:
+            return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
+        a = asarray(a)
+        axes = _axes(a, axis)
+        if initial is None and any(a.shape[i] == 0 for i in axes):
+            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
+        if initial is not None:
+            from .math import maximum, minimum
+            r = (maximum if name == "maximum" else minimum)(r, initial)
+        return _out(r, out)
+    f.__name__ = "max" if name == "maximum" else "min"
+    return f
+
+
+max = _extremum(R.reduce_max_p, np.max, "maximum")
+min = _extremum(R.reduce_min_p, np.min, "minimum")
+amax, amin = max, min
+
+
+def _bool_reduce(prim, npf):
+    def f(a, axis=None, out=None, keepdims=False, *, where=None):
+        if _fast(a) and out is None and where is None:
+            return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
+        a = asarray(a)
+        if a.dtype != _dt.BOOL:
+            a = bind(E.ne_p, a, bind(E.zeros_like_p, a))
+        return _out(bind(prim, a, axes=_axes(a, axis), keepdims=bool(keepdims)), out)
+    f.__name__ = npf.__name__
+    return f
+
+
+any = _bool_reduce(R.reduce_any_p, np.any)
+all = _bool_reduce(R.reduce_all_p, np.all)
+
+
+def _arg(prim, npf):
+    def f(a, axis=None, out=None, *, keepdims=False):
+        if _fast(a) and out is None:
+            return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
+        a = asarray(a)
+        if a.size == 0:
+            raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
+        if axis is None:
+            from .manipulation import reshape
+            r = bind(prim, reshape(a, (-1,)), axis=0, keepdims=False)
+            if keepdims:
+                r = reshape(r, (1,) * a.ndim)
+            return _out(r, out)
+        return _out(bind(prim, a, axis=norm_axis(int(axis), a.ndim), keepdims=bool(keepdims)), out)
+    f.__name__ = npf.__name__
+    return f
+
+
+argmax = _arg(R.argmax_p, np.argmax)
+argmin = _arg(R.argmin_p, np.argmin)
+
+
+def _count(a, axes):
+    n = 1
+    for i in axes:
+        d = a.shape[i]
+        if d is None:
+            return None
+        n *= d
+    return n
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean, as `numpy.mean` (integers average in float64)."""
+    if _fast(a) and out is None and where is None:
+        return _wrap(np.mean(a._v, axis=axis, dtype=dtype, keepdims=keepdims))
+    a = asarray(a)
+    if dtype is not None:
+        d = _dt.canonical(dtype)
+    elif a.dtype.kind in "biu":
+        d = _dt.default_float()
+    else:
+        d = a.dtype
+    if a.dtype != d:
+        a = bind(E.convert_p, a, dtype=d)
+    axes = _axes(a, axis)
+    s = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))
+    if where is not None:
+        from .math import true_divide
+        w = asarray(where)
+        cnt = sum(bind(E.convert_p, w, dtype=d) if w.dtype != d else w, axis=axis, keepdims=keepdims)
+        return _out(true_divide(sum(E_where(w, a, 0), axis=axis, keepdims=keepdims), cnt), out)
+    n = _count(a, axes)
+    if n is None:
+        from ..core.primitive import bind as _b
+        ones = bind(E.ones_like_p, a)
+        cnt = bind(R.reduce_sum_p, ones, axes=axes, keepdims=bool(keepdims))
+        return _out(s / cnt, out)
+    return _out(s / n if n else s * np.nan, out)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    """Variance, as `numpy.var` (two-pass: mean first, for accuracy)."""
+    a = asarray(a)
+    if correction is not None:
+        ddof = correction
+    m = _mean(a, axis, dtype, keepdims=True)
+    from .math import absolute, square
+    dev = a - m
+    sq = square(absolute(dev)) if dev.dtype.kind == "c" else square(dev)
+    axes = _axes(a, axis)
+    s = sum(sq, axis=axis, keepdims=keepdims)
+    n = _count(a, axes)
+    return _out(s / (n - ddof), out)
+
+
+_mean = mean
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    from .math import sqrt
+    return _out(sqrt(var(a, axis, dtype, None, ddof, keepdims, correction=correction)), out)
+
+
+def count_nonzero(a, axis=None, *, keepdims=False):
+    a = asarray(a)
+    return sum(bind(E.ne_p, a, bind(E.zeros_like_p, a)), axis=axis, keepdims=keepdims)

@@ -1,0 +1,87 @@
+"""Shared helpers for rules: shapes with unknown (None) sizes, undoing broadcasting, batch axes."""
+import numpy as np
+
+from ..core.primitive import Aval, bind
+
+
+def broadcast_shapes(*shapes, what="operands"):
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(nd):
+        dims = [s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError("%s could not be broadcast together with shapes %s" % (
+                what, " ".join(str(tuple(s)).replace(" ", "") for s in shapes)))
+        if known:
+            out.append(known.pop())
+        elif any(d is None for d in dims):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def norm_axis(axis, ndim, name="axis"):
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        from numpy.exceptions import AxisError
+        raise AxisError(axis, ndim)
+    return axis % ndim if ndim else 0
+
+
+def norm_axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (int(axis),)
+    out = tuple(norm_axis(int(a), ndim) for a in axis)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return out
+
+
+def unbroadcast(ct, shape):
+    """Sum `ct` down to `shape` (undo NumPy broadcasting). The one place this happens."""
+    if ct is None:
+        return None
+    cs = ct.shape
+    if tuple(cs) == tuple(shape):
+        return ct
+    from .reduction import reduce_sum_p
+    lead = len(cs) - len(shape)
+    if lead:
+        ct = bind(reduce_sum_p, ct, axes=tuple(range(lead)), keepdims=False)
+        cs = ct.shape
+    ones = tuple(i for i, d in enumerate(shape) if d == 1 and cs[i] != 1)
+    if ones:
+        ct = bind(reduce_sum_p, ct, axes=ones, keepdims=True)
+    return ct
+
+
+def move_to_front(x, bd):
+    if bd is None or bd == 0:
+        return x
+    from .shape import moveaxis
+    return moveaxis(x, bd, 0)
+
+
+def align_batched(args, axes):
+    """Move every batch axis to 0 and give batched operands the same per-example rank, so that
+    NumPy broadcasting of the inner values matches per-example broadcasting."""
+    from .shape import expand_dims_p
+    rank = max(a.ndim - (bd is not None) for a, bd in zip(args, axes))
+    out = []
+    for a, bd in zip(args, axes):
+        if bd is None:
+            out.append(a)
+            continue
+        a = move_to_front(a, bd)
+        missing = rank - (a.ndim - 1)
+        if missing:
+            a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
+        out.append(a)
+    return out
+
+
+def same_aval(x):
+    return Aval(x.shape, x.dtype)

@@ -1,0 +1,268 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, logic, select.
+
+Inputs reach these primitives already promoted to one dtype by the NumPy layer (except where
+noted), so rules never promote. Broadcasting is undone by `unbroadcast` only.
+"""
+import math
+
+import numpy as np
+
+from ..core.primitive import Primitive, Aval, bind
+from ..core.dtypes import BOOL
+from ._util import broadcast_shapes, unbroadcast, align_batched
+
+
+class _LazyTnp:
+    def __getattr__(self, name):
+        import ndflow.numpy as m
+        return getattr(m, name)
+
+
+tnp = _LazyTnp()
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+# ------------------------------------------------------------------ category helpers
+def _unary_abstract(x):
+    return Aval(x.shape, x.dtype)
+
+
+def _real_abstract(x):
+    d = np.dtype(x.dtype)
+    return Aval(x.shape, np.dtype("f%d" % (d.itemsize // 2)) if d.kind == "c" else d)
+
+
+def _bool_abstract(*xs):
+    return Aval(broadcast_shapes(*[x.shape for x in xs]), BOOL)
+
+
+def _binary_abstract(x, y):
+    return Aval(broadcast_shapes(x.shape, y.shape), x.dtype)
+
+
+def _elementwise_batch(prim):
+    def rule(args, axes, **params):
+        args = align_batched(args, axes)
+        return bind(prim, *args, **params), 0
+    return rule
+
+
+def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False):
+    p = Primitive(name, impl, abstract)
+    if vjp is not None:
+        p.def_vjp(vjp, uses_out=uses_out)
+    p.batch = lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0])
+    p.fusion = fusion
+    return p
+
+
+def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract):
+    p = Primitive(name, impl, abstract)
+    if vjp is not None:
+        p.def_vjp(vjp)
+    p.batch = _elementwise_batch(p)
+    p.fusion = fusion
+    return p
+
+
+def _zero_grad(ct, *xs, **kw):
+    return (None,) * len(xs)
+
+
+# ------------------------------------------------------------------ unary math
+neg_p = unary("negative", np.negative, lambda ct, x: (-ct,), "(-{0})")
+positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})")
+exp_p = unary("exp", np.exp, lambda ct, x, out: (ct * out,), "exp({0})", uses_out=True)
+exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2({0})",
+               uses_out=True)
+expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1({0})",
+                uses_out=True)
+log_p = unary("log", np.log, lambda ct, x: (ct / x,), "log({0})")
+log2_p = unary("log2", np.log2, lambda ct, x: (ct / (x * _LN2),), "log2({0})")
+log10_p = unary("log10", np.log10, lambda ct, x: (ct / (x * _LN10),), "log10({0})")
+log1p_p = unary("log1p", np.log1p, lambda ct, x: (ct / (x + 1),), "log1p({0})")
+sqrt_p = unary("sqrt", np.sqrt, lambda ct, x, out: (ct / (out * 2),), "sqrt({0})", uses_out=True)
+cbrt_p = unary("cbrt", np.cbrt, lambda ct, x, out: (ct / (out * out * 3),), "cbrt({0})",
+               uses_out=True)
+sin_p = unary("sin", np.sin, lambda ct, x: (ct * bind(cos_p, x),), "sin({0})")
+cos_p = unary("cos", np.cos, lambda ct, x: (-ct * bind(sin_p, x),), "cos({0})")
+tan_p = unary("tan", np.tan, lambda ct, x, out: (ct * (out * out + 1),), "tan({0})", uses_out=True)
+arcsin_p = unary("arcsin", np.arcsin, lambda ct, x: (ct / bind(sqrt_p, 1 - x * x),))
+arccos_p = unary("arccos", np.arccos, lambda ct, x: (-ct / bind(sqrt_p, 1 - x * x),))
+arctan_p = unary("arctan", np.arctan, lambda ct, x: (ct / (x * x + 1),))
+sinh_p = unary("sinh", np.sinh, lambda ct, x: (ct * bind(cosh_p, x),))
+cosh_p = unary("cosh", np.cosh, lambda ct, x: (ct * bind(sinh_p, x),))
+tanh_p = unary("tanh", np.tanh, lambda ct, x, out: (ct * (1 - out * out),), "tanh({0})",
+               uses_out=True)
+arcsinh_p = unary("arcsinh", np.arcsinh, lambda ct, x: (ct / bind(sqrt_p, x * x + 1),))
+arccosh_p = unary("arccosh", np.arccosh, lambda ct, x: (ct / bind(sqrt_p, x * x - 1),))
+arctanh_p = unary("arctanh", np.arctanh, lambda ct, x: (ct / (1 - x * x),))
+reciprocal_p = unary("reciprocal", np.reciprocal, lambda ct, x, out: (-ct * out * out,),
+                     "(1/{0})", uses_out=True)
+
+
+def _abs_vjp(ct, x):
+    if np.dtype(x.dtype).kind == "c":
+        # d|z| = Re(conj(z)/|z| dz): the cotangent of a real output w.r.t. z is ct * z/|z|
+        return (ct * x / bind(abs_p, x),)
+    return (ct * bind(sign_p, x),)
+
+
+abs_p = unary("absolute", np.absolute, _abs_vjp, "abs({0})", abstract=_real_abstract)
+sign_p = unary("sign", np.sign, _zero_grad, "sign({0})")
+floor_p = unary("floor", np.floor, _zero_grad, "floor({0})")
+ceil_p = unary("ceil", np.ceil, _zero_grad, "ceil({0})")
+trunc_p = unary("trunc", np.trunc, _zero_grad)
+rint_p = unary("rint", np.rint, _zero_grad)
+conj_p = unary("conjugate", np.conjugate, lambda ct, x: (bind(conj_p, ct),))
+real_p = unary("real", np.real, lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)),),
+               abstract=_real_abstract)
+imag_p = unary("imag", np.imag,
+               lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)) * -1j,),
+               abstract=_real_abstract)
+logical_not_p = unary("logical_not", np.logical_not, _zero_grad,
+                      abstract=lambda x: Aval(x.shape, BOOL))
+invert_p = unary("invert", np.invert, _zero_grad)
+isnan_p = unary("isnan", np.isnan, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
+isinf_p = unary("isinf", np.isinf, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
+isfinite_p = unary("isfinite", np.isfinite, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
+signbit_p = unary("signbit", np.signbit, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
+
+
+# ------------------------------------------------------------------ dtype conversion
+def _convert_impl(x, dtype):
+    return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x, dtype)
+
+
+def _convert_vjp(ct, x, dtype):
+    src = np.dtype(x.dtype)
+    if src.kind not in "fc" and src.name != "bfloat16":
+        return (None,)
+    if src.kind != "c" and np.dtype(ct.dtype).kind == "c":
+        ct = bind(real_p, ct)
+    return (bind(convert_p, ct, dtype=src),)
+
+
+convert_p = Primitive("convert_element_type", _convert_impl,
+                      lambda x, dtype: Aval(x.shape, np.dtype(dtype)))
+convert_p.def_vjp(_convert_vjp)
+convert_p.batch = lambda args, axes, dtype: (bind(convert_p, args[0], dtype=dtype), axes[0])
+convert_p.fusion = "{0}.astype({dtype})"
+
+
+def _copy_impl(x):
+    return np.array(x, copy=True) if isinstance(x, (np.ndarray, np.generic)) else x.copy()
+
+
+copy_p = unary("copy", _copy_impl, lambda ct, x: (ct,))
+
+
+# ------------------------------------------------------------------ binary arithmetic
+def _add_vjp(ct, x, y):
+    return unbroadcast(ct, x.shape), unbroadcast(ct, y.shape)
+
+
+def _sub_vjp(ct, x, y):
+    return unbroadcast(ct, x.shape), unbroadcast(-ct, y.shape)
+
+
+def _mul_vjp(ct, x, y):
+    return unbroadcast(ct * y, x.shape), unbroadcast(ct * x, y.shape)
+
+
+def _div_vjp(ct, x, y):
+    q = ct / y
+    return unbroadcast(q, x.shape), unbroadcast(-q * x / y, y.shape)
+
+
+def _pow_vjp(ct, x, y):
+    """d x**y = y x**(y-1) dx + log(x) x**y dy; the y-gradient is 0 where x == 0 (not NaN)."""
+    gx = ct * y * bind(pow_p, x, y - 1)
+    if np.dtype(y.dtype).kind in "fc":
+        safe = bind(select_p, bind(eq_p, x, bind(zeros_like_p, x)), bind(ones_like_p, x), x)
+        gy = ct * bind(pow_p, x, y) * bind(log_p, safe)
+        gy = bind(select_p, bind(eq_p, x, bind(zeros_like_p, x)), bind(zeros_like_p, gy), gy)
+        return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+    return unbroadcast(gx, x.shape), None
+
+
+def _minmax_vjp(pick_x):
+    def vjp(ct, x, y):
+        """Ties split the gradient evenly, as TensorFlow does."""
+        xs = bind(pick_x, x, y)
+        eq = bind(eq_p, x, y)
+        half = ct * 0.5
+        zero = bind(zeros_like_p, ct)
+        gx = bind(select_p, eq, half, bind(select_p, xs, ct, zero))
+        gy = bind(select_p, eq, half, bind(select_p, xs, zero, ct))
+        return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+    return vjp
+
+
+add_p = binary("add", np.add, _add_vjp, "({0} + {1})")
+sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})")
+mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})")
+div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})")
+floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad)
+rem_p = binary("remainder", np.remainder,
+               lambda ct, x, y: (unbroadcast(ct, x.shape),
+                                 unbroadcast(-ct * bind(floordiv_p, x, y), y.shape)))
+pow_p = binary("power", np.power, _pow_vjp, "({0} ** {1})")
+max_p = binary("maximum", np.maximum, None, "maximum({0}, {1})")
+min_p = binary("minimum", np.minimum, None, "minimum({0}, {1})")
+arctan2_p = binary("arctan2", np.arctan2,
+                   lambda ct, y, x: (unbroadcast(ct * x / (x * x + y * y), y.shape),
+                                     unbroadcast(-ct * y / (x * x + y * y), x.shape)))
+bitwise_and_p = binary("bitwise_and", np.bitwise_and, _zero_grad)
+bitwise_or_p = binary("bitwise_or", np.bitwise_or, _zero_grad)
+bitwise_xor_p = binary("bitwise_xor", np.bitwise_xor, _zero_grad)
+left_shift_p = binary("left_shift", np.left_shift, _zero_grad)
+right_shift_p = binary("right_shift", np.right_shift, _zero_grad)
+nextafter_p = binary("nextafter", np.nextafter, _zero_grad)
+
+# ------------------------------------------------------------------ comparisons and logic
+eq_p = binary("equal", np.equal, _zero_grad, "({0} == {1})", _bool_abstract)
+ne_p = binary("not_equal", np.not_equal, _zero_grad, "({0} != {1})", _bool_abstract)
+lt_p = binary("less", np.less, _zero_grad, "({0} < {1})", _bool_abstract)
+le_p = binary("less_equal", np.less_equal, _zero_grad, "({0} <= {1})", _bool_abstract)
+gt_p = binary("greater", np.greater, _zero_grad, "({0} > {1})", _bool_abstract)
+ge_p = binary("greater_equal", np.greater_equal, _zero_grad, "({0} >= {1})", _bool_abstract)
+logical_and_p = binary("logical_and", np.logical_and, _zero_grad, None, _bool_abstract)
+logical_or_p = binary("logical_or", np.logical_or, _zero_grad, None, _bool_abstract)
+logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, None, _bool_abstract)
+
+max_p.def_vjp(_minmax_vjp(gt_p))
+min_p.def_vjp(_minmax_vjp(lt_p))
+
+
+# ------------------------------------------------------------------ select (where)
+def _select_vjp(ct, c, x, y):
+    zero = bind(zeros_like_p, ct)
+    # select, not multiply: a NaN/inf in the branch not taken must not leak into the gradient
+    return (None, unbroadcast(bind(select_p, c, ct, zero), x.shape),
+            unbroadcast(bind(select_p, c, zero, ct), y.shape))
+
+
+select_p = Primitive("select", np.where,
+                     lambda c, x, y: Aval(broadcast_shapes(c.shape, x.shape, y.shape), x.dtype))
+select_p.def_vjp(_select_vjp)
+select_p.batch = _elementwise_batch(select_p)
+select_p.fusion = "where({0}, {1}, {2})"
+
+
+# ------------------------------------------------------------------ like-creation (dynamic shapes)
+zeros_like_p = Primitive("zeros_like", lambda x: np.zeros_like(x), _unary_abstract)
+ones_like_p = Primitive("ones_like", lambda x: np.ones_like(x), _unary_abstract)
+full_like_p = Primitive("full_like", lambda x, fill_value: np.full_like(x, fill_value),
+                        _unary_abstract)
+for _p in (zeros_like_p, ones_like_p):
+    _p.def_vjp(lambda ct, x: (None,))
+    _p.batch = (lambda p: lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))(_p)
+full_like_p.def_vjp(lambda ct, x, fill_value: (None,))
+full_like_p.batch = lambda args, axes, fill_value: (
+    bind(full_like_p, args[0], fill_value=fill_value), axes[0])
+
+UNARY_FLOAT = {p.name: p for p in (
+    exp_p, exp2_p, expm1_p, log_p, log2_p, log10_p, log1p_p, sqrt_p, cbrt_p, sin_p, cos_p, tan_p,
+    arcsin_p, arccos_p, arctan_p, sinh_p, cosh_p, tanh_p, arcsinh_p, arccosh_p, arctanh_p)}

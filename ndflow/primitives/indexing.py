@@ -1,0 +1,248 @@
+"""Indexing primitives: gather (x[idx]), scatter-update (x[idx] = v) and scatter-add.
+
+An index is split into a static, hashable `spec` and the integer index arrays (inputs, so they
+can be traced and batched). Boolean masks are turned into integer arrays by the NumPy layer
+(`nonzero`) before they get here, exactly as NumPy defines them. Spec entries:
+  ('s', start, stop, step)   a slice          ('i', k)   an integer
+  ('n',)                     np.newaxis       ('e',)     Ellipsis
+  ('a',)                     the next index array input
+"""
+import numpy as np
+
+from ..core.primitive import Primitive, Aval, bind
+from ._util import unbroadcast, move_to_front, broadcast_shapes
+
+_SENTINEL = 1 << 40   # stands for an unknown size when inferring shapes with NumPy itself
+
+
+def build_index(spec, arrays):
+    it = iter(arrays)
+    out = []
+    for e in spec:
+        k = e[0]
+        if k == "s":
+            out.append(slice(e[1], e[2], e[3]))
+        elif k == "i":
+            out.append(e[1])
+        elif k == "a":
+            out.append(next(it))
+        elif k == "n":
+            out.append(None)
+        else:
+            out.append(Ellipsis)
+    return tuple(out)
+
+
+def _dummy(shape, dtype):
+    shape = tuple(_SENTINEL if d is None else d for d in shape)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, (0,) * len(shape))
+
+
+def _getitem_abstract(x, *arrays, spec):
+    probe = _dummy(x.shape, np.int8)
+    try:
+        r = probe[build_index(spec, [_dummy(a.shape, np.intp) for a in arrays])]
+    except IndexError as e:
+        raise IndexError(f"{e} (indexing an array of shape {tuple(x.shape)})") from None
+    return Aval(tuple(None if d > _SENTINEL // 2 else d for d in r.shape), x.dtype)
+
+
+def _getitem_impl(x, *arrays, spec):
+    return x[build_index(spec, arrays)]
+
+
+def _getitem_vjp(ct, x, *arrays, spec):
+    from .elementwise import zeros_like_p
+    return (bind(index_add_p, bind(zeros_like_p, x), ct, *arrays, spec=spec),) + (None,) * len(arrays)
+
+
+getitem_p = Primitive("getitem", _getitem_impl, _getitem_abstract)
+getitem_p.def_vjp(_getitem_vjp)
+
+
+def _index_add_impl(x, v, *arrays, spec):
+    out = x.copy()
+    idx = build_index(spec, arrays)
+    if arrays:
+        np.add.at(out, idx, v)
+    else:
+        out[idx] += v
+    return out
+
+
+def _index_update_impl(x, v, *arrays, spec):
+    out = np.array(x, copy=True)
+    out[build_index(spec, arrays)] = v
+    return out
+
+
+def _scatter_abstract(x, v, *arrays, spec):
+    return Aval(x.shape, x.dtype)
+
+
+index_add_p = Primitive("index_add", _index_add_impl, _scatter_abstract)
+index_add_p.def_vjp(lambda ct, x, v, *arrays, spec: (
+    ct, unbroadcast(bind(getitem_p, ct, *arrays, spec=spec), v.shape)) + (None,) * len(arrays))
+
+index_update_p = Primitive("index_update", _index_update_impl, _scatter_abstract)
+
+
+def _index_update_vjp(ct, x, v, *arrays, spec):
+    from .elementwise import zeros_like_p
+    zero = bind(zeros_like_p, bind(getitem_p, ct, *arrays, spec=spec))
+    return (bind(index_update_p, ct, zero, *arrays, spec=spec),
+            unbroadcast(bind(getitem_p, ct, *arrays, spec=spec), v.shape)) + (None,) * len(arrays)
+
+
+index_update_p.def_vjp(_index_update_vjp)
+
+
+def getitem(x, index):
+    """x[index] for static (Python) indices only; used by rules."""
+    spec = tuple(("s", i.start, i.stop, i.step) if isinstance(i, slice) else
+                 ("n",) if i is None else ("e",) if i is Ellipsis else ("i", int(i)) for i in index)
+    return bind(getitem_p, x, spec=spec)
+
+
+# ------------------------------------------------------------------ batching
+def _expand_ellipsis(spec, ndim):
+    used = sum(1 for e in spec if e[0] in "sia")
+    out = []
+    seen = False
+    for e in spec:
+        if e[0] == "e":
+            if not seen:
+                out.extend([("s", None, None, None)] * (ndim - used))
+            seen = True
+        else:
+            out.append(e)
+    if not seen:
+        out.extend([("s", None, None, None)] * (ndim - used))
+    return out
+
+
+def _batched_index(x_shape_per, spec, arrays, arr_axes, b):
+    """Rewrite a per-example index for the batched operand (batch axis 0): returns the new spec,
+    the new arrays and the permutation taking NumPy's batched result to (batch, per-example)."""
+    from ..numpy import arange, reshape as _reshape
+    spec = _expand_ellipsis(spec, len(x_shape_per))
+    has_arrays = any(e[0] == "a" for e in spec)
+    if not has_arrays:
+        return [("s", None, None, None)] + spec, list(arrays), None
+    rank = max((a.ndim - (bd is not None) for a, bd in zip(arrays, arr_axes)), default=0)
+    new_arrays = []
+    for a, bd in zip(arrays, arr_axes):
+        if bd is not None:
+            a = move_to_front(a, bd)
+            missing = rank - (a.ndim - 1)
+            if missing:
+                from .shape import expand_dims_p
+                a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
+        new_arrays.append(a)
+    ar = _reshape(arange(b), (b,) + (1,) * rank)
+    adv = [i for i, e in enumerate(spec) if e[0] in "ai"]
+    adjacent = adv == list(range(adv[0], adv[-1] + 1))
+    perm = None
+    if adjacent and adv[0] > 0:
+        # NumPy puts the (now non-adjacent) advanced dims first; per example they sit in place
+        n_before = sum(1 for e in spec[:adv[0]] if e[0] in "sn")
+        n_after_total = None  # computed by caller from result rank
+        perm = ("move", rank, n_before)
+    return [("a",)] + spec, [ar] + new_arrays, perm
+
+
+def _apply_perm(r, perm):
+    if perm is None:
+        return r
+    _, rank, n_before = perm
+    from .shape import transpose_p
+    nd = r.ndim
+    bc = list(range(1, 1 + rank))
+    before = list(range(1 + rank, 1 + rank + n_before))
+    rest = list(range(1 + rank + n_before, nd))
+    return bind(transpose_p, r, perm=tuple([0] + before + bc + rest))
+
+
+def _invert_perm(v, perm):
+    if perm is None:
+        return v
+    _, rank, n_before = perm
+    from .shape import transpose_p
+    nd = v.ndim
+    fwd = [0] + list(range(1 + rank, 1 + rank + n_before)) + list(range(1, 1 + rank)) + \
+        list(range(1 + rank + n_before, nd))
+    return bind(transpose_p, v, perm=tuple(np.argsort(fwd).tolist()))
+
+
+def _to_batched_operand(x, bd, b):
+    from .shape import broadcast_to_p, expand_dims_p
+    if bd is None:
+        return bind(broadcast_to_p, bind(expand_dims_p, x, axes=(0,)), shape=(b,) + tuple(x.shape))
+    return move_to_front(x, bd)
+
+
+def _axis_size(args, axes):
+    return next(a.shape[bd] for a, bd in zip(args, axes) if bd is not None)
+
+
+def _getitem_batch(args, axes, spec):
+    x, arrays = args[0], args[1:]
+    b = _axis_size(args, axes)
+    per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
+    xb = _to_batched_operand(x, axes[0], b) if axes[0] is not None or any(
+        a is not None for a in axes[1:]) else x
+    new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[1:], b)
+    r = bind(getitem_p, xb, *new_arrays, spec=tuple(new_spec))
+    return _apply_perm(r, perm), 0
+
+
+getitem_p.batch = _getitem_batch
+
+
+def _scatter_batch(prim):
+    def rule(args, axes, spec):
+        x, v, arrays = args[0], args[1], args[2:]
+        b = _axis_size(args, axes)
+        per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
+        xb = _to_batched_operand(x, axes[0], b)
+        new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[2:], b)
+        # the per-example indexed shape, batch first, then NumPy's layout of the batched result
+        per_result = _getitem_abstract(
+            Aval(per_shape, x.dtype), *[Aval([d for i, d in enumerate(a.shape) if i != bd]
+                                            if bd is not None else a.shape, a.dtype)
+                                       for a, bd in zip(arrays, axes[2:])], spec=spec).shape
+        from .shape import broadcast_to_p, expand_dims_p
+        if axes[1] is None:
+            vb = bind(broadcast_to_p, v, shape=tuple(per_result))
+            vb = bind(broadcast_to_p, bind(expand_dims_p, vb, axes=(0,)), shape=(b,) + tuple(per_result))
+        else:
+            vb = move_to_front(v, axes[1])
+            missing = len(per_result) - (vb.ndim - 1)
+            if missing:
+                vb = bind(expand_dims_p, vb, axes=tuple(range(1, 1 + missing)))
+            vb = bind(broadcast_to_p, vb, shape=(b,) + tuple(per_result))
+        vb = _invert_perm(vb, perm)
+        return bind(prim, xb, vb, *new_arrays, spec=tuple(new_spec)), 0
+    return rule
+
+
+index_add_p.batch = _scatter_batch(index_add_p)
+index_update_p.batch = _scatter_batch(index_update_p)
+
+
+# ------------------------------------------------------------------ nonzero (data-dependent size)
+def _nonzero_abstract(x):
+    from ..core.dtypes import I64
+    return tuple(Aval((None,), I64) for _ in range(max(len(x.shape), 1)))
+
+
+def _nonzero_batch(args, axes):
+    raise ValueError("nonzero / boolean-mask indexing inside vectorized_map: the number of "
+                     "selected elements can differ between examples, so the result has no "
+                     "fixed shape. Use tnp.where(mask, x, 0) or a masked reduction instead.")
+
+
+nonzero_p = Primitive("nonzero", lambda x: np.nonzero(np.atleast_1d(x)), _nonzero_abstract,
+                      multiple_results=True)
+nonzero_p.def_vjp(lambda ct, x: (None,))
+nonzero_p.batch = _nonzero_batch

@@ -1,0 +1,170 @@
+"""Contractions: matmul and einsum (paths from opt_einsum)."""
+import functools
+import string
+
+import numpy as np
+
+from ..core.primitive import Primitive, Aval, bind
+from ._util import broadcast_shapes, unbroadcast, move_to_front
+
+
+# ------------------------------------------------------------------ matmul
+def _matmul_abstract(x, y):
+    xs, ys = tuple(x.shape), tuple(y.shape)
+    if not xs or not ys:
+        raise ValueError("matmul: Input operand %d does not have enough dimensions (has 0, "
+                         "gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)"
+                         % (0 if not xs else 1))
+    k1 = xs[-1]
+    k2 = ys[-2] if len(ys) > 1 else ys[0]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with "
+                         f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {k2} is different from "
+                         f"{k1}); shapes {xs} and {ys}")
+    batch = broadcast_shapes(xs[:-2], ys[:-2])
+    out = batch + (xs[-2:-1] if len(xs) > 1 else ()) + (ys[-1:] if len(ys) > 1 else ())
+    return Aval(out, x.dtype)
+
+
+def _swap(a):
+    from .shape import transpose_p
+    n = a.ndim
+    return bind(transpose_p, a, perm=tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _matmul_vjp(ct, x, y):
+    from .shape import expand_dims_p, squeeze_p
+    x1, y1 = x.ndim == 1, y.ndim == 1
+    x2 = bind(expand_dims_p, x, axes=(0,)) if x1 else x
+    y2 = bind(expand_dims_p, y, axes=(1,)) if y1 else y
+    ct2 = ct
+    if x1:
+        ct2 = bind(expand_dims_p, ct2, axes=(ct2.ndim - (0 if y1 else 1),))
+    if y1:
+        ct2 = bind(expand_dims_p, ct2, axes=(ct2.ndim,))
+    gx = bind(matmul_p, ct2, _swap(y2))
+    gy = bind(matmul_p, _swap(x2), ct2)
+    gx = unbroadcast(gx, x2.shape)
+    gy = unbroadcast(gy, y2.shape)
+    if x1:
+        gx = bind(squeeze_p, gx, axes=(0,))
+    if y1:
+        gy = bind(squeeze_p, gy, axes=(1,))
+    return gx, gy
+
+
+def _matmul_batch(args, axes):
+    from .shape import expand_dims_p, squeeze_p
+    (x, y), (bx, by) = args, axes
+    x1 = x.ndim - (bx is not None) == 1
+    y1 = y.ndim - (by is not None) == 1
+    if bx is not None:
+        x = move_to_front(x, bx)
+    if by is not None:
+        y = move_to_front(y, by)
+    if x1:   # (k,) -> (1, k) per example
+        x = bind(expand_dims_p, x, axes=(x.ndim - 1,))
+    if y1:   # (k,) -> (k, 1) per example
+        y = bind(expand_dims_p, y, axes=(y.ndim,))
+    rx = x.ndim - (bx is not None)
+    ry = y.ndim - (by is not None)
+    r = max(rx, ry)
+    if bx is not None and rx < r:
+        x = bind(expand_dims_p, x, axes=tuple(range(1, 1 + r - rx)))
+    if by is not None and ry < r:
+        y = bind(expand_dims_p, y, axes=tuple(range(1, 1 + r - ry)))
+    if bx is None and rx == r:
+        pass
+    out = bind(matmul_p, x, y)
+    sq = ()
+    if x1:
+        sq += (out.ndim - 2,)
+    if y1:
+        sq += (out.ndim - 1,)
+    if sq:
+        out = bind(squeeze_p, out, axes=sq)
+    return out, 0
+
+
+matmul_p = Primitive("matmul", np.matmul, _matmul_abstract)
+matmul_p.def_vjp(_matmul_vjp)
+matmul_p.batch = _matmul_batch
+
+
+# ------------------------------------------------------------------ einsum
+@functools.lru_cache(maxsize=512)
+def _expression(subscripts, shapes):
+    import opt_einsum
+    return opt_einsum.contract_expression(subscripts, *shapes)
+
+
+def _einsum_impl(*ops, subscripts):
+    if len(ops) <= 1:
+        return np.einsum(subscripts, *ops)
+    return _expression(subscripts, tuple(o.shape for o in ops))(*ops)
+
+
+def _parse(subscripts):
+    ins, out = subscripts.split("->")
+    return ins.split(","), out
+
+
+def _einsum_abstract(*ops, subscripts):
+    ins, out = _parse(subscripts)
+    sizes = {}
+    for sub, op in zip(ins, ops):
+        if len(sub) != len(op.shape):
+            raise ValueError(f"einstein sum subscripts string contains too many subscripts for "
+                             f"operand (subscripts {sub!r}, operand shape {tuple(op.shape)})")
+        for c, d in zip(sub, op.shape):
+            old = sizes.get(c)
+            if old is not None and d is not None and old != d and 1 not in (old, d):
+                raise ValueError(f"operands could not be broadcast together: label {c!r} has "
+                                 f"sizes {old} and {d}")
+            if old is None or old == 1:
+                sizes[c] = d
+    dtype = np.result_type(*[o.dtype for o in ops])
+    return Aval(tuple(sizes[c] for c in out), dtype)
+
+
+def _einsum_vjp(ct, *ops, subscripts):
+    from .shape import broadcast_to_p, expand_dims_p
+    ins, out = _parse(subscripts)
+    grads = []
+    for i, (sub, op) in enumerate(zip(ins, ops)):
+        if np.dtype(op.dtype).kind not in "fc":
+            grads.append(None)
+            continue
+        if len(set(sub)) != len(sub):
+            raise NotImplementedError(f"einsum gradient for repeated labels in {sub!r}")
+        others = [(s, o) for j, (s, o) in enumerate(zip(ins, ops)) if j != i]
+        avail = set(out).union(*[set(s) for s, _ in others]) if others else set(out)
+        target = "".join(c for c in sub if c in avail)
+        g = bind(einsum_p, ct, *[o for _, o in others],
+                 subscripts=",".join([out] + [s for s, _ in others]) + "->" + target)
+        if len(target) != len(sub):
+            missing = tuple(k for k, c in enumerate(sub) if c not in avail)
+            g = bind(expand_dims_p, g, axes=missing)
+            g = bind(broadcast_to_p, g, shape=tuple(op.shape))
+        grads.append(unbroadcast(g, op.shape) if tuple(g.shape) != tuple(op.shape) else g)
+    return tuple(grads)
+
+
+def _einsum_batch(args, axes, subscripts):
+    ins, out = _parse(subscripts)
+    used = set(subscripts)
+    free = next(c for c in string.ascii_letters if c not in used)
+    new_ins, new_args = [], []
+    for sub, a, bd in zip(ins, args, axes):
+        if bd is None:
+            new_ins.append(sub)
+            new_args.append(a)
+        else:
+            new_ins.append(free + sub)
+            new_args.append(move_to_front(a, bd))
+    return bind(einsum_p, *new_args, subscripts=",".join(new_ins) + "->" + free + out), 0
+
+
+einsum_p = Primitive("einsum", _einsum_impl, _einsum_abstract)
+einsum_p.def_vjp(_einsum_vjp)
+einsum_p.batch = _einsum_batch

@@ -1,0 +1,107 @@
+"""Reductions: sum, max, min, prod, argmax/argmin, any/all."""
+import numpy as np
+
+from ..core.primitive import Primitive, Aval, bind
+from ..core.dtypes import BOOL, I64
+from ._util import move_to_front
+
+
+def _reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_abstract(x, axes, keepdims):
+    return Aval(_reduced_shape(x.shape, axes, keepdims), x.dtype)
+
+
+def _reduce_batch(prim):
+    def rule(args, dims, **params):
+        x = move_to_front(args[0], dims[0])
+        params["axes"] = tuple(a + 1 for a in params["axes"])
+        return bind(prim, x, **params), 0
+    return rule
+
+
+def keep_axes(ct, axes, keepdims):
+    """Re-insert reduced axes (size 1) into a reduction's cotangent."""
+    from .shape import expand_dims_p
+    if keepdims or not axes:
+        return ct
+    return bind(expand_dims_p, ct, axes=tuple(sorted(axes)))
+
+
+def broadcast_like(ct, x):
+    from .shape import broadcast_to_p
+    from .elementwise import zeros_like_p, add_p
+    if tuple(ct.shape) == tuple(x.shape):
+        return ct
+    if None in x.shape:
+        return bind(add_p, bind(zeros_like_p, x), ct)
+    return bind(broadcast_to_p, ct, shape=tuple(x.shape))
+
+
+def reduction(name, impl, vjp=None, abstract=_reduce_abstract):
+    p = Primitive(name, impl, abstract)
+    if vjp:
+        p.def_vjp(vjp, uses_out=getattr(vjp, "uses_out", False))
+    p.batch = _reduce_batch(p)
+    return p
+
+
+def _sum_vjp(ct, x, axes, keepdims):
+    return (broadcast_like(keep_axes(ct, axes, keepdims), x),)
+
+
+def _extremum_vjp(ct, x, out, axes, keepdims):
+    """The gradient goes to the extremal elements, split evenly between ties."""
+    from .elementwise import eq_p, convert_p
+    out = keep_axes(out, axes, keepdims)
+    mask = bind(convert_p, bind(eq_p, x, out), dtype=np.dtype(x.dtype))
+    count = bind(reduce_sum_p, mask, axes=axes, keepdims=True)
+    return (keep_axes(ct, axes, keepdims) * mask / count,)
+
+
+_extremum_vjp.uses_out = True
+
+
+def _prod_vjp(ct, x, out, axes, keepdims):
+    return (broadcast_like(keep_axes(ct * out, axes, keepdims), x) / x,)
+
+
+_prod_vjp.uses_out = True
+
+reduce_sum_p = reduction("reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims),
+                         _sum_vjp)
+reduce_max_p = reduction("reduce_max", lambda x, axes, keepdims: np.max(x, axis=axes, keepdims=keepdims),
+                         _extremum_vjp)
+reduce_min_p = reduction("reduce_min", lambda x, axes, keepdims: np.min(x, axis=axes, keepdims=keepdims),
+                         _extremum_vjp)
+reduce_prod_p = reduction("reduce_prod",
+                          lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims), _prod_vjp)
+_nograd = lambda ct, x, **kw: (None,)  # noqa: E731
+reduce_any_p = reduction("reduce_any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims),
+                         _nograd, lambda x, axes, keepdims: Aval(_reduced_shape(x.shape, axes, keepdims), BOOL))
+reduce_all_p = reduction("reduce_all", lambda x, axes, keepdims: np.all(x, axis=axes, keepdims=keepdims),
+                         _nograd, lambda x, axes, keepdims: Aval(_reduced_shape(x.shape, axes, keepdims), BOOL))
+
+
+def _arg_abstract(x, axis, keepdims):
+    return Aval(_reduced_shape(x.shape, (axis,), keepdims), I64)
+
+
+def _arg_batch(prim):
+    def rule(args, axes, axis, keepdims):
+        x = move_to_front(args[0], axes[0])
+        return bind(prim, x, axis=axis + 1, keepdims=keepdims), 0
+    return rule
+
+
+argmax_p = Primitive("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
+                     _arg_abstract)
+argmin_p = Primitive("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
+                     _arg_abstract)
+for _p in (argmax_p, argmin_p):
+    _p.def_vjp(lambda ct, x, axis, keepdims: (None,))
+    _p.batch = _arg_batch(_p)

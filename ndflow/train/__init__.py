@@ -1,0 +1,1 @@
+"""Training state: Variables, Modules and optimizers."""

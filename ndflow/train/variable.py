@@ -1,0 +1,178 @@
+"""`nf.Variable`: mutable state that tapes watch and `nf.function` reads and writes by reference."""
+import numpy as np
+
+from ..core.ndarray import ndarray, symbolic
+from ..core.primitive import Primitive, Aval, bind
+from ..core.state import STATE
+from ..core import dtypes as _dt
+
+
+def _read_impl(var=None):
+    return var._value._v
+
+
+read_var_p = Primitive("read_variable", _read_impl,
+                       lambda var: Aval(var._value.shape, var._value.dtype), effect=True)
+
+
+def _assign_impl(value, var=None):
+    from ..core.ndarray import _wrap
+    var._value = _wrap(value)
+    return value
+
+
+assign_var_p = Primitive("assign_variable", _assign_impl,
+                         lambda value, var: Aval(value.shape, value.dtype), effect=True)
+
+
+def _graph_trace():
+    for t in reversed(STATE.traces):
+        if t.is_graph:
+            return t
+    return None
+
+
+class Variable:
+    """A mutable array, as `tf.Variable`: `assign`, `assign_add`, `assign_sub`, `read_value`.
+    Operations on it use its current value; tapes watch trainable Variables they see read."""
+
+    _counter = 0
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, shape=None):
+        from .. import numpy as tnp
+        if callable(initial_value):
+            initial_value = initial_value()
+        v = tnp.asarray(initial_value, dtype=dtype)
+        if v._t is not None:
+            raise ValueError("a Variable's initial value must be concrete; create Variables "
+                             "outside nf.function or on its first trace from concrete values")
+        self._value = tnp.copy(v) if v is initial_value else v
+        self.trainable = trainable
+        Variable._counter += 1
+        self._name = name or "Variable"
+        self._unique = "%s:%d" % (self._name, Variable._counter)
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def name(self):
+        return self._name + ":0"
+
+    def _current(self):
+        g = _graph_trace()
+        if g is None:
+            return self._value
+        v = g.var_values.get(id(self))
+        if v is None:
+            v = bind(read_var_p, var=self)
+            g.var_values[id(self)] = v
+        return v
+
+    def _read_for_tape(self):
+        return self._current()
+
+    def _ndflow_array_(self):
+        val = self._current()
+        if STATE.tapes:
+            for t in STATE.tapes:
+                t._on_variable_read(self)
+        return val
+
+    def value(self):
+        return self._ndflow_array_()
+
+    def read_value(self):
+        return self._ndflow_array_()
+
+    def numpy(self):
+        return self._value.numpy()
+
+    @property
+    def shape(self):
+        return self._value.shape
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    @property
+    def device(self):
+        return self._value.device
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.numpy(), dtype=dtype)
+
+    def __repr__(self):
+        return "<nf.Variable '%s' shape=%s dtype=%s, numpy=%r>" % (
+            self.name, tuple(self.shape), self.dtype.name, self.numpy())
+
+    # ------------------------------------------------------------------ writing
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        from .. import numpy as tnp
+        v = tnp.asarray(value, dtype=self.dtype)
+        if tuple(v.shape) != tuple(self.shape) and None not in v.shape:
+            raise ValueError(f"Cannot assign value of shape {tuple(v.shape)} to a Variable of "
+                             f"shape {tuple(self.shape)}")
+        g = _graph_trace()
+        if g is not None:
+            bind(assign_var_p, v, var=self)
+            g.var_values[id(self)] = v
+        elif v._t is not None:
+            raise ValueError("cannot assign a batched/symbolic value to a Variable outside "
+                             "nf.function")
+        else:
+            self._value = tnp.copy(v) if v is value else v
+        return self if read_value else None
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return self.assign(self.value() + delta, read_value=read_value)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return self.assign(self.value() - delta, read_value=read_value)
+
+    # ------------------------------------------------------------------ array behaviour
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.value(), name)
+
+    def __getitem__(self, k):
+        return self.value()[k]
+
+    def __len__(self):
+        return len(self._value)
+
+    def __bool__(self):
+        return bool(self.value())
+
+    def __float__(self):
+        return float(self.value())
+
+    def __int__(self):
+        return int(self.value())
+
+    __hash__ = object.__hash__
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [i.value() if isinstance(i, Variable) else i for i in inputs]
+        return self.value().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+
+    __array_priority__ = 200
+
+
+def _forward(name):
+    def op(self, *args):
+        return getattr(self.value(), name)(*[a.value() if isinstance(a, Variable) else a for a in args])
+    op.__name__ = name
+    return op
+
+
+for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+           "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+           "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__pos__", "__abs__", "__lt__",
+           "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__and__", "__or__", "__xor__",
+           "__invert__"):
+    setattr(Variable, _n, _forward(_n))

@@ -1,0 +1,1 @@
+"""Vectorization as an interpreter: `vectorized_map`, `vmap`, and the `map_fn` loop."""

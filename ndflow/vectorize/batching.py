@@ -1,0 +1,161 @@
+"""The batching interpreter. A batched value is an ndarray whose `_v` is the value one level
+down carrying the batch axis `_aux`; unbatched values pass through untouched. Each primitive's
+`batch` rule maps (values, batch axes) to (value, batch axis) by binding primitives one level
+down, so inside `nf.function` batching produces one graph."""
+import warnings
+
+import numpy as np
+
+from ..core.ndarray import ndarray, symbolic
+from ..core.primitive import bind
+from ..core.state import STATE
+from ..core import tree
+from ..graph.trace import next_level
+
+
+class BatchTrace:
+    is_graph = False
+    kind = "batched"
+
+    def __init__(self, size):
+        self.level = next_level()
+        self.size = size
+
+    def shape_of(self, x):
+        s = x._v.shape
+        bd = x._aux
+        return tuple(s[:bd]) + tuple(s[bd + 1:])
+
+    def process(self, prim, args, params):
+        vals, axes = [], []
+        for a in args:
+            if a._t is self:
+                vals.append(a._v)
+                axes.append(a._aux)
+            else:
+                vals.append(a)
+                axes.append(None)
+        rule = prim.batch
+        if rule is None:
+            out, oax = self._loop(prim, vals, axes, params)
+        else:
+            out, oax = rule(vals, axes, **params)
+        if prim.multiple_results:
+            if not isinstance(oax, (list, tuple)):
+                oax = [oax] * len(out)
+            return tuple(self.wrap(o, ax) for o, ax in zip(out, oax))
+        return self.wrap(out, oax)
+
+    def wrap(self, v, ax):
+        if ax is None:
+            return v
+        return symbolic(self, v, ax)
+
+    def _loop(self, prim, vals, axes, params):
+        from .. import numpy as tnp
+        warnings.warn(f"vectorized_map: primitive '{prim.name}' has no batching rule; running "
+                      f"it in a loop over the {self.size} examples", stacklevel=4)
+        outs = []
+        for i in range(self.size):
+            xs = [v if bd is None else tnp.take(v, i, axis=bd) for v, bd in zip(vals, axes)]
+            outs.append(bind(prim, *xs, **params))
+        if prim.multiple_results:
+            return [tnp.stack([o[k] for o in outs]) for k in range(len(outs[0]))], 0
+        return tnp.stack(outs), 0
+
+
+def _batch_call(fn, args, in_axes, out_axes):
+    from .. import numpy as tnp
+    leaves, d = tree.flatten_with_def(args)
+    ax_leaves = _broadcast_axes(in_axes, args, len(leaves))
+    size = None
+    conv = []
+    for x, ax in zip(leaves, ax_leaves):
+        if ax is None:
+            conv.append(x)
+            continue
+        x = tnp.asarray(x) if not isinstance(x, ndarray) else x
+        if x.ndim == 0:
+            raise ValueError("vectorized_map: cannot map over a scalar (0-d) input")
+        n = x.shape[ax]
+        if size is None:
+            size = n
+        elif n is not None and size is not None and n != size:
+            raise ValueError(f"vectorized_map: all inputs must have the same size along the mapped "
+                             f"axis; got sizes {size} and {n} (shape {tuple(x.shape)})")
+        conv.append((x, ax))
+    if size is None:
+        raise ValueError("vectorized_map: no input has a batch axis to map over")
+    trace = BatchTrace(size)
+    STATE.traces.append(trace)
+    STATE.refresh()
+    try:
+        ins = [c if not isinstance(c, tuple) or len(c) != 2 or not isinstance(c[0], ndarray)
+               else symbolic(trace, c[0], c[1] % c[0].ndim) for c in conv]
+        out = fn(*tree.unflatten(d, ins))
+    finally:
+        STATE.traces.remove(trace)
+        STATE.refresh()
+    out_leaves, out_def = tree.flatten_with_def(out)
+    oax = _broadcast_axes(out_axes, out, len(out_leaves))
+    res = []
+    for o, ax in zip(out_leaves, oax):
+        if isinstance(o, ndarray) and o._t is trace:
+            v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
+        else:
+            o = tnp.asarray(o)
+            v = tnp.broadcast_to(tnp.expand_dims(o, 0), (size,) + tuple(o.shape))
+            if ax not in (None, 0):
+                v = tnp.moveaxis(v, 0, ax)
+        res.append(v)
+    return tree.unflatten(out_def, res)
+
+
+def _broadcast_axes(axes, struct, n):
+    if axes is None or isinstance(axes, int):
+        return [axes] * n
+    leaves = []
+    for a, s in zip(axes, struct):
+        leaves.extend(_broadcast_axes(a, s, len(tree.flatten(s))))
+    return leaves
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
+    """Map `fn` over the first axis of `elems` (a nested structure), vectorized: `fn` runs once
+    on batched values, as `tf.vectorized_map`. Tapes inside `fn` give per-example gradients.
+
+    Primitives without a batching rule run in a loop (with a warning naming them)."""
+    return _batch_call(fn, (elems,), 0, 0)
+
+
+def vmap(fn, in_axes=0, out_axes=0):
+    """JAX-style: `vmap(f, in_axes, out_axes)(*args)` maps over the given argument axes
+    (None = not mapped)."""
+    def wrapped(*args):
+        ax = in_axes if not isinstance(in_axes, list) else tuple(in_axes)
+        if isinstance(ax, tuple) and len(ax) != len(args):
+            raise ValueError(f"vmap in_axes has {len(ax)} entries for {len(args)} arguments")
+        return _batch_call(fn, args, ax, out_axes)
+    return wrapped
+
+
+def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
+           infer_shape=True, name=None, fn_output_signature=None):
+    """Apply `fn` to each element along the first axis, one at a time, and stack the results
+    (a Python loop; inside `nf.function` it unrolls), as `tf.map_fn`."""
+    from .. import numpy as tnp
+    leaves, d = tree.flatten_with_def(elems)
+    leaves = [tnp.asarray(x) for x in leaves]
+    n = leaves[0].shape[0]
+    outs = [fn(tree.unflatten(d, [x[i] for x in leaves])) for i in range(n)]
+    o_leaves = [tree.flatten(o) for o in outs]
+    o_def = tree.flatten_with_def(outs[0])[1]
+    sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
+    stacked = []
+    for k in range(len(o_leaves[0])):
+        s = tnp.stack([tnp.asarray(o[k]) for o in o_leaves])
+        if sig is not None and k < len(sig) and sig[k] is not None:
+            dt = sig[k].dtype if hasattr(sig[k], "is_compatible_with") else np.dtype(sig[k])
+            s = s.astype(dt) if s.dtype != dt else s
+        stacked.append(s)
+    return tree.unflatten(o_def, stacked)
