@@ -15,7 +15,7 @@ import operator
 import numpy as np
 
 from . import primitive as _prim
-from .state import STATE
+from .state import STATE, GLOBAL
 
 _tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
 _new = object.__new__
@@ -81,11 +81,16 @@ def _fast_binary(np_fn, name, reflected=False):
     # Operators are the hottest path: a + b on eager default-device arrays calls NumPy directly
     # (NumPy 2 promotion == ours in legacy mode); everything else goes through the NumPy layer.
     def op(self, other):
-        if STATE.fast and self._dev is None:
+        if GLOBAL.fast and self._dev is None:
             t = type(other)
             if t is ndarray:
                 if other._dev is None:
-                    return _wrap(np_fn(other._v, self._v) if reflected else np_fn(self._v, other._v))
+                    o = _new(ndarray)
+                    o._v = np_fn(other._v, self._v) if reflected else np_fn(self._v, other._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    return o
             elif t is float or t is int or t is bool or t is complex:
                 return _wrap(np_fn(other, self._v) if reflected else np_fn(self._v, other))
         f = getattr(_tnp, name)
@@ -118,10 +123,8 @@ def _inplace(name):
         res = getattr(_tnp, name)(self, other)
         if res.dtype != self.dtype:
             if not np.can_cast(res.dtype, self.dtype, casting="same_kind"):
-                raise np._core._exceptions._UFuncOutputCastingError(
-                    getattr(np, name), "same_kind", res.dtype, self.dtype) \
-                    if hasattr(np, "_core") else TypeError(
-                    f"Cannot cast ufunc {name!r} output from {res.dtype} to {self.dtype}")
+                raise TypeError(f"Cannot cast ufunc {name!r} output from {res.dtype!r} to "
+                                f"{self.dtype!r} with casting rule 'same_kind'")
             res = res.astype(self.dtype)
         if res.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
@@ -495,7 +498,7 @@ class ndarray:
         return _tnp.divmod(other, self)
 
     def __neg__(self):
-        if STATE.fast and self._dev is None:
+        if GLOBAL.fast and self._dev is None:
             return _wrap(np.negative(self._v))
         return _tnp.negative(self)
 

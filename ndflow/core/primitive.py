@@ -14,7 +14,7 @@ A primitive is declared once with its rules:
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
-from .state import STATE
+from .state import STATE, GLOBAL
 
 
 class Aval:
@@ -88,7 +88,7 @@ _eager_apply = None   # set by backends: full eager path (devices, conversions)
 
 
 def bind(prim, *args, **params):
-    if STATE.fast:
+    if GLOBAL.fast:
         # Eager fast path: no tape, trace or scope can be interested. `_dev is None` marks an
         # eager array on the default device (symbolic and batched values never have it).
         for a in args:

@@ -20,8 +20,23 @@ class _State(threading.local):
     def refresh(self):
         self.fast = (not self.traces and not self.tapes and self.device is None
                      and self.promotion == "legacy" and not self.prefer_float32)
+        if self.fast:
+            _SLOW_THREADS.discard(id(self))
+        else:
+            _SLOW_THREADS.add(id(self))
+        GLOBAL.fast = not _SLOW_THREADS
 
 
+class _Global:
+    """`GLOBAL.fast`: no thread has a trace, tape, scope or promotion switch active. A plain
+    attribute is cheaper than a thread-local one, so the hottest paths test it first; when it
+    is False they take the general path, which consults the calling thread's own STATE."""
+    __slots__ = ("fast",)
+
+
+GLOBAL = _Global()
+GLOBAL.fast = True
+_SLOW_THREADS = set()
 STATE = _State()
 
 # Promotion switches are process-wide in TensorFlow; threads started later inherit them.

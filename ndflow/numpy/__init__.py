@@ -3,6 +3,9 @@
 This layer parses arguments the NumPy way, resolves dtypes and calls primitives; it holds no
 kernels and no gradient rules.
 """
+import builtins as _builtins
+import sys as _sys
+
 import numpy as _np
 
 from ..core import ndarray as _ndmod
@@ -57,9 +60,10 @@ bool = bool_  # noqa: A001
 
 
 def result_type(*arrays_and_dtypes):  # noqa: F811
-    """Result dtype of an operation on these, in the current promotion mode."""
-    from ..core.dtypes import result_type as _rt
-    return _rt(*[a if isinstance(a, (ndarray, _np.ndarray, _np.dtype)) or type(a) in (int, float, complex, __builtins__["bool"] if isinstance(__builtins__, dict) else type(True))
+    """Result dtype of an operation on these, in the current promotion mode (Python scalars
+    are weak, NEP 50)."""
+    from ..core.dtypes import result_type as _rt, PY_SCALARS
+    return _rt(*[a if isinstance(a, (ndarray, _np.ndarray, _np.dtype)) or type(a) in PY_SCALARS
                  else _np.dtype(a) for a in arrays_and_dtypes])
 
 
@@ -72,12 +76,9 @@ def experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mo
     if mode not in ("legacy", "all", "safe"):
         raise ValueError(f"dtype_conversion_mode must be 'legacy', 'all' or 'safe', got "
                          f"{dtype_conversion_mode!r}")
-    GLOBAL_MODE["prefer_float32"] = builtins_bool(prefer_float32)
+    GLOBAL_MODE["prefer_float32"] = _builtins.bool(prefer_float32)
     GLOBAL_MODE["promotion"] = mode
     sync_mode()
 
 
-import builtins as _builtins  # noqa: E402
-builtins_bool = _builtins.bool
-
-_ndmod._tnp = _sys_module = __import__("sys").modules[__name__]
+_ndmod._tnp = _sys.modules[__name__]

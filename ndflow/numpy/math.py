@@ -3,7 +3,7 @@ import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
-from ..core.state import STATE
+from ..core.state import STATE, GLOBAL
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E
 from ._core import ufunc_operands, as_operand, fast_operands, asarray
@@ -20,7 +20,7 @@ def _finish(res, out):
 
 def _unary(ufunc, prim):
     def f(x, /, out=None, *, where=True, dtype=None, **kwargs):
-        if STATE.fast and out is None and dtype is None and where is True:
+        if GLOBAL.fast and out is None and dtype is None and where is True:
             b = fast_operands(x)
             if b is not None:
                 return _wrap(ufunc(b[0]))
@@ -38,7 +38,9 @@ def _unary(ufunc, prim):
 
 def _binary(ufunc, prim):
     def f(x1, x2, /, out=None, *, where=True, dtype=None, **kwargs):
-        if STATE.fast and out is None and dtype is None and where is True:
+        if GLOBAL.fast and out is None and dtype is None and where is True:
+            if type(x1) is ndarray and type(x2) is ndarray and x1._dev is None and x2._dev is None:
+                return _wrap(ufunc(x1._v, x2._v))
             b = fast_operands(x1, x2)
             if b is not None:
                 return _wrap(ufunc(b[0], b[1]))
