@@ -24,6 +24,9 @@ Run:  python examples/tf_numpy_guide.py
 #            words inside printed strings and comments restored to the English guide's wording
 #            ("Kind promotion" -> "Type promotion", "Primary indexing" -> "Basic indexing",
 #            "Superior indexing" -> "Advanced indexing", ...).
+# DEVIATION: the guide's `try: tnp.arange(6)[1] = -1 / except TypeError: print("Currently,
+#            TensorFlow NumPy does not support mutation.")` shows a TensorFlow limitation; ndflow
+#            supports mutation (as NumPy), so the cell assigns into a named array and prints it.
 # DEVIATION: the notebook cells run inside main() (so tests can import and run this file); the
 #            model class is at module level; indentation normalized to 4 spaces; main() returns a
 #            dict of a few results for tests.
@@ -143,11 +146,12 @@ def main():
                            x[:, (True, False, True)],
                            x[1, (0, 0, 1), tnp.asarray([0, 1, 1])])
 
-    # Mutation is currently not supported
-    try:
-        tnp.arange(6)[1] = -1
-    except TypeError:
-        print("Currently, TensorFlow NumPy does not support mutation.")
+    # Mutation: TensorFlow NumPy raised TypeError here ("Currently, TensorFlow NumPy does not
+    # support mutation."); ndflow arrays are mutable, as NumPy's.
+    x = tnp.arange(6)
+    x[1] = -1
+    print(x)
+    results["mutation"] = x
 
     # --------------------------------------------------------------------------- Example model
     model = Model()

@@ -21,6 +21,9 @@ Run:  python examples/tf_numpy_interop.py
 # DEVIATION: the module docs' device example uses `tf.device("GPU:0")`; here the device is the
 #            first logical GPU when there is one and "/device:CPU:0" otherwise (the guide's own
 #            fallback), so the program runs on machines without a GPU.
+# DEVIATION: TensorFlow's "no mutation" limitation (`tnp.arange(6)[1] = -1` raising TypeError)
+#            does not apply: ndflow supports mutation (as NumPy), so the cell assigns into a named
+#            array and prints it.
 # DEVIATION: the module docs' snippets evaluate expressions at a prompt; here their values are
 #            printed. The code runs inside main() (so tests can import and run this file), with
 #            4-space indentation; main() returns a dict of a few results for tests.
@@ -132,11 +135,12 @@ def main():
     results["graph_sum"] = graph_sum
 
     # ------------------------------------------------------------------------------- Limitations
-    # Guide, "Indexing": mutation is currently not supported.
-    try:
-        tnp.arange(6)[1] = -1
-    except TypeError:
-        print("Currently, TensorFlow NumPy does not support mutation.")
+    # Guide, "Indexing": TensorFlow NumPy raised TypeError here ("Currently, TensorFlow NumPy
+    # does not support mutation."); ndflow arrays are mutable, as NumPy's.
+    x = tnp.arange(6)
+    x[1] = -1
+    print(x)
+    results["mutation"] = x
 
     # Module docs, "Mutation and Variables": use a variable instead.
     tf_var = nf.Variable(2.0)

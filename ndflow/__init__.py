@@ -18,6 +18,14 @@ from .train.module import Module  # noqa: F401
 from .train import optimizers  # noqa: F401
 from .backends.device import device  # noqa: F401
 from . import config, test  # noqa: F401
+from .core.ndarray import TensorShape  # noqa: F401
+from .compat import (constant, convert_to_tensor, cast, reduce_sum, reduce_mean,  # noqa: F401
+                     reduce_max, reduce_min, reduce_prod, reduce_any, reduce_all, matmul,
+                     reshape, transpose, concat, stack, unstack, tile, square, squeeze,
+                     expand_dims, argmax, argmin, ones, zeros, fill, ones_like, zeros_like, range,
+                     identity, py_function, add_n, abs, exp, log, sqrt, maximum, minimum, where,
+                     clip_by_value, one_hot, size, rank)
+from . import nn, losses, random  # noqa: F401
 
 Tensor = ndarray
 __version__ = "0.1.0"

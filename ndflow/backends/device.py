@@ -158,15 +158,15 @@ def device(spec):
         return
     dev = resolve(spec)
     st = STATE
-    prev = st.device
+    prev, prev_scope = st.device, st.scope
+    # the default device keeps the eager fast path (its arrays carry _dev None)
     st.device = None if dev is DEFAULT else dev
+    st.scope = dev
     st.refresh()
-    # the default device inside a scope still needs the slow path's device bookkeeping to be
-    # skipped only when it really is the default
     try:
         yield dev
     finally:
-        st.device = prev
+        st.device, st.scope = prev, prev_scope
         st.refresh()
 
 

@@ -165,6 +165,8 @@ def result_type(*args):
 def _bf16_result(strong, weak):
     # NumPy's promotion with ml_dtypes' bfloat16: bf16 with itself or weak scalars stays bf16;
     # with int8/uint8/bool it stays bf16; otherwise float32 or wider, as ml_dtypes registers.
+    if all(d == BFLOAT16 for d in strong) and not any(type(w) is complex for w in weak):
+        return BFLOAT16   # NEP 50 (np.result_type(bf16, 2.0) says float64: it ignores weakness)
     try:
         return np.result_type(*strong, *weak)
     except TypeError:

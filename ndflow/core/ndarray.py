@@ -135,6 +135,27 @@ def _inplace(name):
     return op
 
 
+class TensorShape(tuple):
+    """A static shape as `get_shape()` gives it (TensorFlow's name): a tuple whose unknown sizes
+    (inside `nf.function`) are None, with `as_list()`."""
+    __slots__ = ()
+
+    def as_list(self):
+        return list(self)
+
+    @property
+    def rank(self):
+        return len(self)
+
+    ndims = rank
+
+    def is_fully_defined(self):
+        return None not in self
+
+    def __repr__(self):
+        return "TensorShape(%s)" % list(self)
+
+
 class ndarray:
     """An n-dimensional array on a device: eager, symbolic inside `nf.function`, or batched
     inside `nf.vectorized_map`. NumPy's semantics; `.numpy()` gives the NumPy array (zero-copy on
@@ -182,6 +203,24 @@ class ndarray:
         from ..backends.device import device_of
         return device_of(self).name
 
+    def get_shape(self):
+        """The static shape as a `TensorShape` (None = unknown while tracing), as TF's."""
+        return TensorShape(self.shape)
+
+    def set_shape(self, shape):
+        """Refine the static shape, as TF's `set_shape`: known sizes must agree (ValueError);
+        inside `nf.function` unknown sizes take the given ones (checked when the graph runs)."""
+        shape = tuple(None if d is None else operator.index(d) for d in shape)
+        cur = tuple(self.shape)
+        if len(shape) != len(cur) or any(a is not None and b is not None and a != b
+                                         for a, b in zip(cur, shape)):
+            raise ValueError(f"Shape {cur} is not compatible with the shape {shape} given to "
+                             f"set_shape")
+        new = tuple(a if b is None else b for a, b in zip(cur, shape))
+        # a reshape to the refined shape carries it (reshape takes at most one unknown, -1)
+        if new != cur and new.count(None) <= 1:
+            self._rebind(_tnp.reshape(self, tuple(-1 if d is None else d for d in new)))
+
     @property
     def T(self):
         return _tnp.transpose(self)
@@ -207,8 +246,9 @@ class ndarray:
         if self._t is not None:
             raise TracingError(
                 f"{what} of a symbolic array {self._short()} is not known while tracing "
-                f"(at {_user_line()}). Python control flow cannot depend on traced values: use "
-                f"nf.cond / nf.while_loop / tnp.where, or pass the value as a Python constant.")
+                f"(at {_user_line()}). Python control flow cannot depend on traced values: choose "
+                f"elementwise with tnp.where, or pass the value as a Python constant (it then "
+                f"becomes part of the trace's cache key).")
         return self._v
 
     def _short(self):

@@ -12,6 +12,7 @@ class _State(threading.local):
         self.traces = []          # active interpreters (graph / batch), innermost last
         self.tapes = []           # GradientTapes currently recording
         self.device = None        # device scope (None = default CPU:0)
+        self.scope = None         # the scope's device as written, CPU:0 included (tnp.copy)
         self.promotion = "legacy"  # 'legacy' (NumPy 2), 'all', 'safe'
         self.prefer_float32 = False
         self.fast = True

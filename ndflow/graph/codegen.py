@@ -31,6 +31,13 @@ def generate(graph):
         ns["c%d" % i] = buf
     lines = ["def run(%s):" % "".join("a%d, " % i for i in range(len(graph.inputs)))]
     line_nodes = {}
+    # free each intermediate after its last use, as eager code does: holding them all until
+    # the return makes every large temporary a fresh allocation (page faults, cold caches)
+    last_use = {}
+    for k, n in enumerate(graph.nodes):
+        for v in n.inputs:
+            last_use[v.id] = k
+    returned = {o.id for o in graph.outputs}
     for k, n in enumerate(graph.nodes):
         f = "f%d" % k
         ns[f] = _kernel(n)
@@ -42,6 +49,11 @@ def generate(graph):
         target = ", ".join(outs) + ("," if n.prim.multiple_results and len(outs) == 1 else "")
         lines.append("    %s = %s(%s)" % (target, f, args))
         line_nodes[len(lines)] = n
+        dead = sorted({names[v.id] for v in n.inputs if v.kind == "v" and last_use[v.id] == k
+                       and v.id not in returned})
+        dead += [names[o.id] for o in n.outputs if o.id not in last_use and o.id not in returned]
+        if dead:
+            lines.append("    del %s" % ", ".join(dead))
     lines.append("    return (%s)" % "".join(names[o.id] + ", " for o in graph.outputs))
     src = "\n".join(lines) + "\n"
     filename = "<ndflow graph %s>" % graph.name

@@ -62,6 +62,51 @@ class GraphTrace:
             return tuple(symbolic(self, o) for o in outs)
         return symbolic(self, outs[0])
 
+    def lift(self, x):
+        """Evaluate `x` (symbolic in this trace) now, as TensorFlow lifts a Variable's initial
+        value out of the function being traced. Possible when `x` depends on no graph input
+        and no variable write; the nodes that computed it leave the graph and their outputs
+        become constants (later uses see the same values, and random draws happen once).
+        Returns the eager array, or None when `x` needs the function's inputs."""
+        g = self.graph
+        producer = {o.id: n for n in g.nodes for o in n.outputs}
+        need, seen, stack = set(), set(), [x._v]
+        while stack:
+            v = stack.pop()
+            if v.id in seen or v.kind == "c":
+                continue
+            seen.add(v.id)
+            n = producer.get(v.id)
+            if v.kind == "a" or n is None or n.prim.name == "assign_variable":
+                return None
+            need.add(id(n))
+            stack.extend(n.inputs)
+        from ..core.primitive import bind
+        vals = {}
+        kept = []
+        saved = STATE.traces
+        STATE.traces = []
+        STATE.refresh()
+        try:
+            for n in g.nodes:
+                if id(n) not in need:
+                    kept.append(n)
+                    continue
+                ins = [v.const if v.kind == "c" else vals[v.id] for v in n.inputs]
+                outs = bind(n.prim, *ins, **n.params)
+                for o, val in zip(n.outputs, outs if n.prim.multiple_results else (outs,)):
+                    vals[o.id] = val
+        finally:
+            STATE.traces = saved
+            STATE.refresh()
+        for n in g.nodes:
+            if id(n) in need:
+                for o in n.outputs:
+                    o.kind, o.const = "c", vals[o.id]
+                    g.consts.append(o)
+        g.nodes[:] = kept
+        return vals[x._v.id]
+
 
 def innermost_graph_trace():
     for t in reversed(STATE.traces):

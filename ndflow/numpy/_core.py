@@ -105,7 +105,9 @@ def _lattice_types(ufunc, ops):
 def ufunc_operands(ufunc, *ops):
     """Resolve NumPy's loop for `ufunc` on these operands and cast them to its input dtypes."""
     if STATE.promotion == "legacy":
-        types = tuple(type(o) if type(o) in _PY else o.dtype for o in ops)
+        # Python bool is not weak in NEP 50 (resolve_dtypes rejects the type): it is np.bool_
+        types = tuple((_dt.BOOL if type(o) is bool else type(o)) if type(o) in _PY else o.dtype
+                      for o in ops)
     else:
         types = _lattice_types(ufunc, ops)
     if any(t == _dt.BFLOAT16 for t in types if isinstance(t, np.dtype)):

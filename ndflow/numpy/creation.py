@@ -123,7 +123,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     r = np.linspace(start, stop, num, endpoint, retstep, dtype=None if dtype is None else _dt.canonical(dtype), axis=axis)
     if retstep:
         arr, step = r
-        return _fix32(asarray(arr), dtype), step
+        return _fix32(asarray(arr), dtype), asarray(step)
     return _fix32(asarray(r), dtype)
 
 
@@ -152,14 +152,11 @@ def identity(n, dtype=None, *, like=None):
 def copy(a, order="K", subok=False):
     """A copy of `a`; inside a device scope the copy is placed on that device (TF's tnp.copy)."""
     a = asarray(a)
-    if a._t is None and STATE.device is not None:
+    target = STATE.scope
+    if a._t is None and target is not None:
         from ..backends.device import to_device, device_of
-        if device_of(a) is not STATE.device:
-            return to_device(a, STATE.device)
-    if a._t is None and a._dev is not None and STATE.device is None:
-        from ..backends.device import to_device, DEFAULT
-        # outside any scope, copy in place on the array's own device
-        return bind(E.copy_p, a)
+        if device_of(a) is not target:
+            return to_device(a, target)
     return bind(E.copy_p, a)
 
 
@@ -168,7 +165,12 @@ def asanyarray(a, dtype=None, order=None, *, like=None):
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):
-    return asarray(a, dtype)
+    """As `numpy.ascontiguousarray`: at least 1-d."""
+    a = asarray(a, dtype)
+    if a.ndim == 0:
+        from .manipulation import reshape
+        return reshape(a, (1,))
+    return a
 
 
 def _astype(x, dtype, copy=True):

@@ -1,4 +1,6 @@
 """Reductions and statistics."""
+import builtins
+
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
@@ -79,7 +81,7 @@ def _extremum(prim, npf, name):
             return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
         a = asarray(a)
         axes = _axes(a, axis)
-        if initial is None and any(a.shape[i] == 0 for i in axes):
+        if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
         if initial is not None:
@@ -116,7 +118,7 @@ def _arg(prim, npf):
         if _fast(a) and out is None:
             return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
         a = asarray(a)
-        if a.size == 0:
+        if (a.size == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
         if axis is None:
             from .manipulation import reshape

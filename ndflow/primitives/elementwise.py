@@ -255,7 +255,7 @@ select_p.fusion = "where({0}, {1}, {2})"
 zeros_like_p = Primitive("zeros_like", lambda x: np.zeros_like(x), _unary_abstract)
 ones_like_p = Primitive("ones_like", lambda x: np.ones_like(x), _unary_abstract)
 full_like_p = Primitive("full_like", lambda x, fill_value: np.full_like(x, fill_value),
-                        _unary_abstract)
+                        lambda x, fill_value: Aval(x.shape, x.dtype))
 for _p in (zeros_like_p, ones_like_p):
     _p.def_vjp(lambda ct, x: (None,))
     _p.batch = (lambda p: lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))(_p)

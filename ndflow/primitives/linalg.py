@@ -128,6 +128,8 @@ def _einsum_abstract(*ops, subscripts):
 
 
 def _einsum_vjp(ct, *ops, subscripts):
+    """d op_i = einsum(ct, other operands -> op_i's labels); labels summed within op_i alone are
+    broadcast back, and a repeated label (a diagonal, 'ii') puts the gradient on the diagonal."""
     from .shape import broadcast_to_p, expand_dims_p
     ins, out = _parse(subscripts)
     grads = []
@@ -135,19 +137,40 @@ def _einsum_vjp(ct, *ops, subscripts):
         if np.dtype(op.dtype).kind not in "fc":
             grads.append(None)
             continue
-        if len(set(sub)) != len(sub):
-            raise NotImplementedError(f"einsum gradient for repeated labels in {sub!r}")
+        uniq = "".join(dict.fromkeys(sub))          # labels in order of first appearance
+        size = {c: op.shape[sub.index(c)] for c in uniq}
         others = [(s, o) for j, (s, o) in enumerate(zip(ins, ops)) if j != i]
         avail = set(out).union(*[set(s) for s, _ in others]) if others else set(out)
-        target = "".join(c for c in sub if c in avail)
+        target = "".join(c for c in uniq if c in avail)
         g = bind(einsum_p, ct, *[o for _, o in others],
                  subscripts=",".join([out] + [s for s, _ in others]) + "->" + target)
-        if len(target) != len(sub):
-            missing = tuple(k for k, c in enumerate(sub) if c not in avail)
+        if len(target) != len(uniq):
+            missing = tuple(k for k, c in enumerate(uniq) if c not in avail)
             g = bind(expand_dims_p, g, axes=missing)
-            g = bind(broadcast_to_p, g, shape=tuple(op.shape))
+            g = bind(broadcast_to_p, g, shape=tuple(size[c] for c in uniq))
+        if len(uniq) != len(sub):
+            g = _on_diagonal(g, sub, uniq, size, subscripts)
         grads.append(unbroadcast(g, op.shape) if tuple(g.shape) != tuple(op.shape) else g)
     return tuple(grads)
+
+
+def _on_diagonal(g, sub, uniq, size, subscripts):
+    """g with labels `uniq` -> labels `sub` (repeats of a label = a diagonal), zero elsewhere:
+    each repeat gets a fresh label tied to the first by an identity matrix."""
+    from ..numpy import eye
+    free = iter(c for c in string.ascii_letters if c not in subscripts)
+    full, deltas, eyes, seen = [], [], [], set()
+    for c in sub:
+        if c in seen:
+            f = next(free)
+            full.append(f)
+            deltas.append(c + f)
+            eyes.append(eye(size[c], dtype=g.dtype))
+        else:
+            seen.add(c)
+            full.append(c)
+    return bind(einsum_p, g, *eyes,
+                subscripts=",".join([uniq] + deltas) + "->" + "".join(full))
 
 
 def _einsum_batch(args, axes, subscripts):

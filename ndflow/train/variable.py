@@ -40,12 +40,19 @@ class Variable:
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, shape=None):
         from .. import numpy as tnp
+        from ..compat import _tensor
         if callable(initial_value):
             initial_value = initial_value()
-        v = tnp.asarray(initial_value, dtype=dtype)
+        v = _tensor(initial_value, dtype=dtype)   # Python data: TF's dtypes (2.0 -> float32)
         if v._t is not None:
-            raise ValueError("a Variable's initial value must be concrete; create Variables "
-                             "outside nf.function or on its first trace from concrete values")
+            # created while tracing from a value computed in the trace: lift that computation
+            # out of the graph (as TF's init_scope), if it does not need the function's inputs
+            lifted = v._t.lift(v) if getattr(v._t, "is_graph", False) else None
+            if lifted is None:
+                raise ValueError("a Variable's initial value must be concrete; create Variables "
+                                 "outside nf.function, or inside it from values that do not "
+                                 "depend on the function's arguments")
+            v = tnp.copy(lifted)
         self._value = tnp.copy(v) if v is initial_value else v
         self.trainable = trainable
         Variable._counter += 1

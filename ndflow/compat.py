@@ -1,0 +1,438 @@
+"""TensorFlow-style names (`nf.constant`, `nf.reduce_sum`, `nf.reshape`, ...) over ndflow.numpy.
+
+Each function here is a thin composition of NumPy-layer functions, so everything stays
+differentiable, traceable and vectorizable; there are no kernels and no gradient rules. The
+semantics are TensorFlow's where TF's signature differs from NumPy's (`nf.constant([1, 2])` is
+int32 and `nf.ones` is float32 as in TF, `reduce_*` keep the input dtype, `argmax` defaults to
+axis 0), and NumPy's otherwise (type promotion, broadcasting).
+"""
+import functools
+import operator
+
+import numpy as np
+
+from . import numpy as tnp
+from .core.ndarray import ndarray
+from .core.state import STATE
+from .core import dtypes as _dt
+
+_builtin_range = range
+
+__all__ = [
+    "constant", "convert_to_tensor", "cast", "reduce_sum", "reduce_mean", "reduce_max",
+    "reduce_min", "reduce_prod", "reduce_any", "reduce_all", "matmul", "reshape", "transpose",
+    "concat", "stack", "unstack", "tile", "square", "squeeze", "expand_dims", "argmax", "argmin",
+    "ones", "zeros", "ones_like", "zeros_like", "fill", "range", "identity", "py_function",
+    "add_n", "abs", "exp", "log", "sqrt", "maximum", "minimum", "where", "clip_by_value",
+    "one_hot", "size", "rank",
+]
+
+
+def _dtype(dtype):
+    return None if dtype is None else _dt.canonical(dtype)
+
+
+def _tf_dtype_of_python(value):
+    """TensorFlow's dtype for Python data: ints int32 (int64 when they do not fit), floats
+    float32, complex complex128, bools bool."""
+    probe = np.asarray(value)
+    k = probe.dtype.kind
+    if k == "i" or k == "u":
+        i32 = np.iinfo(np.int32)
+        if probe.size and (probe.min() < i32.min or probe.max() > i32.max):
+            return _dt.I64
+        return np.dtype(np.int32)
+    if k == "f":
+        return _dt.F32
+    if k == "c":
+        return _dt.C128
+    return probe.dtype
+
+
+def _is_python_data(value):
+    if type(value) in (bool, int, float, complex):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_python_data(v) for v in value)
+    return False
+
+
+def _tensor(value, dtype=None):
+    """`value` as an ndarray: arrays and Variables keep their dtype; Python data gets TF's."""
+    if type(value) is ndarray and dtype is None:
+        return value
+    if dtype is None and _is_python_data(value):
+        dtype = _tf_dtype_of_python(value)
+    return tnp.asarray(value, dtype=dtype)
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A constant array, as `tf.constant`: Python ints become int32 (int64 if too large),
+    Python floats float32; NumPy and ndflow arrays keep their dtype unless `dtype` is given.
+    With `shape`, a scalar is broadcast (filled) and other values are reshaped.
+
+    >>> import ndflow as nf
+    >>> nf.constant([1, 2]).dtype.name
+    'int32'
+    """
+    x = _tensor(value, _dtype(dtype))
+    if type(value) is ndarray and x is value:
+        x = tnp.copy(x)
+    if shape is not None:
+        shape = _shape_list(shape)
+        n = int(np.prod(shape, dtype=np.int64))
+        if x.size == n:
+            x = tnp.reshape(x, shape)
+        elif x.size == 1:
+            x = tnp.broadcast_to(tnp.reshape(x, ()), shape)
+        else:
+            raise TypeError(f"nf.constant: expected {n} values for shape {shape}, got {x.size}")
+    return x
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """An ndarray from `value`, as `tf.convert_to_tensor`: a no-op on ndarrays (a ValueError if
+    `dtype` differs, as in TF); Variables give their value; Python data gets TF's dtypes
+    (`dtype_hint` when it fits)."""
+    dtype = _dtype(dtype)
+    if isinstance(value, ndarray):
+        if dtype is not None and value.dtype != dtype:
+            raise ValueError(f"convert_to_tensor: requested dtype {dtype.name} for an array of "
+                             f"dtype {value.dtype.name}; use nf.cast to convert")
+        return value
+    if dtype is None and dtype_hint is not None and _is_python_data(value):
+        hint = _dt.canonical(dtype_hint)
+        probe = np.asarray(value)
+        if np.can_cast(probe.dtype, hint, casting="same_kind") or probe.dtype.kind in "iub":
+            dtype = hint
+    return _tensor(value, dtype)
+
+
+def cast(x, dtype, name=None):
+    """`x` converted to `dtype`, as `tf.cast` (floats to ints truncate toward zero)."""
+    return tnp.asarray(x if not isinstance(x, (list, tuple)) else _tensor(x), dtype=_dtype(dtype))
+
+
+# ------------------------------------------------------------------ reductions
+def _axis(axis):
+    if isinstance(axis, ndarray):
+        axis = axis.numpy().tolist()
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    return axis
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """Sum over `axis` (all axes by default), keeping the input dtype, as `tf.reduce_sum`."""
+    x = _tensor(input_tensor)
+    return tnp.sum(x, axis=_axis(axis), dtype=x.dtype if x.dtype.kind != "b" else None,
+                   keepdims=keepdims)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """Mean over `axis`, keeping the input dtype, as `tf.reduce_mean` (integer inputs give the
+    truncated integer mean, as in TF)."""
+    x = _tensor(input_tensor)
+    m = tnp.mean(x, axis=_axis(axis), keepdims=keepdims)
+    return m if m.dtype == x.dtype else m.astype(x.dtype)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    return tnp.max(_tensor(input_tensor), axis=_axis(axis), keepdims=keepdims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    return tnp.min(_tensor(input_tensor), axis=_axis(axis), keepdims=keepdims)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """Product over `axis`, keeping the input dtype, as `tf.reduce_prod`."""
+    x = _tensor(input_tensor)
+    return tnp.prod(x, axis=_axis(axis), dtype=x.dtype if x.dtype.kind != "b" else None,
+                    keepdims=keepdims)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    return tnp.any(_tensor(input_tensor), axis=_axis(axis), keepdims=keepdims)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    return tnp.all(_tensor(input_tensor), axis=_axis(axis), keepdims=keepdims)
+
+
+# ------------------------------------------------------------------ products and shapes
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, output_type=None, name=None):
+    """Matrix product of the last two axes, as `tf.matmul`."""
+    a, b = _tensor(a), _tensor(b)
+    if transpose_a or adjoint_a:
+        a = tnp.swapaxes(a, -1, -2)
+        if adjoint_a:
+            a = tnp.conjugate(a)
+    if transpose_b or adjoint_b:
+        b = tnp.swapaxes(b, -1, -2)
+        if adjoint_b:
+            b = tnp.conjugate(b)
+    r = tnp.matmul(a, b)
+    return r if output_type is None else cast(r, output_type)
+
+
+def _static_dim(d):
+    """A Python int for a shape entry, or None for a value known only at run time."""
+    if isinstance(d, ndarray) and d._t is not None:
+        return None
+    return operator.index(d)
+
+
+def reshape(tensor, shape, name=None):
+    """`tensor` with a new shape, as `tf.reshape`. `shape` may be a list whose entries are run-time
+    scalars (e.g. from `nf.shape(x)` inside `nf.function`); at most one entry may be unknown
+    while tracing (besides it, no -1), since ndflow's reshape takes static sizes."""
+    x = _tensor(tensor)
+    if isinstance(shape, ndarray):
+        if shape._t is not None:
+            n = shape.shape[0] if shape.ndim == 1 else None
+            if n is None:
+                raise ValueError("nf.reshape: a traced shape must be a 1-D array of known length")
+            shape = [shape[i] for i in _builtin_range(n)]
+        else:
+            shape = shape.numpy().reshape(-1).tolist()
+    elif isinstance(shape, (int, np.integer)):
+        shape = [shape]
+    dims = [_static_dim(d) for d in shape]
+    unknown = dims.count(None) + dims.count(-1)
+    if None in dims:
+        if unknown > 1:
+            raise ValueError(f"nf.reshape: the new shape {shape} has {unknown} entries unknown "
+                             f"while tracing; ndflow can infer only one (use -1 for it)")
+        dims = [-1 if d is None else d for d in dims]
+    return tnp.reshape(x, tuple(dims))
+
+
+def transpose(a, perm=None, conjugate=False, name=None):
+    r = tnp.transpose(_tensor(a), None if perm is None else [int(p) for p in perm])
+    return tnp.conjugate(r) if conjugate else r
+
+
+def concat(values, axis, name=None):
+    return tnp.concatenate([_tensor(v) for v in values], axis=int(axis))
+
+
+def stack(values, axis=0, name=None):
+    return tnp.stack([_tensor(v) for v in values], axis=int(axis))
+
+
+def unstack(value, num=None, axis=0, name=None):
+    """The slices of `value` along `axis`, as a list, as `tf.unstack`."""
+    x = _tensor(value)
+    axis = int(axis) % x.ndim if x.ndim else 0
+    n = x.shape[axis] if num is None else int(num)
+    if n is None:
+        raise ValueError(f"nf.unstack: cannot infer num from shape {tuple(x.shape)} (the axis "
+                         f"size is unknown while tracing); pass num")
+    lead = (slice(None),) * axis
+    return [x[lead + (i,)] for i in _builtin_range(n)]
+
+
+def tile(input, multiples, name=None):
+    """Repeat `input` `multiples[i]` times along axis i, as `tf.tile` (= `numpy.tile` with one
+    multiple per axis). Composed as reshape -> broadcast_to -> reshape."""
+    x = _tensor(input)
+    if isinstance(multiples, ndarray):
+        multiples = multiples.numpy().tolist()
+    m = [operator.index(k) for k in multiples]
+    if len(m) != x.ndim:
+        raise ValueError(f"nf.tile: multiples {m} must have one entry per axis of the input of "
+                         f"shape {tuple(x.shape)}")
+    s = tuple(x.shape)
+    if all(k == 1 for k in m):
+        return x
+    if s.count(None) > 1:
+        raise ValueError(f"nf.tile: input of shape {s} has more than one size unknown while "
+                         f"tracing")
+    inter, big = [], []
+    for k, d in zip(m, s):
+        inter += [1, -1 if d is None else d]
+        big += [k, d]
+    y = tnp.reshape(x, tuple(inter))
+    if None in s:
+        # multiply by ones of shape (k0, 1, k1, 1, ...): broadcasting brings the unknown size
+        y = y * tnp.ones(tuple(k if j % 2 == 0 else 1 for j, k in enumerate(big)), dtype=x.dtype)
+    else:
+        y = tnp.broadcast_to(y, tuple(big))
+    return tnp.reshape(y, tuple(-1 if d is None else k * d for k, d in zip(m, s)))
+
+
+def square(x, name=None):
+    return tnp.square(_tensor(x))
+
+
+def squeeze(input, axis=None, name=None):
+    return tnp.squeeze(_tensor(input), _axis(axis))
+
+
+def expand_dims(input, axis, name=None):
+    return tnp.expand_dims(_tensor(input), int(axis))
+
+
+def argmax(input, axis=None, output_type=np.int64, name=None):
+    """Index of the largest value along `axis` (0 by default, as in TF), as `tf.argmax`."""
+    r = tnp.argmax(_tensor(input), axis=0 if axis is None else int(axis))
+    return r if r.dtype == np.dtype(output_type) else r.astype(output_type)
+
+
+def argmin(input, axis=None, output_type=np.int64, name=None):
+    r = tnp.argmin(_tensor(input), axis=0 if axis is None else int(axis))
+    return r if r.dtype == np.dtype(output_type) else r.astype(output_type)
+
+
+def size(input, out_type=np.int32, name=None):
+    return tnp.asarray(_tensor(input).size, dtype=out_type)
+
+
+def rank(input, name=None):
+    return tnp.asarray(_tensor(input).ndim, dtype=np.int32)
+
+
+# ------------------------------------------------------------------ creation
+def _shape_list(shape):
+    if isinstance(shape, ndarray):
+        shape = shape.numpy().tolist()
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(operator.index(d) for d in shape)
+
+
+def ones(shape, dtype=np.float32, name=None):
+    """An array of ones, float32 by default as `tf.ones`."""
+    return tnp.ones(_shape_list(shape), dtype=dtype)
+
+
+def zeros(shape, dtype=np.float32, name=None):
+    """An array of zeros, float32 by default as `tf.zeros`."""
+    return tnp.zeros(_shape_list(shape), dtype=dtype)
+
+
+def fill(dims, value, name=None):
+    v = _tensor(value)
+    return tnp.full(_shape_list(dims), v, dtype=v.dtype)
+
+
+def ones_like(input, dtype=None, name=None):
+    return tnp.ones_like(_tensor(input), dtype=dtype)
+
+
+def zeros_like(input, dtype=None, name=None):
+    return tnp.zeros_like(_tensor(input), dtype=dtype)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    """Evenly spaced values in [start, limit), as `tf.range` (int32 for Python ints, float32 for
+    Python floats, unless `dtype`)."""
+    args = [start] if limit is None else [start, limit, delta]
+    vals = [a.item() if isinstance(a, ndarray) else a for a in args]
+    if dtype is None:
+        arr_dtypes = [a.dtype for a in args if isinstance(a, ndarray)]
+        dtype = np.result_type(*arr_dtypes) if arr_dtypes else _tf_dtype_of_python(vals)
+    return tnp.arange(*vals, dtype=dtype) if limit is not None else tnp.arange(vals[0], dtype=dtype)
+
+
+def identity(input, name=None):
+    """A copy of `input` (on the current device), as `tf.identity`."""
+    return tnp.copy(_tensor(input))
+
+
+# ------------------------------------------------------------------ Python functions
+def py_function(func, inp, Tout, name=None):
+    """Run the Python function `func` on arrays, as `tf.py_function`. Eagerly it is simply
+    called on the ndarrays (so tapes see its ndflow operations); inside `nf.function` it runs at
+    every call of the compiled function (via `nf.numpy_function`), with ndarray arguments.
+    Results are converted to `Tout` (a dtype or a list of dtypes)."""
+    from .autodiff.functional import numpy_function
+    if not STATE.traces:
+        xs = [x if isinstance(x, ndarray) else tnp.asarray(x) for x in inp]
+        res = func(*xs)
+        if isinstance(Tout, (list, tuple)):
+            return [tnp.asarray(r, dtype=_dtype(t)) for r, t in zip(res, Tout)]
+        return tnp.asarray(res, dtype=_dtype(Tout)) if Tout is not None else tnp.asarray(res)
+
+    @functools.wraps(func)
+    def call(*bufs):
+        res = func(*[tnp.asarray(b) for b in bufs])
+        if isinstance(Tout, (list, tuple)):
+            return [np.asarray(r) for r in res]
+        return np.asarray(res)
+    return numpy_function(call, inp, Tout)
+
+
+# ------------------------------------------------------------------ elementwise
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of arrays, as `tf.add_n`."""
+    xs = [_tensor(x) for x in inputs]
+    if not xs:
+        raise ValueError("nf.add_n: inputs must be a non-empty list")
+    return functools.reduce(tnp.add, xs)
+
+
+def abs(x, name=None):  # noqa: A001
+    return tnp.absolute(_tensor(x))
+
+
+def exp(x, name=None):
+    return tnp.exp(_tensor(x))
+
+
+def log(x, name=None):
+    return tnp.log(_tensor(x))
+
+
+def sqrt(x, name=None):
+    return tnp.sqrt(_tensor(x))
+
+
+def maximum(x, y, name=None):
+    return tnp.maximum(_operand(x), _operand(y))
+
+
+def minimum(x, y, name=None):
+    return tnp.minimum(_operand(x), _operand(y))
+
+
+def _operand(x):
+    return x if type(x) in (int, float, bool, complex) else _tensor(x)
+
+
+def where(condition, x=None, y=None, name=None):
+    """`tf.where`: with `x` and `y`, elements from `x` where `condition` else from `y`
+    (broadcasting); with the condition alone, the int64 coordinates of its true elements,
+    shape (n, rank)."""
+    if x is None and y is None:
+        return tnp.argwhere(_tensor(condition))
+    if x is None or y is None:
+        raise ValueError("nf.where: give both x and y, or neither")
+    return tnp.where(_tensor(condition), _operand(x), _operand(y))
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """`t` clipped to [min, max], keeping its dtype, as `tf.clip_by_value`."""
+    return tnp.clip(_tensor(t), _operand(clip_value_min), _operand(clip_value_max))
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """One-hot encoding, as `tf.one_hot`: a new axis of size `depth` (last by default) holds
+    `on_value` (1) at each index and `off_value` (0) elsewhere; out-of-range indices give a
+    row of `off_value`. float32 by default (else the dtype of `on_value`/`off_value`)."""
+    idx = _tensor(indices)
+    if dtype is None:
+        given = [v for v in (on_value, off_value) if v is not None]
+        dtype = _tensor(given[0]).dtype if given else _dt.F32
+    dtype = _dt.canonical(dtype)
+    on = tnp.asarray(1 if on_value is None else on_value, dtype=dtype)
+    off = tnp.asarray(0 if off_value is None else off_value, dtype=dtype)
+    depth = int(depth)
+    out_ndim = idx.ndim + 1
+    axis = out_ndim - 1 if axis is None or axis == -1 else int(axis) % out_ndim
+    classes = tnp.reshape(tnp.arange(depth, dtype=idx.dtype if idx.dtype.kind in "iu" else None),
+                          (depth,) + (1,) * (out_ndim - 1 - axis))
+    hit = tnp.equal(tnp.expand_dims(idx, axis), classes)
+    return tnp.where(hit, on, off)
