@@ -1,0 +1,123 @@
+"""The seed programs (examples/) run on ndflow with only their imports changed, and what they
+print holds (examples/EXPECTED.md). NumPy is the oracle for the values."""
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ndflow as nf
+import ndflow.numpy as tnp
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+@pytest.fixture(scope="module")
+def run_example():
+    os.environ["NDFLOW_QUICK"] = "1"
+    sys.path.insert(0, EXAMPLES)
+    cache = {}
+
+    def run(name):
+        if name not in cache:
+            tnp.random.seed(0)
+            cache[name] = importlib.import_module(name).main()
+        return cache[name]
+    yield run
+    sys.path.remove(EXAMPLES)
+    nf.experimental_enable_numpy_behavior(prefer_float32=False)
+
+
+def test_guide_promotion_table_matches_numpy(run_example):
+    r = run_example("tf_numpy_guide")
+    for (a, b), got in r["promotions"].items():
+        assert got == np.result_type(np.dtype(a), np.dtype(b)).name
+
+
+def test_guide_broadcast_indexing_mutation(run_example):
+    r = run_example("tf_numpy_guide")
+    assert r["broadcast"].shape == (1, 2, 3)
+    x = np.arange(24).reshape(2, 3, 4)
+    basic, boolean, advanced = r["indexing"]
+    np.testing.assert_array_equal(basic.numpy(), x[1, np.newaxis, 1:3, ...])
+    np.testing.assert_array_equal(boolean.numpy(), x[:, (True, False, True)])
+    np.testing.assert_array_equal(advanced.numpy(), x[1, (0, 0, 1), np.asarray([0, 1, 1])])
+    np.testing.assert_array_equal(r["mutation"].numpy(), [0, -1, 2, 3, 4, 5])
+
+
+def _model_grads(weights, inputs, labels):
+    w1, b, w2 = [w.numpy().astype(np.float64) for w in weights]
+    x, t = inputs.numpy().astype(np.float64), labels.numpy().astype(np.float64)
+    h = x @ w1 + b
+    r = np.maximum(h, 0)
+    p = r @ w2
+    dp = 2 * (p - t)
+    dw2 = r.T @ dp
+    dr = dp @ w2.T
+    dh = dr * (h > 0)
+    return [x.T @ dh, dh.sum(0), dw2]
+
+
+def test_performance_gradients_and_jacobian(run_example):
+    r = run_example("tf_numpy_performance")
+    model = r["model"]
+    inputs, labels, grads = r["gradients"]
+    assert [g.shape for g in grads] == [(32, 64), (64,), (64, 2)]
+    for g, want in zip(grads, _model_grads(model.weights, inputs, labels)):
+        np.testing.assert_allclose(g.numpy(), want, rtol=2e-4, atol=2e-4)
+    inp, out, bj = r["batch_jacobian"]
+    assert out.shape == (16, 2) and bj.shape == (16, 2, 32)
+    w1, b, w2 = [w.numpy() for w in model.weights]
+    mask = (inp.numpy() @ w1 + b) > 0
+    want = np.einsum("bh,ih,ho->boi", mask.astype(np.float32), w1, w2)
+    np.testing.assert_allclose(bj.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_performance_compiled_and_per_example(run_example):
+    r = run_example("tf_numpy_performance")
+    _, _, eager, compiled = r["compiled_gradients"]
+    for e, c in zip(eager, compiled):
+        np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-5, atol=1e-5)
+    inputs, labels, per = r["per_example_gradients"]
+    assert [p.shape for p in per] == [(128, 32, 64), (128, 64), (128, 64, 2)]
+    model = r["model"]
+    for i in (0, 77):
+        want = _model_grads(model.weights, inputs[i:i + 1], labels[i:i + 1])
+        for p, w in zip(per, want):
+            np.testing.assert_allclose(p.numpy()[i], w, rtol=2e-4, atol=2e-4)
+    for p, m in zip(per, r["map_fn_gradients"]):
+        np.testing.assert_allclose(p.numpy(), m.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_performance_devices_and_sigmoid(run_example):
+    r = run_example("tf_numpy_performance")
+    _, prediction, prediction_cpu = r["devices"]
+    assert prediction_cpu.device.endswith("CPU:0")
+    np_sig, tnp_sig, compiled_sig = r["sigmoid"]
+    y = np.random.randn(100).astype(np.float32)
+    for f in (tnp_sig, compiled_sig):
+        out = f(tnp.asarray(y))
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out.numpy(), np_sig(y), rtol=1e-6)
+
+
+def test_tf_function_lesson(run_example):
+    r = run_example("tf_function_lesson")
+    t = r["training"]
+    assert len(t["epoch_losses"]) >= 2
+    assert t["epoch_losses"][-1] < t["epoch_losses"][0]
+    assert t["accuracy"] > 90
+
+
+@pytest.mark.parametrize("name", ["tf_numpy_interop", "effective_tf"])
+def test_other_examples_run(run_example, name):
+    r = run_example(name)
+    assert isinstance(r, dict) and r
+
+
+def test_effective_tf_curve_fit(run_example):
+    r = run_example("effective_tf")
+    for key in ("fit_curve", "fit_curve_compiled"):
+        w = np.asarray(r[key].numpy() if hasattr(r[key], "numpy") else r[key], dtype=np.float64).ravel()
+        assert abs(w[0] - 5) < 0.2 and abs(w[1]) < 0.2
