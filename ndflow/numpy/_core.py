@@ -58,8 +58,8 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     if copy and out is object:
         out = bind(E.copy_p, out)
     if ndmin > out.ndim:
-        from .manipulation import reshape
-        out = reshape(out, (1,) * (ndmin - out.ndim) + tuple(out.shape))
+        from .manipulation import expand_dims
+        out = expand_dims(out, tuple(range(ndmin - out.ndim)))
     return out
 
 

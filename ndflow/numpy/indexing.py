@@ -129,6 +129,9 @@ def take(a, indices, axis=None, out=None, mode=None):
         axis = 0
     axis = norm_axis(axis, a.ndim)
     n = a.shape[axis]
+    if n is None and mode in ("wrap", "clip"):    # unknown while tracing: the size at run time
+        from ..graph.function import shape as _dyn_shape
+        n = _dyn_shape(a, out_type=np.int64)[axis]
     if mode == "wrap":
         idx = idx % n
     elif mode == "clip":
@@ -162,6 +165,8 @@ def take_along_axis(arr, indices, axis=-1):
     for i in range(a.ndim):
         if i == axis:
             arrays.append(idx)
+        elif a.shape[i] is None:          # unknown while tracing: the indices at run time
+            arrays.append(bind(I.iota_p, a, axis=i))
         else:
             shape = [1] * a.ndim
             shape[i] = a.shape[i]

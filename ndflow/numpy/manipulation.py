@@ -104,6 +104,9 @@ def squeeze(a, axis=None):
         return _wrap(np.squeeze(a._v, axis))
     a = asarray(a)
     if axis is None:
+        if None in a.shape:
+            raise ValueError(f"squeeze(axis=None) of an array of shape {tuple(a.shape)}: which "
+                             f"axes have size 1 is not known while tracing; pass `axis`")
         axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
     else:
         axes = norm_axes(axis, a.ndim)
@@ -127,6 +130,14 @@ def broadcast_shapes_(*shapes):
 def broadcast_arrays(*args):
     arrs = [asarray(a) for a in args]
     shape = broadcast_shapes(*[a.shape for a in arrs])
+    if None in shape:
+        # sizes unknown while tracing: broadcast at run time, against an all-true mask of the
+        # broadcast shape (`select` broadcasts its operands)
+        mask = None
+        for a in arrs:
+            m = bind(E.logical_not_p, bind(E.convert_p, bind(E.zeros_like_p, a), dtype=_dt.BOOL))
+            mask = m if mask is None else bind(E.logical_and_p, mask, m)
+        return tuple(bind(E.select_p, mask, a, a) for a in arrs)
     return tuple(broadcast_to(a, shape) for a in arrs)
 
 

@@ -43,7 +43,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     r = bind(R.reduce_sum_p, a, axes=_axes(a, axis), keepdims=bool(keepdims))
     if initial is not None:
         from .math import add
-        r = add(r, initial)
+        r = add(r, asarray(initial, dtype=r.dtype))   # NumPy casts `initial` to the result dtype
     return _out(r, out)
 
 
@@ -71,7 +71,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     r = bind(R.reduce_prod_p, a, axes=_axes(a, axis), keepdims=bool(keepdims))
     if initial is not None:
         from .math import multiply
-        r = multiply(r, initial)
+        r = multiply(r, asarray(initial, dtype=r.dtype))
     return _out(r, out)
 
 
@@ -81,13 +81,26 @@ def _extremum(prim, npf, name):
             return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
         a = asarray(a)
         axes = _axes(a, axis)
-        if initial is None and builtins.any(a.shape[i] == 0 for i in axes):
-            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        empty = builtins.any(a.shape[i] == 0 for i in axes)
+        if initial is None:
+            if where is not None:
+                raise ValueError(f"reduction operation '{name}' does not have an identity, so to "
+                                 f"use a where mask one has to specify 'initial'")
+            if empty:
+                raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                                 f"identity")
+            return _out(bind(prim, a, axes=axes, keepdims=bool(keepdims)), out)
+        init = asarray(initial, dtype=a.dtype)     # NumPy casts `initial` to the array's dtype
+        if empty:
+            from .manipulation import broadcast_to
+            shape = [1 if i in axes else d for i, d in enumerate(a.shape)] if keepdims else \
+                [d for i, d in enumerate(a.shape) if i not in axes]
+            return _out(bind(E.copy_p, broadcast_to(init, tuple(shape))), out)
+        if where is not None:
+            a = E_where(where, a, init)
+        from .math import maximum, minimum
         r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
-        if initial is not None:
-            from .math import maximum, minimum
-            r = (maximum if name == "maximum" else minimum)(r, initial)
-        return _out(r, out)
+        return _out((maximum if name == "maximum" else minimum)(r, init), out)
     f.__name__ = "max" if name == "maximum" else "min"
     return f
 
@@ -187,6 +200,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     axes = _axes(a, axis)
     s = sum(sq, axis=axis, keepdims=keepdims)
     n = _count(a, axes)
+    if n is None:      # unknown while tracing: count at run time
+        n = bind(R.reduce_sum_p, bind(E.ones_like_p, sq), axes=axes, keepdims=bool(keepdims))
     return _out(s / (n - ddof), out)
 
 

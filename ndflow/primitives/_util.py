@@ -40,12 +40,21 @@ def norm_axes(axis, ndim):
     return out
 
 
-def unbroadcast(ct, shape):
-    """Sum `ct` down to `shape` (undo NumPy broadcasting). The one place this happens."""
+def unbroadcast(ct, like):
+    """Sum `ct` down to the shape of `like` (the primal, or a shape): undo NumPy broadcasting.
+    The one place this happens. Where a size is unknown while tracing, whether it was
+    broadcast (a 1 at run time) is decided at run time (`sum_to`)."""
     if ct is None:
         return None
-    cs = ct.shape
-    if tuple(cs) == tuple(shape):
+    shape = tuple(like) if isinstance(like, (tuple, list)) else tuple(like.shape)
+    cs = tuple(ct.shape)
+    if len(cs) >= len(shape) and any(d is None and c != 1
+                                     for d, c in zip(shape, cs[len(cs) - len(shape):])):
+        if isinstance(like, (tuple, list)):
+            raise NotImplementedError("unbroadcast to a shape with unknown sizes needs the array")
+        from .reduction import sum_to_p
+        return bind(sum_to_p, ct, like)
+    if cs == shape:
         return ct
     from .reduction import reduce_sum_p
     lead = len(cs) - len(shape)

@@ -160,31 +160,39 @@ copy_p = unary("copy", _copy_impl, lambda ct, x: (ct,))
 
 # ------------------------------------------------------------------ binary arithmetic
 def _add_vjp(ct, x, y):
-    return unbroadcast(ct, x.shape), unbroadcast(ct, y.shape)
+    return unbroadcast(ct, x), unbroadcast(ct, y)
 
 
 def _sub_vjp(ct, x, y):
-    return unbroadcast(ct, x.shape), unbroadcast(-ct, y.shape)
+    return unbroadcast(ct, x), unbroadcast(-ct, y)
 
 
 def _mul_vjp(ct, x, y):
-    return unbroadcast(ct * y, x.shape), unbroadcast(ct * x, y.shape)
+    return unbroadcast(ct * y, x), unbroadcast(ct * x, y)
 
 
 def _div_vjp(ct, x, y):
     q = ct / y
-    return unbroadcast(q, x.shape), unbroadcast(-q * x / y, y.shape)
+    return unbroadcast(q, x), unbroadcast(-q * x / y, y)
 
 
 def _pow_vjp(ct, x, y):
     """d x**y = y x**(y-1) dx + log(x) x**y dy; the y-gradient is 0 where x == 0 (not NaN)."""
     gx = ct * y * bind(pow_p, x, y - 1)
     if np.dtype(y.dtype).kind in "fc":
-        safe = bind(select_p, bind(eq_p, x, bind(zeros_like_p, x)), bind(ones_like_p, x), x)
-        gy = ct * bind(pow_p, x, y) * bind(log_p, safe)
-        gy = bind(select_p, bind(eq_p, x, bind(zeros_like_p, x)), bind(zeros_like_p, gy), gy)
-        return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
-    return unbroadcast(gx, x.shape), None
+        zero = bind(zeros_like_p, x)
+        if np.dtype(x.dtype).kind == "c":
+            ok = bind(ne_p, x, zero)
+        else:
+            # log(x) only where x > 0 (NaN for x < 0 without NumPy's warning: `(a - b) ** 2`
+            # is differentiated in every least-squares loss, though the exponent never is)
+            ok = bind(gt_p, x, zero)
+        gy = ct * bind(pow_p, x, y) * bind(log_p, bind(select_p, ok, x, bind(ones_like_p, x)))
+        bad = bind(select_p, bind(eq_p, x, zero), bind(zeros_like_p, gy),
+                   bind(full_like_p, gy, fill_value=np.nan))
+        gy = bind(select_p, ok, gy, bad)
+        return unbroadcast(gx, x), unbroadcast(gy, y)
+    return unbroadcast(gx, x), None
 
 
 def _minmax_vjp(pick_x):
@@ -196,7 +204,7 @@ def _minmax_vjp(pick_x):
         zero = bind(zeros_like_p, ct)
         gx = bind(select_p, eq, half, bind(select_p, xs, ct, zero))
         gy = bind(select_p, eq, half, bind(select_p, xs, zero, ct))
-        return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+        return unbroadcast(gx, x), unbroadcast(gy, y)
     return vjp
 
 
@@ -206,14 +214,14 @@ mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})")
 div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})")
 floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad)
 rem_p = binary("remainder", np.remainder,
-               lambda ct, x, y: (unbroadcast(ct, x.shape),
-                                 unbroadcast(-ct * bind(floordiv_p, x, y), y.shape)))
+               lambda ct, x, y: (unbroadcast(ct, x),
+                                 unbroadcast(-ct * bind(floordiv_p, x, y), y)))
 pow_p = binary("power", np.power, _pow_vjp, "({0} ** {1})")
 max_p = binary("maximum", np.maximum, None, "maximum({0}, {1})")
 min_p = binary("minimum", np.minimum, None, "minimum({0}, {1})")
 arctan2_p = binary("arctan2", np.arctan2,
-                   lambda ct, y, x: (unbroadcast(ct * x / (x * x + y * y), y.shape),
-                                     unbroadcast(-ct * y / (x * x + y * y), x.shape)))
+                   lambda ct, y, x: (unbroadcast(ct * x / (x * x + y * y), y),
+                                     unbroadcast(-ct * y / (x * x + y * y), x)))
 bitwise_and_p = binary("bitwise_and", np.bitwise_and, _zero_grad)
 bitwise_or_p = binary("bitwise_or", np.bitwise_or, _zero_grad)
 bitwise_xor_p = binary("bitwise_xor", np.bitwise_xor, _zero_grad)
@@ -240,8 +248,8 @@ min_p.def_vjp(_minmax_vjp(lt_p))
 def _select_vjp(ct, c, x, y):
     zero = bind(zeros_like_p, ct)
     # select, not multiply: a NaN/inf in the branch not taken must not leak into the gradient
-    return (None, unbroadcast(bind(select_p, c, ct, zero), x.shape),
-            unbroadcast(bind(select_p, c, zero, ct), y.shape))
+    return (None, unbroadcast(bind(select_p, c, ct, zero), x),
+            unbroadcast(bind(select_p, c, zero, ct), y))
 
 
 select_p = Primitive("select", np.where,

@@ -12,8 +12,6 @@ import numpy as np
 from ..core.primitive import Primitive, Aval, bind
 from ._util import unbroadcast, move_to_front, broadcast_shapes
 
-_SENTINEL = 1 << 40   # stands for an unknown size when inferring shapes with NumPy itself
-
 
 def build_index(spec, arrays):
     it = iter(arrays)
@@ -33,18 +31,63 @@ def build_index(spec, arrays):
     return tuple(out)
 
 
-def _dummy(shape, dtype):
-    shape = tuple(_SENTINEL if d is None else d for d in shape)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, (0,) * len(shape))
-
-
 def _getitem_abstract(x, *arrays, spec):
-    probe = _dummy(x.shape, np.int8)
+    """NumPy's indexing shape rules, computed (not probed: an unknown size, as from a boolean
+    mask, or a large gather must not allocate anything while tracing)."""
+    shape = tuple(x.shape)
+    used = sum(1 for e in spec if e[0] in "sia")
+    if used > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but "
+                         f"{used} were indexed")
+    entries, seen = [], False
+    for e in spec:
+        if e[0] == "e":
+            if not seen:
+                entries.extend([("s", None, None, None)] * (len(shape) - used))
+            seen = True
+        else:
+            entries.append(e)
+    if not seen:
+        entries.extend([("s", None, None, None)] * (len(shape) - used))
+    has_arrays = any(e[0] == "a" for e in entries)
+    it = iter(arrays)
+    out, adv, adv_shapes, dim = [], [], [], 0
+    for e in entries:
+        k = e[0]
+        if k == "n":
+            out.append(1)
+            continue
+        d = shape[dim]
+        if k == "s":
+            if e[1] is None and e[2] is None and e[3] in (None, 1):
+                out.append(d)
+            elif d is None:
+                out.append(None)
+            else:
+                out.append(len(range(*slice(e[1], e[2], e[3]).indices(d))))
+        elif k == "i":
+            if d is not None and not -d <= e[1] < d:
+                raise IndexError(f"index {e[1]} is out of bounds for axis {dim} with size {d}")
+            if has_arrays:       # with index arrays, integers are advanced indices too
+                adv.append(len(out))
+                out.append(None)
+                adv_shapes.append(())
+        else:
+            adv.append(len(out))
+            out.append(None)
+            adv_shapes.append(tuple(next(it).shape))
+        dim += 1
+    if not adv:
+        return Aval(out, x.dtype)
     try:
-        r = probe[build_index(spec, [_dummy(a.shape, np.intp) for a in arrays])]
-    except IndexError as e:
-        raise IndexError(f"{e} (indexing an array of shape {tuple(x.shape)})") from None
-    return Aval(tuple(None if d > _SENTINEL // 2 else d for d in r.shape), x.dtype)
+        block = list(broadcast_shapes(*adv_shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with "
+                         "shapes " + " ".join(str(s).replace(" ", "") for s in adv_shapes)) from None
+    rest = [d for i, d in enumerate(out) if i not in adv]
+    if adv == list(range(adv[0], adv[0] + len(adv))):   # adjacent: the block stays in place
+        return Aval(rest[:adv[0]] + block + rest[adv[0]:], x.dtype)
+    return Aval(block + rest, x.dtype)                    # else NumPy puts it first
 
 
 def _getitem_impl(x, *arrays, spec):
@@ -82,7 +125,7 @@ def _scatter_abstract(x, v, *arrays, spec):
 
 index_add_p = Primitive("index_add", _index_add_impl, _scatter_abstract)
 index_add_p.def_vjp(lambda ct, x, v, *arrays, spec: (
-    ct, unbroadcast(bind(getitem_p, ct, *arrays, spec=spec), v.shape)) + (None,) * len(arrays))
+    ct, unbroadcast(bind(getitem_p, ct, *arrays, spec=spec), v)) + (None,) * len(arrays))
 
 index_update_p = Primitive("index_update", _index_update_impl, _scatter_abstract)
 
@@ -91,7 +134,7 @@ def _index_update_vjp(ct, x, v, *arrays, spec):
     from .elementwise import zeros_like_p
     zero = bind(zeros_like_p, bind(getitem_p, ct, *arrays, spec=spec))
     return (bind(index_update_p, ct, zero, *arrays, spec=spec),
-            unbroadcast(bind(getitem_p, ct, *arrays, spec=spec), v.shape)) + (None,) * len(arrays)
+            unbroadcast(bind(getitem_p, ct, *arrays, spec=spec), v)) + (None,) * len(arrays)
 
 
 index_update_p.def_vjp(_index_update_vjp)
@@ -121,7 +164,7 @@ def _expand_ellipsis(spec, ndim):
     return out
 
 
-def _batched_index(x_shape_per, spec, arrays, arr_axes, b):
+def _batched_index(x_shape_per, spec, arrays, arr_axes, b, xb=None):
     """Rewrite a per-example index for the batched operand (batch axis 0): returns the new spec,
     the new arrays and the permutation taking NumPy's batched result to (batch, per-example)."""
     from ..numpy import arange, reshape as _reshape
@@ -139,7 +182,11 @@ def _batched_index(x_shape_per, spec, arrays, arr_axes, b):
                 from .shape import expand_dims_p
                 a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
         new_arrays.append(a)
-    ar = _reshape(arange(b), (b,) + (1,) * rank)
+    if b is None:     # batch size unknown while tracing: the batch indices at run time
+        from .shape import reshape_p
+        ar = bind(reshape_p, bind(iota_p, xb, axis=0), shape=(-1,) + (1,) * rank)
+    else:
+        ar = _reshape(arange(b), (b,) + (1,) * rank)
     adv = [i for i, e in enumerate(spec) if e[0] in "ai"]
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
     perm = None
@@ -191,7 +238,7 @@ def _getitem_batch(args, axes, spec):
     per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
     xb = _to_batched_operand(x, axes[0], b) if axes[0] is not None or any(
         a is not None for a in axes[1:]) else x
-    new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[1:], b)
+    new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[1:], b, xb)
     r = bind(getitem_p, xb, *new_arrays, spec=tuple(new_spec))
     return _apply_perm(r, perm), 0
 
@@ -205,7 +252,7 @@ def _scatter_batch(prim):
         b = _axis_size(args, axes)
         per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
         xb = _to_batched_operand(x, axes[0], b)
-        new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[2:], b)
+        new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[2:], b, xb)
         # the per-example indexed shape, batch first, then NumPy's layout of the batched result
         per_result = _getitem_abstract(
             Aval(per_shape, x.dtype), *[Aval([d for i, d in enumerate(a.shape) if i != bd]
@@ -228,6 +275,32 @@ def _scatter_batch(prim):
 
 index_add_p.batch = _scatter_batch(index_add_p)
 index_update_p.batch = _scatter_batch(index_update_p)
+
+
+# ------------------------------------------------------------------ iota (an arange of any size)
+def _iota_abstract(x, axis):
+    from ..core.dtypes import I64
+    return Aval(tuple(d if i == axis else 1 for i, d in enumerate(x.shape)), I64)
+
+
+def _iota_impl(x, axis):
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    return np.arange(x.shape[axis], dtype=np.int64).reshape(shape)
+
+
+def _iota_batch(args, axes, axis):
+    """The same for every example: unbatched."""
+    from .shape import squeeze_p
+    x = move_to_front(args[0], axes[0])
+    return bind(squeeze_p, bind(iota_p, x, axis=axis + 1), axes=(0,)), None
+
+
+# arange(x.shape[axis]) shaped to broadcast against x: the indices along an axis whose size may
+# be unknown while tracing (take_along_axis under an input_signature with None)
+iota_p = Primitive("iota", _iota_impl, _iota_abstract)
+iota_p.def_vjp(lambda ct, x, axis: (None,))
+iota_p.batch = _iota_batch
 
 
 # ------------------------------------------------------------------ nonzero (data-dependent size)

@@ -44,8 +44,8 @@ def _matmul_vjp(ct, x, y):
         ct2 = bind(expand_dims_p, ct2, axes=(ct2.ndim,))
     gx = bind(matmul_p, ct2, _swap(y2))
     gy = bind(matmul_p, _swap(x2), ct2)
-    gx = unbroadcast(gx, x2.shape)
-    gy = unbroadcast(gy, y2.shape)
+    gx = unbroadcast(gx, x2)
+    gy = unbroadcast(gy, y2)
     if x1:
         gx = bind(squeeze_p, gx, axes=(0,))
     if y1:
@@ -147,14 +147,21 @@ def _einsum_vjp(ct, *ops, subscripts):
         if len(target) != len(uniq):
             missing = tuple(k for k, c in enumerate(uniq) if c not in avail)
             g = bind(expand_dims_p, g, axes=missing)
-            g = bind(broadcast_to_p, g, shape=tuple(size[c] for c in uniq))
+            if None in size.values():     # sizes known at run time only: add zeros that have them
+                from .elementwise import add_p, zeros_like_p
+                z = bind(zeros_like_p, op)
+                if len(uniq) != len(sub):
+                    z = bind(einsum_p, z, subscripts=sub + "->" + uniq)
+                g = bind(add_p, z, g)
+            else:
+                g = bind(broadcast_to_p, g, shape=tuple(size[c] for c in uniq))
         if len(uniq) != len(sub):
-            g = _on_diagonal(g, sub, uniq, size, subscripts)
-        grads.append(unbroadcast(g, op.shape) if tuple(g.shape) != tuple(op.shape) else g)
+            g = _on_diagonal(g, sub, uniq, size, subscripts, op)
+        grads.append(unbroadcast(g, op))
     return tuple(grads)
 
 
-def _on_diagonal(g, sub, uniq, size, subscripts):
+def _on_diagonal(g, sub, uniq, size, subscripts, op):
     """g with labels `uniq` -> labels `sub` (repeats of a label = a diagonal), zero elsewhere:
     each repeat gets a fresh label tied to the first by an identity matrix."""
     from ..numpy import eye
@@ -165,12 +172,23 @@ def _on_diagonal(g, sub, uniq, size, subscripts):
             f = next(free)
             full.append(f)
             deltas.append(c + f)
-            eyes.append(eye(size[c], dtype=g.dtype))
+            eyes.append(eye(size[c], dtype=g.dtype) if size[c] is not None else
+                        _dynamic_eye(op, sub.index(c), g.dtype))
         else:
             seen.add(c)
             full.append(c)
     return bind(einsum_p, g, *eyes,
                 subscripts=",".join([uniq] + deltas) + "->" + "".join(full))
+
+
+def _dynamic_eye(op, axis, dtype):
+    """The identity of size op.shape[axis], a size known only at run time."""
+    from .elementwise import eq_p, convert_p
+    from .indexing import iota_p
+    from .shape import reshape_p
+    i = bind(iota_p, op, axis=axis)
+    return bind(convert_p, bind(eq_p, bind(reshape_p, i, shape=(-1, 1)),
+                                bind(reshape_p, i, shape=(1, -1))), dtype=dtype)
 
 
 def _einsum_batch(args, axes, subscripts):

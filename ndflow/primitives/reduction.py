@@ -87,6 +87,47 @@ reduce_all_p = reduction("reduce_all", lambda x, axes, keepdims: np.all(x, axis=
                          _nograd, lambda x, axes, keepdims: Aval(_reduced_shape(x.shape, axes, keepdims), BOOL))
 
 
+# ------------------------------------------------------------------ sum_to (unbroadcast at run time)
+def _sum_to_axes(ct_shape, like_shape, keep, like_keep):
+    body, target = ct_shape[keep:], like_shape[like_keep:]
+    lead = len(body) - len(target)
+    return tuple(range(keep, keep + lead)) + tuple(
+        keep + lead + i for i, d in enumerate(target) if d == 1 and body[lead + i] != 1), target
+
+
+def _sum_to_impl(ct, like, keep=0, like_keep=0):
+    axes, target = _sum_to_axes(ct.shape, like.shape, keep, like_keep)
+    r = np.sum(ct, axis=axes, keepdims=True) if axes else ct
+    return np.reshape(r, ct.shape[:keep] + tuple(target))
+
+
+def _sum_to_vjp(g, ct, like, keep=0, like_keep=0):
+    """Broadcast back: g, with 1s for the summed leading axes, plus zeros shaped like ct."""
+    from .elementwise import add_p, zeros_like_p
+    from .shape import expand_dims_p
+    lead = (len(ct.shape) - keep) - (len(like.shape) - like_keep)
+    if lead:
+        g = bind(expand_dims_p, g, axes=tuple(range(keep, keep + lead)))
+    return bind(add_p, bind(zeros_like_p, ct), g), None
+
+
+def _sum_to_batch(args, axes, keep=0, like_keep=0):
+    (ct, like), (bc, bl) = args, axes
+    if bl is not None:
+        like, like_keep = move_to_front(like, bl), like_keep + 1
+    if bc is None:
+        return bind(sum_to_p, ct, like, keep=keep, like_keep=like_keep), None
+    return bind(sum_to_p, move_to_front(ct, bc), like, keep=keep + 1, like_keep=like_keep), 0
+
+
+# ct summed down to like's shape (its last dims after the first `like_keep`; ct's first `keep`
+# dims stay): NumPy's broadcasting undone with the sizes known only at run time
+sum_to_p = Primitive("sum_to", _sum_to_impl, lambda ct, like, keep=0, like_keep=0: Aval(
+    tuple(ct.shape[:keep]) + tuple(like.shape[like_keep:]), ct.dtype))
+sum_to_p.def_vjp(_sum_to_vjp)
+sum_to_p.batch = _sum_to_batch
+
+
 def _arg_abstract(x, axis, keepdims):
     return Aval(_reduced_shape(x.shape, (axis,), keepdims), I64)
 

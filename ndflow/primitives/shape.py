@@ -6,7 +6,11 @@ from ._util import broadcast_shapes, move_to_front
 
 
 # ------------------------------------------------------------------ reshape
-def _reshape_abstract(x, shape):
+# `keep` (batching with an unknown batch size): the first `keep` dims stay, the rest -> shape
+def _reshape_abstract(x, shape, keep=0):
+    if keep:
+        inner = _reshape_abstract(Aval(x.shape[keep:], x.dtype), shape)
+        return Aval(tuple(x.shape[:keep]) + inner.shape, x.dtype)
     shape = tuple(shape)
     if None in x.shape:
         return Aval(tuple(None if d == -1 else d for d in shape), x.dtype)
@@ -21,24 +25,50 @@ def _reshape_abstract(x, shape):
     return Aval(shape, x.dtype)
 
 
-def _reshape_vjp(ct, x, shape):
-    s = tuple(x.shape)
-    if s.count(None) > 1:
-        raise NotImplementedError("gradient of reshape of an array with several unknown dims")
-    return (bind(reshape_p, ct, shape=tuple(-1 if d is None else d for d in s)),)
+def _reshape_vjp(ct, x, shape, keep=0):
+    s = tuple(x.shape[keep:])
+    if s.count(None) > 1:      # sizes known at run time only
+        return (bind(reshape_like_p, ct, x, keep=keep, like_keep=keep),)
+    kw = {"keep": keep} if keep else {}
+    return (bind(reshape_p, ct, shape=tuple(-1 if d is None else d for d in s), **kw),)
 
 
-def _reshape_batch(args, axes, shape):
+def _reshape_batch(args, axes, shape, keep=0):
     x = move_to_front(args[0], axes[0])
-    per = _reshape_abstract(Aval(x.shape[1:], x.dtype), shape).shape
+    per = _reshape_abstract(Aval(x.shape[1:], x.dtype), shape, keep).shape
     b = x.shape[0]
+    if keep or (b is None and None in per):    # two unknown sizes: keep the batch axis as is
+        return bind(reshape_p, x, shape=shape, keep=keep + 1), 0
     return bind(reshape_p, x, shape=(b if b is not None else -1,) + tuple(
         -1 if d is None else d for d in per)), 0
 
 
-reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape), _reshape_abstract)
+reshape_p = Primitive("reshape",
+                      lambda x, shape, keep=0: np.reshape(x, x.shape[:keep] + tuple(shape)),
+                      _reshape_abstract)
 reshape_p.def_vjp(_reshape_vjp)
 reshape_p.batch = _reshape_batch
+
+
+def _reshape_like_batch(args, axes, keep=0, like_keep=0):
+    (x, like), (bx, bl) = args, axes
+    if bl is not None:
+        like, like_keep = move_to_front(like, bl), like_keep + 1
+    if bx is None:
+        return bind(reshape_like_p, x, like, keep=keep, like_keep=like_keep), None
+    return bind(reshape_like_p, move_to_front(x, bx), like, keep=keep + 1, like_keep=like_keep), 0
+
+
+# x reshaped to like's shape (after like's first `like_keep` dims; x's first `keep` dims stay),
+# for shapes known only at run time (the gradient of a reshape with several unknown sizes)
+reshape_like_p = Primitive(
+    "reshape_like",
+    lambda x, like, keep=0, like_keep=0: np.reshape(x, x.shape[:keep] + like.shape[like_keep:]),
+    lambda x, like, keep=0, like_keep=0: Aval(tuple(x.shape[:keep]) + tuple(like.shape[like_keep:]),
+                                              x.dtype))
+reshape_like_p.def_vjp(lambda g, x, like, keep=0, like_keep=0: (
+    bind(reshape_like_p, g, x, keep=keep, like_keep=keep), None))
+reshape_like_p.batch = _reshape_like_batch
 
 
 # ------------------------------------------------------------------ transpose
@@ -98,12 +128,26 @@ def _broadcast_abstract(x, shape):
     if len(shape) < len(x.shape) or broadcast_shapes(x.shape, shape) != tuple(shape):
         raise ValueError(f"operands could not be broadcast together with remapped shapes "
                          f"[original->remapped]: {tuple(x.shape)} and requested shape {tuple(shape)}")
+    lead = len(shape) - len(x.shape)
+    for i, d in enumerate(shape):
+        if d is None and (i < lead or x.shape[i - lead] == 1):
+            raise ValueError(f"broadcast_to: size {i} of the requested shape {tuple(shape)} is "
+                             f"unknown while tracing and the operand {tuple(x.shape)} cannot "
+                             f"give it (vectorized_map over a batch of unknown size needs every "
+                             f"operand batched here)")
     return Aval(shape, x.dtype)
+
+
+def _broadcast_impl(x, shape):
+    if None in shape:   # an unknown size while tracing: the operand's own size there
+        lead = len(shape) - x.ndim
+        shape = tuple(x.shape[i - lead] if d is None else d for i, d in enumerate(shape))
+    return np.broadcast_to(x, shape)
 
 
 def _broadcast_vjp(ct, x, shape):
     from ._util import unbroadcast
-    return (unbroadcast(ct, x.shape),)
+    return (unbroadcast(ct, x),)
 
 
 def _broadcast_batch(args, axes, shape):
@@ -114,8 +158,7 @@ def _broadcast_batch(args, axes, shape):
     return bind(broadcast_to_p, x, shape=(x.shape[0],) + tuple(shape)), 0
 
 
-broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-                           _broadcast_abstract)
+broadcast_to_p = Primitive("broadcast_to", _broadcast_impl, _broadcast_abstract)
 broadcast_to_p.def_vjp(_broadcast_vjp)
 broadcast_to_p.batch = _broadcast_batch
 
@@ -142,6 +185,8 @@ def _concat_abstract(*xs, axis):
 
 def _concat_vjp(ct, *xs, axis):
     from .indexing import getitem
+    if any(x.shape[axis] is None for x in xs):    # sizes known at run time only
+        return tuple(bind(split_like_p, ct, *xs, axis=axis))
     out, start = [], 0
     for x in xs:
         n = x.shape[axis]
@@ -166,3 +211,35 @@ concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, ax
                           _concat_abstract)
 concatenate_p.def_vjp(_concat_vjp)
 concatenate_p.batch = _concat_batch
+
+
+# ------------------------------------------------------------------ split_like (concatenate's
+# gradient when the sizes are known only at run time): ct split along `axis` into pieces the
+# sizes of the xs along `x_axis`
+def _split_like_impl(ct, *xs, axis, x_axis=None):
+    xa = axis if x_axis is None else x_axis
+    return tuple(np.split(ct, np.cumsum([x.shape[xa] for x in xs])[:-1].tolist(), axis=axis))
+
+
+def _split_like_abstract(ct, *xs, axis, x_axis=None):
+    xa = axis if x_axis is None else x_axis
+    return tuple(Aval(tuple(x.shape[xa] if i == axis else d for i, d in enumerate(ct.shape)),
+                      ct.dtype) for x in xs)
+
+
+def _split_like_batch(args, axes, axis, x_axis=None):
+    from .indexing import getitem
+    xa = axis if x_axis is None else x_axis
+    # only the per-example sizes of the xs matter: take one example of the batched ones
+    xs = [x if bd is None else getitem(move_to_front(x, bd), (0,))
+          for x, bd in zip(args[1:], axes[1:])]
+    if axes[0] is None:
+        return bind(split_like_p, args[0], *xs, axis=axis, x_axis=xa), None
+    return bind(split_like_p, move_to_front(args[0], axes[0]), *xs, axis=axis + 1, x_axis=xa), 0
+
+
+split_like_p = Primitive("split_like", _split_like_impl, _split_like_abstract,
+                         multiple_results=True)
+split_like_p.def_vjp(lambda cts, ct, *xs, axis, x_axis=None: (
+    bind(concatenate_p, *cts, axis=axis),) + (None,) * len(xs))
+split_like_p.batch = _split_like_batch

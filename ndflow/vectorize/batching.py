@@ -53,6 +53,10 @@ class BatchTrace:
 
     def _loop(self, prim, vals, axes, params):
         from .. import numpy as tnp
+        if self.size is None:
+            raise ValueError(f"vectorized_map: primitive '{prim.name}' has no batching rule, and "
+                             f"the batch size is unknown while tracing, so it cannot run in a "
+                             f"loop; give the mapped axis a known size in the input_signature")
         warnings.warn(f"vectorized_map: primitive '{prim.name}' has no batching rule; running "
                       f"it in a loop over the {self.size} examples", stacklevel=4)
         outs = []
@@ -70,6 +74,7 @@ def _batch_call(fn, args, in_axes, out_axes):
     ax_leaves = _broadcast_axes(in_axes, args, len(leaves))
     size = None
     conv = []
+    ref = None            # a mapped input: gives the batch size at run time when it is unknown
     for x, ax in zip(leaves, ax_leaves):
         if ax is None:
             conv.append(x)
@@ -78,13 +83,13 @@ def _batch_call(fn, args, in_axes, out_axes):
         if x.ndim == 0:
             raise ValueError("vectorized_map: cannot map over a scalar (0-d) input")
         n = x.shape[ax]
-        if size is None:
-            size = n
+        if ref is None or size is None:
+            ref, size = (x, ax), n
         elif n is not None and size is not None and n != size:
             raise ValueError(f"vectorized_map: all inputs must have the same size along the mapped "
                              f"axis; got sizes {size} and {n} (shape {tuple(x.shape)})")
         conv.append((x, ax))
-    if size is None:
+    if ref is None:
         raise ValueError("vectorized_map: no input has a batch axis to map over")
     trace = BatchTrace(size)
     STATE.traces.append(trace)
@@ -104,11 +109,24 @@ def _batch_call(fn, args, in_axes, out_axes):
             v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
         else:
             o = tnp.asarray(o)
-            v = tnp.broadcast_to(tnp.expand_dims(o, 0), (size,) + tuple(o.shape))
+            v = _unbatched_output(o, size, ref)
             if ax not in (None, 0):
                 v = tnp.moveaxis(v, 0, ax)
         res.append(v)
     return tree.unflatten(out_def, res)
+
+
+def _unbatched_output(o, size, ref):
+    """`o` repeated along a new leading batch axis."""
+    from .. import numpy as tnp
+    if size is not None:
+        return tnp.broadcast_to(tnp.expand_dims(o, 0), (size,) + tuple(o.shape))
+    # the batch size is unknown while tracing (input_signature with None): take it from a mapped
+    # input at run time, as a (size, 1, ...) mask that `where` broadcasts against `o`
+    x, ax = ref
+    x = tnp.moveaxis(x, ax, 0)
+    mask = tnp.any(tnp.zeros_like(x, dtype=bool), axis=tuple(range(1, x.ndim)))
+    return tnp.where(tnp.reshape(mask, (-1,) + (1,) * o.ndim), o, o)
 
 
 def _broadcast_axes(axes, struct, n):

@@ -1,0 +1,30 @@
+"""Shared fixtures and helpers. NumPy is the oracle throughout the suite."""
+import numpy as np
+import pytest
+
+import ndflow as nf
+import ndflow.numpy as tnp
+from ndflow.core.state import STATE
+
+
+@pytest.fixture(autouse=True)
+def _clean_state():
+    """Every test starts and ends in the default mode: NumPy promotion, float64, no scopes."""
+    tnp.experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mode="legacy")
+    yield
+    leaked = (list(STATE.traces), list(STATE.tapes), STATE.device)
+    tnp.experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mode="legacy")
+    STATE.traces.clear()
+    STATE.tapes.clear()
+    STATE.device = None
+    STATE.refresh()
+    assert leaked == ([], [], None), "a test left interpreter state behind: %r" % (leaked,)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def gpu_available():
+    return bool(nf.config.list_physical_devices("GPU"))

@@ -1,0 +1,65 @@
+"""Comparison helpers shared by the tests (NumPy is the oracle)."""
+import numpy as np
+
+import ndflow.numpy as tnp
+from ndflow.core import tree
+
+
+def to_nf(a):
+    """NumPy arrays become ndflow arrays (views stay views); everything else is left as is."""
+    return tnp.asarray(a) if isinstance(a, np.ndarray) else a
+
+
+def to_np(a):
+    if isinstance(a, tnp.ndarray):
+        return a.numpy()
+    return a
+
+
+def leaves(x):
+    return tree.flatten(x)
+
+
+def assert_same(got, want, rtol=0.0, atol=0.0, ctx="", values=True, ndflow_type=True):
+    """`got` (ndflow) matches `want` (NumPy): structure, array type, dtype, shape and values.
+
+    `rtol` may be a function of the result dtype giving (rtol, atol) (an op record's
+    `tolerance`)."""
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)), f"{ctx}: expected a sequence, got {type(got)}"
+        assert len(got) == len(want), f"{ctx}: {len(got)} outputs, NumPy gives {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, rtol, atol, f"{ctx}[{i}]", values, ndflow_type)
+        return
+    if isinstance(want, (np.ndarray, np.generic)):
+        if ndflow_type:
+            assert isinstance(got, tnp.ndarray), \
+                f"{ctx}: expected an ndflow array, got {type(got).__name__}"
+        g = np.asarray(to_np(got))
+        w = np.asarray(want)
+        assert g.dtype == w.dtype, f"{ctx}: dtype {g.dtype}, NumPy gives {w.dtype}"
+        assert g.shape == w.shape, f"{ctx}: shape {g.shape}, NumPy gives {w.shape}"
+        if not values:
+            return
+        if callable(rtol):
+            rtol, atol = rtol(w.dtype)
+        if w.dtype.kind in "fc" or w.dtype == tnp.bfloat16:
+            np.testing.assert_allclose(g.astype(w.dtype if w.dtype != tnp.bfloat16 else np.float32),
+                                       w if w.dtype != tnp.bfloat16 else w.astype(np.float32),
+                                       rtol=rtol, atol=atol, equal_nan=True, err_msg=ctx)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=ctx)
+        return
+    # Python values (e.g. linspace's step)
+    if isinstance(want, float):
+        if callable(rtol):
+            rtol, atol = rtol(np.dtype(float))
+        assert np.isclose(float(to_np(got)), want, rtol=max(rtol, 1e-12), atol=atol), ctx
+    else:
+        assert to_np(got) == want, f"{ctx}: {got!r} != {want!r}"
+
+
+def assert_close_nf(got, want, rtol=0.0, atol=0.0, ctx=""):
+    """Both ndflow (e.g. compiled vs eager): compare as NumPy."""
+    want = tree.map_structure(lambda a: a.numpy() if isinstance(a, tnp.ndarray) else a, want)
+    assert_same(got, want, rtol, atol, ctx)

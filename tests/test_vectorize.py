@@ -1,0 +1,267 @@
+"""`vectorized_map` / `vmap` / `map_fn`: against Python loops, with tapes inside (per-example
+gradients), inside `nf.function`, nested structures, axes and the loop fallback."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ndflow as nf
+import ndflow.numpy as tnp
+
+
+def _loop(fn, *batched):
+    outs = [fn(*[b[i] for b in batched]) for i in range(batched[0].shape[0])]
+    return tnp.stack(outs)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return (tnp.asarray(rng.standard_normal((5, 3))), tnp.asarray(rng.standard_normal((3, 4))),
+            tnp.asarray(rng.standard_normal((5, 4))))
+
+
+def test_vectorized_map_matches_loop(data):
+    x, w, _ = data
+
+    def f(row):
+        h = tnp.tanh(row @ w)
+        return tnp.sum(h * h) + tnp.max(h) - h[tnp.argmin(h)]
+    np.testing.assert_allclose(nf.vectorized_map(f, x).numpy(), _loop(f, x).numpy(), rtol=1e-12)
+
+
+def test_per_example_gradients_equal_a_loop(data):
+    x, w, y = data
+
+    def per_example_grad(inp):
+        xi, yi = inp
+        with nf.GradientTape() as tape:
+            tape.watch(w)
+            loss = tnp.sum((tnp.tanh(xi @ w) - yi) ** 2)
+        return tape.gradient(loss, w)
+
+    got = nf.vectorized_map(per_example_grad, (x, y))
+    assert got.shape == (5, 3, 4)
+    want = tnp.stack([per_example_grad((x[i], y[i])) for i in range(5)])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    # and the mean of per-example gradients is the batch gradient
+    with nf.GradientTape() as tape:
+        tape.watch(w)
+        total = tnp.sum((tnp.tanh(x @ w) - y) ** 2)
+    np.testing.assert_allclose(got.numpy().sum(0), tape.gradient(total, w).numpy(), rtol=1e-10)
+
+
+def test_per_example_gradients_with_variables(data):
+    x, w, y = data
+    wv = nf.Variable(w)
+
+    def per_example_grad(inp):
+        xi, yi = inp
+        with nf.GradientTape() as tape:
+            loss = tnp.mean((xi @ wv - yi) ** 2)
+        return tape.gradient(loss, wv)
+
+    got = nf.vectorized_map(per_example_grad, (x, y))
+    want = [per_example_grad((x[i], y[i])) for i in range(5)]
+    np.testing.assert_allclose(got.numpy(), np.stack([g.numpy() for g in want]), rtol=1e-10)
+
+
+def test_vectorized_map_inside_function_is_one_graph(data):
+    x, w, _ = data
+    f = nf.function(lambda xs: nf.vectorized_map(lambda r: tnp.sum(tnp.exp(r @ w)), xs))
+    np.testing.assert_allclose(f(x).numpy(), np.exp(x.numpy() @ w.numpy()).sum(1), rtol=1e-12)
+    text = str(f.get_concrete_function(x))
+    assert text.count("exp(") == 1          # batched once, not unrolled per example
+
+
+def test_nested_structures(data):
+    x, _, y = data
+    out = nf.vectorized_map(lambda d: {"s": tnp.sum(d["a"]) + d["b"][0], "t": (d["a"] * 2,)},
+                            {"a": x, "b": y})
+    np.testing.assert_allclose(out["s"].numpy(), x.numpy().sum(1) + y.numpy()[:, 0])
+    np.testing.assert_allclose(out["t"][0].numpy(), 2 * x.numpy())
+
+
+def test_unbatched_outputs_are_broadcast(data):
+    x, _, _ = data
+    out = nf.vectorized_map(lambda r: tnp.ones(2), x)
+    assert out.shape == (5, 2)
+
+
+def test_vmap_in_axes_and_out_axes(data):
+    x, w, _ = data
+    got = nf.vmap(lambda a, b: a @ b, in_axes=(0, None))(x, w)
+    np.testing.assert_allclose(got.numpy(), x.numpy() @ w.numpy(), rtol=1e-12)
+    got = nf.vmap(lambda col: col * 2, in_axes=1)(x)              # map over columns
+    np.testing.assert_allclose(got.numpy(), 2 * x.numpy().T)
+    got = nf.vmap(lambda col: col * 2, in_axes=1, out_axes=1)(x)
+    np.testing.assert_allclose(got.numpy(), 2 * x.numpy())
+    got = nf.vmap(lambda a, b: tnp.dot(a, b), in_axes=[1, 0])(w, x[:4])
+    np.testing.assert_allclose(got.numpy(), np.stack([w.numpy()[:, i] @ x.numpy()[i]
+                                                      for i in range(4)]), rtol=1e-12)
+
+
+def test_nested_vmap_is_an_outer_product():
+    a, b = tnp.arange(3.0), tnp.arange(4.0)
+    got = nf.vmap(lambda u: nf.vmap(lambda v: u * v + 1)(b))(a)
+    np.testing.assert_allclose(got.numpy(), np.outer(a.numpy(), b.numpy()) + 1)
+
+
+def test_vmap_of_grad_and_grad_of_vmap():
+    x = tnp.asarray([0.1, 0.5, 2.0])
+    g = nf.vmap(nf.grad(lambda v: tnp.sin(v) * v))(x)
+    np.testing.assert_allclose(g.numpy(), np.cos(x.numpy()) * x.numpy() + np.sin(x.numpy()))
+    h = nf.grad(lambda v: tnp.sum(nf.vmap(lambda e: e ** 3)(v)))(x)
+    np.testing.assert_allclose(h.numpy(), 3 * x.numpy() ** 2)
+
+
+def test_indexing_and_mutation_inside_vectorized_map():
+    x = tnp.asarray(np.arange(12.0).reshape(3, 4))
+    idx = tnp.asarray([[0, 3], [1, 1], [2, 0]])
+
+    def f(inp):
+        row, i = inp
+        r = row * 1.0
+        r[i] = -1.0
+        return r[::-1], row[i]
+    got_r, got_g = nf.vectorized_map(f, (x, idx))
+    want = [f((x[k], idx[k])) for k in range(3)]
+    np.testing.assert_allclose(got_r.numpy(), np.stack([w[0].numpy() for w in want]))
+    np.testing.assert_allclose(got_g.numpy(), np.stack([w[1].numpy() for w in want]))
+
+
+def test_boolean_masks_inside_vectorized_map_raise_a_clear_error():
+    with pytest.raises(ValueError, match="vectorized_map"):
+        nf.vectorized_map(lambda r: r[r > 0], tnp.asarray([[1.0, -1.0], [2.0, 3.0]]))
+
+
+def test_mismatched_batch_sizes_raise():
+    with pytest.raises(ValueError):
+        nf.vectorized_map(lambda t: t[0] + t[1], (tnp.ones((3, 2)), tnp.ones((4, 2))))
+
+
+def test_missing_batch_rule_falls_back_to_a_warned_loop():
+    x = tnp.asarray(np.arange(6.0).reshape(3, 2))
+
+    def f(row):
+        return nf.numpy_function(lambda a: np.cumsum(a), [row], np.float64) * 2
+    with pytest.warns(UserWarning, match="numpy_function"):
+        got = nf.vectorized_map(f, x)
+    np.testing.assert_allclose(got.numpy(), np.cumsum(x.numpy(), axis=1) * 2)
+
+
+def test_random_draws_inside_vectorized_map_run_eagerly():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = nf.vectorized_map(lambda r: r + tnp.random.uniform(size=(2,)), tnp.zeros((3, 2)))
+    assert out.shape == (3, 2)
+
+
+# ------------------------------------------------------------------ map_fn
+def test_map_fn_equals_a_loop(data):
+    x, w, _ = data
+
+    def f(row):
+        return tnp.tanh(row @ w)
+    np.testing.assert_allclose(nf.map_fn(f, x).numpy(), _loop(f, x).numpy())
+
+
+def test_map_fn_structures_and_output_signature():
+    a, b = tnp.arange(3.0), tnp.arange(3)
+    out = nf.map_fn(lambda t: (t[0] * 2, t[1] + 1), (a, b))
+    np.testing.assert_allclose(out[0].numpy(), [0, 2, 4])
+    assert out[1].numpy().tolist() == [1, 2, 3]
+    out = nf.map_fn(lambda t: t * 2, b, fn_output_signature=tnp.float32)
+    assert out.dtype == np.float32
+    out = nf.map_fn(lambda t: t * 2, b, fn_output_signature=nf.TensorSpec([], tnp.float64))
+    assert out.dtype == np.float64
+
+
+def test_map_fn_inside_function_and_under_tape():
+    x = tnp.asarray([0.5, 1.0, 1.5])
+    f = nf.function(lambda v: nf.map_fn(lambda e: e * e, v))
+    np.testing.assert_allclose(f(x).numpy(), x.numpy() ** 2)
+    with nf.GradientTape() as tape:
+        tape.watch(x)
+        y = tnp.sum(nf.map_fn(lambda e: tnp.sin(e), x))
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.cos(x.numpy()))
+
+
+# ------------------------------------------------------------------ unknown batch size
+_SIG = [nf.TensorSpec([None, 3], tnp.float64), nf.TensorSpec([None, 4], tnp.float64)]
+
+
+def test_vectorized_map_in_function_with_unknown_batch_size(data):
+    x, w, y = data
+
+    @nf.function(input_signature=_SIG)
+    def per_example(xs, ys):
+        def one(inp):
+            xi, yi = inp
+            with nf.GradientTape() as tape:
+                tape.watch(w)
+                loss = tnp.sum((tnp.tanh(xi @ w) - yi) ** 2)
+            return tape.gradient(loss, w), tnp.ones(2), xi > 0
+        return nf.vectorized_map(one, (xs, ys))
+
+    for b in (5, 2, 1):
+        g, ones, pos = per_example(x[:b], y[:b])
+        want = [nf.grad(lambda ww: tnp.sum((tnp.tanh(x[i] @ ww) - y[i]) ** 2))(w)
+                for i in range(b)]
+        np.testing.assert_allclose(g.numpy(), np.stack([v.numpy() for v in want]), rtol=1e-10)
+        assert ones.shape == (b, 2) and pos.shape == (b, 3) and pos.dtype == np.bool_
+    assert per_example.experimental_get_tracing_count() == 1
+
+
+def test_gather_from_unbatched_array_with_unknown_batch_size(data):
+    x, w, _ = data
+    f = nf.function(lambda xs: nf.vectorized_map(lambda r: w[tnp.argmax(r)], xs),
+                    input_signature=_SIG[:1])
+    np.testing.assert_allclose(f(x).numpy(), w.numpy()[np.argmax(x.numpy(), axis=1)])
+
+
+@pytest.mark.xfail(strict=True, reason="batch rules that repeat an unbatched operand along the "
+                   "batch axis (concatenate/stack with an unbatched array, a batched value "
+                   "written into an unbatched array) need the batch size statically; with an "
+                   "unknown size (input_signature None) they fail at run time")
+@pytest.mark.parametrize("case", ["concatenate", "stack", "setitem"])
+def test_unbatched_operands_with_unknown_batch_size(data, case):
+    x, w, _ = data
+
+    def one(r):
+        if case == "concatenate":
+            return tnp.concatenate([r, tnp.ones(2)])
+        if case == "stack":
+            return tnp.stack([r, tnp.ones(3)])
+        y = tnp.zeros((2, 3))
+        y[1] = r
+        return y
+
+    f = nf.function(lambda xs: nf.vectorized_map(one, xs), input_signature=_SIG[:1])
+    want = nf.vectorized_map(one, x)
+    np.testing.assert_allclose(f(x).numpy(), want.numpy())
+
+
+def test_per_example_gradients_with_unknown_sizes_everywhere():
+    """Inside nf.function with every size unknown, per-example gradients of broadcasting,
+    reshapes, concatenation and gathers (their rules then work from run-time sizes)."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((4, 2, 3))
+    B = rng.standard_normal((3,))
+    idx = np.array([[0, 2], [1, 1]])
+
+    def per_example(x, b):
+        def loss(x, b):
+            h = tnp.reshape(x + b, (-1,))                     # broadcast, then reshape
+            h = tnp.concatenate([h, tnp.tanh(x[:, 0])])      # concatenate
+            return tnp.sum(h ** 2) + tnp.sum(tnp.take_along_axis(x, tnp.asarray(idx), axis=1))
+        return nf.grad(loss, argnums=(0, 1))(x, b)
+
+    def batched(xs, b):
+        return nf.vectorized_map(lambda x: per_example(x, b), xs)
+
+    sig = [nf.TensorSpec([None, None, None], tnp.float64), nf.TensorSpec([None], tnp.float64)]
+    gx, gb = nf.function(batched, input_signature=sig)(tnp.asarray(X), tnp.asarray(B))
+    loop = [per_example(tnp.asarray(X[i]), tnp.asarray(B)) for i in range(4)]
+    np.testing.assert_allclose(gx.numpy(), np.stack([g[0].numpy() for g in loop]), rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), np.stack([g[1].numpy() for g in loop]), rtol=1e-12)
