@@ -667,3 +667,17 @@ NON_COMPUTING = {
 
 def by_name():
     return {r.name: r for r in RECORDS}
+
+
+# ------------------------------------------------------------------ records of other areas
+# Each area (linalg, fft, statistics, ...) keeps its records in tests/optable_<area>.py, which
+# imports `record`, `RECORDS` and the sample helpers from here; they are loaded last so every
+# helper above exists.
+def _load_areas():
+    import importlib
+    import pathlib
+    for p in sorted(pathlib.Path(__file__).parent.glob("optable_*.py")):
+        importlib.import_module(p.stem)
+
+
+_load_areas()
