@@ -669,6 +669,20 @@ def by_name():
     return {r.name: r for r in RECORDS}
 
 
+# Primitives allowed to lack a VJP or batching rule, with the reason (areas add theirs).
+RULE_EXCEPTIONS = {
+    "random_normal": "random draws take no array inputs: nothing to differentiate or batch",
+    "random_uniform": "random draws take no array inputs: nothing to differentiate or batch",
+    "random_randint": "random draws take no array inputs (and give integers)",
+    "read_variable": "an effect with no array inputs; tapes watch the value it returns",
+    "assign_variable": "an effect; gradients flow through the Variable's later reads",
+    "custom_gradient": "recorded by tapes only (never bound), so never batched; the user's "
+                       "function is batched instead",
+    "numpy_function": "arbitrary Python: vectorized_map runs it in a loop (warned fallback)",
+    "numpy_function_multi": "arbitrary Python: vectorized_map runs it in a loop (warned fallback)",
+}
+
+
 # ------------------------------------------------------------------ records of other areas
 # Each area (linalg, fft, statistics, ...) keeps its records in tests/optable_<area>.py, which
 # imports `record`, `RECORDS` and the sample helpers from here; they are loaded last so every

@@ -445,17 +445,7 @@ def test_non_computing_allow_list_is_current():
 
 
 # Primitives that may produce floats but have no VJP and/or batching rule, and why.
-RULE_EXCEPTIONS = {
-    "random_normal": "random draws take no array inputs: nothing to differentiate or batch",
-    "random_uniform": "random draws take no array inputs: nothing to differentiate or batch",
-    "random_randint": "random draws take no array inputs (and give integers)",
-    "read_variable": "an effect with no array inputs; tapes watch the value it returns",
-    "assign_variable": "an effect; gradients flow through the Variable's later reads",
-    "custom_gradient": "recorded by tapes only (never bound), so never batched; the user's "
-                       "function is batched instead",
-    "numpy_function": "arbitrary Python: vectorized_map runs it in a loop (warned fallback)",
-    "numpy_function_multi": "arbitrary Python: vectorized_map runs it in a loop (warned fallback)",
-}
+RULE_EXCEPTIONS = optable.RULE_EXCEPTIONS
 
 
 def test_primitives_have_vjp_and_batch_rules():
