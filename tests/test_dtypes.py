@@ -152,10 +152,6 @@ def test_bfloat16():
     np.testing.assert_allclose(g.astype(np.float32).numpy(), [2.0, 4.0])
 
 
-@pytest.mark.xfail(strict=True, reason="eager fast path calls NumPy directly, and ml_dtypes' "
-                   "ufuncs give float32 for bfloat16 * Python float; the general path gives "
-                   "bfloat16 (NEP 50). Fix: leave the fast path when a Python float meets a "
-                   "bfloat16 array (ndarray._fast_binary, numpy._core.fast_operands)")
 def test_bfloat16_with_python_float_stays_bfloat16_eagerly():
     x = tnp.ones(3, dtype=tnp.bfloat16)
     assert (x * 2.0).dtype == tnp.bfloat16

@@ -12,6 +12,7 @@ Fields (slots):
 import itertools
 import operator
 
+import ml_dtypes
 import numpy as np
 
 from . import primitive as _prim
@@ -20,7 +21,8 @@ from .state import STATE, GLOBAL
 _tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
 _new = object.__new__
 _tid_counter = itertools.count(1)
-SYMBOLIC = "<symbolic>"   # _dev marker for non-eager values
+SYMBOLIC = "<symbolic>"
+_BF16 = np.dtype(ml_dtypes.bfloat16)   # _dev marker for non-eager values
 
 
 class TracingError(TypeError):
@@ -91,7 +93,10 @@ def _fast_binary(np_fn, name, reflected=False):
                     o._dev = None
                     o._tid = 0
                     return o
-            elif t is float or t is int or t is bool or t is complex:
+            elif t is int or t is bool or t is complex or (
+                    t is float and self._v.dtype is not _BF16):
+                # (ml_dtypes' loops turn bfloat16 * Python float into float32; NEP 50 and our
+                # general path keep bfloat16)
                 return _wrap(np_fn(other, self._v) if reflected else np_fn(self._v, other))
         f = getattr(_tnp, name)
         try:

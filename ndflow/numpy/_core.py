@@ -140,6 +140,7 @@ def _scalar(v, dtype):
 def fast_operands(*xs):
     """Buffers for the eager fast path, or None when any operand needs the slow path."""
     out = []
+    py_float = False
     for x in xs:
         t = type(x)
         if t is ndarray:
@@ -148,6 +149,9 @@ def fast_operands(*xs):
             out.append(x._v)
         elif t in _PY:
             out.append(x)
+            py_float = py_float or t is float
         else:
             return None
+    if py_float and any(getattr(b, "dtype", None) == _dt.BFLOAT16 for b in out):
+        return None   # ml_dtypes' loops would give float32; NEP 50 keeps bfloat16
     return out
