@@ -669,6 +669,24 @@ def by_name():
     return {r.name: r for r in RECORDS}
 
 
+# Records with nothing to differentiate: their outputs are booleans or integers, or they are
+# built from Python values only. (The gradient checks are not generated for them.)
+NOT_DIFFERENTIABLE = {
+    "boolean results": ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+                        "logical_and", "logical_or", "logical_xor", "logical_not", "isnan",
+                        "isinf", "isfinite", "signbit", "any", "all"),
+    "integer results (indices, counts)": ("argmax", "argmin", "nonzero", "flatnonzero",
+                                          "argwhere", "count_nonzero"),
+    "created from Python values, no array input": ("zeros", "ones", "empty", "full", "eye",
+                                                   "identity", "arange", "linspace", "logspace",
+                                                   "geomspace", "asarray_lists"),
+}
+for _reason, _names in NOT_DIFFERENTIABLE.items():
+    for _n in _names:
+        _r = next(r for r in RECORDS if r.name == _n)
+        _r.diff_args, _r.grad_reason = (), _reason
+
+
 # Primitives allowed to lack a VJP or batching rule, with the reason (areas add theirs).
 RULE_EXCEPTIONS = {
     "random_normal": "random draws take no array inputs: nothing to differentiate or batch",

@@ -31,6 +31,22 @@ pytestmark = [pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarn
 _CASES = [pytest.param(r, np.dtype(d), id="%s-%s" % (r.name, np.dtype(d).name))
           for r in RECORDS for d in r.dtypes]
 _F64_RECORDS = [pytest.param(r, id=r.name) for r in RECORDS if F64 in r.dtypes]
+# Not-applicable checks are not generated (rather than skipped): each exclusion is declared in
+# the record with its reason (jit=False, vmap=False + vmap_reason, diff_args=() + grad_reason)
+# and listed by test_declared_exclusions.
+_JIT_CASES = [c for c in _CASES if c.values[0].jit]
+
+
+def _takes_arrays(rec, dt):
+    """Creation functions (zeros, arange, ...) take only Python values: nothing to map over or
+    to trace with unknown sizes. Sample structure does not depend on the generator."""
+    return any(isinstance(a, np.ndarray) for smp in rec.samples(np.random.default_rng(0), dt)
+               for a in smp.args)
+
+
+_ARRAY_CASES = [c for c in _JIT_CASES if _takes_arrays(*c.values)]
+_VMAP_CASES = [c for c in _CASES if c.values[0].vmap and _takes_arrays(*c.values)]
+_DIFF_F64 = [c for c in _F64_RECORDS if c.values[0].diff_args != ()]
 
 
 def _seeded(rec, dt, k=0):
@@ -65,10 +81,8 @@ def _same_structure(s1, s2):
                   s1.kwargs, s1.desc)
 
 
-@pytest.mark.parametrize("rec,dt", _CASES)
+@pytest.mark.parametrize("rec,dt", _JIT_CASES)
 def test_function_matches_eager(rec, dt):
-    if not rec.jit:
-        pytest.skip("not traceable")
     rtol, atol = rec.tolerance, None
     first = rec.samples(_seeded(rec, dt, 1), dt)
     second = rec.samples(_seeded(rec, dt, 2), dt)
@@ -90,12 +104,10 @@ def test_function_matches_eager(rec, dt):
             f"{rec.name}{s1!r}: a second call with the same shapes retraced"
 
 
-@pytest.mark.parametrize("rec,dt", _CASES)
+@pytest.mark.parametrize("rec,dt", _ARRAY_CASES)
 def test_function_with_unknown_sizes_matches_eager(rec, dt):
     """Traced with every dimension unknown (input_signature of Nones): the shape rules work with
     unknown sizes, one trace serves every shape."""
-    if not rec.jit:
-        pytest.skip("not traceable")
     ran = False
     for s in rec.samples(_seeded(rec, dt, 6), dt):
         pos = [i for i, a in enumerate(s.args) if isinstance(a, np.ndarray)]
@@ -117,8 +129,7 @@ def test_function_with_unknown_sizes_matches_eager(rec, dt):
             assert_same(got, tree.map_structure(lambda a: a.numpy(), want), values=False,
                         ctx=f"unknown sizes {rec.name}{s!r}")
         ran = True
-    if not ran:
-        pytest.skip("no array inputs")
+    assert ran, f"{rec.name}: no sample could be traced with unknown sizes"
 
 
 # ------------------------------------------------------------------ (c) gradients
@@ -140,10 +151,8 @@ def _loss_np(rec, sample, args, cts):
     return float(sum(np.sum(o.numpy() * c) for o, c in zip(outs, cts)))
 
 
-@pytest.mark.parametrize("rec", _F64_RECORDS)
+@pytest.mark.parametrize("rec", _DIFF_F64)
 def test_gradient_matches_central_differences(rec):
-    if rec.diff_args == ():
-        pytest.skip(rec.grad_reason or "not differentiable")
     rng = _seeded(rec, F64, 3)
     checked = 0
     for s in rec.samples(rng, F64):
@@ -184,18 +193,17 @@ def test_gradient_matches_central_differences(rec):
             f"{rec.name}{s!r}: reverse-mode directional derivative {analytic!r}, central " \
             f"differences {numeric!r}"
         checked += 1
-    if not checked:
-        pytest.skip("no float input/output to differentiate")
+    assert checked, (f"{rec.name}: no sample has a float input and a float output; declare "
+                     f"diff_args=() with a grad_reason in its record")
 
 
 _F32_RECORDS = [pytest.param(r, id=r.name) for r in RECORDS if optable.F32 in r.dtypes]
+_DIFF_F32 = [c for c in _F32_RECORDS if c.values[0].diff_args != ()]
 
 
-@pytest.mark.parametrize("rec", _F32_RECORDS)
+@pytest.mark.parametrize("rec", _DIFF_F32)
 def test_float32_gradients_stay_float32(rec):
     """Gradients have their input's dtype: no silent float64 from constants in the rules."""
-    if rec.diff_args == ():
-        pytest.skip(rec.grad_reason or "not differentiable")
     rng = _seeded(rec, optable.F32, 5)
     checked = 0
     for s in rec.samples(rng, optable.F32):
@@ -216,15 +224,13 @@ def test_float32_gradients_stay_float32(rec):
                 f"{rec.name}{s!r}: gradient {g.dtype}{g.shape} for {s.args[i].dtype}" \
                 f"{s.args[i].shape}"
         checked += 1
-    if not checked:
-        pytest.skip("no float input/output to differentiate")
+    assert checked, (f"{rec.name}: no sample has a float input and a float output; declare "
+                     f"diff_args=() with a grad_reason in its record")
 
 
-@pytest.mark.parametrize("rec", _F64_RECORDS)
+@pytest.mark.parametrize("rec", _DIFF_F64)
 def test_second_order_gradient(rec):
     """Hessian-vector products from nested tapes against differences of gradients."""
-    if rec.diff_args == ():
-        pytest.skip(rec.grad_reason or "not differentiable")
     rng = _seeded(rec, F64, 4)
     checked = 0
     for s in rec.samples(rng, F64)[:4]:
@@ -267,8 +273,8 @@ def test_second_order_gradient(rec):
             f"{rec.name}{s!r}: second-order directional derivative {analytic!r}, " \
             f"differences of gradients {numeric!r}"
         checked += 1
-    if not checked:
-        pytest.skip("no float input/output to differentiate")
+    assert checked, (f"{rec.name}: no sample has a float input and a float output; declare "
+                     f"diff_args=() with a grad_reason in its record")
 
 
 def _grad_fn(rec, sample, pos, cts):
@@ -286,12 +292,10 @@ def _grad_fn(rec, sample, pos, cts):
     return g
 
 
-@pytest.mark.parametrize("rec", _F64_RECORDS)
+@pytest.mark.parametrize("rec", _DIFF_F64)
 def test_gradient_compiled_and_batched_match_eager(rec):
     """The backward pass traced into a graph, and per-example gradients from vectorized_map,
     equal the eager gradients."""
-    if rec.diff_args == ():
-        pytest.skip(rec.grad_reason or "not differentiable")
     checked = 0
     groups = zip(*[rec.samples(_seeded(rec, F64, 20 + k), F64) for k in range(3)])
     for ss in groups:
@@ -319,16 +323,14 @@ def test_gradient_compiled_and_batched_match_eager(rec):
                 got[j].numpy(), np.stack([lp[j].numpy() for lp in loop]), rtol=1e-10,
                 atol=1e-12, err_msg=f"vectorized_map gradient {rec.name}{s!r}")
         checked += 1
-    if not checked:
-        pytest.skip("no float input/output to differentiate")
+    assert checked, (f"{rec.name}: no sample has a float input and a float output; declare "
+                     f"diff_args=() with a grad_reason in its record")
 
 
-@pytest.mark.parametrize("rec", _F64_RECORDS)
+@pytest.mark.parametrize("rec", _DIFF_F64)
 def test_gradient_with_unknown_sizes_matches_eager(rec):
     """The backward pass traced with every size unknown (broadcasting, reshapes and splits are
     then undone at run time) equals the eager gradient."""
-    if rec.diff_args == ():
-        pytest.skip(rec.grad_reason or "not differentiable")
     checked = 0
     for s in rec.samples(_seeded(rec, F64, 7), F64):
         pos = _diff_positions(rec, s)
@@ -357,8 +359,8 @@ def test_gradient_with_unknown_sizes_matches_eager(rec):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12,
                                        err_msg=f"unknown sizes gradient {rec.name}{s!r}")
         checked += 1
-    if not checked:
-        pytest.skip("no float input/output to differentiate")
+    assert checked, (f"{rec.name}: no sample has a float input and a float output; declare "
+                     f"diff_args=() with a grad_reason in its record")
 
 
 # ------------------------------------------------------------------ (d) batching vs a loop
@@ -387,10 +389,8 @@ def _loop(per, examples):
                               for k in range(len(flat[0]))])
 
 
-@pytest.mark.parametrize("rec,dt", _CASES)
+@pytest.mark.parametrize("rec,dt", _VMAP_CASES)
 def test_vectorized_map_matches_loop(rec, dt):
-    if not rec.vmap:
-        pytest.skip(rec.vmap_reason)
     rtol, atol = rec.tolerance, None
     ran = False
     for s0, per, examples in _batch_cases(rec, dt):
@@ -406,8 +406,7 @@ def test_vectorized_map_matches_loop(rec, dt):
         assert_same(got, want, rtol, atol, ctx=f"vmap(in_axes={axes}) {rec.name}{s0!r}",
                     values=rec.values == "values")
         ran = True
-    if not ran:
-        pytest.skip("no array inputs to map over")
+    assert ran, f"{rec.name}: no sample to map over"
 
 
 # ------------------------------------------------------------------ (e) completeness
@@ -506,3 +505,10 @@ def test_random_shapes_and_ranges():
     assert set(np.unique(r)) <= {-2, -1, 0, 1}
     with pytest.raises(ValueError):
         tnp.random.randint(3, 3)
+
+
+def test_declared_exclusions():
+    """Every check a record opts out of says why (the reasons are the documentation)."""
+    bad = [r.name for r in RECORDS
+           if (not r.vmap and not r.vmap_reason) or (r.diff_args == () and not r.grad_reason)]
+    assert not bad, "records that opt out of a check without a reason: " + ", ".join(bad)
