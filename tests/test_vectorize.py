@@ -220,10 +220,6 @@ def test_gather_from_unbatched_array_with_unknown_batch_size(data):
     np.testing.assert_allclose(f(x).numpy(), w.numpy()[np.argmax(x.numpy(), axis=1)])
 
 
-@pytest.mark.xfail(strict=True, reason="batch rules that repeat an unbatched operand along the "
-                   "batch axis (concatenate/stack with an unbatched array, a batched value "
-                   "written into an unbatched array) need the batch size statically; with an "
-                   "unknown size (input_signature None) they fail at run time")
 @pytest.mark.parametrize("case", ["concatenate", "stack", "setitem"])
 def test_unbatched_operands_with_unknown_batch_size(data, case):
     x, w, _ = data

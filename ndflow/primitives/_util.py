@@ -94,3 +94,26 @@ def align_batched(args, axes):
 
 def same_aval(x):
     return Aval(x.shape, x.dtype)
+
+
+def repeat_along_batch(x, args, dims):
+    """The unbatched `x` given a leading batch axis as long as the batched operands' one, also
+    when that length is only known at run time (vectorized_map inside nf.function with a None
+    batch size): then zeros shaped (b, 1, ..., 1) taken from a batched operand are added."""
+    from .shape import broadcast_to_p, expand_dims_p
+    ref, rbd = next((a, bd) for a, bd in zip(args, dims) if bd is not None)
+    b = ref.shape[rbd]
+    xe = bind(expand_dims_p, x, axes=(0,))
+    if b is not None and None not in tuple(x.shape):
+        return bind(broadcast_to_p, xe, shape=(b,) + tuple(x.shape))
+    from .reduction import reduce_sum_p
+    from .elementwise import zeros_like_p, add_p, convert_p
+    r = move_to_front(ref, rbd)
+    z = bind(zeros_like_p, r)
+    if r.ndim > 1:
+        z = bind(reduce_sum_p, z, axes=tuple(range(1, r.ndim)), keepdims=False)
+    if z.dtype != x.dtype:
+        z = bind(convert_p, z, dtype=x.dtype)
+    if x.ndim:
+        z = bind(expand_dims_p, z, axes=tuple(range(1, 1 + x.ndim)))
+    return bind(add_p, z, xe)

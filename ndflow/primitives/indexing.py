@@ -221,10 +221,10 @@ def _invert_perm(v, perm):
     return bind(transpose_p, v, perm=tuple(np.argsort(fwd).tolist()))
 
 
-def _to_batched_operand(x, bd, b):
-    from .shape import broadcast_to_p, expand_dims_p
+def _to_batched_operand(x, bd, args, dims):
     if bd is None:
-        return bind(broadcast_to_p, bind(expand_dims_p, x, axes=(0,)), shape=(b,) + tuple(x.shape))
+        from ._util import repeat_along_batch
+        return repeat_along_batch(x, args, dims)
     return move_to_front(x, bd)
 
 
@@ -236,7 +236,7 @@ def _getitem_batch(args, axes, spec):
     x, arrays = args[0], args[1:]
     b = _axis_size(args, axes)
     per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
-    xb = _to_batched_operand(x, axes[0], b) if axes[0] is not None or any(
+    xb = _to_batched_operand(x, axes[0], args, axes) if axes[0] is not None or any(
         a is not None for a in axes[1:]) else x
     new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[1:], b, xb)
     r = bind(getitem_p, xb, *new_arrays, spec=tuple(new_spec))
@@ -251,7 +251,7 @@ def _scatter_batch(prim):
         x, v, arrays = args[0], args[1], args[2:]
         b = _axis_size(args, axes)
         per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
-        xb = _to_batched_operand(x, axes[0], b)
+        xb = _to_batched_operand(x, axes[0], args, axes)
         new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[2:], b, xb)
         # the per-example indexed shape, batch first, then NumPy's layout of the batched result
         per_result = _getitem_abstract(
@@ -259,6 +259,10 @@ def _scatter_batch(prim):
                                             if bd is not None else a.shape, a.dtype)
                                        for a, bd in zip(arrays, axes[2:])], spec=spec).shape
         from .shape import broadcast_to_p, expand_dims_p
+        if b is None or None in tuple(per_result):
+            return bind(prim, xb, _dynamic_values(xb, v, axes[1], per_result, new_arrays,
+                                                  new_spec, perm),
+                        *new_arrays, spec=tuple(new_spec)), 0
         if axes[1] is None:
             vb = bind(broadcast_to_p, v, shape=tuple(per_result))
             vb = bind(broadcast_to_p, bind(expand_dims_p, vb, axes=(0,)), shape=(b,) + tuple(per_result))
@@ -271,6 +275,24 @@ def _scatter_batch(prim):
         vb = _invert_perm(vb, perm)
         return bind(prim, xb, vb, *new_arrays, spec=tuple(new_spec)), 0
     return rule
+
+
+def _dynamic_values(xb, v, vbd, per_result, arrays, spec, perm):
+    """The written values in the batched result's layout when sizes are known only at run time:
+    arranged (batch, per-example dims) with size-1 gaps, permuted to NumPy's layout, then
+    broadcast by adding zeros shaped like the gathered region."""
+    from .shape import expand_dims_p
+    from .elementwise import zeros_like_p, add_p
+    if vbd is None:
+        v = bind(expand_dims_p, v, axes=(0,))
+    else:
+        v = move_to_front(v, vbd)
+    missing = len(per_result) - (v.ndim - 1)
+    if missing:
+        v = bind(expand_dims_p, v, axes=tuple(range(1, 1 + missing)))
+    v = _invert_perm(v, perm)
+    region = bind(getitem_p, xb, *arrays, spec=tuple(spec))
+    return bind(add_p, bind(zeros_like_p, region), v)
 
 
 index_add_p.batch = _scatter_batch(index_add_p)

@@ -196,11 +196,11 @@ def _concat_vjp(ct, *xs, axis):
 
 
 def _concat_batch(args, axes, axis):
-    b = next(a.shape[bd] for a, bd in zip(args, axes) if bd is not None)
+    from ._util import repeat_along_batch
     moved = []
     for a, bd in zip(args, axes):
         if bd is None:
-            a = bind(broadcast_to_p, bind(expand_dims_p, a, axes=(0,)), shape=(b,) + tuple(a.shape))
+            a = repeat_along_batch(a, args, axes)
         else:
             a = move_to_front(a, bd)
         moved.append(a)
