@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis.extra import numpy as hnp
 
 import ndflow as nf
 import ndflow.numpy as tnp
@@ -408,6 +410,15 @@ def test_batched_parameters_draw_for_every_example():
     got = nf.vectorized_map(lambda m: tnp.random.normal(m, 0.5), tnp.asarray(mus))
     want = mus + 0.5 * np.random.RandomState(6).normal(0.0, 1.0, (4, 3))
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    tnp.random.seed(6)           # with a size: still a draw per example
+    got = nf.vectorized_map(lambda m: tnp.random.gumbel(m, 2.0, size=(2, 3)), tnp.asarray(mus))
+    want = mus[:, None] + 2.0 * np.random.RandomState(6).gumbel(0.0, 1.0, (4, 2, 3))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    # picking from a batched array: a draw per example, in order
+    tnp.random.seed(6)
+    got = nf.vectorized_map(lambda row: tnp.random.permutation(row), tnp.asarray(mus))
+    oracle = _legacy_oracle(6)
+    np.testing.assert_array_equal(got.numpy(), [oracle.permutation(row) for row in mus])
     # a parameter with a core dimension: one draw per example, in order
     ps = np.array([[0.5, 0.5, 0.0], [0.0, 0.2, 0.8]])
     tnp.random.seed(6)
@@ -419,6 +430,25 @@ def test_batched_parameters_draw_for_every_example():
     tnp.random.seed(6)
     got = nf.vmap(lambda l: tnp.random.poisson(l), in_axes=1)(tnp.asarray(lam))
     np.testing.assert_array_equal(got.numpy(), np.random.RandomState(6).poisson(lam.T))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+       st.sampled_from(["normal", "laplace", "gumbel", "logistic", "uniform", "lognormal"]),
+       st.booleans(), st.booleans())
+def test_parameter_shapes_and_sizes_on_random_shapes(shapes, method, with_size, as_ndflow):
+    """Array parameters of any broadcastable shapes (ndflow arrays: the composition; NumPy
+    arrays: NumPy's sampler), with or without a size: NumPy's numbers, shape and dtype."""
+    (s1, s2), full = shapes.input_shapes, shapes.result_shape
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, s1)
+    b = rng.uniform(0.5, 2, s2) + (a if method == "uniform" and s1 == s2 else 0)
+    size = (2,) + tuple(full) if with_size else None
+    conv = tnp.asarray if as_ndflow else (lambda v: v)
+    tnp.random.seed(9)
+    got = getattr(tnp.random, method)(conv(a), conv(b), size=size)
+    want = getattr(np.random.RandomState(9), method)(a, b, size=size)
+    _close(got, want, f"{method}{s1},{s2} size={size}")
 
 
 # ------------------------------------------------------------------ completeness

@@ -115,11 +115,14 @@ class _Sampler:
 
     # -------------------------------------------------------------- the one way to draw
     def _draw(self, method, size, params=(), kind="f", dtype=None, shape=None, extra=(),
-              elementwise=True, has_size=True):
+              elementwise=True, has_size=True, tie=None):
         """`method` of the NumPy stream; `params` (name, value) broadcast against `size`
-        (scalars are static arguments, arrays are inputs of the draw)."""
+        (scalars are static arguments, arrays are inputs of the draw); `tie`: an ndflow array
+        the draw is made for (batching it draws for every example)."""
         size = _size(size)
         names, arrays = (), []
+        if isinstance(tie, ndarray):
+            names, arrays = ("!",), [tie]
         if params or extra:
             static = dict(extra)
             for name, v in params:
@@ -144,16 +147,15 @@ class _Sampler:
                     elementwise=elementwise)
 
     def _standard(self, method, size, params, extra=(), dtype=None):
-        """A standard draw (static parameters `extra`) of the size that `params` broadcast to;
-        when `size` is None and a parameter is an array, its shape is lent at run time."""
+        """A standard draw (static parameters `extra`) of `size`, or of the shape that the
+        array `params` broadcast to (lent at run time). The arrays are inputs of the draw, so
+        batching them draws for every example."""
         size = _size(size)
         shapes = [np.shape(v) if not isinstance(v, ndarray) else v.shape for v in params]
         _check_size(size, *[s for s in shapes if s])
-        if size is not None:
-            return self._draw(method, size, extra=extra, dtype=dtype)
         donors = tuple(("~%d" % i, v) for i, v in enumerate(params) if not _is_scalar(v))
-        shape = _bshape(*shapes) if shapes else ()
-        return self._draw(method, None, donors, extra=extra, dtype=dtype, shape=shape)
+        shape = size if size is not None else _bshape(*shapes) if shapes else ()
+        return self._draw(method, size, donors, extra=extra, dtype=dtype, shape=shape)
 
     def _reparam(self, params):
         return any(isinstance(v, ndarray) for v in params)
@@ -189,7 +191,8 @@ class _Sampler:
             shp = [np.shape(v) if not isinstance(v, ndarray) else v.shape for _, v in std_params]
             full = size if size is not None else _bshape(scale.shape, *shp)
             _check_size(size, scale.shape, *shp)
-            z = self._draw(method, full, std_params, extra=() if name is None else ((name, 1.0),))
+            z = self._draw(method, full, tuple(std_params) + (("~s", scale),),
+                           extra=() if name is None else ((name, 1.0),))
         else:
             z = self._standard(method, size, (scale,), extra=tuple(std_params) +
                                (() if name is None else ((name, 1.0),)))
@@ -369,13 +372,14 @@ class _Sampler:
         from .math import add
         zero = asarray(np.zeros(m.shape, dtype=np.float64))
         z = self._draw("multivariate_normal", size, (("mean", zero), ("cov", cov)),
-                       shape=shape, extra=extra, elementwise=False)
+                       shape=shape, extra=extra, elementwise=False, tie=m)
         return add(m, z)
 
     # -------------------------------------------------------------- permutations
-    def _indices(self, n, method="permutation", **kw):
-        return self._draw(method, None, extra=(("x", int(n)),) + tuple(kw.items()), kind="i",
-                          shape=(n,), has_size=False)
+    def _indices(self, n, x=None):
+        """A permutation of arange(n) (for the array x: batching x permutes every example)."""
+        return self._draw("permutation", None, extra=(("x", int(n)),), kind="i", shape=(n,),
+                          has_size=False, elementwise=False, tie=x)
 
     def _gather(self, x, idx, axis):
         from .indexing import take
@@ -472,7 +476,8 @@ class RandomState(_Sampler):
         if arr.ndim != 1:
             raise ValueError("a must be 1-dimensional")
         idx = self._draw("choice", size, (("p", p),), kind="i", shape=_size(size) or (),
-                         extra=(("a", arr.shape[0]), ("replace", replace)), elementwise=False)
+                         extra=(("a", arr.shape[0]), ("replace", replace)), elementwise=False,
+                         tie=arr)
         return self._gather(arr, idx, 0)
 
     def permutation(self, x):
@@ -483,7 +488,7 @@ class RandomState(_Sampler):
         arr = _as_param(x)
         if arr.ndim < 1:
             raise IndexError("x must be an integer or at least 1-dimensional")
-        return self._gather(arr, self._indices(arr.shape[0]), 0)
+        return self._gather(arr, self._indices(arr.shape[0], arr), 0)
 
     def shuffle(self, x):
         """Shuffle along the first axis in place (ndflow arrays; NumPy arrays and lists through
@@ -493,7 +498,7 @@ class RandomState(_Sampler):
             return
         if x.ndim < 1:
             raise TypeError("shuffle: x must be at least 1-dimensional")
-        x[...] = self._gather(x, self._indices(x.shape[0]), 0)
+        x[...] = self._gather(x, self._indices(x.shape[0], x), 0)
 
 
 class Generator(_Sampler):
@@ -586,7 +591,7 @@ class Generator(_Sampler):
         from ..primitives._util import norm_axis
         ax = norm_axis(axis, arr.ndim)
         idx = self._draw("choice", size, (("p", p),), kind="i", shape=_size(size) or (),
-                         extra=extra + (("a", arr.shape[ax]),), elementwise=False)
+                         extra=extra + (("a", arr.shape[ax]),), elementwise=False, tie=arr)
         return self._gather(arr, idx, ax)
 
     def permutation(self, x, axis=0):
@@ -598,7 +603,7 @@ class Generator(_Sampler):
             raise IndexError("x must be an integer or at least 1-dimensional")
         from ..primitives._util import norm_axis
         ax = norm_axis(axis, arr.ndim)
-        return self._gather(arr, self._indices(arr.shape[ax]), ax)
+        return self._gather(arr, self._indices(arr.shape[ax], arr), ax)
 
     def shuffle(self, x, axis=0):
         """Shuffle along `axis` in place (ndflow arrays; NumPy arrays and lists through NumPy)."""
@@ -609,7 +614,7 @@ class Generator(_Sampler):
             raise TypeError("shuffle: x must be at least 1-dimensional")
         from ..primitives._util import norm_axis
         ax = norm_axis(axis, x.ndim)
-        x[...] = self._gather(x, self._indices(x.shape[ax]), ax)
+        x[...] = self._gather(x, self._indices(x.shape[ax], x), ax)
 
     def permuted(self, x, *, axis=None, out=None):
         """x with the elements of each slice along `axis` shuffled independently (all elements
@@ -627,7 +632,7 @@ class Generator(_Sampler):
             view[axis] = arr.shape[axis]
             base = np.broadcast_to(np.arange(arr.shape[axis]).reshape(view), arr.shape).copy()
         idx = self._draw("permuted", None, (("x", base),), kind="i", shape=arr.shape,
-                         extra=(("axis", axis),), has_size=False, elementwise=False)
+                         extra=(("axis", axis),), has_size=False, elementwise=False, tie=arr)
         r = take(arr, idx) if axis is None else take_along_axis(arr, idx, axis)
         if out is None:
             return r

@@ -5,8 +5,11 @@
 runs `rs.<method>(**static, **dict(zip(names, arrays)))` at run time: `rs` is a
 `numpy.random.RandomState` or `numpy.random.Generator` (None: the global stream, looked up at
 run time, so `seed`/`set_state` affect compiled functions too), `static` the hashable arguments
-(size included), `arrays` the array-valued ones (a name starting with '~' only lends its shape:
-the size of a draw whose parameters are ndflow arrays, known at run time). Because the draw is
+(size included), `arrays` the array-valued ones. Two kinds of inputs are not passed to NumPy: a
+name starting with '~' lends its shape (the size of a standard draw whose parameters are ndflow
+arrays, when no size is given: known at run time), one starting with '!' only ties the draw to
+an array (the array `choice` picks from), so that batching that array draws for every example.
+Because the draw is
 NumPy's own method, `tnp.random.seed(s)` reproduces `np.random.seed(s)` draws and
 `default_rng(s)` NumPy's PCG64 stream, bit for bit.
 
@@ -40,7 +43,7 @@ def _draw_impl(*arrays, method, rs, static, names, shape, dtype, elementwise=Tru
         for name, a in zip(names, arrays):
             if name[0] == "~":
                 donors.append(a.shape)
-            else:
+            elif name[0] != "!":
                 kw[name] = _host(a)
         if donors and kw.get("size") is None:
             kw["size"] = np.broadcast_shapes(*donors)
