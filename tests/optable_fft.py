@@ -7,8 +7,7 @@ same real-valued losses for which TensorFlow's and JAX's gradients agree with nd
 with a single array passes a real input."""
 import numpy as np
 
-from optable import (record, Sample, values, noncontig, _const, NON_COMPUTING, F32, F64, I32,
-                     C128)
+from optable import record, Sample, values, noncontig, F32, F64, I32, C128
 
 _TOL = {F32: (1e-4, 2e-5)}      # float32 transforms sum a few dozen terms
 
