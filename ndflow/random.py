@@ -9,8 +9,6 @@ import numpy as np
 
 from . import numpy as tnp
 from .core.ndarray import ndarray
-from .core.primitive import bind
-from .primitives import random as Rp
 from .core import dtypes as _dt
 
 __all__ = ["normal", "uniform", "truncated_normal", "set_seed"]
@@ -44,7 +42,8 @@ def _scale_shift(z, mean, stddev):
 def normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, name=None):
     """Samples from N(mean, stddev**2) of the given shape, float32 by default."""
     d = _dt.canonical(dtype)
-    return _scale_shift(tnp.random.standard_normal(_shape(shape), dtype=d), mean, stddev)
+    return _scale_shift(tnp.random._rand._draw("standard_normal", _shape(shape), dtype=d), mean,
+                        stddev)
 
 
 def uniform(shape, minval=0, maxval=None, dtype=np.float32, seed=None, name=None):
@@ -64,7 +63,7 @@ def uniform(shape, minval=0, maxval=None, dtype=np.float32, seed=None, name=None
 
 
 def _uniform(shape, d, low, high):
-    return bind(Rp.uniform_p, shape=shape, dtype=d, low=low, high=high)
+    return tnp.random._rand._draw("uniform", shape, (("low", low), ("high", high)), dtype=d)
 
 
 # Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011), central branch

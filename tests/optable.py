@@ -689,9 +689,6 @@ for _reason, _names in NOT_DIFFERENTIABLE.items():
 
 # Primitives allowed to lack a VJP or batching rule, with the reason (areas add theirs).
 RULE_EXCEPTIONS = {
-    "random_normal": "random draws take no array inputs: nothing to differentiate or batch",
-    "random_uniform": "random draws take no array inputs: nothing to differentiate or batch",
-    "random_randint": "random draws take no array inputs (and give integers)",
     "read_variable": "an effect with no array inputs; tapes watch the value it returns",
     "assign_variable": "an effect; gradients flow through the Variable's later reads",
     "custom_gradient": "recorded by tapes only (never bound), so never batched; the user's "

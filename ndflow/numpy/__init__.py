@@ -40,6 +40,7 @@ from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwh
                        flatnonzero)
 from .linalg_ops import matmul, dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
 from . import random  # noqa: F401
+from . import fft  # noqa: F401
 
 newaxis = None
 pi = _np.pi

@@ -104,8 +104,10 @@ reciprocal_p = unary("reciprocal", np.reciprocal, lambda ct, x, out: (-ct * out 
 
 def _abs_vjp(ct, x):
     if np.dtype(x.dtype).kind == "c":
-        # d|z| = Re(conj(z)/|z| dz): the cotangent of a real output w.r.t. z is ct * z/|z|
-        return (ct * x / bind(abs_p, x),)
+        # d|z| = Re(conj(z) dz)/|z|. Complex cotangents pair bilinearly (JAX's convention, as
+        # in every other rule here: mul gives ct*y, not ct*conj(y)), so the cotangent of z is
+        # ct * conj(z)/|z|
+        return (ct * bind(conj_p, x) / bind(abs_p, x),)
     return (ct * bind(sign_p, x),)
 
 

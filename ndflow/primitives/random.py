@@ -1,42 +1,103 @@
-"""Random draws. They are effects: inside `nf.function` each call draws fresh numbers, and the
-compiler never folds or merges them. The legacy stream is NumPy's RandomState algorithm, so
-`tnp.random.seed(s)` reproduces `np.random.seed(s)` draws."""
+"""Random draws: one effect primitive, `random_draw_p`, that calls a method of a NumPy stream.
+
+    random_draw_p(*arrays; method, rs, static, names, shape, dtype, elementwise)
+
+runs `rs.<method>(**static, **dict(zip(names, arrays)))` at run time: `rs` is a
+`numpy.random.RandomState` or `numpy.random.Generator` (None: the global stream, looked up at
+run time, so `seed`/`set_state` affect compiled functions too), `static` the hashable arguments
+(size included), `arrays` the array-valued ones. Two kinds of inputs are not passed to NumPy: a
+name starting with '~' lends its shape (the size of a standard draw whose parameters are ndflow
+arrays, when no size is given: known at run time), one starting with '!' only ties the draw to
+an array (the array `choice` picks from), so that batching that array draws for every example.
+Because the draw is
+NumPy's own method, `tnp.random.seed(s)` reproduces `np.random.seed(s)` draws and
+`default_rng(s)` NumPy's PCG64 stream, bit for bit.
+
+Draws are effects: inside `nf.function` each call draws fresh numbers, and the compiler never
+folds or merges them. They have no gradient with respect to their array inputs (the NumPy layer
+composes the reparameterizable distributions from standard draws so that gradients reach
+loc/scale). Under `vectorized_map`, a draw whose array inputs carry the batch axis draws for
+every example; one whose inputs do not draws once for all examples.
+"""
 import numpy as np
 
-from ..core.primitive import Primitive, Aval
+from ..core.primitive import Primitive, Aval, bind
 
 STREAM = {"rs": np.random.RandomState()}
 
 
 def seed(s):
-    STREAM["rs"] = np.random.RandomState(s)
+    """Reseed the global stream in place (compiled functions hold it by reference)."""
+    STREAM["rs"].seed(s)
 
 
-def _cast(a, dtype):
-    a = np.asarray(a)
-    return a if a.dtype == dtype else a.astype(dtype)
+def _host(a):
+    return a if isinstance(a, (np.ndarray, np.generic)) else a.get()   # cupy -> NumPy
 
 
-def _normal(shape, dtype, loc=0.0, scale=1.0, rs=None, xp=np):
-    r = rs if rs is not None else STREAM["rs"]
-    return _cast(r.normal(loc, scale, size=shape) if shape else np.asarray(r.normal(loc, scale)), dtype)
+def _draw_impl(*arrays, method, rs, static, names, shape, dtype, elementwise=True, xp=None):
+    r = STREAM["rs"] if rs is None else rs
+    kw = dict(static)
+    if names:
+        donors = []
+        for name, a in zip(names, arrays):
+            if name[0] == "~":
+                donors.append(a.shape)
+            elif name[0] != "!":
+                kw[name] = _host(a)
+        if donors and kw.get("size") is None:
+            kw["size"] = np.broadcast_shapes(*donors)
+    out = np.asarray(getattr(r, method)(**kw))
+    if out.dtype != dtype:
+        out = out.astype(dtype)
+    if xp is None and arrays and not isinstance(arrays[0], (np.ndarray, np.generic)):
+        import cupy as xp
+    return out if xp is None or xp is np else xp.asarray(out)
 
 
-def _uniform(shape, dtype, low=0.0, high=1.0, rs=None, xp=np):
-    r = rs if rs is not None else STREAM["rs"]
-    return _cast(r.uniform(low, high, size=shape), dtype)
-
-
-def _randint(shape, dtype, low, high, rs=None, xp=np):
-    r = rs if rs is not None else STREAM["rs"]
-    draw = getattr(r, "integers", None) or r.randint
-    return _cast(draw(low, high, size=shape, dtype=np.int64), dtype)
-
-
-def _source_abstract(shape, dtype, **kw):
+def _draw_abstract(*arrays, method, rs, static, names, shape, dtype, elementwise=True):
     return Aval(shape, np.dtype(dtype))
 
 
-normal_p = Primitive("random_normal", _normal, _source_abstract, effect=True)
-uniform_p = Primitive("random_uniform", _uniform, _source_abstract, effect=True)
-randint_p = Primitive("random_randint", _randint, _source_abstract, effect=True)
+def _draw_vjp(ct, *arrays, **params):
+    # NumPy's samplers are not differentiable in their parameters; the NumPy layer gives the
+    # reparameterizable families their gradients by composition
+    return (None,) * len(arrays)
+
+
+def _draw_batch(args, dims, method, rs, static, names, shape, dtype, elementwise=True):
+    """Parameters that broadcast elementwise: one draw of size (B,) + shape, the batch axis of
+    each parameter moved to the front (fresh numbers for every example). Parameters with core
+    dimensions (choice's p, multinomial's pvals, multivariate_normal's mean and cov): a draw per
+    example."""
+    from ._util import move_to_front
+    from .shape import expand_dims_p
+    b = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    params = dict(method=method, rs=rs, names=names, dtype=dtype, elementwise=elementwise)
+    if b is None or None in shape:
+        raise ValueError(f"vectorized_map: tnp.random draw '{method}' needs the batch size and "
+                         f"its own shape while tracing; give them known sizes")
+    if not elementwise:
+        from .. import numpy as tnp
+        outs = []
+        for i in range(b):
+            xs = [a if d is None else tnp.take(a, i, axis=d) for a, d in zip(args, dims)]
+            outs.append(bind(random_draw_p, *xs, static=static, shape=shape, **params))
+        return tnp.stack(outs), 0
+    moved = []
+    for a, d in zip(args, dims):
+        if d is not None:
+            a = move_to_front(a, d)
+            missing = len(shape) - (a.ndim - 1)
+            if missing > 0:
+                a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
+        moved.append(a)
+    st = dict(static)
+    st["size"] = (b,) + tuple(shape)
+    return bind(random_draw_p, *moved, static=tuple(sorted(st.items())), shape=(b,) + tuple(shape),
+                **params), 0
+
+
+random_draw_p = Primitive("random_draw", _draw_impl, _draw_abstract, effect=True)
+random_draw_p.def_vjp(_draw_vjp)
+random_draw_p.batch = _draw_batch
