@@ -233,10 +233,12 @@ def test_second_order_gradient(rec):
     """Hessian-vector products from nested tapes against differences of gradients."""
     rng = _seeded(rec, F64, 4)
     checked = 0
-    for s in rec.samples(rng, F64)[:4]:
+    for s in rec.samples(rng, F64):
         pos = _diff_positions(rec, s)
         if not pos:
             continue
+        if checked == 4:   # second order is costly: the first four differentiable samples
+            break
         cts_box = []
 
         def grad_dot(args, d2):
