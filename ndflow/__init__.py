@@ -17,7 +17,7 @@ from .graph.function import function, jit, TensorSpec, shape  # noqa: F401
 from .vectorize.batching import vectorized_map, vmap, map_fn  # noqa: F401
 from .train.variable import Variable  # noqa: F401
 from .train.module import Module  # noqa: F401
-from .train import optimizers  # noqa: F401
+from .train import optimizers, initializers  # noqa: F401
 from .backends.device import device  # noqa: F401
 from . import config, test  # noqa: F401
 from .core.ndarray import TensorShape  # noqa: F401
