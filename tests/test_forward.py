@@ -25,8 +25,8 @@ def _np(x):
 
 def central_jvp(f, xs, ts, eps=1e-6):
     """(f(x + eps t) - f(x - eps t)) / 2 eps for NumPy functions of several arrays."""
-    up = f(*[x + eps * t for x, t in zip(xs, ts)])
-    down = f(*[x - eps * t for x, t in zip(xs, ts)])
+    up = f(*[np.asarray(x + eps * t) for x, t in zip(xs, ts)])
+    down = f(*[np.asarray(x - eps * t) for x, t in zip(xs, ts)])
     return tree.map_structure(lambda a, b: (np.asarray(a) - np.asarray(b)) / (2 * eps), up, down)
 
 
