@@ -5,6 +5,7 @@ both ways) and with other accumulators; `jacfwd == jacrev`, `hessian`, `stop_gra
 tape's `jacobian`/`batch_jacobian` options (`experimental_use_pfor`, `unconnected_gradients`)."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ndflow as nf
 import ndflow.numpy as tnp
@@ -327,6 +328,28 @@ def test_jacfwd_equals_jacrev_equals_central_differences(rng):
                 col = central_jvp(lambda a, b: f(tnp.asarray(a), tnp.asarray(b)).numpy(), base, d)
                 np.testing.assert_allclose(jf_l[k].numpy()[(Ellipsis,) + idx], col, rtol=1e-6,
                                            atol=1e-8)
+
+
+@settings(max_examples=20, deadline=None)
+@given(shape=st.lists(st.integers(1, 3), max_size=3), seed=st.integers(0, 2 ** 31 - 1),
+       broadcast=st.booleans())
+def test_jacfwd_equals_jacrev_on_random_shapes(shape, seed, broadcast):
+    rng = np.random.default_rng(seed)
+    x = tnp.asarray(rng.standard_normal(shape))
+    c = tnp.asarray(rng.standard_normal(shape[-1:] if broadcast else shape))
+
+    def f(v):
+        return tnp.tanh(v * c) * tnp.sum(v ** 2) + tnp.maximum(v, 0.1) / (1 + v * v)
+    jf, jr = nf.jacfwd(f)(x), nf.jacrev(f)(x)
+    assert jf.shape == jr.shape == tuple(shape) * 2
+    np.testing.assert_allclose(jf.numpy(), jr.numpy(), rtol=1e-10, atol=1e-12)
+    t = rng.standard_normal(shape)
+    _, jv = nf.jvp(f, (x,), (tnp.asarray(t),))
+    want = central_jvp(lambda a: f(tnp.asarray(a)).numpy(), [x.numpy()], [t])
+    np.testing.assert_allclose(jv.numpy(), want, rtol=1e-6, atol=1e-8)
+    n = x.size
+    np.testing.assert_allclose(jv.numpy().ravel(), jf.numpy().reshape(n, n) @ t.ravel(),
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_jacobians_of_structured_outputs_and_aux():

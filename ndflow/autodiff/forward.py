@@ -136,9 +136,7 @@ class ForwardAccumulator:
         st = STATE
         saved = st.tapes
         # the tangent computation is seen by the observers outside this one only
-        for k, t in enumerate(saved):
-            if t is self:
-                break
+        k = next((i for i, t in enumerate(saved) if t is self), len(saved))
         st.tapes = saved[:k]
         st.refresh()
         try:
