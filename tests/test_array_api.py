@@ -409,7 +409,8 @@ def _compare(got, want, ctx):
     for g, w in zip(got, want):
         assert isinstance(g, tnp.ndarray), f"{ctx}: {type(g).__name__}"
         w = np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype, f"{ctx}: {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+        assert g.shape == w.shape and g.dtype == w.dtype, \
+            f"{ctx}: {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-9, atol=1e-12, err_msg=ctx)
 
 

@@ -59,7 +59,8 @@ def test_jvp_matches_central_differences(rec):
                 args[i] = x
             return _float_leaves(rec.call(tnp, *[to_nf(a) for a in args], **s.kwargs))
         dirs = [rng.standard_normal(s.args[i].shape) for i in pos]
-        out, t_out = nf.jvp(f, [tnp.asarray(s.args[i]) for i in pos], [tnp.asarray(d) for d in dirs])
+        out, t_out = nf.jvp(f, [tnp.asarray(s.args[i]) for i in pos],
+                            [tnp.asarray(d) for d in dirs])
         if not out:
             continue
         h, rtol, atol = rec.grad_eps, 1e-6, 1e-8
@@ -239,7 +240,8 @@ def test_compiled_function_called_inside_accumulator():
     x = tnp.asarray([0.5, 1.5])
     with nf.ForwardAccumulator(x, tnp.ones(2)) as acc:
         y = g(x)
-    np.testing.assert_allclose(acc.jvp(y).numpy(), np.cos(x.numpy()) * x.numpy() + np.sin(x.numpy()))
+    v = x.numpy()
+    np.testing.assert_allclose(acc.jvp(y).numpy(), np.cos(v) * v + np.sin(v))
 
 
 # ------------------------------------------------------------------ nesting: second order
@@ -427,7 +429,8 @@ def test_tape_jacobians_honour_experimental_use_pfor(method, monkeypatch):
     import ndflow.vectorize.batching as batching
     calls = []
     real = batching.vectorized_map
-    monkeypatch.setattr(batching, "vectorized_map", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(batching, "vectorized_map",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
     x = tnp.asarray([[1.0, 2.0], [3.0, 4.0]])
     results = []
     for pfor in (True, False):
