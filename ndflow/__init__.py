@@ -11,11 +11,13 @@ from .core.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint1
 from .autodiff.tape import GradientTape, UnconnectedGradients  # noqa: F401
 from .autodiff.functional import (grad, value_and_grad, custom_gradient,  # noqa: F401
                                   numpy_function)
+from .autodiff.forward import (ForwardAccumulator, jvp, jacfwd, jacrev, hessian,  # noqa: F401
+                               stop_gradient)
 from .graph.function import function, jit, TensorSpec, shape  # noqa: F401
 from .vectorize.batching import vectorized_map, vmap, map_fn  # noqa: F401
 from .train.variable import Variable  # noqa: F401
 from .train.module import Module  # noqa: F401
-from .train import optimizers  # noqa: F401
+from .train import optimizers, initializers  # noqa: F401
 from .backends.device import device  # noqa: F401
 from . import config, test  # noqa: F401
 from .core.ndarray import TensorShape  # noqa: F401

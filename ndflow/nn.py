@@ -1,14 +1,17 @@
 """`nf.nn`: activations and the softmax family, as `tf.nn`, composed from ndflow.numpy (so they
-differentiate, trace and vectorize). softmax/log_softmax/softplus/sigmoid are written in their
-numerically stable forms (max subtraction, |x| splitting, tanh)."""
+differentiate, trace and vectorize). They are written in numerically stable forms: no overflow
+for any finite input, and small results (sigmoid(-100), softplus(-100)) to full relative
+precision; softmax/log_softmax subtract the (gradient-stopped) maximum, so -inf logits mask."""
 import math
 
 from . import numpy as tnp
 from .compat import one_hot, _tensor  # noqa: F401  (one_hot also as nf.nn.one_hot)
+from .autodiff.forward import stop_gradient
 
-__all__ = ["relu", "relu6", "leaky_relu", "sigmoid", "tanh", "softplus", "gelu", "softmax",
-           "log_softmax", "l2_loss", "one_hot", "sigmoid_cross_entropy_with_logits",
-           "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits"]
+__all__ = ["relu", "relu6", "leaky_relu", "elu", "selu", "sigmoid", "log_sigmoid", "silu",
+           "swish", "tanh", "softplus", "softsign", "gelu", "softmax", "log_softmax", "l2_loss",
+           "one_hot", "sigmoid_cross_entropy_with_logits", "softmax_cross_entropy_with_logits",
+           "sparse_softmax_cross_entropy_with_logits"]
 
 
 def relu(features, name=None):
@@ -26,9 +29,58 @@ def leaky_relu(features, alpha=0.2, name=None):
 
 
 def sigmoid(x, name=None):
-    """1 / (1 + exp(-x)), computed as (tanh(x / 2) + 1) / 2: no overflow for any x."""
+    """1 / (1 + exp(-x)), computed from e = exp(-|x|) <= 1 as 1 / (1 + e) for x >= 0 and
+    e / (1 + e) below: no overflow, and full relative precision in the tail (sigmoid(-100) is
+    3.7e-44, not 0)."""
     x = _tensor(x)
-    return (tnp.tanh(x * 0.5) + 1) * 0.5
+    pos = x >= 0
+    # -|x| written with where so its derivative at 0 is -1, not sign(0) = 0
+    e = tnp.exp(tnp.where(pos, -x, x))
+    return tnp.where(pos, 1 / (1 + e), e / (1 + e))
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)) = -softplus(-x) = min(x, 0) - log1p(exp(-|x|)) (stable, as
+    `tf.math.log_sigmoid`)."""
+    return -softplus(-_tensor(x))
+
+
+def silu(features, beta=1.0, name=None):
+    """x * sigmoid(beta * x) (SiLU / swish), as `tf.nn.silu`."""
+    x = _tensor(features)
+    return x * sigmoid(x * beta if beta != 1.0 else x)
+
+
+swish = silu
+
+
+def _negative(x):
+    # x where x < 0, else 0: the exponential branch never overflows (and a `minimum` would
+    # split the derivative at 0 between the branches)
+    return tnp.where(x >= 0, tnp.zeros_like(x), x)
+
+
+def elu(features, name=None):
+    """x for x >= 0, exp(x) - 1 otherwise (derivative 1 at 0, as TensorFlow)."""
+    x = _tensor(features)
+    return tnp.where(x >= 0, x, tnp.expm1(_negative(x)))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(features, name=None):
+    """scale * elu(x, alpha) with the self-normalizing constants (Klambauer et al., 2017); the
+    derivative at 0 is `scale`, as TensorFlow's."""
+    x = _tensor(features)
+    return _SELU_SCALE * tnp.where(x >= 0, x, _SELU_ALPHA * tnp.expm1(_negative(x)))
+
+
+def softsign(features, name=None):
+    """x / (1 + |x|)."""
+    x = _tensor(features)
+    return x / (1 + tnp.absolute(x))
 
 
 def tanh(x, name=None):
@@ -64,14 +116,20 @@ def gelu(features, approximate=False, name=None):
 def softmax(logits, axis=-1, name=None):
     """exp(x) / sum(exp(x)) along `axis`, with the max subtracted first (no overflow)."""
     x = _tensor(logits)
-    e = tnp.exp(x - tnp.max(x, axis=axis, keepdims=True))
+    e = tnp.exp(x - _stable_max(x, axis))
     return e / tnp.sum(e, axis=axis, keepdims=True)
+
+
+def _stable_max(x, axis):
+    # the shift cancels in softmax, so it is a constant to differentiation (a cheaper backward
+    # pass, and no gradient through ties of the max)
+    return stop_gradient(tnp.max(x, axis=axis, keepdims=True))
 
 
 def log_softmax(logits, axis=-1, name=None):
     """x - log(sum(exp(x))) along `axis`, with the max subtracted first (no overflow)."""
     x = _tensor(logits)
-    z = x - tnp.max(x, axis=axis, keepdims=True)
+    z = x - _stable_max(x, axis)
     return z - tnp.log(tnp.sum(tnp.exp(z), axis=axis, keepdims=True))
 
 

@@ -78,10 +78,19 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, n
     `tf.random.truncated_normal` (drawn by inverting the CDF of a uniform draw, so there is no
     rejection loop and it works the same inside `nf.function`)."""
     d = _dt.canonical(dtype)
-    x = _uniform(_shape(shape), d, -_ERF_SQRT2, _ERF_SQRT2)
+    x = _uniform(_shape(shape), d, -TRUNCATED_UNIFORM_BOUND, TRUNCATED_UNIFORM_BOUND)
+    return _scale_shift(truncated_from_uniform(x), mean, stddev)
+
+
+TRUNCATED_UNIFORM_BOUND = _ERF_SQRT2
+
+
+def truncated_from_uniform(x):
+    """Standard normal samples truncated to [-2, 2] from samples `x` uniform in
+    (-erf(sqrt 2), erf(sqrt 2)): sqrt(2) erfinv(x). (Also used by `nf.initializers` on draws
+    from a seeded generator.)"""
     w = -tnp.log((1 - x) * (1 + x)) - 2.5
     p = _ERFINV[0]
     for c in _ERFINV[1:]:
         p = c + p * w
-    z = tnp.clip(p * x * math.sqrt(2.0), -2.0, 2.0)
-    return _scale_shift(z, mean, stddev)
+    return tnp.clip(p * x * math.sqrt(2.0), -2.0, 2.0)

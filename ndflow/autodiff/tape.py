@@ -187,9 +187,12 @@ class GradientTape:
             ogs = tree.flatten(output_gradients)
             if len(ogs) != len(targets):
                 raise ValueError("output_gradients must have the structure of target")
-        was = self._recording
-        if was:
-            self._pop()   # differentiating does not record on this tape itself
+        st = STATE
+        saved = st.tapes
+        if self._recording:
+            # differentiating does not record on this tape itself; the others keep their order
+            st.tapes = [t for t in saved if t is not self]
+            st.refresh()
         try:
             ct = {}
             for t, og in zip(targets, ogs):
@@ -253,54 +256,75 @@ class GradientTape:
                     g = None
                 out.append(g)
         finally:
-            if was:
-                self._push()
+            if st.tapes is not saved:
+                st.tapes = saved
+                st.refresh()
         return tree.unflatten(src_def, out)
+
+    def _jacobian_rows(self, target, src_leaves, basis, unconnected_gradients, use_pfor):
+        """Gradients of `target` for every cotangent in `basis` (stacked along axis 0), one
+        stacked array per source; None for a source the target does not reach under 'none'
+        (decided by the backward pass itself: it is the same Python for every basis vector)."""
+        from .. import numpy as tnp
+        from ..train.variable import Variable
+        from ..vectorize.batching import vectorized_map
+        if isinstance(unconnected_gradients, str):
+            unconnected_gradients = UnconnectedGradients(unconnected_gradients)
+        unconnected = [False] * len(src_leaves)
+
+        def zeros(s):
+            return tnp.zeros(s.shape, s.dtype) if isinstance(s, Variable) else tnp.zeros_like(s)
+
+        def one(ct):
+            gs = self._gradient(target, src_leaves, ct, UnconnectedGradients.NONE)
+            unconnected[:] = [g is None for g in gs]
+            return [zeros(s) if g is None else g for g, s in zip(gs, src_leaves)]
+
+        if use_pfor:
+            rows = vectorized_map(one, basis)
+        else:
+            per = [one(basis[i]) for i in range(basis.shape[0])]
+            rows = [tnp.stack([p[j] for p in per]) if per else
+                    tnp.zeros((0,) + tuple(s.shape), s.dtype) for j, s in enumerate(src_leaves)]
+        if not self._persistent:
+            self._used = True
+            self._records = []
+            _LIVE.discard(self)
+        if unconnected_gradients == UnconnectedGradients.NONE:
+            rows = [None if u else r for r, u in zip(rows, unconnected)]
+        return rows
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
-        """Full Jacobian: result shape target.shape + source.shape, per source.
+        """Full Jacobian: result shape target.shape + source.shape, per source; None for a
+        source the target does not depend on (zeros with `unconnected_gradients='zero'`).
 
         With `experimental_use_pfor` (default) the backward pass is vectorized over the output
         elements with `vectorized_map`; otherwise it loops over them."""
         from .. import numpy as tnp
-        from ..vectorize.batching import vectorized_map
         if not self._persistent and self._used:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
                                "set of gradients (or jacobians)")
         target = tnp.asarray(target) if not isinstance(target, ndarray) else target
         n = target.size
+        if n is None:
+            raise ValueError("jacobian needs a target of known size")
         basis = tnp.reshape(tnp.eye(n, dtype=target.dtype), (n,) + tuple(target.shape))
         src_leaves, src_def = tree.flatten_with_def(sources)
-
-        def one(ct):
-            return self._gradient(target, src_leaves, ct, UnconnectedGradients.ZERO)
-
-        if experimental_use_pfor:
-            rows = vectorized_map(one, basis)
-        else:
-            per = [one(basis[i]) for i in range(n)]
-            rows = [tnp.stack([p[j] for p in per]) for j in range(len(src_leaves))]
+        rows = self._jacobian_rows(target, src_leaves, basis, unconnected_gradients,
+                                   experimental_use_pfor)
         out = []
         for s, r in zip(src_leaves, rows):
-            sv = s.value() if hasattr(s, "value") and not isinstance(s, ndarray) else s
-            out.append(tnp.reshape(r, tuple(target.shape) + tuple(sv.shape)))
-        if not self._persistent:
-            self._used = True
-            self._records = []
-        if unconnected_gradients in (UnconnectedGradients.NONE, "none"):
-            out = [o if self._connected_to(target, s) else None for o, s in zip(out, src_leaves)]
+            out.append(None if r is None else
+                       tnp.reshape(r, tuple(target.shape) + tuple(s.shape)))
         return tree.unflatten(src_def, out)
-
-    def _connected_to(self, target, source):
-        return True
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
         """Per-example Jacobians: target (b, m...) and source (b, n...) -> (b, m..., n...),
-        assuming example i of the target depends only on example i of the source."""
+        assuming example i of the target depends only on example i of the source. None when
+        the target does not depend on the source (zeros with `unconnected_gradients='zero'`)."""
         from .. import numpy as tnp
-        from ..vectorize.batching import vectorized_map
         if not self._persistent and self._used:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
                                "set of gradients (or jacobians)")
@@ -315,18 +339,11 @@ class GradientTape:
         eye = tnp.eye(m, dtype=target.dtype)
         # ct_j: ones for output element j of every example
         basis = tnp.broadcast_to(tnp.reshape(eye, (m, 1) + tail), (m, b) + tail)
-
-        def one(ct):
-            return self._gradient(target, [source], ct, UnconnectedGradients.ZERO)[0]
-
-        if experimental_use_pfor:
-            rows = vectorized_map(one, basis)
-        else:
-            rows = tnp.stack([one(basis[i]) for i in range(m)])
+        rows = self._jacobian_rows(target, [source], basis, unconnected_gradients,
+                                   experimental_use_pfor)[0]
+        if rows is None:
+            return None
         rows = tnp.moveaxis(rows, 0, 1)        # (b, m, source...)
-        if not self._persistent:
-            self._used = True
-            self._records = []
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
 
 

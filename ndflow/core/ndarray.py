@@ -351,7 +351,14 @@ class ndarray:
 
     # ------------------------------------------------------------------ protocols
     def __array_namespace__(self, api_version=None):
+        if api_version is not None and api_version not in _tnp.array_api.SUPPORTED_VERSIONS:
+            raise ValueError(f"Unrecognized array API version {api_version!r}; ndflow.numpy "
+                             f"supports " + ", ".join(_tnp.array_api.SUPPORTED_VERSIONS))
         return _tnp
+
+    def to_device(self, device, /, *, stream=None):
+        """This array on `device` (itself when already there), as the Array API's."""
+        return _tnp.array_api.to_device(self, device, stream=stream)
 
     def __dlpack__(self, *args, **kwargs):
         v = self._concrete("dlpack export")

@@ -41,6 +41,8 @@ from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwh
 from .linalg_ops import matmul, dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
 from . import random  # noqa: F401
 from . import fft  # noqa: F401
+from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
+                        from_dlpack)
 
 newaxis = None
 pi = _np.pi

@@ -21,8 +21,12 @@ def _place(buf):
     return wrap_on(buf, dev)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, like=None):
-    """Convert to an ndflow array (no copy when `a` already is one of the requested dtype)."""
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """Convert to an ndflow array (no copy when `a` already is one of the requested dtype);
+    with `device`, on that device."""
+    if device is not None:
+        from .array_api import on_device
+        return on_device(device, asarray, a, dtype, copy=copy)
     if dtype is not None:
         dtype = _dt.canonical(dtype)
     if type(a) is ndarray:

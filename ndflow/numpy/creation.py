@@ -38,6 +38,12 @@ def _make(fn, *args, **kw):
     return _place(buf) if xp is np else _place_dev(buf)
 
 
+def _on(device, fn, *args, **kwargs):
+    # `device=`: the Array API's placement, the same as calling inside `nf.device(device)`
+    from .array_api import on_device
+    return on_device(device, fn, *args, **kwargs)
+
+
 def _place_dev(buf):
     from ..core.ndarray import wrap_on
     return wrap_on(buf, STATE.device)
@@ -45,18 +51,26 @@ def _place_dev(buf):
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
     """A new array of zeros, as `numpy.zeros` (float64 by default; float32 with prefer_float32)."""
+    if device is not None:
+        return _on(device, zeros, shape, dtype)
     return _make("zeros", _shape(shape), _dtype(dtype))
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    if device is not None:
+        return _on(device, ones, shape, dtype)
     return _make("ones", _shape(shape), _dtype(dtype))
 
 
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
+    if device is not None:
+        return _on(device, empty, shape, dtype)
     return _make("zeros", _shape(shape), _dtype(dtype))
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    if device is not None:
+        return _on(device, full, shape, fill_value, dtype)
     if dtype is None:
         fv = asarray(fill_value)
         if fv._t is not None:
@@ -82,18 +96,26 @@ def _like(a, dtype, shape, prim, fill=None):
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    if device is not None:
+        return _on(device, zeros_like, a, dtype, shape=shape)
     return _like(a, dtype, shape, E.zeros_like_p)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    if device is not None:
+        return _on(device, ones_like, a, dtype, shape=shape)
     return _like(a, dtype, shape, E.ones_like_p)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    if device is not None:
+        return _on(device, empty_like, prototype, dtype, shape=shape)
     return _like(prototype, dtype, shape, E.zeros_like_p)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    if device is not None:
+        return _on(device, full_like, a, fill_value, dtype, shape=shape)
     if isinstance(fill_value, ndarray):
         fill_value = fill_value.item()
     return _like(a, dtype, shape, E.full_like_p, fill=fill_value)
@@ -107,6 +129,8 @@ def _scalar_arg(v):
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
     """Evenly spaced values in [start, stop), as `numpy.arange` (int64 for integer arguments)."""
+    if device is not None:
+        return _on(device, arange, start, stop, step, dtype)
     start, stop, step = _scalar_arg(start), _scalar_arg(stop), _scalar_arg(step)
     args = [v for v in (start, stop, step) if v is not None]
     if dtype is None:
@@ -119,6 +143,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    if device is not None and not retstep:
+        return _on(device, linspace, start, stop, num, endpoint, False, dtype, axis)
     start, stop = _scalar_arg(start), _scalar_arg(stop)
     r = np.linspace(start, stop, num, endpoint, retstep, dtype=None if dtype is None else _dt.canonical(dtype), axis=axis)
     if retstep:
@@ -142,6 +168,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
+    if device is not None:
+        return _on(device, eye, N, M, k, dtype)
     return _make("eye", N, M, k, dtype=_dtype(dtype))
 
 
@@ -184,4 +212,6 @@ def _astype(x, dtype, copy=True):
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
+    if device is not None:
+        return _on(device, astype, x, dtype, copy=copy)
     return _astype(asarray(x), dtype, copy)

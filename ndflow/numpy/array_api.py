@@ -1,0 +1,175 @@
+"""The Python Array API standard (2024.12) on top of the NumPy layer: ndflow.numpy is the
+namespace `x.__array_namespace__()` returns. NumPy 2's own names already follow the standard;
+this file adds what the standard has beyond them: `__array_api_version__`,
+`__array_namespace_info__`, `isdtype`, `from_dlpack`, and the `device=` placement that creation
+functions and `asarray` accept.
+
+Devices are named as `x.device` names them ('/job:localhost/replica:0/task:0/device:CPU:0');
+`device=` also takes the short forms ('CPU:0', 'GPU:0'), NumPy's 'cpu', and a logical device."""
+import numpy as np
+
+from ..core import dtypes as _dt
+from ..core.ndarray import ndarray
+from ..core.state import STATE
+
+__array_api_version__ = "2024.12"
+SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+
+# the standard's dtypes (float16 and bfloat16 are ndflow extras, outside the standard)
+_STANDARD_DTYPES = {n: np.dtype(n) for n in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64", "complex64", "complex128")}
+
+_KINDS = {
+    "bool": lambda d: d.kind == "b",
+    "signed integer": lambda d: d.kind == "i",
+    "unsigned integer": lambda d: d.kind == "u",
+    "integral": lambda d: d.kind in "iu",
+    "real floating": lambda d: d.kind == "f" or d == _dt.BFLOAT16,
+    "complex floating": lambda d: d.kind == "c",
+    "numeric": lambda d: d.kind in "iufc" or d == _dt.BFLOAT16,
+}
+
+
+# ------------------------------------------------------------------ dtypes
+def _as_dtype(dtype, arg):
+    if isinstance(dtype, (str, ndarray)) or dtype is None:
+        raise TypeError(f"isdtype: {arg} must be a dtype, got {type(dtype).__name__} {dtype!r}")
+    try:
+        return _dt.canonical(dtype)
+    except TypeError:
+        raise TypeError(f"isdtype: {arg} must be a dtype, got {dtype!r}") from None
+
+
+def isdtype(dtype, kind):
+    """Whether `dtype` is of `kind`: a dtype, one of 'bool', 'signed integer',
+    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a tuple
+    of these (any matches). bfloat16 counts as real floating."""
+    d = _as_dtype(dtype, "dtype")
+    if isinstance(kind, tuple):
+        if any(isinstance(k, tuple) for k in kind):
+            raise TypeError("isdtype: kind must be a dtype, a str or a tuple of them, not a "
+                            "nested tuple")
+        return any(isdtype(d, k) for k in kind)
+    if isinstance(kind, str):
+        test = _KINDS.get(kind)
+        if test is None:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of "
+                             + ", ".join(repr(k) for k in _KINDS))
+        return test(d)
+    return d == _as_dtype(kind, "kind")
+
+
+# ------------------------------------------------------------------ devices
+def resolve_device(device):
+    """The ndflow Device for a `device=` argument (None: the current one)."""
+    from ..backends import device as D
+    if device is None:
+        return D.current_device()
+    if isinstance(device, D.Device):
+        return device
+    if isinstance(device, str) and device.lower() == "cpu":
+        return D.DEFAULT
+    try:
+        return D.resolve(device)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"unsupported device {device!r}: {e}") from None
+
+
+def on_device(device, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` with its arrays created on `device` (eager results are moved there
+    when `fn` returned an existing array)."""
+    from ..backends import device as D
+    dev = resolve_device(device)
+    with D.device(dev):
+        out = fn(*args, **kwargs)
+    if isinstance(out, ndarray) and out._t is None and D.device_of(out) is not dev:
+        out = D.to_device(out, dev)
+    return out
+
+
+def to_device(x, device, /, *, stream=None):
+    """`x` on `device` (the array itself when it is already there), as the standard's
+    `array.to_device`."""
+    if stream is not None:
+        raise ValueError("to_device: streams are not supported (stream must be None)")
+    from ..backends import device as D
+    dev = resolve_device(device)
+    if x._t is not None:
+        return x          # traced and batched values are placed where their trace runs
+    return D.to_device(x, dev)
+
+
+# ------------------------------------------------------------------ interchange
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An ndflow array sharing memory with `x` (any object with `__dlpack__`: NumPy, CuPy,
+    PyTorch, JAX arrays), zero-copy where the device allows it; `copy=True` always copies,
+    `copy=False` raises where a copy would be needed."""
+    from ._core import asarray
+    from ..backends import device as D
+    if isinstance(x, ndarray):
+        out = asarray(x, copy=copy)
+    else:
+        if not hasattr(x, "__dlpack__"):
+            raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
+        dev_type = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
+        if dev_type in (2, 3):           # kDLCUDA, kDLCUDAHost
+            import cupy
+            buf = cupy.from_dlpack(x)
+            out = asarray(buf.copy() if copy else buf)
+        else:
+            buf = np.from_dlpack(x, copy=copy)
+            if buf.dtype.kind in "OUSMmV":
+                raise TypeError(f"from_dlpack: ndflow arrays cannot hold dtype {buf.dtype}")
+            out = asarray(buf)
+    if device is not None:
+        dev = resolve_device(device)
+        if D.device_of(out) is not dev:
+            if copy is False:
+                raise ValueError(f"from_dlpack: the array is on {D.device_of(out).name}; moving "
+                                 f"it to {dev.name} needs a copy, and copy=False")
+            out = D.to_device(out, dev)
+    return out
+
+
+# ------------------------------------------------------------------ inspection
+class __array_namespace_info__:  # noqa: N801  (the standard's name)
+    """What this namespace supports, as the standard's inspection API: `capabilities()`,
+    `default_device()`, `default_dtypes()`, `dtypes()`, `devices()`."""
+
+    def capabilities(self):
+        """Boolean indexing and data-dependent output shapes work (eagerly; inside
+        `nf.function` such sizes are unknown until run time)."""
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def default_device(self):
+        """Where arrays are created now: the innermost `nf.device` scope, else CPU:0."""
+        from ..backends.device import current_device
+        return current_device().name
+
+    def devices(self):
+        """The devices arrays can be placed on, named as `x.device` names them."""
+        from ..backends import device as D
+        return [d.name for d in D._cpu_devices + D._gpus()]
+
+    def default_dtypes(self, *, device=None):
+        """float64/complex128 (float32/complex64 with `prefer_float32`), int64 for integers
+        and indices."""
+        resolve_device(device)
+        f32 = STATE.prefer_float32
+        return {"real floating": np.dtype("float32" if f32 else "float64"),
+                "complex floating": np.dtype("complex64" if f32 else "complex128"),
+                "integral": np.dtype("int64"), "indexing": np.dtype("int64")}
+
+    def dtypes(self, *, device=None, kind=None):
+        """The standard's dtypes this namespace supports (all of them), by name; `kind` as in
+        `isdtype`."""
+        resolve_device(device)
+        if kind is None:
+            return dict(_STANDARD_DTYPES)
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        for k in kinds:
+            if k not in _KINDS:
+                raise ValueError(f"unsupported kind {k!r}; expected one of "
+                                 + ", ".join(repr(k) for k in _KINDS))
+        return {n: d for n, d in _STANDARD_DTYPES.items() if any(_KINDS[k](d) for k in kinds)}
