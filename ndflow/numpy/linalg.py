@@ -15,20 +15,20 @@ Differences from NumPy:
   and inside both it is an error (square and wide matrices are always fine).
 - `diagonal`/`trace`/`kron` need the matrix sizes while tracing.
 """
-import operator
-from typing import Any, NamedTuple
+import operator as _operator
+from typing import Any as _Any, NamedTuple as _NamedTuple
 
-import numpy as np
+import numpy as _np
 from numpy.linalg import LinAlgError
 
-from ..core.ndarray import ndarray
-from ..core.primitive import bind
-from ..core.state import STATE
+from ..core.ndarray import ndarray as _ndarray, _wrap
+from ..core.primitive import bind as _bind
+from ..core.state import STATE as _STATE
 from ..core import dtypes as _dt
-from ..primitives import linalg_decomp as D, elementwise as E
-from ..primitives.indexing import iota_p
-from ..primitives._util import norm_axis
-from ._core import asarray
+from ..primitives import linalg_decomp as _D, elementwise as _E
+from ..primitives.indexing import iota_p as _iota_p
+from ..primitives._util import norm_axis as _norm_axis
+from ._core import asarray as _asarray
 from . import linalg_ops as _ops
 from . import manipulation as _man
 from . import math as _m
@@ -41,30 +41,30 @@ __all__ = ["matrix_power", "solve", "tensorsolve", "tensorinv", "inv", "cholesky
            "vector_norm", "vecdot"]
 
 
-class EigResult(NamedTuple):
-    eigenvalues: Any
-    eigenvectors: Any
+class EigResult(_NamedTuple):
+    eigenvalues: _Any
+    eigenvectors: _Any
 
 
-class EighResult(NamedTuple):
-    eigenvalues: Any
-    eigenvectors: Any
+class EighResult(_NamedTuple):
+    eigenvalues: _Any
+    eigenvectors: _Any
 
 
-class QRResult(NamedTuple):
-    Q: Any
-    R: Any
+class QRResult(_NamedTuple):
+    Q: _Any
+    R: _Any
 
 
-class SlogdetResult(NamedTuple):
-    sign: Any
-    logabsdet: Any
+class SlogdetResult(_NamedTuple):
+    sign: _Any
+    logabsdet: _Any
 
 
-class SVDResult(NamedTuple):
-    U: Any
-    S: Any
-    Vh: Any
+class SVDResult(_NamedTuple):
+    U: _Any
+    S: _Any
+    Vh: _Any
 
 
 _NoValue = object()
@@ -83,7 +83,7 @@ def _result_dtype(*arrays):
         elif d in (_F64, _C128):
             single = False
         elif d.kind in "biu":
-            single = single and STATE.prefer_float32
+            single = single and _STATE.prefer_float32
         else:
             raise TypeError(f"array type {d.name} is unsupported in linalg")
         cplx = cplx or d.kind == "c"
@@ -93,11 +93,11 @@ def _result_dtype(*arrays):
 
 
 def _cast(a, d):
-    return a if a.dtype == d else bind(E.convert_p, a, dtype=d)
+    return a if a.dtype == d else _bind(_E.convert_p, a, dtype=d)
 
 
 def _prep(a):
-    a = asarray(a)
+    a = _asarray(a)
     return _cast(a, _result_dtype(a))
 
 
@@ -123,8 +123,19 @@ def _assert_2d(*arrays):
                               f"two-dimensional")
 
 
+def _fast(*xs):
+    """Plain eager execution (no tape, trace, device scope or promotion switch) on default-device
+    arrays: NumPy's own function gives the answer, so call it (as `matmul` does)."""
+    if not _STATE.fast:
+        return False
+    for x in xs:
+        if type(x) is not _ndarray or x._dev is not None:
+            return False
+    return True
+
+
 def _concrete(x):
-    return isinstance(x, ndarray) and x._t is None
+    return isinstance(x, _ndarray) and x._t is None
 
 
 def _assert_finite(a):
@@ -138,11 +149,11 @@ def _size(x, axis):
     d = x.shape[axis]
     if d is not None:
         return d
-    return _red.max(bind(iota_p, x, axis=axis % x.ndim)) + 1
+    return _red.max(_bind(_iota_p, x, axis=axis % x.ndim)) + 1
 
 
 def _real(d):
-    return D._real_dtype(d)
+    return _D._real_dtype(d)
 
 
 # ------------------------------------------------------------------ products (Array API names)
@@ -152,8 +163,8 @@ def matmul(x1, x2, /):
 
 
 def outer(x1, x2, /):
-    """Outer product of two vectors; unlike `numpy.outer`, both must be 1-D."""
-    a, b = asarray(x1), asarray(x2)
+    """Outer product of two vectors; unlike `numpy.outer`, both must be 1-_D."""
+    a, b = _asarray(x1), _asarray(x2)
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={a.ndim} "
                          f"and x2.ndim={b.ndim}.")
@@ -172,7 +183,7 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 def matrix_transpose(x, /):
     """Swap the last two axes."""
-    return _man.matrix_transpose(asarray(x))
+    return _man.matrix_transpose(_asarray(x))
 
 
 def diagonal(x, /, *, offset=0):
@@ -187,7 +198,7 @@ def trace(x, /, *, offset=0, dtype=None):
 
 def cross(x1, x2, /, *, axis=-1):
     """Cross product of 3-vectors along `axis` (2-vectors are refused, unlike `numpy.cross`)."""
-    a, b = asarray(x1), asarray(x2)
+    a, b = _asarray(x1), _asarray(x2)
     na, nb = a.shape[axis], b.shape[axis]
     if na is None or nb is None:
         raise ValueError("cross: the vector length is unknown while tracing; give it in the "
@@ -206,7 +217,7 @@ def multi_dot(arrays, *, out=None):
         raise ValueError("Expecting at least two arrays.")
     if n == 2:
         return _ops.dot(arrays[0], arrays[1], out=out)
-    arrays = [asarray(a) for a in arrays]
+    arrays = [_asarray(a) for a in arrays]
     first, last = arrays[0].ndim, arrays[-1].ndim
     if first == 1:
         arrays[0] = _man.reshape(arrays[0], (1, -1))
@@ -263,14 +274,14 @@ def _chain(arrays, split, i, j):
 def matrix_power(a, n):
     """a raised to the integer power n by repeated squaring (n < 0: of the inverse), as
     `numpy.matrix_power`: integer matrices stay integer for n >= 0."""
-    a = asarray(a)
+    a = _asarray(a)
     _assert_stacked_square(a)
     try:
-        n = operator.index(n)
+        n = _operator.index(n)
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     if n == 0:
-        i, j = D._index_grid(a)
+        i, j = _D._index_grid(a)
         return _m.where_(i == j, _ops_ones_like(a), _ops_zeros_like(a))
     if n < 0:
         a = inv(a)
@@ -291,40 +302,48 @@ def matrix_power(a, n):
 
 
 def _ops_ones_like(a):
-    return bind(E.ones_like_p, a)
+    return _bind(_E.ones_like_p, a)
 
 
 def _ops_zeros_like(a):
-    return bind(E.zeros_like_p, a)
+    return _bind(_E.zeros_like_p, a)
 
 
 # ------------------------------------------------------------------ inverses and solvers
 def inv(a):
     """Inverse of each matrix; LinAlgError("Singular matrix") if one is singular."""
+    if _fast(a):
+        return _wrap(_np.linalg.inv(a._v))
     a = _prep(a)
     _assert_stacked_square(a)
-    return bind(D.inv_p, a)
+    return _bind(_D.inv_p, a)
 
 
 def det(a):
     """Determinant of each matrix (LU). Its gradient uses the inverse: at a singular matrix it
     raises LinAlgError."""
+    if _fast(a):
+        return _wrap(_np.linalg.det(a._v))
     a = _prep(a)
     _assert_stacked_square(a)
-    return bind(D.det_p, a)
+    return _bind(_D.det_p, a)
 
 
 def slogdet(a):
     """(sign, log|det|) of each matrix, as `SlogdetResult`."""
+    if _fast(a):
+        return SlogdetResult(*map(_wrap, _np.linalg.slogdet(a._v)))
     a = _prep(a)
     _assert_stacked_square(a)
-    return SlogdetResult(*bind(D.slogdet_p, a))
+    return SlogdetResult(*_bind(_D.slogdet_p, a))
 
 
 def solve(a, b):
     """x with a @ x = b. As NumPy 2, b is a vector only when it is 1-D ((..., M, M), (M,) ->
     (..., M)); otherwise a stack of matrices (..., M, K) broadcast against a."""
-    a, b = asarray(a), asarray(b)
+    if _fast(a, b):
+        return _wrap(_np.linalg.solve(a._v, b._v))
+    a, b = _asarray(a), _asarray(b)
     _assert_stacked_square(a)
     d = _result_dtype(a, b)
     a, b = _cast(a, d), _cast(b, d)
@@ -334,7 +353,7 @@ def solve(a, b):
             raise ValueError(f"solve1: Input operand 1 has a mismatch in its core dimension 0, "
                              f"with gufunc signature (m,m),(m)->(m) (size {b.shape[0]} is "
                              f"different from {n})")
-        return _man.squeeze(bind(D.solve_p, a, _man.expand_dims(b, -1)), -1)
+        return _man.squeeze(_bind(_D.solve_p, a, _man.expand_dims(b, -1)), -1)
     if b.ndim == 0:
         raise ValueError("solve1: Input operand 1 does not have enough dimensions (has 0, gufunc "
                          "core with signature (m,m),(m)->(m) requires 1)")
@@ -342,13 +361,13 @@ def solve(a, b):
         raise ValueError(f"solve: Input operand 1 has a mismatch in its core dimension 0, with "
                          f"gufunc signature (m,m),(m,n)->(m,n) (size {b.shape[-2]} is different "
                          f"from {n})")
-    return bind(D.solve_p, a, b)
+    return _bind(_D.solve_p, a, b)
 
 
 def tensorinv(a, ind=2):
     """Inverse of a tensor with respect to `tensordot(., ., ind)`: a reshaped to a square
     matrix, inverted, reshaped back."""
-    a = asarray(a)
+    a = _asarray(a)
     if ind <= 0:
         raise ValueError("Invalid ind argument.")
     old = tuple(a.shape)
@@ -362,7 +381,7 @@ def tensorinv(a, ind=2):
 
 def tensorsolve(a, b, axes=None):
     """x with tensordot(a, x, x.ndim) = b: a reshaped to a square matrix and `solve`."""
-    a, b = asarray(a), asarray(b)
+    a, b = _asarray(a), _asarray(b)
     _known_sizes("tensorsolve", tuple(a.shape))
     an = a.ndim
     if axes is not None:
@@ -398,21 +417,21 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NoValue):
         if rtol is _NoValue:
             rcond = 1e-15
         elif rtol is None:
-            rcond, scale = np.finfo(a.dtype).eps, True
+            rcond, scale = _np.finfo(a.dtype).eps, True
         else:
             rcond = rtol
     elif rtol is not _NoValue:
         raise ValueError("`rtol` and `rcond` can't be both set.")
     if hermitian:
         _assert_stacked_square(a)
-    return bind(D.pinv_p, a, asarray(rcond), hermitian=bool(hermitian), scale_by_size=scale)
+    return _bind(_D.pinv_p, a, _asarray(rcond), hermitian=bool(hermitian), scale_by_size=scale)
 
 
 def lstsq(a, b, rcond=None):
     """Least-squares solution of a @ x = b: (x, residuals, rank, singular values), as NumPy
     (rank a 0-d int32 array). residuals (squared 2-norms of b - a @ x per column) are empty
     unless rank == N < M."""
-    a, b = asarray(a), asarray(b)
+    a, b = _asarray(a), _asarray(b)
     vec = b.ndim == 1
     if vec:
         b = _man.expand_dims(b, -1)
@@ -422,7 +441,7 @@ def lstsq(a, b, rcond=None):
         raise LinAlgError("Incompatible dimensions")
     d = _result_dtype(a, b)
     a, b = _cast(a, d), _cast(b, d)
-    x, full, rank, s = bind(D.lstsq_p, a, b, rcond=None if rcond is None else float(rcond))
+    x, full, rank, s = _bind(_D.lstsq_p, a, b, rcond=None if rcond is None else float(rcond))
     if vec:
         x = _man.squeeze(x, -1)
     return x, _residuals(full, rank, a, m, n), rank, s
@@ -449,7 +468,7 @@ def _residuals(full, rank, a, m, n):
     # traced: keep them where rank == n < m, decided at run time (an unknown size)
     nn, mm = _size(a, 1), _size(a, 0)
     keep = _m.logical_and(rank == nn, mm > nn)
-    return full[_m.logical_and(keep, bind(E.zeros_like_p, full) == 0)]
+    return full[_m.logical_and(keep, _bind(_E.zeros_like_p, full) == 0)]
 
 
 def _empty_like_1d(full):
@@ -464,7 +483,7 @@ def cholesky(a, /, *, upper=False):
     LinAlgError("Matrix is not positive definite") otherwise."""
     a = _prep(a)
     _assert_stacked_square(a)
-    return bind(D.cholesky_p, a, upper=bool(upper))
+    return _bind(_D.cholesky_p, a, upper=bool(upper))
 
 
 def qr(a, mode="reduced"):
@@ -486,10 +505,10 @@ def qr(a, mode="reduced"):
     a = _prep(a)
     _assert_stacked_2d(a)
     if mode == "raw":
-        return tuple(bind(D.qr_p, a, mode="raw"))
+        return tuple(_bind(_D.qr_p, a, mode="raw"))
     if mode == "economic":
-        return _man.matrix_transpose(bind(D.qr_p, a, mode="raw")[0])
-    q, r = bind(D.qr_p, a, mode="complete" if mode == "complete" else "reduced")
+        return _man.matrix_transpose(_bind(_D.qr_p, a, mode="raw")[0])
+    q, r = _bind(_D.qr_p, a, mode="complete" if mode == "complete" else "reduced")
     return r if mode == "r" else QRResult(q, r)
 
 
@@ -500,7 +519,7 @@ def eigh(a, UPLO="L"):
     UPLO = _uplo(UPLO)
     a = _prep(a)
     _assert_stacked_square(a)
-    return EighResult(*bind(D.eigh_p, a, UPLO=UPLO))
+    return EighResult(*_bind(_D.eigh_p, a, UPLO=UPLO))
 
 
 def eigvalsh(a, UPLO="L"):
@@ -508,7 +527,7 @@ def eigvalsh(a, UPLO="L"):
     UPLO = _uplo(UPLO)
     a = _prep(a)
     _assert_stacked_square(a)
-    return bind(D.eigvalsh_p, a, UPLO=UPLO)
+    return _bind(_D.eigvalsh_p, a, UPLO=UPLO)
 
 
 def _uplo(UPLO):
@@ -525,7 +544,7 @@ def eig(a):
     a = _prep(a)
     _assert_stacked_square(a)
     _assert_finite(a)
-    w, v = bind(D.eig_p, a)
+    w, v = _bind(_D.eig_p, a)
     if a.dtype.kind != "c" and _all_real(w):
         w, v = _m.real(w), _m.real(v)
     return EigResult(w, v)
@@ -536,7 +555,7 @@ def eigvals(a):
     a = _prep(a)
     _assert_stacked_square(a)
     _assert_finite(a)
-    w = bind(D.eigvals_p, a)
+    w = _bind(_D.eigvals_p, a)
     if a.dtype.kind != "c" and _all_real(w):
         w = _m.real(w)
     return w
@@ -556,8 +575,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     else:
         _assert_stacked_2d(a)
     if not compute_uv:
-        return bind(D.svdvals_p, a, hermitian=bool(hermitian))
-    return SVDResult(*bind(D.svd_p, a, full_matrices=bool(full_matrices),
+        return _bind(_D.svdvals_p, a, hermitian=bool(hermitian))
+    return SVDResult(*_bind(_D.svd_p, a, full_matrices=bool(full_matrices),
                            hermitian=bool(hermitian)))
 
 
@@ -583,7 +602,9 @@ def _abs2(x):
 def norm(x, ord=None, axis=None, keepdims=False):
     """Matrix or vector norm, as `numpy.linalg.norm` (every `ord`). Gradients are 0, not NaN, at
     a zero vector/matrix for the 2-norm, Frobenius norm and p-norms with p >= 1."""
-    x = asarray(x)
+    if _fast(x):
+        return _wrap(_np.linalg.norm(x._v, ord, axis, keepdims))
+    x = _asarray(x)
     if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
         x = _cast(x, _dt.default_float())
     if axis is None:
@@ -623,7 +644,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == 1:
         return _red.sum(ax, axis=axis, keepdims=keepdims)
     s = _red.sum(_m.power(ax, ord), axis=axis, keepdims=keepdims)
-    p = asarray(np.reciprocal(np.asarray(ord, dtype=s.dtype)))   # NumPy: 1/ord in s's dtype
+    p = _asarray(_np.reciprocal(_np.asarray(ord, dtype=s.dtype)))   # NumPy: 1/ord in s's dtype
     if ord > 0:     # s**(1/p) has an infinite slope at 0: give the zero vector gradient 0
         zero = s == 0
         return _m.where_(zero, 0, _m.power(_m.where_(zero, 1, s), p))
@@ -633,7 +654,7 @@ def _vector_norm(x, ord, axis, keepdims):
 def _matrix_norm(x, ord, axis, keepdims):
     inf = float("inf")
     nd = x.ndim
-    row, col = norm_axis(axis[0], nd), norm_axis(axis[1], nd)
+    row, col = _norm_axis(axis[0], nd), _norm_axis(axis[1], nd)
     if row == col:
         raise ValueError("Duplicate axes given.")
     if ord in (2, -2, "nuc"):
@@ -663,13 +684,15 @@ def _matrix_norm(x, ord, axis, keepdims):
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """Norm of each matrix in the last two axes."""
-    return norm(asarray(x), axis=(-2, -1), keepdims=keepdims, ord=ord)
+    return norm(_asarray(x), axis=(-2, -1), keepdims=keepdims, ord=ord)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """Vector norm over `axis` (all axes by default; a tuple of axes is one flattened vector)."""
     from ..primitives._util import norm_axes
-    x = asarray(x)
+    if _fast(x):
+        return _wrap(_np.linalg.vector_norm(x._v, axis=axis, keepdims=keepdims, ord=ord))
+    x = _asarray(x)
     if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
         x = _cast(x, _dt.default_float())
     axes = tuple(range(x.ndim)) if axis is None else norm_axes(axis, x.ndim)
@@ -681,7 +704,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     an int64 array (a Python int for 0-d and 1-d input, as NumPy)."""
     if rtol is not None and tol is not None:
         raise ValueError("`tol` and `rtol` can't be both set.")
-    A = asarray(A)
+    A = _asarray(A)
     if A.ndim < 2:
         nz = _red.any(A != 0)
         return int(bool(nz)) if _concrete(nz) else _cast(nz, _dt.I64)
@@ -690,29 +713,29 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
         if rtol is None:
             m, n = _size(A, -2), _size(A, -1)
             big = max(m, n) if isinstance(m, int) and isinstance(n, int) else _m.maximum(m, n)
-            rtol = big * np.finfo(S.dtype).eps
+            rtol = big * _np.finfo(S.dtype).eps
         else:
-            rtol = _man.expand_dims(asarray(rtol), -1)
+            rtol = _man.expand_dims(_asarray(rtol), -1)
         tol = _red.max(S, axis=-1, keepdims=True, initial=0) * rtol
     else:
-        tol = _man.expand_dims(asarray(tol), -1)
+        tol = _man.expand_dims(_asarray(tol), -1)
     return _red.count_nonzero(S > tol, axis=-1)
 
 
 def cond(x, p=None):
     """Condition number: largest/smallest singular value (p None, 2, -2: the inverse ratio) or
     norm(x, p) * norm(inv(x), p); NaN from a singular matrix becomes inf, as NumPy."""
-    x = asarray(x)
+    x = _asarray(x)
     if x.ndim >= 2 and x.size == 0 and 0 in x.shape[-2:]:
         raise LinAlgError("cond is not defined on empty arrays")
-    with np.errstate(all="ignore"):
+    with _np.errstate(all="ignore"):
         if p is None or (not isinstance(p, str) and p in (2, -2)):
             s = svdvals(x)
             r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
         else:
             y = _prep(x)
             _assert_stacked_square(y)
-            invx = bind(D.inv_p, y, singular="nan")
+            invx = _bind(_D.inv_p, y, singular="nan")
             r = norm(y, p, axis=(-2, -1)) * norm(invx, p, axis=(-2, -1))
             r = _cast(r, _real(y.dtype))
         bad = _m.logical_and(_m.isnan(r), _m.logical_not(_red.any(_m.isnan(x), axis=(-2, -1))))
