@@ -78,16 +78,6 @@ def _rotating(rng, shape, dt):
     return a.astype(dt)
 
 
-def _split(out):
-    """Real and imaginary parts of every output (eig's are complex: the gradient checks see
-    real arrays this way)."""
-    outs = out if isinstance(out, tuple) else (out,)
-    res = []
-    for o in outs:
-        res.extend([o.real, o.imag] if np.dtype(o.dtype).kind == "c" else [o])
-    return tuple(res)
-
-
 def _split_call(name):
     def call(m, *a, **k):
         out = getattr(m.linalg, name)(*a, **k)

@@ -163,7 +163,7 @@ def matmul(x1, x2, /):
 
 
 def outer(x1, x2, /):
-    """Outer product of two vectors; unlike `numpy.outer`, both must be 1-_D."""
+    """Outer product of two vectors; unlike `numpy.outer`, both must be 1-D."""
     a, b = _asarray(x1), _asarray(x2)
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={a.ndim} "

@@ -161,7 +161,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
                          f"diagonal's length depends on them (give them in the input_signature)")
     x = x[..., :, offset:] if offset >= 0 else x[..., -offset:, :]
     k = min(x.shape[-2], x.shape[-1])
-    return einsum("...ii->...i", x[..., :k, :k])
+    # einsum's kernel returns a writable view: copy, so writing to it cannot change `a`
+    return bind(E.copy_p, einsum("...ii->...i", x[..., :k, :k]))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

@@ -116,7 +116,7 @@ def _no_complex(name, *xs):
                                       f"implemented (values are)")
 
 
-def _square_abstract_check(a):
+def _batch_and_sizes(a):
     return tuple(a.shape[:-2]), a.shape[-2], a.shape[-1]
 
 
@@ -248,7 +248,7 @@ def _qr_impl(a, mode):
 
 
 def _qr_abstract(a, mode):
-    batch, m, n = _square_abstract_check(a)
+    batch, m, n = _batch_and_sizes(a)
     k = None if m is None or n is None else min(m, n)
     if mode == "raw":
         return Aval(batch + (n, m), a.dtype), Aval(batch + (k,), a.dtype)
@@ -420,7 +420,7 @@ def _svd_impl(a, full_matrices, hermitian):
 
 
 def _svd_abstract(a, full_matrices, hermitian):
-    batch, m, n = _square_abstract_check(a)
+    batch, m, n = _batch_and_sizes(a)
     k = None if m is None or n is None else min(m, n)
     r = _real_dtype(a.dtype)
     if full_matrices:
@@ -479,7 +479,7 @@ def _svdvals_vjp(gs, a, hermitian):
 
 
 def _svdvals_abstract(a, hermitian):
-    batch, m, n = _square_abstract_check(a)
+    batch, m, n = _batch_and_sizes(a)
     return Aval(batch + (None if m is None or n is None else min(m, n),), _real_dtype(a.dtype))
 
 
