@@ -179,7 +179,7 @@ def _separated(rng, k, lo=1.0):
 
 
 _SHAPE = st.tuples(st.sampled_from([(), (2,)]), st.integers(1, 4), st.integers(1, 4))
-_PROPS = settings(max_examples=15, deadline=None)
+_PROPS = settings(max_examples=25, deadline=None)
 
 
 @_PROPS

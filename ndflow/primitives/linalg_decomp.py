@@ -554,8 +554,10 @@ pinv_p.batch = _pinv_batch
 def _lstsq_one(a, b, rcond):
     x, res, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
     rdt = _real_dtype(x.dtype)
-    full = res if res.shape[-1:] == (b.shape[-1],) else np.zeros(b.shape[-1:], rdt)
-    return x, full.astype(rdt, copy=False), np.asarray(rank, np.int32), s.astype(rdt, copy=False)
+    # zeros_like / astype rather than np.zeros / np.asarray: the buffers may be CuPy's
+    full = res if res.shape[-1:] == (b.shape[-1],) else np.zeros_like(s, shape=b.shape[-1:])
+    rank = rank.astype(np.int32) if hasattr(rank, "astype") else np.int32(rank)
+    return x, full.astype(rdt, copy=False), rank, s.astype(rdt, copy=False)
 
 
 def _lstsq_impl(a, b, rcond):
