@@ -44,7 +44,15 @@ def _takes_arrays(rec, dt):
                for a in smp.args)
 
 
-_ARRAY_CASES = [c for c in _JIT_CASES if _takes_arrays(*c.values)]
+def _traceable_with_unknown_sizes(rec, dt):
+    """Some functions need concrete sizes while tracing (a clear ValueError, declared in the
+    record's `unknown_dims` with the reason): only samples it does not exclude are checked."""
+    return any(any(isinstance(a, np.ndarray) for a in smp.args)
+               and not (rec.unknown_dims and rec.unknown_dims(smp))
+               for smp in rec.samples(np.random.default_rng(0), dt))
+
+
+_ARRAY_CASES = [c for c in _JIT_CASES if _traceable_with_unknown_sizes(*c.values)]
 _VMAP_CASES = [c for c in _CASES if c.values[0].vmap and _takes_arrays(*c.values)]
 _DIFF_F64 = [c for c in _F64_RECORDS if c.values[0].diff_args != ()]
 
@@ -329,7 +337,8 @@ def test_gradient_compiled_and_batched_match_eager(rec):
                      f"diff_args=() with a grad_reason in its record")
 
 
-@pytest.mark.parametrize("rec", _DIFF_F64)
+@pytest.mark.parametrize("rec", [c for c in _DIFF_F64
+                                 if _traceable_with_unknown_sizes(c.values[0], F64)])
 def test_gradient_with_unknown_sizes_matches_eager(rec):
     """The backward pass traced with every size unknown (broadcasting, reshapes and splits are
     then undone at run time) equals the eager gradient."""

@@ -198,7 +198,8 @@ def _push_tangents(prim, args, outs, params, ts):
         else:
             ct = us[0]
         if prim.vjp_uses_out:
-            cts = prim.vjp(ct, *args, out=outs[0], **params)
+            cts = prim.vjp(ct, *args, out=outs if prim.multiple_results else outs[0],
+                           **params)
         else:
             cts = prim.vjp(ct, *args, **params)
     targets, ogs = [], []

@@ -223,7 +223,9 @@ class GradientTape:
                 else:
                     c_in = cts[0]
                 if prim.vjp_uses_out:
-                    grads = prim.vjp(c_in, *args, out=outs[0], **params)
+                    # a multi-result primitive's rule gets all its outputs (eigh: w and v)
+                    grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
+                                     else outs[0], **params)
                 else:
                     grads = prim.vjp(c_in, *args, **params)
                 for a, g in zip(args, grads):

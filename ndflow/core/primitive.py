@@ -47,7 +47,8 @@ class Primitive:
         self.fusion = None
         self.multiple_results = multiple_results
         self.effect = effect          # random draws, variable reads/writes: never folded or CSE'd
-        self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params)
+        self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params); out: all outputs
+        #                               (a tuple) for multiple_results
         REGISTRY.append(self)
 
     def __repr__(self):

@@ -39,10 +39,12 @@ from .manipulation import broadcast_shapes_ as broadcast_shapes  # noqa: F401
 from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwhere,  # noqa
                        flatnonzero)
 from .linalg_ops import matmul, dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
+from .linalg_ops import vecdot, kron, cross, diagonal, trace  # noqa: F401
 from . import random  # noqa: F401
 from . import fft  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack)
+from . import linalg  # noqa: F401
 
 newaxis = None
 pi = _np.pi

@@ -1,5 +1,7 @@
-"""Products and contractions in the main namespace: matmul, dot, einsum, tensordot, outer."""
+"""Products and contractions in the main namespace: matmul, dot, einsum, tensordot, outer,
+vecdot, kron, cross, and the matrix diagonal and trace."""
 import string
+import warnings
 
 import numpy as np
 
@@ -137,3 +139,127 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
         out[...] = r
         return out
     return r
+
+
+# ------------------------------------------------------------------ diagonal, trace, vecdot, kron, cross
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal over axes (axis1, axis2), appended as the last axis, as `numpy.diagonal`
+    (a new array rather than a read-only view)."""
+    from ..primitives._util import norm_axis
+    from .manipulation import moveaxis
+    a = asarray(a)
+    if a.ndim < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    ax1, ax2 = norm_axis(axis1, a.ndim), norm_axis(axis2, a.ndim)
+    if ax1 == ax2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    offset = int(offset)
+    x = moveaxis(a, (ax1, ax2), (-2, -1))
+    p, q = x.shape[-2:]
+    if p is None or q is None:
+        raise ValueError(f"diagonal: the matrix sizes {(p, q)} are unknown while tracing; the "
+                         f"diagonal's length depends on them (give them in the input_signature)")
+    x = x[..., :, offset:] if offset >= 0 else x[..., -offset:, :]
+    k = min(x.shape[-2], x.shape[-1])
+    # einsum's kernel returns a writable view: copy, so writing to it cannot change `a`
+    return bind(E.copy_p, einsum("...ii->...i", x[..., :k, :k]))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum along a diagonal, as `numpy.trace` (integers accumulate in int64, as NumPy)."""
+    from .reductions import sum as _sum
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
+
+
+def vecdot(x1, x2, /, *, axis=-1, out=None, **kw):
+    """sum(conj(x1) * x2) over `axis` of each operand (broadcast elsewhere), as `numpy.vecdot`
+    (the operands' common dtype: int32 stays int32, bools give bools)."""
+    from ..primitives._util import norm_axis
+    from .manipulation import moveaxis, expand_dims, squeeze
+    from .math import conjugate
+    a, b = asarray(x1), asarray(x2)
+    for i, x in enumerate((a, b)):
+        if x.ndim == 0:
+            raise ValueError(f"vecdot: Input operand {i} does not have enough dimensions (has 0, "
+                             f"gufunc core with signature (n),(n)->() requires 1)")
+    a = moveaxis(a, norm_axis(axis, a.ndim), -1)
+    b = moveaxis(b, norm_axis(axis, b.ndim), -1)
+    na, nb = a.shape[-1], b.shape[-1]
+    if na is not None and nb is not None and na != nb:
+        raise ValueError(f"vecdot: Input operand 1 has a mismatch in its core dimension 0, with "
+                         f"gufunc signature (n),(n)->() (size {nb} is different from {na})")
+    if a.dtype.kind == "c":
+        a = conjugate(a)
+    # (..., 1, n) @ (..., n, 1): a dot kernel, as NumPy's, and the dtype rules of matmul
+    r = squeeze(matmul(expand_dims(a, -2), expand_dims(b, -1)), (-2, -1))
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def kron(a, b):
+    """Kronecker product, as `numpy.kron`: a's blocks scaled copies of b."""
+    from .manipulation import expand_dims, reshape
+    from .math import multiply
+    a, b = asarray(a), asarray(b)
+    nda, ndb = a.ndim, b.ndim
+    if nda == 0 or ndb == 0:
+        return multiply(a, b)
+    nd = max(nda, ndb)
+    sa = (1,) * (nd - nda) + tuple(a.shape)
+    sb = (1,) * (nd - ndb) + tuple(b.shape)
+    if nd > nda:
+        a = expand_dims(a, tuple(range(nd - nda)))
+    if nd > ndb:
+        b = expand_dims(b, tuple(range(nd - ndb)))
+    # interleave: a's axes at even positions, b's at odd ones, then merge each pair
+    r = multiply(expand_dims(a, tuple(range(1, 2 * nd, 2))),
+                 expand_dims(b, tuple(range(0, 2 * nd, 2))))
+    if None in sa or None in sb:
+        raise ValueError(f"kron: the shapes {sa} and {sb} have sizes unknown while tracing")
+    return reshape(r, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 3-vectors (or 2-vectors, deprecated as in NumPy 2), as `numpy.cross`."""
+    from ..primitives._util import norm_axis, broadcast_shapes
+    from .manipulation import moveaxis, stack
+    from .math import negative
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = asarray(a), asarray(b)
+    if a.ndim < 1 or b.ndim < 1:
+        raise ValueError("At least one array has zero dimension")
+    a = moveaxis(a, norm_axis(axisa, a.ndim), -1)
+    b = moveaxis(b, norm_axis(axisb, b.ndim), -1)
+    na, nb = a.shape[-1], b.shape[-1]
+    if na is None or nb is None:
+        raise ValueError("cross: the vector length (2 or 3) is unknown while tracing; give it in "
+                         "the input_signature")
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n"
+                         "(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+                      DeprecationWarning, stacklevel=2)
+    d = np.promote_types(a.dtype, b.dtype)
+    a = a if a.dtype == d else bind(E.convert_p, a, dtype=d)
+    b = b if b.dtype == d else bind(E.convert_p, b, dtype=d)
+    a0, a1 = a[..., 0], a[..., 1]
+    b0, b1 = b[..., 0], b[..., 1]
+    z = a0 * b1 - a1 * b0
+    if na == 2 and nb == 2:
+        return z
+    if na == 3 and nb == 3:
+        a2, b2 = a[..., 2], b[..., 2]
+        cp = [a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z]
+    elif na == 2:
+        b2 = b[..., 2]
+        cp = [a1 * b2, negative(a0 * b2), z]
+    else:
+        a2 = a[..., 2]
+        cp = [negative(a2 * b1), a2 * b0, z]
+    shape = broadcast_shapes(tuple(a.shape[:-1]), tuple(b.shape[:-1])) + (3,)
+    return moveaxis(stack(cp, axis=-1), -1, norm_axis(axisc, len(shape)))
