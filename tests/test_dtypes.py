@@ -207,3 +207,17 @@ def test_mode_is_part_of_the_trace_key(numpy_behavior):
 def test_bad_mode_is_rejected(numpy_behavior):
     with pytest.raises(ValueError, match="dtype_conversion_mode"):
         numpy_behavior(dtype_conversion_mode="bogus")
+
+
+@pytest.mark.parametrize("fn", ["sum", "prod"])
+def test_reduction_dtype_argument_on_every_path(fn):
+    """dtype= is honoured eagerly, under a tape and compiled (NumPy widens small ints by
+    default; an explicit dtype keeps them)."""
+    x = tnp.asarray(np.arange(1, 5, dtype=np.int32))
+    want = getattr(np, fn)(x.numpy(), dtype=np.int32)
+    eager = getattr(tnp, fn)(x, dtype=np.int32)
+    with nf.GradientTape() as tape:
+        taped = getattr(tnp, fn)(x, dtype=np.int32)
+    compiled = nf.function(lambda a: getattr(tnp, fn)(a, dtype=np.int32))(x)
+    for got in (eager, taped, compiled):
+        assert got.dtype == want.dtype and got.numpy() == want

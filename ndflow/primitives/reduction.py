@@ -72,14 +72,17 @@ def _prod_vjp(ct, x, out, axes, keepdims):
 
 _prod_vjp.uses_out = True
 
-reduce_sum_p = reduction("reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims),
+# dtype=x.dtype: the NumPy layer already cast to the result dtype; NumPy would widen small ints
+reduce_sum_p = reduction("reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims,
+                                                                        dtype=x.dtype),
                          _sum_vjp)
 reduce_max_p = reduction("reduce_max", lambda x, axes, keepdims: np.max(x, axis=axes, keepdims=keepdims),
                          _extremum_vjp)
 reduce_min_p = reduction("reduce_min", lambda x, axes, keepdims: np.min(x, axis=axes, keepdims=keepdims),
                          _extremum_vjp)
 reduce_prod_p = reduction("reduce_prod",
-                          lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims), _prod_vjp)
+                          lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims,
+                                                            dtype=x.dtype), _prod_vjp)
 _nograd = lambda ct, x, **kw: (None,)  # noqa: E731
 reduce_any_p = reduction("reduce_any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims),
                          _nograd, lambda x, axes, keepdims: Aval(_reduced_shape(x.shape, axes, keepdims), BOOL))
