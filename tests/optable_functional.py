@@ -12,10 +12,10 @@ def _aaa(m, a, axis, kind):
 
 
 record("apply_along_axis", lambda rng, dt: [
-    Sample((values(rng, (2, 3, 4), dt), 0, "norm")), Sample((values(rng, (2, 3, 4), dt), -1,
-                                                              "outer")),
-    Sample((noncontig(rng, (3, 4), dt), 1, "cumulative")), Sample((values(rng, (4,), dt), 0,
-                                                                   "norm"))],
+    Sample((values(rng, (2, 3, 4), dt), 0, "norm")),
+    Sample((values(rng, (2, 3, 4), dt), -1, "outer")),
+    Sample((noncontig(rng, (3, 4), dt), 1, "cumulative")),
+    Sample((values(rng, (4,), dt), 0, "norm"))],
        dtypes=(F64, F32), call=_aaa)
 record("apply_over_axes", lambda rng, dt: [
     Sample((values(rng, (2, 3, 4), dt), [0, 2])), Sample((values(rng, (2, 3), dt), 1)),

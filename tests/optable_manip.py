@@ -43,8 +43,8 @@ record("column_stack", _gen(lambda v, nc: [
     Sample((v((3,)), v((3,)))), Sample((v((3, 2)), v((3,)))), Sample((nc((3, 4)), v((3, 1)))),
     Sample((v(()), v(())))]), dtypes=_DT, call=lambda m, *a: m.column_stack(list(a)))
 record("dstack", _gen(lambda v, nc: [
-    Sample((v((3,)), v((3,)))), Sample((v((2, 3)), nc((2, 3)))), Sample((v((2, 3, 2)),
-                                                                          v((2, 3, 1))))]),
+    Sample((v((3,)), v((3,)))), Sample((v((2, 3)), nc((2, 3)))),
+    Sample((v((2, 3, 2)), v((2, 3, 1))))]),
        dtypes=_DT, call=lambda m, *a: m.dstack(list(a)))
 
 
@@ -61,8 +61,8 @@ record("row_stack", _gen(lambda v, nc: [
 _SECTIONS = "a number of sections needs the axis size (ValueError while tracing)"
 _by_count = _reason_if(lambda s: isinstance(s.args[1], int), _SECTIONS)
 record("split", _gen(lambda v, nc: [
-    Sample((v((6,)), 3)), Sample((v((6, 2)), [1, 4])), Sample((v((2, 6)), [2, 10, 1]),
-                                                               {"axis": 1}),
+    Sample((v((6,)), 3)), Sample((v((6, 2)), [1, 4])),
+    Sample((v((2, 6)), [2, 10, 1]), {"axis": 1}),
     Sample((nc((4, 3)), 2), {"axis": 0}), Sample((v((0, 2)), 2))]), dtypes=_DT,
        unknown_dims=_by_count)
 record("array_split", _gen(lambda v, nc: [
@@ -236,7 +236,8 @@ record("ravel_multi_index", lambda rng, dt: [
     Sample(((_ints(rng, (), 3), _ints(rng, (), 2), _ints(rng, (), 4)), (3, 2, 4)))],
        dtypes=(I64,), call=lambda m, idx, dims, **k: m.ravel_multi_index(idx, dims, **k))
 record("unravel_index", lambda rng, dt: [
-    Sample((_ints(rng, (4,), 8), (2, 4))), Sample((_ints(rng, (2, 2), 24), (2, 3, 4)), {"order": "F"}),
+    Sample((_ints(rng, (4,), 8), (2, 4))),
+    Sample((_ints(rng, (2, 2), 24), (2, 3, 4)), {"order": "F"}),
     Sample((_ints(rng, (), 6), (6,)))], dtypes=(I64,))
 record("diag_indices", _const(Sample((3,)), Sample((2, 3)), Sample((0,))), dtypes=(I64,))
 record("diag_indices_from", _gen(lambda v, nc: [Sample((v((3, 3)),)), Sample((v((2, 2, 2)),))]),
@@ -448,8 +449,8 @@ def _unbits(rng, dt):
 
 
 record("unpackbits", _unbits, dtypes=(U8,),
-       unknown_dims=_reason_if(lambda s: s.kwargs.get("count", 0) > 16, "count beyond the bits "
-                                                                          "pads: needs the size"))
+       unknown_dims=_reason_if(lambda s: s.kwargs.get("count", 0) > 16,
+                               "a count beyond the bits pads: needs the size"))
 
 # Public names that compute nothing (queries of dtypes, memory and Python objects); the host
 # memory queries are checked in test_manip.py.

@@ -1,7 +1,7 @@
 """Op-table records: polynomials, convolution/correlation and window functions."""
 import numpy as np
 
-from optable import record, Sample, values, noncontig, F32, F64, I32, I64, C128, _const
+from optable import record, Sample, values, noncontig, F32, F64, I32, C128, _const
 
 _KNOWN_LEN = "the number of coefficients is a loop count (needs the size)"
 

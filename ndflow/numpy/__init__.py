@@ -58,6 +58,7 @@ from .polynomial import (convolve, correlate, polyval, polyadd, polysub, polymul
                          polyint, polydiv, poly, roots, polyfit)
 from .windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
 from .functional import apply_along_axis, apply_over_axes, vectorize, frompyfunc  # noqa: F401
+from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumerate  # noqa
 from . import random  # noqa: F401
 
 newaxis = None

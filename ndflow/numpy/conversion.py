@@ -10,7 +10,6 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core import dtypes as _dt
 from ._core import asarray
 
 

@@ -11,18 +11,16 @@ primitives, so differentiable); NumPy uses an SVD (`lstsq`), which only matters 
 rank-deficient fits (NumPy's `rcond` truncation is not applied; `full=True` reports the rank and
 singular values from NumPy on the host).
 """
-import operator
 import warnings
 
 import numpy as np
 
-from ..core.ndarray import ndarray
 from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, linalg as L
 from ._core import asarray
 from . import _axes as A
-from .manipulation import reshape, concatenate, atleast_1d, ravel
+from .manipulation import reshape, concatenate, atleast_1d
 
 
 def _len(p, what):
@@ -379,7 +377,8 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         rhs = rhs * (reshape(wv, (-1, 1)) if rhs.ndim == 2 else wv)
     scale = sqrt(sum_(lhs * lhs, axis=0))
     lhs = lhs / scale
-    c, Rm, res = _mgs_lstsq(lhs, rhs)
+    with np.errstate(divide="ignore", invalid="ignore"):   # rank-deficient: RankWarning below
+        c, Rm, res = _mgs_lstsq(lhs, rhs)
     c = (c.T / scale).T
     concrete = lhs._t is None
     if concrete and (full or not cov):

@@ -17,7 +17,7 @@ from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axis
 from ._core import asarray
 from . import _axes as A
-from .manipulation import reshape, ravel, transpose, expand_dims, broadcast_arrays, stack
+from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack
 
 
 def _zero(dtype):
@@ -356,7 +356,7 @@ def _finish(r, out):
 def compress(condition, a, axis=None, out=None):
     """Slices along an axis where `condition` is true, as `numpy.compress` (a shorter
     condition selects from the start)."""
-    from .indexing import nonzero
+    from .shaping import _nonzero1
     c = asarray(condition)
     if c.ndim != 1:
         raise ValueError("condition must be a 1-d array")
@@ -365,7 +365,7 @@ def compress(condition, a, axis=None, out=None):
         x = ravel(x)
         axis = 0
     axis = norm_axis(operator.index(axis), x.ndim)
-    (idx,) = nonzero(c)
+    idx = _nonzero1(c if c.dtype == np.bool_ else c != 0, "compress")
     n = x.shape[axis]
     if idx._t is None and n is not None and idx.size and int(idx.numpy().max()) >= n:
         raise IndexError(f"index {int(idx.numpy().max())} is out of bounds for axis {axis} with "
@@ -375,9 +375,10 @@ def compress(condition, a, axis=None, out=None):
 
 def extract(condition, arr):
     """The elements where `condition` is non-zero, flattened, as `numpy.extract`."""
-    from .indexing import nonzero
-    (idx,) = nonzero(ravel(asarray(condition)))
-    return A.gather(ravel(asarray(arr)), idx, 0)
+    from .shaping import _nonzero1
+    c = ravel(asarray(condition))
+    return A.gather(ravel(asarray(arr)), _nonzero1(c if c.dtype == np.bool_ else c != 0,
+                                                   "extract"), 0)
 
 
 def select(condlist, choicelist, default=0):

@@ -18,8 +18,8 @@ from ..primitives import shape as S, elementwise as E
 from ..primitives._util import norm_axis, norm_axes
 from ._core import asarray
 from . import _axes as A
-from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_1d,
-                           atleast_2d, expand_dims, vstack)
+from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_2d,
+                           expand_dims, vstack)
 
 
 def _copy(a):
@@ -406,7 +406,7 @@ def delete(arr, obj, axis=None):
     n = a.shape[axis]
     if isinstance(obj, ndarray) and obj._t is not None:
         if obj.dtype == np.bool_:
-            keep = E_logical_not(obj)
+            keep = bind(E.logical_not_p, obj)
         else:
             keep = _keep_mask(a, axis, obj)
         return A.gather(a, _nonzero1(keep, "delete"), axis)
@@ -451,10 +451,6 @@ def delete(arr, obj, axis=None):
     after = A.slice_axis(a, axis, single + 1, None) if single != -1 else None
     before = A.slice_axis(a, axis, None, single)
     return concatenate([before, after], axis=axis) if after is not None else before
-
-
-def E_logical_not(m):
-    return bind(E.logical_not_p, m)
 
 
 def _keep_mask(a, axis, obj):
@@ -549,12 +545,10 @@ def insert(arr, obj, values, axis=None):
     src = np.empty(total, np.intp)
     src[old] = np.arange(n)
     src[indices] = n + np.arange(k)
-    v = A.expand_to(_bcast_setitem(v, nd), a, axis, k) if v.ndim <= nd else v
+    if v.ndim < nd:              # NumPy's item assignment broadcasts from the right
+        v = expand_dims(v, tuple(range(nd - v.ndim)))
+    v = A.expand_to(v, a, axis, k)
     return A.gather(concatenate([a, v], axis=axis), src, axis)
-
-
-def _bcast_setitem(v, nd):
-    return expand_dims(v, tuple(range(nd - v.ndim))) if v.ndim < nd else v
 
 
 # ------------------------------------------------------------------ resize / trim_zeros
@@ -689,8 +683,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         for ax, w in pad_width.items():
             if isinstance(w, (int, np.integer)):
                 seq[ax] = (int(w), int(w))
-            elif isinstance(w, tuple) and len(w) == 2 and all(isinstance(i, (int, np.integer))
-                                                               for i in w):
+            elif isinstance(w, tuple) and len(w) == 2 and \
+                    all(isinstance(i, (int, np.integer)) for i in w):
                 seq[ax] = (int(w[0]), int(w[1]))
             else:
                 raise TypeError(f"pad_width for axis {ax} must be an int or a pair of ints, "

@@ -1,8 +1,6 @@
 """Window functions (bartlett, blackman, hamming, hanning, kaiser), as NumPy's: float64
 (float32 under prefer_float32), computed with ndflow operations so that `kaiser` is
 differentiable in `beta`."""
-import operator
-
 import numpy as np
 
 from ..core.ndarray import ndarray
