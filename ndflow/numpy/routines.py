@@ -163,7 +163,7 @@ def indices(dimensions, dtype=int, sparse=False):
 def ix_(*args):
     """Open-mesh index arrays from 1-d sequences, as `numpy.ix_` (booleans become the
     positions of their True values)."""
-    from .indexing import nonzero
+    from .shaping import _nonzero1
     out = []
     nd = len(args)
     for k, a in enumerate(args):
@@ -173,7 +173,7 @@ def ix_(*args):
         if new.size == 0 and not isinstance(a, ndarray) and not isinstance(a, np.ndarray):
             new = new.astype(np.intp)
         if new.dtype == np.bool_:
-            (new,) = nonzero(new)
+            new = _nonzero1(new, "ix_")
         out.append(reshape(new, (1,) * k + (-1,) + (1,) * (nd - k - 1)))
     return tuple(out)
 
@@ -293,6 +293,7 @@ def triu_indices(n, k=0, m=None):
 
 
 def tril_indices_from(arr, k=0):
+    """`tril_indices` for a 2-d array's shape, as `numpy.tril_indices_from`."""
     a = asarray(arr)
     if a.ndim != 2:
         raise ValueError("input array must be 2-d")
@@ -300,6 +301,7 @@ def tril_indices_from(arr, k=0):
 
 
 def triu_indices_from(arr, k=0):
+    """`triu_indices` for a 2-d array's shape, as `numpy.triu_indices_from`."""
     a = asarray(arr)
     if a.ndim != 2:
         raise ValueError("input array must be 2-d")

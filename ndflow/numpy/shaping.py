@@ -707,6 +707,10 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if mode in ("constant", "empty"):
         values = _value_pairs(kwargs.get("constant_values", 0), nd) if mode == "constant" \
             else [(0, 0)] * nd
+        flat = {v for pair in values for v in pair if not isinstance(v, ndarray)}
+        if None not in x.shape and len(flat) == 1 and len(values) and \
+                not any(isinstance(v, ndarray) for pair in values for v in pair):
+            return _pad_uniform(x, widths, flat.pop())
         for ax, ((b, a), (vb, va)) in enumerate(zip(widths, values)):
             if b or a:
                 x = _pad_constant(x, ax, b, a, vb, va)
@@ -739,6 +743,18 @@ def pad(array, pad_width, mode="constant", **kwargs):
         if b or a:
             x = _pad_gather(x, ax, b, a, mode, odd)
     return x
+
+
+def _pad_uniform(x, widths, value):
+    """One constant everywhere: the array written into a constant block (one allocation;
+    chained concatenations would allocate a full-size temporary per axis)."""
+    from ..primitives import indexing as I
+    shape = tuple(d + b + a for d, (b, a) in zip(x.shape, widths))
+    c = asarray(value)
+    c = bind(E.convert_p, c, dtype=x.dtype) if c.dtype != x.dtype else c
+    base = bind(S.broadcast_to_p, reshape(c, (1,) * x.ndim), shape=shape) if shape else c
+    spec = tuple(("s", b, b + d, None) for d, (b, a) in zip(x.shape, widths))
+    return bind(I.index_update_p, base, x, spec=spec)
 
 
 def _pad_constant(x, ax, b, a, vb, va):
