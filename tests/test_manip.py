@@ -446,3 +446,27 @@ def test_pickle_and_copy_of_results():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tnp.block([[tnp.asarray(X)]])
+
+
+def test_repeated_positions_last_write_wins_in_the_gradient():
+    """x[idx] = v with a position repeated keeps the last value (NumPy); only it gets gradient."""
+    v = tnp.asarray([1.0, 2.0, 3.0])
+    with nf.GradientTape() as tape:
+        tape.watch(v)
+        a = tnp.zeros(4)
+        tnp.put(a, [1, 1, 2], v)
+        loss = tnp.sum(a * tnp.arange(1.0, 5.0))
+    np.testing.assert_array_equal(a.numpy(), [0.0, 2.0, 3.0, 0.0])
+    np.testing.assert_array_equal(tape.gradient(loss, v).numpy(), [0.0, 2.0, 3.0])
+    # the same batched, and compiled
+    vs = tnp.asarray(np.stack([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+
+    def per(w):
+        with nf.GradientTape() as t:
+            t.watch(w)
+            b = tnp.zeros(4)
+            b[tnp.asarray([1, 1, 2])] = w
+            s = tnp.sum(b * tnp.arange(1.0, 5.0))
+        return t.gradient(s, w)
+    np.testing.assert_array_equal(nf.vectorized_map(per, vs).numpy(), [[0, 2, 3], [0, 2, 3]])
+    np.testing.assert_array_equal(nf.function(per)(v).numpy(), [0, 2, 3])

@@ -531,20 +531,11 @@ def insert(arr, obj, values, axis=None):
     if n is None:
         raise ValueError("insert at several positions needs the size of the axis, unknown while "
                          "tracing")
-    indices = indices.astype(np.intp)
-    bad = indices[(indices < -n) | (indices > n)]
-    if bad.size:
-        raise IndexError(f"index {bad[0]} is out of bounds for axis {axis} with size {n}")
-    indices[indices < 0] += n
     k = len(indices)
-    order = indices.argsort(kind="mergesort")
-    indices[order] += np.arange(k)
-    total = n + k
-    old = np.ones(total, bool)
-    old[indices] = False
-    src = np.empty(total, np.intp)
-    src[old] = np.arange(n)
-    src[indices] = n + np.arange(k)
+    # where each output element comes from in concatenate([arr, values]): NumPy's own insert
+    # on the positions, so its index rules (and errors) are exactly NumPy's
+    src = np.insert(np.arange(n, dtype=np.intp), indices.astype(np.intp),
+                    np.arange(n, n + k, dtype=np.intp))
     if v.ndim < nd:              # NumPy's item assignment broadcasts from the right
         v = expand_dims(v, tuple(range(nd - v.ndim)))
     v = A.expand_to(v, a, axis, k)
