@@ -470,3 +470,18 @@ def test_repeated_positions_last_write_wins_in_the_gradient():
         return t.gradient(s, w)
     np.testing.assert_array_equal(nf.vectorized_map(per, vs).numpy(), [[0, 2, 3], [0, 2, 3]])
     np.testing.assert_array_equal(nf.function(per)(v).numpy(), [0, 2, 3])
+
+
+def test_writing_into_an_array_created_while_tracing():
+    """`b = zeros(n); b[i] = x` inside nf.function: the constant is captured by value, so the
+    item assignment that rebinds `b` does not change what the graph reads."""
+    def f(w):
+        b = tnp.zeros(4)
+        b[tnp.asarray([1, 2])] = w
+        tnp.put(b, [3], w[0] * 10)
+        c = tnp.ones(2)
+        c += w
+        return b, c
+    b, c = nf.function(f)(tnp.asarray([1.0, 2.0]))
+    np.testing.assert_array_equal(b.numpy(), [0.0, 1.0, 2.0, 10.0])
+    np.testing.assert_array_equal(c.numpy(), [2.0, 3.0])
