@@ -54,7 +54,7 @@ from .conversion import (frombuffer, fromiter, fromstring, from_dlpack, fromfunc
                          may_share_memory, isfortran, iterable, packbits, unpackbits,
                          promote_types, min_scalar_type, mintypecode, typename, isdtype,
                          common_type)
-from .polynomial import (convolve, correlate, polyval, polyadd, polysub, polymul, polyder,  # noqa
+from .poly_ops import (convolve, correlate, polyval, polyadd, polysub, polymul, polyder,  # noqa
                          polyint, polydiv, poly, roots, polyfit)
 from .windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
 from .functional import apply_along_axis, apply_over_axes, vectorize, frompyfunc  # noqa: F401

@@ -5,7 +5,7 @@ All are compositions, so they differentiate, trace and vectorize, with these exc
 `roots` (and `poly` of a square matrix) take eigenvalues with NumPy on the host, with no
 gradient (their result dtype, real or complex, depends on the values); `polymul`, `polydiv` and
 `poly` of complex zeros strip or decide on values as NumPy does, which needs them concrete (or
-gives sizes unknown while tracing). `polyfit` solves its least-squares problem by Householder-free
+gives sizes unknown while tracing). `polyfit` solves its least-squares problem by
 modified Gram-Schmidt QR of the column-scaled Vandermonde matrix (backward stable; composed of
 primitives, so differentiable); NumPy uses an SVD (`lstsq`), which only matters for
 rank-deficient fits (NumPy's `rcond` truncation is not applied; `full=True` reports the rank and
