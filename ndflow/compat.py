@@ -236,7 +236,7 @@ def unstack(value, num=None, axis=0, name=None):
 
 def tile(input, multiples, name=None):
     """Repeat `input` `multiples[i]` times along axis i, as `tf.tile` (= `numpy.tile` with one
-    multiple per axis). Composed as reshape -> broadcast_to -> reshape."""
+    multiple per axis; sizes may be unknown while tracing)."""
     x = _tensor(input)
     if isinstance(multiples, ndarray):
         multiples = multiples.numpy().tolist()
@@ -244,23 +244,7 @@ def tile(input, multiples, name=None):
     if len(m) != x.ndim:
         raise ValueError(f"nf.tile: multiples {m} must have one entry per axis of the input of "
                          f"shape {tuple(x.shape)}")
-    s = tuple(x.shape)
-    if all(k == 1 for k in m):
-        return x
-    if s.count(None) > 1:
-        raise ValueError(f"nf.tile: input of shape {s} has more than one size unknown while "
-                         f"tracing")
-    inter, big = [], []
-    for k, d in zip(m, s):
-        inter += [1, -1 if d is None else d]
-        big += [k, d]
-    y = tnp.reshape(x, tuple(inter))
-    if None in s:
-        # multiply by ones of shape (k0, 1, k1, 1, ...): broadcasting brings the unknown size
-        y = y * tnp.ones(tuple(k if j % 2 == 0 else 1 for j, k in enumerate(big)), dtype=x.dtype)
-    else:
-        y = tnp.broadcast_to(y, tuple(big))
-    return tnp.reshape(y, tuple(-1 if d is None else k * d for k, d in zip(m, s)))
+    return tnp.tile(x, m)
 
 
 def square(x, name=None):

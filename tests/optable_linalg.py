@@ -417,18 +417,16 @@ def _diag_samples(rng, dt):
 
 
 _DIAG_DT = _LA + (BOOL,)
-record("diagonal", _diag_samples, dtypes=_DIAG_DT, unknown_dims=lambda s: _UNKNOWN_DIAG)
+record("diagonal", _diag_samples, dtypes=_DIAG_DT)
 record("trace", lambda rng, dt: _diag_samples(rng, dt) + [
     Sample((_base(rng, (3, 3), dt).astype(dt),), {"dtype": np.float32}, "dtype")],
-    dtypes=_DIAG_DT, unknown_dims=lambda s: _UNKNOWN_DIAG)
+    dtypes=_DIAG_DT)
 record("linalg.diagonal", _prod(lambda v: [
     Sample((v((3, 3)),)), Sample((v((2, 3, 4)),), {"offset": 1}),
-    Sample((v((2, 4, 3)),), {"offset": -1})]), dtypes=_LA, call=_la("diagonal"),
-       unknown_dims=lambda s: _UNKNOWN_DIAG)
+    Sample((v((2, 4, 3)),), {"offset": -1})]), dtypes=_LA, call=_la("diagonal"))
 record("linalg.trace", _prod(lambda v: [
     Sample((v((3, 3)),)), Sample((v((2, 3, 4)),), {"offset": 1}),
-    Sample((v((2, 3, 3)),), {"dtype": np.float64})]), dtypes=_LA, call=_la("trace"),
-       unknown_dims=lambda s: _UNKNOWN_DIAG)
+    Sample((v((2, 3, 3)),), {"dtype": np.float64})]), dtypes=_LA, call=_la("trace"))
 record("kron", _prod(lambda v: [
     Sample((v((2, 3)), v((2, 2)))), Sample((v((3,)), v((2, 2)))), Sample((v(()), v((2,)))),
     Sample((v((2, 1, 2)), v((3, 2)))), Sample((np.ascontiguousarray(v((3, 2)).T).T, v((2,))))]),

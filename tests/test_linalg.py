@@ -432,8 +432,9 @@ def test_sizes_unknown_while_tracing():
               lambda x: tnp.linalg.matrix_power(x, 0), tnp.linalg.cond):
         np.testing.assert_allclose(nf.function(f, input_signature=sig)(a).numpy(),
                                    f(a).numpy(), rtol=1e-12)
-    with pytest.raises(ValueError, match="unknown"):
-        nf.function(tnp.trace, input_signature=sig)(a)
+    # the diagonal's length is computed at run time
+    np.testing.assert_allclose(nf.function(tnp.trace, input_signature=sig)(a).numpy(),
+                               np.trace(a.numpy()))
 
 
 def test_cross_of_2_vectors_is_deprecated_as_in_numpy():
@@ -465,8 +466,9 @@ def test_qr_raw_and_economic_match_numpy():
         np.testing.assert_allclose(e.numpy(), np.linalg.qr(a, mode="economic"), rtol=1e-12)
 
 
-def test_diagonal_is_a_new_array():
+def test_diagonal_is_read_only_as_in_numpy():
     x = tnp.asarray(np.arange(9.0).reshape(3, 3))
     d = tnp.diagonal(x)
-    d += 1
+    with pytest.raises(ValueError, match="read-only"):
+        d += 1
     assert np.array_equal(x.numpy(), np.arange(9.0).reshape(3, 3))

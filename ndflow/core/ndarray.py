@@ -9,6 +9,7 @@ Fields (slots):
   _tid  identity of the *value* for tapes (0 until a tape sees it); a mutated array gets a new one
   _aux  batched: the batch axis of `_v`
 """
+import builtins
 import itertools
 import operator
 
@@ -140,6 +141,33 @@ def _inplace(name):
     return op
 
 
+class _FlatIter:
+    """`ndarray.flat`: the array seen as 1-d, by C order."""
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def __iter__(self):
+        return iter(_tnp.ravel(self.base))
+
+    def __len__(self):
+        return self.base.size
+
+    def __getitem__(self, key):
+        return _tnp.ravel(self.base)[key]
+
+    def __setitem__(self, key, value):
+        idx = _tnp.arange(self.base.size)[key]
+        _tnp.put(self.base, idx, value)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(_tnp.ravel(self.base).numpy(), dtype=dtype)
+
+    def copy(self):
+        return _tnp.copy(_tnp.ravel(self.base))
+
+
 class TensorShape(tuple):
     """A static shape as `get_shape()` gives it (TensorFlow's name): a tuple whose unknown sizes
     (inside `nf.function`) are None, with `as_list()`."""
@@ -244,7 +272,8 @@ class ndarray:
 
     @property
     def flat(self):
-        return iter(_tnp.ravel(self))
+        """A flat view: iterate, index (x.flat[i]) and assign (x.flat[i] = v, as `put`)."""
+        return _FlatIter(self)
 
     # ------------------------------------------------------------------ conversions
     def _concrete(self, what):
@@ -399,7 +428,10 @@ class ndarray:
         return _tnp._getitem(self, key)
 
     # ------------------------------------------------------------------ methods (NumPy layer)
-    def reshape(self, *shape, order="C"):
+    # Each computing method is the NumPy-layer function of the same name; the in-place ones
+    # (sort, partition, put, fill, resize) write through item assignment, so eagerly they
+    # change the buffer (views see it) and under a tape or trace they rebind the array.
+    def reshape(self, *shape, order="C", copy=None):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
         return _tnp.reshape(self, shape, order=order)
@@ -418,87 +450,107 @@ class ndarray:
     def squeeze(self, axis=None):
         return _tnp.squeeze(self, axis)
 
-    def swapaxes(self, a, b):
-        return _tnp.swapaxes(self, a, b)
+    def swapaxes(self, axis1, axis2):
+        return _tnp.swapaxes(self, axis1, axis2)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
+                            f"according to the rule {casting!r}")
         return _tnp._astype(self, dtype, copy)
 
     def copy(self, order="C"):
         return _tnp.copy(self)
 
-    def view(self, dtype=None):
-        if dtype is None:
+    def view(self, dtype=None, type=None):
+        """The same data; with a dtype, reinterpreted on the host (bit-level, no gradient)."""
+        if dtype is None or (isinstance(dtype, builtins.type) and issubclass(dtype, ndarray)):
             return self
         return _tnp.asarray(self.numpy().view(dtype))
 
     def fill(self, value):
         self[...] = value
 
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kw):
-        return _tnp.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        return _tnp.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                        initial=initial, where=where)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kw):
-        return _tnp.mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+        return _tnp.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kw):
-        return _tnp.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        return _tnp.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                         initial=initial, where=where)
 
-    def max(self, axis=None, out=None, keepdims=False, **kw):
-        return _tnp.max(self, axis=axis, keepdims=keepdims, **kw)
+    def max(self, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _tnp.max(self, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
 
-    def min(self, axis=None, out=None, keepdims=False, **kw):
-        return _tnp.min(self, axis=axis, keepdims=keepdims, **kw)
+    def min(self, axis=None, out=None, keepdims=False, initial=None, where=None):
+        return _tnp.min(self, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
 
-    def argmax(self, axis=None, out=None, keepdims=False):
-        return _tnp.argmax(self, axis=axis, keepdims=keepdims)
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        return _tnp.argmax(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argmin(self, axis=None, out=None, keepdims=False):
-        return _tnp.argmin(self, axis=axis, keepdims=keepdims)
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        return _tnp.argmin(self, axis=axis, out=out, keepdims=keepdims)
 
-    def any(self, axis=None, out=None, keepdims=False):
-        return _tnp.any(self, axis=axis, keepdims=keepdims)
+    def any(self, axis=None, out=None, keepdims=False, *, where=None):
+        return _tnp.any(self, axis=axis, out=out, keepdims=keepdims, where=where)
 
-    def all(self, axis=None, out=None, keepdims=False):
-        return _tnp.all(self, axis=axis, keepdims=keepdims)
+    def all(self, axis=None, out=None, keepdims=False, *, where=None):
+        return _tnp.all(self, axis=axis, out=out, keepdims=keepdims, where=where)
 
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return _tnp.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+            mean=None, correction=None):
+        return _tnp.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                        where=where, mean=mean, correction=correction)
 
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return _tnp.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+            mean=None, correction=None):
+        return _tnp.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                        where=where, mean=mean, correction=correction)
 
-    def clip(self, min=None, max=None):
-        return _tnp.clip(self, min, max)
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        return _tnp.clip(self, min, max, out=out, **kwargs)
 
-    def dot(self, b):
-        return _tnp.dot(self, b)
+    def dot(self, b, out=None):
+        return _tnp.dot(self, b, out=out)
 
-    def take(self, indices, axis=None, mode=None):
-        return _tnp.take(self, indices, axis=axis, mode=mode)
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        return _tnp.take(self, indices, axis=axis, out=out, mode=None if mode == "raise" else mode)
 
     def conj(self):
         return _tnp.conjugate(self)
 
-    conjugate = conj
+    def conjugate(self):
+        return _tnp.conjugate(self)
 
-    def round(self, decimals=0):
-        return _tnp.round(self, decimals)
+    def round(self, decimals=0, out=None):
+        return _tnp.round(self, decimals, out=out)
 
-    def cumsum(self, axis=None, dtype=None):
-        return _tnp.cumsum(self, axis=axis, dtype=dtype)
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return _tnp.cumsum(self, axis=axis, dtype=dtype, out=out)
 
-    def cumprod(self, axis=None, dtype=None):
-        return _tnp.cumprod(self, axis=axis, dtype=dtype)
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return _tnp.cumprod(self, axis=axis, dtype=dtype, out=out)
 
     def nonzero(self):
         return _tnp.nonzero(self)
 
-    def sort(self, axis=-1, kind=None, order=None):
-        self._rebind(_tnp.sort(self, axis=axis))
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        self[...] = _tnp.sort(self, axis=axis, kind=kind, order=order, stable=stable)
 
-    def argsort(self, axis=-1, kind=None, order=None):
-        return _tnp.argsort(self, axis=axis)
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        return _tnp.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        self[...] = _tnp.partition(self, kth, axis=axis, kind=kind, order=order)
+
+    def argpartition(self, kth, axis=-1, kind="introselect", order=None):
+        return _tnp.argpartition(self, kth, axis=axis, kind=kind, order=order)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        return _tnp.searchsorted(self, v, side=side, sorter=sorter)
 
     def repeat(self, repeats, axis=None):
         return _tnp.repeat(self, repeats, axis=axis)
@@ -507,7 +559,100 @@ class ndarray:
         return _tnp.diagonal(self, offset, axis1, axis2)
 
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-        return _tnp.trace(self, offset, axis1, axis2, dtype)
+        return _tnp.trace(self, offset, axis1, axis2, dtype, out)
+
+    def choose(self, choices, out=None, mode="raise"):
+        return _tnp.choose(self, choices, out=out, mode=mode)
+
+    def compress(self, condition, axis=None, out=None):
+        return _tnp.compress(condition, self, axis=axis, out=out)
+
+    def put(self, indices, values, mode="raise"):
+        _tnp.put(self, indices, values, mode=mode)
+
+    def resize(self, *new_shape, refcheck=True):
+        """In place, as `ndarray.resize`: the flat data is cut or extended with zeros (unlike
+        `numpy.resize`, which repeats it). The array is rebound to the new shape."""
+        if len(new_shape) == 1 and not isinstance(new_shape[0], int):
+            new_shape = new_shape[0]
+        shape = tuple(operator.index(d) for d in new_shape)
+        if any(d < 0 for d in shape):
+            raise ValueError("negative dimensions not allowed")
+        n = 1
+        for d in shape:
+            n *= d
+        flat = _tnp.ravel(self)
+        size = flat.shape[0]
+        if size is None:
+            raise ValueError("resize: the array's size is unknown while tracing")
+        if n > size:
+            flat = _tnp.concatenate([flat, _tnp.zeros(n - size, self.dtype)])
+        elif n < size:
+            flat = flat[:n]
+        self._rebind(_tnp.reshape(flat, shape))
+
+    # -- host-side: buffers, bytes, flags (concrete arrays only)
+    @property
+    def base(self):
+        """None: an ndflow array owns its value (NumPy's views report their base)."""
+        return None
+
+    @property
+    def strides(self):
+        return self.numpy().strides
+
+    @property
+    def flags(self):
+        return self.numpy().flags
+
+    @property
+    def data(self):
+        return self.numpy().data
+
+    @property
+    def ctypes(self):
+        return self.numpy().ctypes
+
+    def setflags(self, write=None, align=None, uic=None):
+        """Sets the flags of the host buffer (write=False makes item assignment fail, as in
+        NumPy)."""
+        self.numpy().setflags(write=write, align=align, uic=uic)
+
+    def tobytes(self, order="C"):
+        return self.numpy().tobytes(order)
+
+    def tofile(self, fid, sep="", format="%s"):
+        self.numpy().tofile(fid, sep=sep, format=format)
+
+    def dumps(self):
+        import pickle
+        return pickle.dumps(self, protocol=2)
+
+    def dump(self, file):
+        import pickle
+        import os
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as f:
+                pickle.dump(self, f, protocol=2)
+        else:
+            pickle.dump(self, file, protocol=2)
+
+    def byteswap(self, inplace=False):
+        """The bytes of each element swapped (on the host; no gradient)."""
+        if inplace:
+            v = self.numpy()
+            v.byteswap(inplace=True)
+            return self
+        return _tnp.asarray(self.numpy().byteswap())
+
+    def getfield(self, dtype, offset=0):
+        """A field of the elements reinterpreted as `dtype` (on the host; no gradient)."""
+        return _tnp.asarray(self.numpy().getfield(dtype, offset))
+
+    def setfield(self, val, dtype, offset=0):
+        """Write into a field of the elements (on the host buffer)."""
+        v = val.numpy() if isinstance(val, ndarray) else val
+        self.numpy().setfield(v, dtype, offset)
 
     # ------------------------------------------------------------------ operators
     __add__ = _fast_binary(np.add, "add")

@@ -36,12 +36,16 @@ class GraphTrace:
         if t is self:
             return a._v
         if t is None:
-            v = self._consts.get(id(a))
-            if v is None:
-                v = Var(a.shape, a.dtype, kind="c", const=a)
-                self._consts[id(a)] = v
+            hit = self._consts.get(id(a))
+            if hit is None or hit[0]._v is not a._v:
+                # the value now, not the array object: item assignment later in the trace
+                # rebinds the object to a symbolic value (`b = zeros(4); b[i] = x`)
+                snap = object.__new__(ndarray)
+                snap._v, snap._t, snap._dev, snap._tid = a._v, None, a._dev, a._tid
+                v = Var(a.shape, a.dtype, kind="c", const=snap)
+                self._consts[id(a)] = hit = (a, v)    # `a` kept alive: its id stays unique
                 self.graph.consts.append(v)
-            return v
+            return hit[1]
         raise ValueError(
             "a symbolic value from another nf.function or vectorized_map leaked into this "
             f"trace (at {_user_line()}); return it from that function instead of capturing it")

@@ -39,7 +39,27 @@ from .manipulation import broadcast_shapes_ as broadcast_shapes  # noqa: F401
 from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwhere,  # noqa
                        flatnonzero)
 from .linalg_ops import matmul, dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
-from .linalg_ops import vecdot, kron, cross, diagonal, trace  # noqa: F401
+from .linalg_ops import vecdot, kron, cross  # noqa: F401
+from .shaping import (atleast_3d, column_stack, dstack, row_stack, array_split, split,  # noqa
+                      hsplit, vsplit, dsplit, unstack, tile, repeat, roll, rollaxis, flip, fliplr,
+                      flipud, rot90, block, append, delete, insert, resize, trim_zeros, pad)
+from .routines import (diagonal, trace, diag, diagflat, tri, tril, triu, vander, indices,  # noqa
+                       ix_, meshgrid, ravel_multi_index, unravel_index, diag_indices,
+                       diag_indices_from, tril_indices, triu_indices, tril_indices_from,
+                       triu_indices_from, mask_indices, choose, compress, extract, select, copyto,
+                       put, put_along_axis, place, putmask, fill_diagonal)
+from .logic import (isclose, allclose, array_equal, array_equiv, isreal, iscomplex,  # noqa
+                    isrealobj, isscalar, isposinf, isneginf, nan_to_num, real_if_close)
+from .conversion import (frombuffer, fromiter, fromstring, fromfunction,  # noqa
+                         require, asfortranarray, asarray_chkfinite, shares_memory,
+                         may_share_memory, isfortran, iterable, packbits, unpackbits,
+                         promote_types, min_scalar_type, mintypecode, typename,
+                         common_type)
+from .poly_ops import (convolve, correlate, polyval, polyadd, polysub, polymul, polyder,  # noqa
+                         polyint, polydiv, poly, roots, polyfit)
+from .windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
+from .functional import apply_along_axis, apply_over_axes, vectorize, frompyfunc  # noqa: F401
+from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumerate  # noqa
 from . import random  # noqa: F401
 from . import fft  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401

@@ -188,12 +188,14 @@ def matrix_transpose(x, /):
 
 def diagonal(x, /, *, offset=0):
     """Diagonals of the matrices in the last two axes."""
-    return _ops.diagonal(x, offset, -2, -1)
+    from .routines import diagonal as _diagonal
+    return _diagonal(x, offset, -2, -1)
 
 
 def trace(x, /, *, offset=0, dtype=None):
     """Traces of the matrices in the last two axes."""
-    return _ops.trace(x, offset, -2, -1, dtype=dtype)
+    from .routines import trace as _trace
+    return _trace(x, offset, -2, -1, dtype=dtype)
 
 
 def cross(x1, x2, /, *, axis=-1):

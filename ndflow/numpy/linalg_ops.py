@@ -1,5 +1,5 @@
 """Products and contractions in the main namespace: matmul, dot, einsum, tensordot, outer,
-vecdot, kron, cross, and the matrix diagonal and trace."""
+vecdot, kron and cross (diagonal and trace live in routines.py)."""
 import string
 import warnings
 
@@ -141,36 +141,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
     return r
 
 
-# ------------------------------------------------------------------ diagonal, trace, vecdot, kron, cross
-def diagonal(a, offset=0, axis1=0, axis2=1):
-    """The diagonal over axes (axis1, axis2), appended as the last axis, as `numpy.diagonal`
-    (a new array rather than a read-only view)."""
-    from ..primitives._util import norm_axis
-    from .manipulation import moveaxis
-    a = asarray(a)
-    if a.ndim < 2:
-        raise ValueError("diag requires an array of at least two dimensions")
-    ax1, ax2 = norm_axis(axis1, a.ndim), norm_axis(axis2, a.ndim)
-    if ax1 == ax2:
-        raise ValueError("axis1 and axis2 cannot be the same")
-    offset = int(offset)
-    x = moveaxis(a, (ax1, ax2), (-2, -1))
-    p, q = x.shape[-2:]
-    if p is None or q is None:
-        raise ValueError(f"diagonal: the matrix sizes {(p, q)} are unknown while tracing; the "
-                         f"diagonal's length depends on them (give them in the input_signature)")
-    x = x[..., :, offset:] if offset >= 0 else x[..., -offset:, :]
-    k = min(x.shape[-2], x.shape[-1])
-    # einsum's kernel returns a writable view: copy, so writing to it cannot change `a`
-    return bind(E.copy_p, einsum("...ii->...i", x[..., :k, :k]))
-
-
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """Sum along a diagonal, as `numpy.trace` (integers accumulate in int64, as NumPy)."""
-    from .reductions import sum as _sum
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
-
-
+# ------------------------------------------------------------------ vecdot, kron, cross
 def vecdot(x1, x2, /, *, axis=-1, out=None, **kw):
     """sum(conj(x1) * x2) over `axis` of each operand (broadcast elsewhere), as `numpy.vecdot`
     (the operands' common dtype: int32 stays int32, bools give bools)."""

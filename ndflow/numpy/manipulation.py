@@ -162,14 +162,16 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     for a in arrs:
         if a.ndim == 0:
             raise ValueError("zero-dimensional arrays cannot be concatenated")
+    for i, a in enumerate(arrs):
         if a.ndim != arrs[0].ndim:
             raise ValueError(
-                "all the input array dimensions except for the concatenation axis must match "
-                f"exactly, but the array at index 0 has {arrs[0].ndim} dimension(s) and another "
-                f"has {a.ndim} dimension(s)")
+                "all the input arrays must have same number of dimensions, but the array at "
+                f"index 0 has {arrs[0].ndim} dimension(s) and the array at index {i} has "
+                f"{a.ndim} dimension(s)")
     axis = norm_axis(axis, arrs[0].ndim)
     if len(arrs) == 1:
-        return arrs[0]
+        r = arrs[0]
+        return bind(E.copy_p, r) if r is arrays[0] else r     # a new array, as NumPy's
     r = bind(S.concatenate_p, *arrs, axis=axis)
     if out is not None:
         out[...] = r

@@ -1,4 +1,5 @@
-"""Shape primitives: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate."""
+"""Shape primitives: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate,
+diagonal, repeat (counts known only at run time)."""
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
@@ -27,7 +28,7 @@ def _reshape_abstract(x, shape, keep=0):
 
 def _reshape_vjp(ct, x, shape, keep=0):
     s = tuple(x.shape[keep:])
-    if s.count(None) > 1:      # sizes known at run time only
+    if None in s:              # sizes known at run time only (-1 is ambiguous for size 0)
         return (bind(reshape_like_p, ct, x, keep=keep, like_keep=keep),)
     kw = {"keep": keep} if keep else {}
     return (bind(reshape_p, ct, shape=tuple(-1 if d is None else d for d in s), **kw),)
@@ -43,9 +44,19 @@ def _reshape_batch(args, axes, shape, keep=0):
         -1 if d is None else d for d in per)), 0
 
 
-reshape_p = Primitive("reshape",
-                      lambda x, shape, keep=0: np.reshape(x, x.shape[:keep] + tuple(shape)),
-                      _reshape_abstract)
+def _reshape_impl(x, shape, keep=0):
+    shape = tuple(shape)
+    if keep and -1 in shape:
+        # the trailing sizes are known here: resolve -1 ourselves, which NumPy refuses to do
+        # for zero-size arrays (a merge of axes of unknown size while tracing)
+        rest = int(np.prod(x.shape[keep:], dtype=np.int64))
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known:
+            shape = tuple(rest // known if d == -1 else d for d in shape)
+    return np.reshape(x, x.shape[:keep] + shape)
+
+
+reshape_p = Primitive("reshape", _reshape_impl, _reshape_abstract)
 reshape_p.def_vjp(_reshape_vjp)
 reshape_p.batch = _reshape_batch
 
@@ -243,3 +254,79 @@ split_like_p = Primitive("split_like", _split_like_impl, _split_like_abstract,
 split_like_p.def_vjp(lambda cts, ct, *xs, axis, x_axis=None: (
     bind(concatenate_p, *cts, axis=axis),) + (None,) * len(xs))
 split_like_p.batch = _split_like_batch
+
+
+# ------------------------------------------------------------------ diagonal
+# The diagonal of the (axis1, axis2) planes, appended as the last axis (NumPy's layout). A
+# primitive because its length, min of two sizes, is not expressible by slicing when the sizes
+# are known only at run time; its gradient scatters into the diagonal by index arrays taken from
+# the cotangent itself, so it needs no sizes either.
+def _diag_len(n1, n2, offset):
+    if n1 is None or n2 is None:
+        return None
+    return max(0, min(n1 - max(-offset, 0), n2 - max(offset, 0)))
+
+
+def _diagonal_abstract(x, offset, axis1, axis2):
+    rest = [d for i, d in enumerate(x.shape) if i not in (axis1, axis2)]
+    return Aval(rest + [_diag_len(x.shape[axis1], x.shape[axis2], offset)], x.dtype)
+
+
+def _diagonal_vjp(ct, x, offset, axis1, axis2):
+    from .elementwise import zeros_like_p
+    from .indexing import iota_p, index_add_p
+    n = x.ndim
+    rest = [i for i in range(n) if i not in (axis1, axis2)]
+    perm = tuple(rest) + (axis1, axis2)
+    k = bind(reshape_p, bind(iota_p, ct, axis=ct.ndim - 1), shape=(-1,))
+    rows = k + max(-offset, 0) if offset < 0 else k
+    cols = k + offset if offset > 0 else k
+    zt = bind(zeros_like_p, bind(transpose_p, x, perm=perm))
+    g = bind(index_add_p, zt, ct, rows, cols,
+             spec=(("s", None, None, None),) * len(rest) + (("a",), ("a",)))
+    return (bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())),)
+
+
+def _diagonal_batch(args, axes, offset, axis1, axis2):
+    x = move_to_front(args[0], axes[0])
+    return bind(diagonal_p, x, offset=offset, axis1=axis1 + 1, axis2=axis2 + 1), 0
+
+
+diagonal_p = Primitive("diagonal", lambda x, offset, axis1, axis2: np.diagonal(
+    x, offset, axis1, axis2), _diagonal_abstract)
+diagonal_p.def_vjp(_diagonal_vjp)
+diagonal_p.batch = _diagonal_batch
+
+
+# ------------------------------------------------------------------ repeat (traced counts)
+# np.repeat with per-element counts that are traced values: the output size depends on them.
+# (Counts known when the function is called are handled by the NumPy layer with a gather of
+# static size.)
+def _repeat_abstract(x, repeats, axis):
+    out = list(x.shape)
+    out[axis] = None
+    return Aval(out, x.dtype)
+
+
+def _repeat_vjp(ct, x, repeats, axis):
+    """Each element gets the sum of its copies' cotangents: scatter-add by source index."""
+    from .elementwise import zeros_like_p
+    from .indexing import iota_p, index_add_p
+    src = bind(repeat_p, bind(reshape_p, bind(iota_p, x, axis=axis), shape=(-1,)), repeats,
+               axis=0)
+    return (bind(index_add_p, bind(zeros_like_p, x), ct, src,
+                 spec=(("s", None, None, None),) * axis + (("a",),)), None)
+
+
+def _repeat_batch(args, axes, axis):
+    (x, r), (bx, br) = args, axes
+    if br is not None:
+        raise ValueError("repeat inside vectorized_map with repeat counts that differ between "
+                         "examples: each example's output would have a different size")
+    return bind(repeat_p, move_to_front(x, bx), r, axis=axis + 1), 0
+
+
+repeat_p = Primitive("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis),
+                     _repeat_abstract)
+repeat_p.def_vjp(_repeat_vjp)
+repeat_p.batch = _repeat_batch

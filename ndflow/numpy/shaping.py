@@ -1,0 +1,929 @@
+"""Array manipulation beyond reshaping: splitting, tiling, repeating, rolling, flipping, block
+assembly, insertion and deletion, resizing, trimming and padding (every mode of `numpy.pad`).
+
+Everything is composed of slices, gathers (integer-array indexing), concatenation, broadcasting
+and elementwise selection, so it differentiates, traces (also with sizes unknown while tracing,
+where NumPy's result is defined by them) and vectorizes. Index bookkeeping on static Python
+values (split points, insertion positions) is done in Python, as NumPy does.
+"""
+import operator
+import warnings
+
+import numpy as np
+
+from ..core.ndarray import ndarray, TracingError
+from ..core.primitive import bind
+from ..core import dtypes as _dt
+from ..primitives import shape as S, elementwise as E
+from ..primitives._util import norm_axis, norm_axes
+from ._core import asarray
+from . import _axes as A
+from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_2d,
+                           expand_dims, vstack)
+
+
+def _copy(a):
+    return bind(E.copy_p, a)
+
+
+# ------------------------------------------------------------------ stacking variants
+def atleast_3d(*arys):
+    """View inputs as arrays with at least three dimensions, as `numpy.atleast_3d`: 0-d ->
+    (1, 1, 1), (N,) -> (1, N, 1), (M, N) -> (M, N, 1)."""
+    res = []
+    for a in arys:
+        a = asarray(a)
+        if a.ndim == 0:
+            a = reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = expand_dims(a, (0, 2))
+        elif a.ndim == 2:
+            a = expand_dims(a, 2)
+        res.append(a)
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def column_stack(tup):
+    """Stack 1-d arrays as columns of a 2-d array (others as they are), as
+    `numpy.column_stack`."""
+    arrs = []
+    for v in tup:
+        v = asarray(v)
+        if v.ndim < 2:
+            v = transpose(atleast_2d(v))
+        arrs.append(v)
+    return concatenate(arrs, axis=1)
+
+
+def dstack(tup):
+    """Stack along the third axis after `atleast_3d`, as `numpy.dstack`."""
+    arrs = atleast_3d(*tup)
+    if not isinstance(arrs, tuple):
+        arrs = [arrs]
+    return concatenate(list(arrs), axis=2)
+
+
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    """Deprecated alias of `vstack` (NumPy 2 warns the same way)."""
+    warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.",
+                  DeprecationWarning, stacklevel=2)
+    return vstack(tup, dtype=dtype, casting=casting)
+
+
+# ------------------------------------------------------------------ splitting
+def array_split(ary, indices_or_sections, axis=0):
+    """Split into sub-arrays (sizes may differ by one), as `numpy.array_split`: a list of
+    slices. A number of sections needs the size along `axis`; split points do not."""
+    a = asarray(ary)
+    axis = norm_axis(operator.index(axis), a.ndim)
+    n = a.shape[axis]
+    idx = A.static_ints(indices_or_sections, "indices_or_sections")
+    try:
+        points = [operator.index(i) for i in idx]
+    except TypeError:
+        sections = int(idx)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.") from None
+        if n is None:
+            raise ValueError(f"array_split into {sections} sections needs the size of axis "
+                             f"{axis}, which is unknown while tracing; pass split points "
+                             f"instead") from None
+        each, extras = divmod(n, sections)
+        sizes = [each + 1] * extras + [each] * (sections - extras)
+        bounds = np.cumsum([0] + sizes).tolist()
+        return [A.slice_axis(a, axis, s, e) for s, e in zip(bounds[:-1], bounds[1:])]
+    bounds = [0] + points + [None]
+    return [A.slice_axis(a, axis, s, e) for s, e in zip(bounds[:-1], bounds[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Split into equal sub-arrays or at split points, as `numpy.split`."""
+    a = asarray(ary)
+    idx = A.static_ints(indices_or_sections, "indices_or_sections")
+    if np.ndim(idx) == 0:
+        sections = int(idx)
+        n = a.shape[norm_axis(operator.index(axis), a.ndim)]
+        if n is not None and n % sections:
+            raise ValueError("array split does not result in an equal division") from None
+    return array_split(a, idx, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """Split along the second axis (the first for 1-d), as `numpy.hsplit`."""
+    a = asarray(ary)
+    if a.ndim == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(a, indices_or_sections, 1 if a.ndim > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """Split along the first axis of an array of 2 or more dimensions, as `numpy.vsplit`."""
+    a = asarray(ary)
+    if a.ndim < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(a, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    """Split along the third axis, as `numpy.dsplit`."""
+    a = asarray(ary)
+    if a.ndim < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(a, indices_or_sections, 2)
+
+
+def unstack(x, /, *, axis=0):
+    """The slices along `axis` as a tuple, as `numpy.unstack`."""
+    a = asarray(x)
+    if a.ndim == 0:
+        raise ValueError("Input array must be at least 1-d.")
+    axis = norm_axis(operator.index(axis), a.ndim)
+    n = a.shape[axis]
+    if n is None:
+        raise ValueError(f"unstack: the size of axis {axis} is unknown while tracing, so the "
+                         f"number of outputs is not known")
+    spec = (A.SLICE_ALL,) * axis
+    from ..primitives import indexing as I
+    return tuple(bind(I.getitem_p, a, spec=spec + (("i", i),)) for i in range(n))
+
+
+# ------------------------------------------------------------------ tile / repeat
+def tile(A_, reps):
+    """Repeat the whole array `reps` times along each axis, as `numpy.tile` (one broadcast and
+    one reshape)."""
+    a = asarray(A_)
+    reps = A.static_ints(reps, "reps")
+    tup = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
+    d = len(tup)
+    if d > a.ndim:
+        a = expand_dims(a, tuple(range(d - a.ndim)))
+    if all(r == 1 for r in tup):
+        return _copy(a)
+    if any(r < 0 for r in tup):
+        raise ValueError("negative dimensions are not allowed")
+    tup = (1,) * (a.ndim - d) + tup
+    # (s0, s1, ...) -> (r0, s0, r1, s1, ...) by broadcasting, then merge each pair
+    new_axes, groups, shape = [], [], []
+    for i, r in enumerate(tup):
+        if r != 1:
+            new_axes.append(len(shape))
+            shape.append(r)
+        groups.append(1 + (r != 1))
+        shape.append(a.shape[i])
+    x = bind(S.expand_dims_p, a, axes=tuple(new_axes))
+    x = bind(S.broadcast_to_p, x, shape=tuple(shape))
+    return A.collapse(x, groups)
+
+
+def repeat(a, repeats, axis=None):
+    """Repeat each element, as `numpy.repeat`: one count for all (a broadcast), or one count
+    per element (a gather when the counts are known; when they are traced the output size is
+    known only at run time)."""
+    x = asarray(a)
+    if axis is None:
+        x = ravel(x)
+        axis = 0
+    else:
+        axis = norm_axis(operator.index(axis), x.ndim)
+    if isinstance(repeats, ndarray) and repeats._t is not None:
+        r = repeats if repeats.dtype.kind in "iu" else repeats.astype(np.int64)
+        if r.ndim > 1:
+            raise ValueError("repeats must be a scalar or a 1-d array")
+        return bind(S.repeat_p, x, r, axis=axis)
+    if isinstance(repeats, float):
+        repeats = int(repeats)
+    r = np.asarray(A.static_ints(repeats, "repeats"))
+    if r.dtype.kind not in "iub":
+        what = "scalar" if r.ndim == 0 else "array data"
+        raise TypeError(f"Cannot cast {what} from {r.dtype!r} to dtype('int64') according to "
+                        f"the rule 'safe'")
+    if r.ndim > 1:
+        raise ValueError("repeats must be a scalar or a 1-d array")
+    if r.size == 1:
+        k = int(r.reshape(()))
+        if k < 0:
+            raise ValueError("negative dimensions are not allowed")
+        if k == 1:
+            return _copy(x)
+        e = bind(S.expand_dims_p, x, axes=(axis + 1,))
+        shape = list(x.shape)
+        shape.insert(axis + 1, k)
+        e = bind(S.broadcast_to_p, e, shape=tuple(shape))
+        return A.collapse(e, [1] * axis + [2] + [1] * (x.ndim - axis - 1))
+    n = x.shape[axis]
+    if n is not None and r.shape[0] != n:
+        raise ValueError(f"operands could not be broadcast together with shape ({n},) "
+                         f"({r.shape[0]},)")
+    if (r < 0).any():
+        raise ValueError("repeats may not contain negative values.")
+    return A.gather(x, np.repeat(np.arange(r.shape[0], dtype=np.intp), r), axis)
+
+
+# ------------------------------------------------------------------ roll / rotate / flip
+def roll(a, shift, axis=None):
+    """Roll elements along axes, as `numpy.roll` (two slices and a concatenation per axis; a
+    gather with run-time indices when the size or the shift is known only at run time)."""
+    x = asarray(a)
+    if axis is None:
+        flat = ravel(x)
+        return A.reshape_to(roll(flat, shift, 0), x)
+    traced_shift = isinstance(shift, ndarray) and shift._t is not None
+    if traced_shift:
+        if shift.ndim != 0 or np.ndim(axis) != 0:
+            raise ValueError("roll with a traced shift takes one scalar shift and one axis")
+        pairs = [(norm_axis(operator.index(axis), x.ndim), shift)]
+    else:
+        sh = A.static_ints(shift, "shift")
+        b = np.broadcast(np.asarray(sh), np.asarray(axis))
+        if b.ndim > 1:
+            raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+        totals = {}
+        for s, ax in b:
+            ax = norm_axis(int(ax), x.ndim)
+            totals[ax] = totals.get(ax, 0) + int(s)
+        pairs = sorted(totals.items())
+    out = x
+    for ax, s in pairs:
+        n = out.shape[ax]
+        if n is not None and not isinstance(s, ndarray):
+            s = s % n if n else 0
+            if s:
+                out = concatenate([A.slice_axis(out, ax, n - s, None),
+                                   A.slice_axis(out, ax, None, n - s)], axis=ax)
+            continue
+        nd = A.dim(out, ax)
+        idx = (A.iota(out, ax) - s) % nd
+        out = A.gather(out, idx, ax)
+    return _copy(out) if out is x else out
+
+
+def rollaxis(a, axis, start=0):
+    """Roll `axis` backwards until it lies before `start`, as `numpy.rollaxis`."""
+    x = asarray(a)
+    n = x.ndim
+    axis = norm_axis(operator.index(axis), n)
+    start = operator.index(start)
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        from numpy.exceptions import AxisError
+        raise AxisError(f"'start' arg requires {-n} <= start < {n + 1}, but {start} was passed in")
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return x
+    axes = list(range(n))
+    axes.remove(axis)
+    axes.insert(start, axis)
+    return transpose(x, axes)
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along the given axes, as `numpy.flip`."""
+    x = asarray(m)
+    axes = norm_axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
+    if not axes:
+        return x
+    from ..primitives import indexing as I
+    spec = tuple(("s", None, None, -1) if i in axes else A.SLICE_ALL for i in range(x.ndim))
+    return bind(I.getitem_p, x, spec=spec)
+
+
+def fliplr(m):
+    """Reverse the second axis, as `numpy.fliplr`."""
+    x = asarray(m)
+    if x.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(x, 1)
+
+
+def flipud(m):
+    """Reverse the first axis, as `numpy.flipud`."""
+    x = asarray(m)
+    if x.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(x, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees `k` times in the plane of `axes`, as `numpy.rot90`."""
+    x = asarray(m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    nd = x.ndim
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == nd:
+        raise ValueError("Axes must be different.")
+    if axes[0] >= nd or axes[0] < -nd or axes[1] >= nd or axes[1] < -nd:
+        raise ValueError(f"Axes={axes} out of range for array of ndim={nd}.")
+    k = operator.index(k) % 4
+    if k == 0:
+        return x[...]
+    if k == 2:
+        return flip(flip(x, axes[0]), axes[1])
+    perm = list(range(nd))
+    a0, a1 = axes[0] % nd, axes[1] % nd
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(x, axes[1]), perm)
+    return flip(transpose(x, perm), axes[1])
+
+
+# ------------------------------------------------------------------ block
+def _index_str(index):
+    return "arrays" + "".join(f"[{i}]" for i in index)
+
+
+def _block_depths(x, index):
+    """(index of the first leaf, its depth, the largest leaf ndim), checking NumPy's rules."""
+    if type(x) is tuple:
+        raise TypeError(f"{_index_str(index)} is a tuple. Only lists can be used to arrange "
+                        f"blocks, and np.block does not allow implicit conversion from tuple to "
+                        f"ndarray.")
+    if type(x) is list:
+        if not x:
+            raise ValueError(f"List at {_index_str(index)} cannot be empty")
+        first, max_nd = None, 0
+        for i, e in enumerate(x):
+            idx, nd = _block_depths(e, index + [i])
+            if first is None:
+                first = idx
+            elif len(idx) != len(first):
+                raise ValueError(f"List depths are mismatched. First element was at depth "
+                                 f"{len(first)}, but there is an element at depth {len(idx)} "
+                                 f"({_index_str(idx)})")
+            max_nd = max(max_nd, nd)
+        return first, max_nd
+    return index, asarray(x).ndim
+
+
+def block(arrays):
+    """Assemble an array from nested lists of blocks, as `numpy.block`."""
+    first, max_nd = _block_depths(arrays, [])
+    depth = len(first)
+    nd = max(depth, max_nd)
+
+    leaves = set()
+
+    def rec(x, level):
+        if level == depth:
+            a = asarray(x)
+            leaves.add(id(a))
+            if a.ndim < nd:
+                a = expand_dims(a, tuple(range(nd - a.ndim)))
+            return a
+        parts = [rec(e, level + 1) for e in x]
+        return concatenate(parts, axis=-(depth - level))
+    out = rec(arrays, 0)
+    return _copy(out) if id(out) in leaves else out
+
+
+# ------------------------------------------------------------------ insert / delete / append
+def _axis_or_flat(a, axis):
+    if axis is None:
+        if a.ndim != 1:
+            a = ravel(a)
+        return a, a.ndim - 1
+    return a, norm_axis(operator.index(axis), a.ndim)
+
+
+def append(arr, values, axis=None):
+    """Append values to the end of an array, as `numpy.append` (flattened when axis is None)."""
+    a = asarray(arr)
+    v = asarray(values)
+    if axis is None:
+        a = ravel(a) if a.ndim != 1 else a
+        v = ravel(v)
+        axis = a.ndim - 1
+    return concatenate([a, v], axis=axis)
+
+
+def delete(arr, obj, axis=None):
+    """A new array with sub-arrays along an axis deleted, as `numpy.delete`: a gather of the
+    kept positions (static when `obj` and the size are known; when `obj` is traced or the size
+    unknown, the kept positions are found at run time)."""
+    a, axis = _axis_or_flat(asarray(arr), axis)
+    n = a.shape[axis]
+    if isinstance(obj, ndarray) and obj._t is not None:
+        if obj.dtype == np.bool_:
+            keep = bind(E.logical_not_p, obj)
+        else:
+            keep = _keep_mask(a, axis, obj)
+        return A.gather(a, _nonzero1(keep, "delete"), axis)
+    if isinstance(obj, slice):
+        if n is None:
+            gone = _slice_mask(A.iota(a, axis), A.dim(a, axis), obj.start, obj.stop, obj.step)
+            return A.gather(a, _nonzero1(~gone, "delete"), axis)
+        r = range(*obj.indices(n))
+        keep = np.ones(n, bool)
+        keep[list(r)] = False
+        return A.gather(a, np.flatnonzero(keep), axis)
+    if isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)):
+        single = int(obj)
+    else:
+        o = np.asarray(A.static_ints(obj, "obj"))
+        if o.size == 0 and not isinstance(obj, (np.ndarray, ndarray)):
+            o = o.astype(np.intp)
+        if o.size == 1 and o.dtype.kind in "ui":
+            single = int(o.reshape(()))
+        elif o.dtype == np.bool_:
+            if n is not None and o.shape != (n,):
+                raise ValueError("boolean array argument obj to delete must be one dimensional "
+                                 f"and match the axis length of {n}")
+            return A.gather(a, np.flatnonzero(~o), axis)
+        else:
+            if o.dtype.kind not in "iu":
+                raise IndexError("arrays used as indices must be of integer (or boolean) type")
+            if n is None:
+                return A.gather(a, _nonzero1(_keep_mask(a, axis, asarray(o)), "delete"), axis)
+            bad = o[(o < -n) | (o >= n)]
+            if bad.size:
+                raise IndexError(f"index {bad[0]} is out of bounds for axis {axis} with size {n}")
+            keep = np.ones(n, bool)
+            keep[o] = False
+            return A.gather(a, np.flatnonzero(keep), axis)
+    if n is not None:
+        if not -n <= single < n:
+            raise IndexError(f"index {single} is out of bounds for axis {axis} with size {n}")
+        single %= n
+        return concatenate([A.slice_axis(a, axis, None, single),
+                            A.slice_axis(a, axis, single + 1, None)], axis=axis)
+    after = A.slice_axis(a, axis, single + 1, None) if single != -1 else None
+    before = A.slice_axis(a, axis, None, single)
+    return concatenate([before, after], axis=axis) if after is not None else before
+
+
+def _keep_mask(a, axis, obj):
+    """True except at the (traced) positions `obj` along axis."""
+    from ..primitives import indexing as I
+    i = A.iota(a, axis)
+    keep = bind(E.ones_like_p, bind(E.convert_p, i, dtype=_dt.BOOL))
+    false = bind(E.zeros_like_p, bind(E.convert_p, obj, dtype=_dt.BOOL))
+    return bind(I.index_update_p, keep, false, obj if obj.ndim else
+                bind(S.reshape_p, obj, shape=(1,)), spec=(("a",),))
+
+
+def _slice_mask(i, n, start, stop, step):
+    """Positions in range(*slice(start, stop, step).indices(n)) for a size n known at run time
+    only (start, stop, step are Python ints or None)."""
+    from .math import maximum, minimum
+    step = 1 if step is None else step
+    if step > 0:
+        lo = 0 if start is None else maximum(start + n, 0) if start < 0 else minimum(start, n)
+        hi = n if stop is None else maximum(stop + n, 0) if stop < 0 else minimum(stop, n)
+        return (i >= lo) & (i < hi) & ((i - lo) % step == 0)
+    hi = n - 1 if start is None else maximum(start + n, -1) if start < 0 else minimum(start, n - 1)
+    lo = -1 if stop is None else maximum(stop + n, -1) if stop < 0 else minimum(stop, n - 1)
+    return (i <= hi) & (i > lo) & ((hi - i) % (-step) == 0)
+
+
+def _nonzero1(mask, name):
+    from .indexing import bind_nonzero
+    try:
+        return bind_nonzero(mask)[0]
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+def insert(arr, obj, values, axis=None):
+    """Insert values before the given positions, as `numpy.insert`. The positions must be
+    known (Python values or concrete arrays); the values may be traced (differentiable)."""
+    a, axis = _axis_or_flat(asarray(arr), axis)
+    nd = a.ndim
+    n = a.shape[axis]
+    if isinstance(obj, slice):
+        if n is None:
+            raise ValueError("insert with a slice needs the size of the axis, unknown while "
+                             "tracing")
+        indices = np.arange(*obj.indices(n), dtype=np.intp)
+    else:
+        indices = np.array(A.static_ints(obj, "obj"))
+        if indices.dtype == np.bool_:
+            if indices.ndim != 1:
+                raise ValueError("boolean array argument obj to insert must be one dimensional")
+            indices = np.flatnonzero(indices)
+        elif indices.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional or "
+                             "scalar")
+    v = asarray(values)
+    if v.dtype != a.dtype:
+        v = bind(E.convert_p, v, dtype=a.dtype)
+    if indices.size == 1:
+        index = int(indices.reshape(()))
+        if n is not None:
+            if index < -n or index > n:
+                raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
+            if index < 0:
+                index += n
+        if v.ndim < nd:
+            v = expand_dims(v, tuple(range(nd - v.ndim)))
+        if indices.ndim == 0:
+            v = moveaxis(v, 0, axis)
+        k = v.shape[axis]
+        v = A.expand_to(v, a, axis, k)
+        # a negative position (size unknown while tracing) slices the same as NumPy's index + N
+        return concatenate([A.slice_axis(a, axis, None, index), v,
+                            A.slice_axis(a, axis, index, None)], axis=axis)
+    if indices.size == 0 and not isinstance(obj, (np.ndarray, ndarray)):
+        indices = indices.astype(np.intp)
+    if indices.dtype.kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    if n is None:
+        raise ValueError("insert at several positions needs the size of the axis, unknown while "
+                         "tracing")
+    k = len(indices)
+    # where each output element comes from in concatenate([arr, values]): NumPy's own insert
+    # on the positions, so its index rules (and errors) are exactly NumPy's
+    src = np.insert(np.arange(n, dtype=np.intp), indices.astype(np.intp),
+                    np.arange(n, n + k, dtype=np.intp))
+    if v.ndim < nd:              # NumPy's item assignment broadcasts from the right
+        v = expand_dims(v, tuple(range(nd - v.ndim)))
+    v = A.expand_to(v, a, axis, k)
+    return A.gather(concatenate([a, v], axis=axis), src, axis)
+
+
+# ------------------------------------------------------------------ resize / trim_zeros
+def resize(a, new_shape):
+    """A new array of the given shape filled by repeating `a` cyclically, as `numpy.resize`
+    (one gather; the source size may be unknown while tracing)."""
+    x = ravel(asarray(a))
+    shape = A.static_ints(new_shape, "new_shape")
+    shape = (operator.index(shape),) if np.ndim(shape) == 0 else tuple(operator.index(d)
+                                                                       for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    total = int(np.prod(shape, dtype=np.int64))
+    n = x.shape[0]
+    if n == 0 or total == 0:
+        from .creation import zeros
+        return zeros(shape, x.dtype)
+    idx = np.arange(total, dtype=np.intp)
+    if n is not None:
+        out = A.gather(x, idx % n, 0) if total != n else _copy(x)
+    else:
+        out = A.gather(x, asarray(idx) % A.dim(x, 0), 0)
+    return reshape(out, shape)
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+    """Trim leading and/or trailing zeros (of the bounding box of the non-zeros along the
+    given axes), as `numpy.trim_zeros`. The output size depends on the values: eager as NumPy,
+    unknown while tracing, an error inside vectorized_map."""
+    x = asarray(filt)
+    trim = trim.lower()
+    if trim not in {"fb", "bf", "f", "b"}:
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
+    axes = tuple(range(x.ndim)) if axis is None else norm_axes(axis, x.ndim)
+    if not axes:
+        return x
+    from .math import not_equal, logical_and
+    from .reductions import any as any_, argmax
+    nz = not_equal(x, 0) if x.dtype != np.bool_ else x
+    for ax in axes:
+        others = tuple(i for i in range(x.ndim) if i != ax)
+        m = any_(nz, axis=others) if others else nz
+        i = A.iota(x, ax)
+        keep = any_(m)          # all zeros: NumPy trims everything
+        if "f" in trim:
+            keep = logical_and(keep, i >= argmax(m))
+        if "b" in trim:
+            keep = logical_and(keep, i <= A.dim(x, ax) - 1 - argmax(flip(m, 0)))
+        x_idx = _nonzero1(keep, "trim_zeros")
+        x = A.gather(x, x_idx, ax)
+        nz = A.gather(nz, x_idx, ax)
+    return x
+
+
+# ------------------------------------------------------------------ pad
+_PAD_KWARGS = {
+    "empty": (), "edge": (), "wrap": (), "constant": ("constant_values",),
+    "linear_ramp": ("end_values",), "maximum": ("stat_length",), "mean": ("stat_length",),
+    "median": ("stat_length",), "minimum": ("stat_length",), "reflect": ("reflect_type",),
+    "symmetric": ("reflect_type",),
+}
+
+
+def _pairs_index(x, nd, what="`pad_width`"):
+    """NumPy's `_as_pairs(x, ndim, as_index=True)`: (before, after) Python ints per axis."""
+    if x is None:
+        return [(None, None)] * nd
+    v = np.asarray(A.static_ints(x, what) if not isinstance(x, (list, tuple)) else
+                   [A.static_ints(e, what) if isinstance(e, ndarray) else e for e in x])
+    v = np.round(v).astype(np.intp, copy=False)
+    return _pairs(v, nd, index=True)
+
+
+def _pairs(v, nd, index=False, python=False):
+    if v.ndim < 3:
+        if v.size == 1:
+            v = v.ravel()
+            if index and v[0] < 0:
+                raise ValueError("index can't contain negative values")
+            return [(v[0], v[0])] * nd
+        if v.size == 2 and v.shape != (2, 1):
+            v = v.ravel()
+            if index and (v[0] < 0 or v[1] < 0):
+                raise ValueError("index can't contain negative values")
+            return [(v[0], v[1])] * nd
+    if index and v.size and v.min() < 0:
+        raise ValueError("index can't contain negative values")
+    b = np.broadcast_to(v, (nd, 2))
+    # NumPy hands out Python scalars here (weak in promotion), NumPy scalars above
+    return [tuple(p) for p in b.tolist()] if python else [(b[i, 0], b[i, 1]) for i in range(nd)]
+
+
+def _value_pairs(x, nd):
+    """constant_values / end_values: (before, after) per axis; NumPy scalars, or 0-d ndflow
+    arrays when given as (possibly traced) ndflow arrays (then differentiable)."""
+    flat = list(_flatten(x))
+    if not any(isinstance(e, ndarray) for e in flat):
+        return _pairs(np.array(x), nd, python=True)
+    from .manipulation import broadcast_to
+    v = asarray(x)
+    if v.ndim < 3 and v.size == 1:
+        v = ravel(v)
+        return [(v[0], v[0])] * nd
+    if v.ndim < 3 and v.size == 2 and tuple(v.shape) != (2, 1):
+        v = ravel(v)
+        return [(v[0], v[1])] * nd
+    b = broadcast_to(v, (nd, 2))
+    return [(b[i, 0], b[i, 1]) for i in range(nd)]
+
+
+def _flatten(x):
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            yield from _flatten(e)
+    else:
+        yield x
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Pad an array, as `numpy.pad`, in every mode (constant, edge, linear_ramp, maximum, mean,
+    median, minimum, reflect, symmetric, wrap, empty, or a function). Axes are padded one after
+    the other, as NumPy does (corners come from the earlier axes' padding). Differentiable in
+    the array (and in ndflow-array `constant_values` / `end_values`).
+
+    Differences: 'empty' pads with zeros (NumPy leaves the memory uninitialized); a padding
+    function is called once per axis on all rows at once (vectorized) when it can be, else per
+    row as NumPy does."""
+    x = asarray(array)
+    nd = x.ndim
+    if isinstance(pad_width, dict):
+        seq = [(0, 0)] * nd
+        for ax, w in pad_width.items():
+            if isinstance(w, (int, np.integer)):
+                seq[ax] = (int(w), int(w))
+            elif isinstance(w, tuple) and len(w) == 2 and \
+                    all(isinstance(i, (int, np.integer)) for i in w):
+                seq[ax] = (int(w[0]), int(w[1]))
+            else:
+                raise TypeError(f"pad_width for axis {ax} must be an int or a pair of ints, "
+                                f"got {w!r}")
+        pad_width = seq
+    pw = np.asarray(A.static_ints(pad_width, "pad_width") if isinstance(pad_width, ndarray)
+                    else pad_width)
+    if pw.dtype.kind not in "iu":
+        raise TypeError("`pad_width` must be of integral type.")
+    widths = [(int(b), int(a)) for b, a in _pairs(pw.astype(np.intp), nd, index=True)]
+    if callable(mode):
+        return _pad_function(x, widths, mode, kwargs)
+    try:
+        allowed = _PAD_KWARGS[mode]
+    except (KeyError, TypeError):
+        raise ValueError(f"mode '{mode}' is not supported") from None
+    bad = set(kwargs) - set(allowed)
+    if bad:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {bad}")
+    if mode in ("constant", "empty"):
+        values = _value_pairs(kwargs.get("constant_values", 0), nd) if mode == "constant" \
+            else [(0, 0)] * nd
+        flat = {v for pair in values for v in pair if not isinstance(v, ndarray)}
+        if None not in x.shape and len(flat) == 1 and len(values) and \
+                not any(isinstance(v, ndarray) for pair in values for v in pair):
+            return _pad_uniform(x, widths, flat.pop())
+        for ax, ((b, a), (vb, va)) in enumerate(zip(widths, values)):
+            if b or a:
+                x = _pad_constant(x, ax, b, a, vb, va)
+        return x
+    if x.size == 0:
+        for ax, (b, a) in enumerate(widths):
+            if x.shape[ax] == 0 and (b or a):
+                raise ValueError(f"can't extend empty axis {ax} using modes other than "
+                                 f"'constant' or 'empty'")
+        for ax, (b, a) in enumerate(widths):
+            if b or a:
+                x = _pad_constant(x, ax, b, a, 0, 0)
+        return x
+    if mode == "linear_ramp":
+        ends = _value_pairs(kwargs.get("end_values", 0), nd)
+        for ax, ((b, a), (eb, ea)) in enumerate(zip(widths, ends)):
+            if b or a:
+                x = _pad_ramp(x, ax, b, a, eb, ea)
+        return x
+    if mode in ("maximum", "minimum", "mean", "median"):
+        lengths = _pairs_index(kwargs.get("stat_length"), nd, "stat_length")
+        for ax, ((b, a), (lb, la)) in enumerate(zip(widths, lengths)):
+            if b or a:
+                x = _pad_stat(x, ax, b, a, lb, la, mode)
+        return x
+    odd = False
+    if mode in ("reflect", "symmetric"):
+        odd = kwargs.get("reflect_type", "even") == "odd"   # anything else is 'even', as NumPy
+    for ax, (b, a) in enumerate(widths):
+        if b or a:
+            x = _pad_gather(x, ax, b, a, mode, odd)
+    return x
+
+
+def _pad_uniform(x, widths, value):
+    """One constant everywhere: the array written into a constant block (one allocation;
+    chained concatenations would allocate a full-size temporary per axis)."""
+    from ..primitives import indexing as I
+    shape = tuple(d + b + a for d, (b, a) in zip(x.shape, widths))
+    c = asarray(value)
+    c = bind(E.convert_p, c, dtype=x.dtype) if c.dtype != x.dtype else c
+    base = bind(S.broadcast_to_p, reshape(c, (1,) * x.ndim), shape=shape) if shape else c
+    spec = tuple(("s", b, b + d, None) for d, (b, a) in zip(x.shape, widths))
+    return bind(I.index_update_p, base, x, spec=spec)
+
+
+def _pad_constant(x, ax, b, a, vb, va):
+    def side(width, value):
+        v = asarray(value)
+        if v.dtype != x.dtype:
+            v = bind(E.convert_p, v, dtype=x.dtype)
+        v = reshape(v, (1,) * x.ndim)
+        return A.expand_to(v, x, ax, width)
+    parts = ([side(b, vb)] if b else []) + [x] + ([side(a, va)] if a else [])
+    return concatenate(parts, axis=ax)
+
+
+def _pad_index(x, ax, b, a):
+    """Positions of the padded axis relative to the original (-b .. n + a - 1)."""
+    n = x.shape[ax]
+    if n is not None:
+        return asarray(np.arange(-b, n + a, dtype=np.intp)), n
+    nd = A.dim(x, ax)
+    i = A.iota(x, ax)
+    parts = [asarray(np.arange(-b, 0, dtype=np.intp))] if b else []
+    parts.append(i)
+    if a:
+        parts.append(nd + asarray(np.arange(a, dtype=np.intp)))
+    return concatenate(parts), nd
+
+
+def _pad_gather(x, ax, b, a, mode, odd):
+    """edge / wrap / reflect / symmetric: one gather by computed source positions; the 'odd'
+    reflections add the linear trend NumPy's repeated point reflections produce."""
+    from .math import clip, where_ as where, floor_divide
+    idx, n = _pad_index(x, ax, b, a)
+    known = not isinstance(n, ndarray)
+    if mode == "edge" or (mode in ("reflect", "symmetric") and known and n == 1):
+        return A.gather(x, clip(idx, 0, n - 1), ax)
+    if mode == "wrap":
+        return A.gather(x, idx % n, ax)
+    period = 2 * (n - 1) if mode == "reflect" else 2 * n
+    safe = period if known else where(period > 0, period, 1)
+    j = idx % safe
+    back = j >= n                       # in the mirrored half of the period
+    src = where(back, period - j - int(mode == "symmetric"), j)
+    if not known:
+        src = where(n > 1, src, 0) if mode == "reflect" else src
+    g = A.gather(x, src, ax)
+    if not odd:
+        return g
+    first = A.slice_axis(x, ax, 0, 1)
+    last = A.slice_axis(x, ax, -1, None)
+    nd = x.ndim
+    backc = A.along(back, ax, nd)
+    turns = A.along(floor_divide(idx, safe), ax, nd)
+    two = asarray(2, dtype=x.dtype)
+    mirrored = where(backc, two * last - g, g)
+    step = two * (last - first)
+    if turns.dtype != x.dtype:
+        turns = turns.astype(x.dtype)
+    out = mirrored + turns * step
+    if not known and mode == "reflect":
+        out = where(n > 1, out, g)
+    return out.astype(x.dtype) if out.dtype != x.dtype else out
+
+
+def _pad_ramp(x, ax, b, a, eb, ea):
+    """Linear ramps from the end values to the edge values, computed as numpy.linspace does
+    (floored for integer arrays)."""
+    from .math import floor, where_ as where, true_divide, multiply, add, subtract
+    from .reductions import any as any_
+    nd = x.ndim
+
+    def ramp(edge, end, width):
+        e = end if type(end) in _dt.PY_SCALARS else asarray(end)
+        dt = _dt.result_type(e, x)
+        if dt.kind not in "fc":
+            dt = np.dtype(np.float64)
+        e = asarray(e).astype(dt)
+        edge = edge.astype(dt)
+        k = A.along(asarray(np.arange(width, dtype=dt)), ax, nd)
+        delta = subtract(edge, e)
+        step = true_divide(delta, width)
+        normal = multiply(k, step)
+        zero_step = multiply(true_divide(k, width), delta)
+        y = add(where(any_(step == 0), zero_step, normal), e)
+        if x.dtype.kind in "iu":
+            y = floor(y)
+        return y.astype(x.dtype)
+    parts = []
+    if b:
+        parts.append(ramp(A.slice_axis(x, ax, 0, 1), eb, b))
+    parts.append(x)
+    if a:
+        parts.append(flip(ramp(A.slice_axis(x, ax, -1, None), ea, a), ax))
+    return concatenate(parts, axis=ax)
+
+
+def _pad_stat(x, ax, b, a, lb, la, mode):
+    from .reductions import max as max_, min as min_, mean as mean_
+    from .math import rint
+    n = x.shape[ax]
+    for length in (lb, la):
+        if mode in ("maximum", "minimum") and (length == 0 or n == 0):
+            raise ValueError("stat_length of 0 yields no value for padding")
+
+    def stat(chunk):
+        if mode == "maximum":
+            s = max_(chunk, axis=ax, keepdims=True)
+        elif mode == "minimum":
+            s = min_(chunk, axis=ax, keepdims=True)
+        elif mode == "mean":
+            s = mean_(chunk, axis=ax, keepdims=True)
+        else:
+            s = _median_keepdims(chunk, ax)
+        if x.dtype.kind in "iu":
+            s = rint(s)
+        return s.astype(x.dtype) if s.dtype != x.dtype else s
+
+    whole = lambda L: L is None or (n is not None and L >= n)  # noqa: E731
+    left = stat(x if whole(lb) else A.slice_axis(x, ax, 0, lb))
+    right = left if whole(lb) and whole(la) else stat(
+        x if whole(la) else A.slice_axis(x, ax, -la, None) if la else A.slice_axis(x, ax, 0, 0))
+    parts = ([A.expand_to(left, x, ax, b)] if b else []) + [x] + \
+        ([A.expand_to(right, x, ax, a)] if a else [])
+    return concatenate(parts, axis=ax)
+
+
+def _median_keepdims(x, ax):
+    """The median along `ax` (keepdims), from ranks by pairwise comparison (ties broken by
+    position): the middle element, or the mean of the two middle ones; NaN if any is NaN.
+    Quadratic in the axis length: used on the short stat regions of pad."""
+    from .math import where_ as where, isnan, true_divide, add
+    from .reductions import sum as sum_, any as any_
+    v = moveaxis(x, ax, -1)
+    nd = v.ndim
+    xi = expand_dims(v, nd)           # (..., L, 1)
+    xj = expand_dims(v, nd - 1)       # (..., 1, L)
+    i = A.iota(v, nd - 1)
+    earlier = reshape(i, (1, -1)) < reshape(i, (-1, 1))   # j before i
+    rank = sum_((xj < xi) | ((xj == xi) & earlier), axis=-1)
+    L = A.dim(v, nd - 1)
+    dt = v.dtype if v.dtype.kind in "fc" else np.dtype(np.float64)
+    vv = v.astype(dt) if v.dtype != dt else v
+    zero = asarray(0, dtype=dt)
+    lo = sum_(where(rank == (L - 1) // 2, vv, zero), axis=-1, keepdims=True)
+    hi = sum_(where(rank == L // 2, vv, zero), axis=-1, keepdims=True)
+    med = true_divide(add(lo, hi), asarray(2, dtype=dt))
+    if dt.kind in "fc":
+        med = where(any_(isnan(vv), axis=-1, keepdims=True), asarray(np.nan, dtype=dt), med)
+    return moveaxis(med, -1, ax)
+
+
+def _pad_function(x, widths, function, kwargs):
+    """mode=<function>: `function(vector, (before, after), axis, kwargs)` edits each 1-d row
+    along each axis in place (ndflow: by item assignment, which is differentiable). Rows are
+    edited all at once under vectorized_map when the function allows it, else one by one."""
+    from ..vectorize.batching import vmap
+    from .manipulation import stack
+    padded = _copy(x)        # the function edits it in place
+    for ax, (b, a) in enumerate(widths):
+        if b or a:
+            padded = _pad_constant(padded, ax, b, a, 0, 0)
+    for ax in range(padded.ndim):
+        v = moveaxis(padded, ax, -1)
+
+        def edit(vec, ax=ax):
+            function(vec, widths[ax], ax, kwargs)
+            return vec
+        if v.ndim == 1:
+            out = edit(v)
+        elif 0 in v.shape[:-1]:
+            continue
+        else:
+            f = edit
+            for _ in range(v.ndim - 1):
+                f = vmap(f)
+            try:
+                out = f(v)
+            except TracingError:
+                rows = [edit(v[i]) for i in np.ndindex(*v.shape[:-1])]
+                out = reshape(stack(rows), v.shape)
+        padded = moveaxis(out, -1, ax)
+    return padded
