@@ -49,6 +49,10 @@ def common_subexpression_elimination(g: Graph) -> Graph:
 
 DEFAULT_PASSES = (common_subexpression_elimination, dead_code_elimination)
 
+# ---- fusion hook (ndflow/graph/fusion.py): elementwise regions become one node, last
+from .fusion import elementwise_fusion  # noqa: E402
+DEFAULT_PASSES = DEFAULT_PASSES + (elementwise_fusion,)
+
 
 def optimize(g, passes=DEFAULT_PASSES):
     for p in passes:
