@@ -49,9 +49,11 @@ def common_subexpression_elimination(g: Graph) -> Graph:
 
 DEFAULT_PASSES = (common_subexpression_elimination, dead_code_elimination)
 
-# ---- fusion hook (ndflow/graph/fusion.py): elementwise regions become one node, last
+# ---- fusion hook (ndflow/graph/fusion.py, memory.py): elementwise regions become one node,
+# then results are written into dead buffers; both last
 from .fusion import elementwise_fusion  # noqa: E402
-DEFAULT_PASSES = DEFAULT_PASSES + (elementwise_fusion,)
+from .memory import reuse_buffers  # noqa: E402
+DEFAULT_PASSES = DEFAULT_PASSES + (elementwise_fusion, reuse_buffers)
 
 
 def optimize(g, passes=DEFAULT_PASSES):

@@ -45,7 +45,7 @@ def numba_available():
 
 class _Entry:
     """Everything built for one program key: tier 0 now, tier 1 when (and if) it is ready."""
-    __slots__ = ("prog", "tier0", "tier1", "state", "why_not", "lock")
+    __slots__ = ("prog", "tier0", "tier1", "state", "why_not", "lock", "overwritable")
 
     def __init__(self, prog):
         self.prog = prog
@@ -54,6 +54,7 @@ class _Entry:
         self.state = "none"      # none | queued | ready | unsupported | failed
         self.why_not = None
         self.lock = threading.Lock()
+        self.overwritable = None
         if _DEBUG:
             print("# ndflow fused kernel, tier 0:\n" + self.tier0)
 
@@ -105,6 +106,23 @@ class FusedKernel:
             return
         from . import numba_tier
         numba_tier.request(self, mode == "sync", xs)
+
+    def into(self, xs, donors):
+        """Run with `donors[k]` (a dead buffer, or None) offered for result k."""
+        fast = self.fast
+        if fast is not None:
+            r = fast(xs, donors)
+            if r is not NotImplemented:
+                return r
+        return self.tier0(*xs, *donors)
+
+    def can_write_over(self, k, i):
+        """Whether result k may go into the buffer of operand i (tier 0 and tier 1 alike:
+        tier 1 reads every operand of an element before writing its results)."""
+        ow = self.entry.overwritable
+        if ow is None:
+            ow = self.entry.overwritable = numpy_tier.overwritable(self.prog)
+        return (k, i) in ow
 
     def tier(self):
         """1 when the numba kernel is in use, else 0."""

@@ -31,10 +31,10 @@ import time
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool
+from .pool import OutputPool, donated
 from . import mathlib
 
-NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 256))          # smaller: tier 0 is as fast
+NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 17))  # smaller: one thread
 FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right), no reassoc
 
@@ -501,6 +501,8 @@ class Runner:
         self.sync = sync
         self.parallel_ok = fk.parallel
         self.plans = {}
+        self.static_plan = Plan(self.prog, [s for s, _ in self.prog.ins]) if self.prog.static \
+            else None
         self.pools = [OutputPool() for v in self.prog.outputs]
         n = self.prog.n_in
         self.outs = [k for k, v in enumerate(self.prog.outputs) if not self.prog.ops[v - n].reduce]
@@ -537,8 +539,8 @@ class Runner:
                 plan.kernel = k
         _submit(job, self.sync)
 
-    def __call__(self, xs):
-        plan = self.plan_for(xs)
+    def __call__(self, xs, donors=None):
+        plan = self.static_plan or self.plan_for(xs)
         if plan is None or not plan.ok or plan.size < NB_MIN:
             return NotImplemented
         par = self.parallel_ok and plan.size >= PAR_MIN
@@ -564,7 +566,10 @@ class Runner:
         res = [None] * len(prog.outputs)
         for j, k_out in enumerate(self.outs):
             v = prog.outputs[k_out]
-            o = self.pools[k_out].take(plan.S, prog.ops[v - n].dtype)
+            dt = prog.ops[v - n].dtype
+            o = donated(donors[k_out], plan.S, dt) if donors else None
+            if o is None:
+                o = self.pools[k_out].take(plan.S, dt)
             res[k_out] = o
             args.append(o.reshape(plan.out_shapes[j]) if any(plan.pattern[n + j]) else o.reshape(1))
             S_outs.append(o)
@@ -595,6 +600,11 @@ def request(fk, sync, xs=None):
     if why is not None:
         fk.tier1_unavailable = why
         return
-    fk.fast = Runner(fk, sync)
+    r = Runner(fk, sync)
+    p = r.static_plan
+    if p is not None and (not p.ok or p.size < NB_MIN):
+        fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
+        return
+    fk.fast = r
     if xs is not None:
-        fk.fast(xs)
+        r(xs)

@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool, TempPool
+from .pool import OutputPool, TempPool, donated
 
 # results with fewer elements take the plain path
 LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
@@ -102,6 +102,30 @@ def assign_buffers(prog):
     return where, {s: dt for s, dt in slot_dtype.items() if s[0] == "tmp"}
 
 
+def overwritable(prog):
+    """{(k, i)}: result k may be written into operand i's buffer (when the graph donates it):
+    in the large path no op reads operand i after result k's buffer is first written, or the
+    first write is a ufunc reading it (exact overlap is safe). Operand i must have the full
+    static shape, so that it is read element for element as the result is written."""
+    where, _ = assign_buffers(prog)
+    n = prog.n_in
+    out = set()
+    if any(d is None for d in prog.shape):
+        return out
+    for k, v in enumerate(prog.outputs):
+        if where.get(v) != ("out", k):
+            continue
+        fw = min(w - n for w, s in where.items() if s == ("out", k))
+        for i in range(n):
+            if prog.ins[i][0] != prog.shape or prog.ins[i][1] != prog.ops[v - n].dtype:
+                continue
+            reads = [j for j, o in enumerate(prog.ops) if i in o.args]
+            lr = max(reads) if reads else -1
+            if lr < fw or (lr == fw and _how(prog.ops[fw]) == "ufunc"):
+                out.add((k, i))
+    return out
+
+
 def _name(prog, v, where=None):
     if v < prog.n_in:
         return "x%d" % v
@@ -115,7 +139,9 @@ def generate(prog):
     """Python source and namespace of `tier0(*operands)` for `prog`."""
     n = prog.n_in
     ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {}}
-    xs = ", ".join("x%d" % i for i in range(n))
+    xs = ", ".join(["x%d" % i for i in range(n)] +
+                   ["d%d=None" % k for k in range(len(prog.outputs))])
+    ns["_donated"] = donated
     L = ["def tier0(%s):" % xs]
     if prog.static:
         ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins])
@@ -144,7 +170,9 @@ def generate(prog):
         if v in where and where[v] == ("out", k):
             ns["_out%d" % k] = OutputPool()
             ns["_d%d" % k] = prog.ops[v - n].dtype
-            L.append("    o%d = _out%d.take(S, _d%d)" % (k, k, k))
+            L.append("    o%d = _donated(d%d, S, _d%d)" % (k, k, k))
+            L.append("    if o%d is None:" % k)
+            L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
     for s, dt in sorted(tmps.items()):
         ns["_dt%d" % s[1]] = dt
         L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))

@@ -73,3 +73,12 @@ class TempPool:
         lst = self.free.setdefault((b.shape, b.dtype), [])
         if len(lst) < 4:
             lst.append(b)
+
+
+def donated(d, shape, dtype):
+    """`d` if the result can be written into it (a dead buffer the graph donates), else None:
+    a whole, writeable, C-contiguous array of exactly this shape and dtype, not a view."""
+    if type(d) is np.ndarray and d.base is None and d.shape == shape and d.dtype == dtype \
+            and d.flags.writeable and d.flags.c_contiguous:
+        return d
+    return None
