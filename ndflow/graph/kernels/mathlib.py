@@ -241,7 +241,7 @@ def _build(ops, wrap=lambda f: f):
     compiles each one (numba) once its dependencies exist."""
     out = {}
     for dt, s in SPECS.items():
-        g = dict(ops)
+        g = dict(ops, __name__=__name__)
         exp = wrap(_rebind(_make_exp(s), g))
         expm1 = wrap(_rebind(_make_expm1(s), g))
         log = wrap(_rebind(_make_log(s), g))
