@@ -35,7 +35,7 @@ from .pool import OutputPool, donated
 from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
-PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 17))  # smaller: one thread
+PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 20))  # smaller: one thread
 FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right), no reassoc
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
@@ -293,7 +293,7 @@ def _cache_dir():
 _MATH_HASH = None
 
 
-def _load(src, name):
+def _load(src, name, cache=True):
     """Compile-ready dispatcher for `src`: from a module file (so numba can cache it on disk),
     or from memory when no cache directory is writable."""
     global _MATH_HASH
@@ -305,7 +305,7 @@ def _load(src, name):
                 h.update(f.read())
         h.update(numba.__version__.encode())
         _MATH_HASH = h.hexdigest()[:12]
-    d = _cache_dir()
+    d = _cache_dir() if cache else None
     digest = hashlib.sha1((src + _MATH_HASH).encode()).hexdigest()[:20]
     if d is not None:
         path = os.path.join(d, "k_%s.py" % digest)
@@ -316,6 +316,7 @@ def _load(src, name):
             os.replace(tmp, path)
         spec = importlib.util.spec_from_file_location("ndflow_kernel_%s" % digest, path)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod        # numba's cache re-imports a kernel's module by name
         spec.loader.exec_module(mod)
         return getattr(mod, name)
     ns = {}
@@ -357,8 +358,15 @@ def _compile(prog, plan, parallel):
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
     src = _kernel_source(prog, plan, parallel, name)
-    disp = _load(src, name)
-    disp(*_dummy_args(prog, plan))       # compiles (or loads from the disk cache)
+    try:
+        disp = _load(src, name)
+        disp(*_dummy_args(prog, plan))       # compiles (or loads from the disk cache)
+    except Exception as e:
+        # numba cannot always reload what it cached (two-thread kernels: "No module named
+        # '<dynamic>'"): compile in memory instead
+        STATS["failures"].append("disk cache: %r" % e)
+        disp = _load(src, name, cache=False)
+        disp(*_dummy_args(prog, plan))
     disp.disable_compile()                          # a new type later: tier 0, not a stall
     disp.ndflow_source = src
     STATS["compiles"] += 1
