@@ -381,12 +381,17 @@ def test_own_math_special_values_as_numpy(name, dtype):
 
 
 # ------------------------------------------------------------------ numba stays optional
-def test_core_does_not_import_numba():
+@pytest.mark.parametrize("setting,size", [("1", 3), ("0", 100000)])
+def test_core_does_not_import_numba(setting, size):
+    """Default settings: a region too small for a compiled loop never imports numba (nor
+    does importing ndflow); NDFLOW_NUMBA=0: not even a large one does."""
     code = ("import sys, numpy as np, ndflow as nf, ndflow.numpy as tnp\n"
+            "assert 'numba' not in sys.modules, 'numba imported by import ndflow'\n"
             "f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))\n"
-            "for _ in range(5): f(tnp.ones(3))\n"
-            "assert 'numba' not in sys.modules, 'numba imported'\n")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
+            "for _ in range(5): f(tnp.ones(%d))\n"
+            "assert 'numba' not in sys.modules, 'numba imported'\n" % size)
+    env = dict(os.environ, NDFLOW_NUMBA=setting,
+               PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
 
 
@@ -405,8 +410,9 @@ def numba_sync(monkeypatch):
 
 
 def _tier1(f, *args, n=4):
-    for _ in range(n):
-        out = f(*args)
+    with np.errstate(all="ignore"):         # tier 0 (the first calls) warns as NumPy does
+        for _ in range(n):
+            out = f(*args)
     fks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
     return (fks[0] if fks else None), out
 
