@@ -7,6 +7,12 @@ compiled in a background thread and swapped in when ready. Settings (environment
 
     NDFLOW_NUMBA=0      never use numba; =sync compiles in the calling thread (tests, benchmarks)
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
+    NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
+    NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves)
+    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
+                        (never in graphs that call BLAS: its threads keep spinning after a call;
+                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)
+    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels)
     NDFLOW_DEBUG=kernels  print each generated kernel's source
 
 The core never imports numba: `numba_tier` is imported when a compile is first requested.
