@@ -1,5 +1,11 @@
 """Shared fixtures and helpers. NumPy is the oracle throughout the suite."""
-import numpy as np
+import os
+
+# numba (optional) compiles fused kernels in the background after a few calls: hundreds of
+# compiles across the suite. Only tests/test_fusion.py turns it on, where it is tested.
+os.environ.setdefault("NDFLOW_NUMBA", "0")
+
+import numpy as np  # noqa: E402
 import pytest
 
 import ndflow as nf

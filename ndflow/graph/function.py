@@ -93,6 +93,11 @@ class ConcreteFunction:
     def pretty_printed(self):
         return format_graph(self.graph)
 
+    def memory_report(self):
+        """Peak live bytes, bytes allocated and reused per call (ndflow/graph/memory.py)."""
+        from .memory import memory_report
+        return memory_report(self.graph)
+
     def __str__(self):
         return format_graph(self.graph)
 

@@ -49,6 +49,12 @@ def common_subexpression_elimination(g: Graph) -> Graph:
 
 DEFAULT_PASSES = (common_subexpression_elimination, dead_code_elimination)
 
+# ---- fusion hook (ndflow/graph/fusion.py, memory.py): elementwise regions become one node,
+# then results are written into dead buffers; both last
+from .fusion import elementwise_fusion  # noqa: E402
+from .memory import reuse_buffers  # noqa: E402
+DEFAULT_PASSES = DEFAULT_PASSES + (elementwise_fusion, reuse_buffers)
+
 
 def optimize(g, passes=DEFAULT_PASSES):
     for p in passes:

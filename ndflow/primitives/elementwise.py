@@ -115,20 +115,21 @@ abs_p = unary("absolute", np.absolute, _abs_vjp, "abs({0})", abstract=_real_abst
 sign_p = unary("sign", np.sign, _zero_grad, "sign({0})")
 floor_p = unary("floor", np.floor, _zero_grad, "floor({0})")
 ceil_p = unary("ceil", np.ceil, _zero_grad, "ceil({0})")
-trunc_p = unary("trunc", np.trunc, _zero_grad)
-rint_p = unary("rint", np.rint, _zero_grad)
+trunc_p = unary("trunc", np.trunc, _zero_grad, "trunc({0})")
+rint_p = unary("rint", np.rint, _zero_grad, "rint({0})")
 conj_p = unary("conjugate", np.conjugate, lambda ct, x: (bind(conj_p, ct),))
 real_p = unary("real", np.real, lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)),),
                abstract=_real_abstract)
 imag_p = unary("imag", np.imag,
                lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)) * -1j,),
                abstract=_real_abstract)
-logical_not_p = unary("logical_not", np.logical_not, _zero_grad,
+logical_not_p = unary("logical_not", np.logical_not, _zero_grad, "logical_not({0})",
                       abstract=lambda x: Aval(x.shape, BOOL))
 invert_p = unary("invert", np.invert, _zero_grad)
-isnan_p = unary("isnan", np.isnan, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
-isinf_p = unary("isinf", np.isinf, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
-isfinite_p = unary("isfinite", np.isfinite, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
+isnan_p = unary("isnan", np.isnan, _zero_grad, "isnan({0})", abstract=lambda x: Aval(x.shape, BOOL))
+isinf_p = unary("isinf", np.isinf, _zero_grad, "isinf({0})", abstract=lambda x: Aval(x.shape, BOOL))
+isfinite_p = unary("isfinite", np.isfinite, _zero_grad, "isfinite({0})",
+                   abstract=lambda x: Aval(x.shape, BOOL))
 signbit_p = unary("signbit", np.signbit, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
 
 
@@ -238,9 +239,12 @@ lt_p = binary("less", np.less, _zero_grad, "({0} < {1})", _bool_abstract)
 le_p = binary("less_equal", np.less_equal, _zero_grad, "({0} <= {1})", _bool_abstract)
 gt_p = binary("greater", np.greater, _zero_grad, "({0} > {1})", _bool_abstract)
 ge_p = binary("greater_equal", np.greater_equal, _zero_grad, "({0} >= {1})", _bool_abstract)
-logical_and_p = binary("logical_and", np.logical_and, _zero_grad, None, _bool_abstract)
-logical_or_p = binary("logical_or", np.logical_or, _zero_grad, None, _bool_abstract)
-logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, None, _bool_abstract)
+logical_and_p = binary("logical_and", np.logical_and, _zero_grad, "logical_and({0}, {1})",
+                       _bool_abstract)
+logical_or_p = binary("logical_or", np.logical_or, _zero_grad, "logical_or({0}, {1})",
+                      _bool_abstract)
+logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, "logical_xor({0}, {1})",
+                       _bool_abstract)
 
 max_p.def_vjp(_minmax_vjp(gt_p))
 min_p.def_vjp(_minmax_vjp(lt_p))
@@ -269,6 +273,8 @@ full_like_p = Primitive("full_like", lambda x, fill_value: np.full_like(x, fill_
 for _p in (zeros_like_p, ones_like_p):
     _p.def_vjp(lambda ct, x: (None,))
     _p.batch = (lambda p: lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))(_p)
+zeros_like_p.fusion = "zeros_like({0})"   # in a fused loop: a constant, no array
+ones_like_p.fusion = "ones_like({0})"
 full_like_p.def_vjp(lambda ct, x, fill_value: (None,))
 full_like_p.batch = lambda args, axes, fill_value: (
     bind(full_like_p, args[0], fill_value=fill_value), axes[0])

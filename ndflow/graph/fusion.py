@@ -1,0 +1,321 @@
+"""Elementwise fusion: a graph-to-graph pass.
+
+Connected elementwise nodes of the same shape (chains and trees), optionally ending in one
+reduction (sum/max/min) of one of their values, become ONE node whose primitive is made here
+and whose `impl` is a `kernels.FusedKernel` (tier 0 NumPy `out=` code at once, a numba loop
+later when numba is installed). Codegen needs nothing special: it calls `prim.impl` as for any
+node.
+
+What is fused, and why not otherwise (`why_not_fusible` gives the reason as text, and
+`explain(graph)` lists it for every node; `FusionError`, a ValueError, carries it when a
+region is built by hand from nodes that cannot be fused):
+
+* the primitive needs an elementwise template (`Primitive.fusion`, declared beside its rules
+  in primitives/elementwise.py); one without it is "not elementwise (no fusion template)";
+* effects (random draws, variable reads and writes) are never fused, and fusion does not reach
+  across them, so their order against everything else is kept;
+* dtypes must be NumPy's own numeric or bool types (bfloat16 and object arrays are not fused);
+* all elementwise members have the same static shape (None = unknown size compares equal
+  position by position); a smaller operand (a bias, a scalar) is an input, read broadcast;
+* work is never duplicated: a value that is also needed outside the region is written out
+  once and the fused node returns it as one of its results;
+* regions stay acyclic: a node joins a region only if none of its other inputs is computed
+  from that region through a node outside it.
+
+NDFLOW_FUSION=0 turns the pass off.
+"""
+import heapq
+import os
+
+import numpy as np
+
+from .ir import Node
+from ..core.primitive import Primitive, Aval, REGISTRY
+
+
+class FusionError(ValueError):
+    """Raised when nodes that cannot be fused are asked to form one region."""
+
+
+_REDUCTIONS = None
+_BLAS = ("matmul", "einsum", "dot", "tensordot", "inner", "outer", "vdot", "cholesky", "solve",
+         "inv", "qr", "svd", "eigh", "lstsq", "det", "slogdet")
+
+
+def _reductions():
+    global _REDUCTIONS
+    if _REDUCTIONS is None:
+        from ..primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
+        _REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
+    return _REDUCTIONS
+
+
+def _dtype_ok(dt):
+    try:
+        d = np.dtype(dt)
+    except TypeError:
+        return False
+    return d.kind in "biufc" and d.type.__module__ == "numpy"
+
+
+def why_not_fusible(node):
+    """None when `node` can be part of a fused region, else the reason in words."""
+    p = node.prim
+    name = p.name
+    if p.effect:
+        return f"cannot fuse '{name}': it has an effect (random draw or variable access)"
+    if p.multiple_results:
+        return f"cannot fuse '{name}': it has several results"
+    if p.fusion is None and p not in _reductions():
+        return (f"cannot fuse '{name}': it is not elementwise (no fusion template; "
+                f"elementwise primitives declare one in ndflow/primitives/elementwise.py)")
+    for v in tuple(node.inputs) + tuple(node.outputs):
+        if not _dtype_ok(v.dtype):
+            return f"cannot fuse '{name}': dtype {getattr(v.dtype, 'name', v.dtype)} is not fused"
+    return None
+
+
+def _is_reduction(node):
+    return node.prim in _reductions()
+
+
+class _UF:
+    def __init__(self):
+        self.parent = {}
+
+    def find(self, r):
+        p = self.parent
+        while p[r] != r:
+            p[r] = p[p[r]]
+            r = p[r]
+        return r
+
+
+def _regions(g):
+    """Group node indices into regions; returns {root: [node indices in order]}."""
+    uf = _UF()
+    region = {}          # node index -> region id (before find)
+    producer = {}        # var id -> node index
+    anc = {}             # var id -> set of region ids it is computed from
+    ext_anc = {}         # region root -> region ids its external inputs are computed from
+    shape = {}           # region root -> static shape
+    epoch_of = {}        # region root -> effect epoch
+    closed_var = set()   # var ids that are reduction results (not joined through)
+    has_red = set()      # roots that already end in a reduction
+    epoch = 0
+    for i, n in enumerate(g.nodes):
+        for o in n.outputs:
+            producer[o.id] = i
+        anc_in = set()
+        for v in n.inputs:
+            anc_in |= anc.get(v.id, set())
+        if n.prim.effect:
+            epoch += 1
+        if why_not_fusible(n) is not None:
+            for o in n.outputs:
+                anc[o.id] = anc_in
+            continue
+        red = _is_reduction(n)
+        out_shape = tuple(n.outputs[0].shape)
+        cands = []
+        for v in n.inputs:
+            j = producer.get(v.id)
+            if j is None or j not in region or v.id in closed_var:
+                continue
+            r = uf.find(region[j])
+            if r in cands or epoch_of[r] != epoch:
+                continue
+            if red:
+                if r in has_red or tuple(v.shape) != shape[r]:
+                    continue
+            elif shape[r] != out_shape:
+                continue
+            cands.append(r)
+            if red:
+                break
+        chosen = []
+        for r in cands:
+            trial = chosen + [r]
+            members_vars = set()
+            for v in n.inputs:
+                j = producer.get(v.id)
+                if j is not None and j in region and uf.find(region[j]) in trial:
+                    members_vars.add(v.id)
+            ok = True
+            for v in n.inputs:
+                if v.id in members_vars:
+                    continue
+                if any(uf.find(a) in trial for a in anc.get(v.id, ())):
+                    ok = False
+                    break
+            if ok:
+                for a in trial:
+                    for b in trial:
+                        if a != b and any(uf.find(x) == b for x in ext_anc[a]):
+                            ok = False
+            if ok:
+                chosen = trial
+        if chosen:
+            root = chosen[0]
+            for r in chosen[1:]:
+                uf.parent[r] = root
+                ext_anc[root] |= ext_anc.pop(r)
+                if r in has_red:
+                    has_red.add(root)
+        else:
+            root = i
+            uf.parent[root] = root
+            ext_anc[root] = set()
+            shape[root] = out_shape
+            epoch_of[root] = epoch
+        region[i] = root
+        for v in n.inputs:
+            j = producer.get(v.id)
+            if j is None or j not in region or uf.find(region[j]) != root:
+                ext_anc[root] |= anc.get(v.id, set())
+        if red:
+            has_red.add(root)
+            closed_var.add(n.outputs[0].id)
+        for o in n.outputs:
+            anc[o.id] = anc_in | {root}
+    groups = {}
+    for i in sorted(region):
+        groups.setdefault(uf.find(region[i]), []).append(i)
+    return groups
+
+
+def program_from_nodes(nodes, used_outside):
+    """(Program, input Vars, output Vars) for `nodes` (topologically ordered); results are the
+    values in `used_outside` (var ids). Raises FusionError naming the op that cannot be fused."""
+    from .kernels import Program, Op
+    for n in nodes:
+        why = why_not_fusible(n)
+        if why is not None:
+            raise FusionError(why)
+    made = {n.outputs[0].id for n in nodes}
+    num = {}
+    ins = []
+    for n in nodes:
+        for v in n.inputs:
+            if v.id not in made and v.id not in num:
+                num[v.id] = len(ins)
+                ins.append(v)
+    for k, n in enumerate(nodes):
+        num[n.outputs[0].id] = len(ins) + k
+    ops = [(n, [num[v.id] for v in n.inputs]) for n in nodes]
+    prog_ops = [Op(n.prim, args, n.params, n.outputs[0].shape, n.outputs[0].dtype,
+                   reduce=_is_reduction(n)) for n, args in ops]
+    outs = [n.outputs[0] for n in nodes if n.outputs[0].id in used_outside]
+    ew = [n for n in nodes if not _is_reduction(n)]
+    shape = tuple(ew[0].outputs[0].shape) if ew else ()
+    prog = Program([(v.shape, v.dtype) for v in ins], prog_ops, [num[o.id] for o in outs], shape)
+    return prog, ins, outs
+
+
+def _fused_primitive(prog, kernel, outs):
+    # the name carries the body, so a printed graph still shows every op the region computes
+    p = Primitive("fused{%s}" % prog.body(), kernel,
+                  lambda *a: (tuple(Aval(o.shape, o.dtype) for o in outs) if len(outs) > 1
+                              else Aval(outs[0].shape, outs[0].dtype)),
+                  multiple_results=len(outs) > 1)
+    # made per graph, not a primitive users bind: keep it out of the registry of primitives
+    try:
+        REGISTRY.remove(p)
+    except ValueError:
+        pass
+    p.fusion = None
+    return p
+
+
+def elementwise_fusion(g):
+    """The pass: regions of two or more fusible nodes become one fused node each."""
+    if os.environ.get("NDFLOW_FUSION", "1") == "0":
+        return g
+    from .kernels import kernel_for
+    groups = {r: m for r, m in _regions(g).items()
+              if len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)}
+    if not groups:
+        return g
+    uses_blas = any(n.prim.name in _BLAS for n in g.nodes)
+    member = {}
+    for r, m in groups.items():
+        for i in m:
+            member[i] = r
+    consumers_outside = {}
+    for i, n in enumerate(g.nodes):
+        for v in n.inputs:
+            consumers_outside.setdefault(v.id, set()).add(member.get(i, ("n", i)))
+    graph_out = {v.id for v in g.outputs}
+    fused = {}
+    for r, m in groups.items():
+        used = set()
+        for i in m:
+            o = g.nodes[i].outputs[0]
+            if o.id in graph_out or any(c != r for c in consumers_outside.get(o.id, ())):
+                used.add(o.id)
+        nodes = [g.nodes[i] for i in m]
+        prog, ins, outs = program_from_nodes(nodes, used)
+        kernel = kernel_for(prog, uses_blas)
+        prim = _fused_primitive(prog, kernel, outs)
+        loc = nodes[-1].loc
+        fused[r] = Node(prim, ins, {}, outs, loc)
+    # reorder: stable topological order keyed by the original position of each node (a fused
+    # node at its first member), so unrelated nodes (effects above all) keep their order
+    items = []
+    for i, n in enumerate(g.nodes):
+        if i in member:
+            if i == groups[member[i]][0]:
+                items.append((i, fused[member[i]]))
+        else:
+            items.append((i, n))
+    items.sort(key=lambda t: t[0])
+    new_nodes = _toposort(items, g)
+    return g.copy_with(nodes=new_nodes)
+
+
+def _toposort(items, g):
+    defined = {v.id for v in g.inputs} | {v.id for v in g.consts}
+    prod = {}
+    for k, (_, n) in enumerate(items):
+        for o in n.outputs:
+            prod[o.id] = k
+    indeg = [0] * len(items)
+    users = [[] for _ in items]
+    for k, (_, n) in enumerate(items):
+        deps = {prod[v.id] for v in n.inputs if v.id not in defined and v.id in prod}
+        deps.discard(k)
+        indeg[k] = len(deps)
+        for d in deps:
+            users[d].append(k)
+    heap = [(items[k][0], k) for k in range(len(items)) if indeg[k] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, k = heapq.heappop(heap)
+        out.append(items[k][1])
+        for u in users[k]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(heap, (items[u][0], u))
+    if len(out) != len(items):
+        raise AssertionError("elementwise_fusion made a cycle (a bug): %d of %d nodes ordered"
+                             % (len(out), len(items)))
+    return out
+
+
+def explain(g):
+    """One line per node of `g` that is not fused, with the reason (debugging aid)."""
+    lines = []
+    for n in g.nodes:
+        if n.prim.name.startswith("fused{"):
+            lines.append("%s: fused" % n.prim.name)
+            continue
+        why = why_not_fusible(n)
+        lines.append("%s: %s" % (n.prim.name, why or "fusible, but no fusible neighbour of "
+                                 "the same shape (or a region of one node)"))
+    return "\n".join(lines)
+
+
+def fused_kernels(g):
+    """The FusedKernel of every fused node in `g`, in order."""
+    return [n.prim.impl for n in g.nodes if n.prim.name.startswith("fused{")]

@@ -1,0 +1,146 @@
+"""Kernels for fused elementwise regions, generated from one `Program` and cached by its key.
+
+Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`, optional:
+`pip install numba`) compiles the region into one loop that inlines our own vectorizable math
+(`mathlib`); it is requested after a region has run `NDFLOW_FUSION_HOT` times (default 3),
+compiled in a background thread and swapped in when ready. Settings (environment):
+
+    NDFLOW_NUMBA=0      never use numba; =sync compiles in the calling thread (tests, benchmarks)
+    NDFLOW_FUSION_HOT   calls before tier 1 is requested
+    NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
+    NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves)
+    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
+                        (never in graphs that call BLAS: its threads keep spinning after a call;
+                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)
+    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels)
+    NDFLOW_DEBUG=kernels  print each generated kernel's source
+
+The core never imports numba: `numba_tier` is imported when a compile is first requested.
+"""
+import importlib.util
+import os
+import threading
+
+from .program import Program, Op
+from . import numpy_tier
+
+__all__ = ["Program", "Op", "FusedKernel", "kernel_for", "numba_available", "wait_for_compiles"]
+
+HOT = int(os.environ.get("NDFLOW_FUSION_HOT", 3))
+_DEBUG = "kernels" in os.environ.get("NDFLOW_DEBUG", "").split(",")
+
+
+def numba_mode():
+    """'off', 'sync' or 'background' (read at each request, so tests can switch it)."""
+    v = os.environ.get("NDFLOW_NUMBA", "1").strip().lower()
+    if v in ("0", "off", "false", "no"):
+        return "off"
+    return "sync" if v == "sync" else "background"
+
+
+_numba_found = None
+
+
+def numba_available():
+    """Whether numba can be imported (checked without importing it)."""
+    global _numba_found
+    if _numba_found is None:
+        _numba_found = importlib.util.find_spec("numba") is not None
+    return _numba_found
+
+
+class _Entry:
+    """Everything built for one program key: tier 0 now, tier 1 when (and if) it is ready."""
+    __slots__ = ("prog", "tier0", "tier1", "state", "why_not", "lock", "overwritable")
+
+    def __init__(self, prog):
+        self.prog = prog
+        self.tier0 = numpy_tier.generate(prog)[0]      # source, for printing
+        self.tier1 = None
+        self.state = "none"      # none | queued | ready | unsupported | failed
+        self.why_not = None
+        self.lock = threading.Lock()
+        self.overwritable = None
+        if _DEBUG:
+            print("# ndflow fused kernel, tier 0:\n" + self.tier0)
+
+
+_CACHE = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def kernel_for(prog, uses_blas=False):
+    """The FusedKernel for `prog` (tier-0 code shared between equal programs)."""
+    with _CACHE_LOCK:
+        e = _CACHE.get(prog.key)
+        if e is None:
+            e = _CACHE[prog.key] = _Entry(prog)
+    return FusedKernel(e, uses_blas)
+
+
+class FusedKernel:
+    """The `impl` of a fused node: runs tier 1 when it is ready and applies, else tier 0.
+
+    One instance per fused node (it holds that node's pooled results); the generated code is
+    shared through the program cache."""
+
+    def __init__(self, entry, uses_blas=False):
+        self.entry = entry
+        self.prog = entry.prog
+        # beside BLAS (which keeps its threads spinning after a call) a two-thread loop only
+        # fights for the cores: run tier 1 on one thread in graphs that call BLAS
+        self.parallel = not uses_blas
+        self.calls = 0
+        self.fast = None           # bound tier-1 runner once ready
+        self.tier0 = numpy_tier.build(entry.prog)     # own pools, shared nothing mutable
+
+    def __call__(self, *xs):
+        fast = self.fast
+        if fast is not None:
+            r = fast(xs)
+            if r is not NotImplemented:
+                return r
+        elif self.calls < HOT:
+            self.calls += 1
+            if self.calls == HOT:
+                self._request(xs)
+        return self.tier0(*xs)
+
+    def _request(self, xs):
+        mode = numba_mode()
+        if mode == "off" or not numba_available():
+            return
+        from . import numba_tier
+        numba_tier.request(self, mode == "sync", xs)
+
+    def into(self, xs, donors):
+        """Run with `donors[k]` (a dead buffer, or None) offered for result k."""
+        fast = self.fast
+        if fast is not None:
+            r = fast(xs, donors)
+            if r is not NotImplemented:
+                return r
+        return self.tier0(*xs, *donors)
+
+    def can_write_over(self, k, i):
+        """Whether result k may go into the buffer of operand i (tier 0 and tier 1 alike:
+        tier 1 reads every operand of an element before writing its results)."""
+        ow = self.entry.overwritable
+        if ow is None:
+            ow = self.entry.overwritable = numpy_tier.overwritable(self.prog)
+        return (k, i) in ow
+
+    def tier(self):
+        """1 when the numba kernel is in use, else 0."""
+        return 1 if self.fast is not None else 0
+
+    def source(self):
+        return self.tier0.source
+
+
+def wait_for_compiles(timeout=None):
+    """Block until queued tier-1 compiles have finished (no-op without numba)."""
+    import sys
+    m = sys.modules.get(__name__ + ".numba_tier")
+    if m is not None:
+        m.wait(timeout)

@@ -1,0 +1,288 @@
+"""Elementary functions written once, run two ways: as NumPy array code (here, so the tests
+check them on every machine) and, re-bound to scalar helpers, as numba code that LLVM inlines
+and vectorizes inside fused kernels (numba's own `math.exp` calls the scalar C library, which is
+4-40x slower per element than NumPy's SIMD loops).
+
+Each function is built from a spec of its float type's constants. The algorithms are the
+textbook ones: Cody-Waite argument reduction by ln 2 with a Taylor polynomial for exp/expm1,
+exponent/mantissa split with the atanh series for log, and tanh from expm1. Results are within
+a few float32 (or float64) ulps of NumPy's; NaN, +-inf, -0.0, overflow, underflow and subnormal
+inputs and results come out as NumPy's do (tests/test_fusion.py checks both).
+
+The functions only use names from `_NUMPY_OPS` (or `_numba_ops()`): `where` (select, no
+branches, so loops vectorize), `floor`, `fabs`, `copysign`, `to_int`, `to_float`, `bits`,
+`from_bits`. Constants are closure variables typed with the spec's dtype, so numba keeps the
+arithmetic in float32 where the input is float32.
+"""
+import math
+import types
+
+import numpy as np
+
+# ln 2 split so that n * LN2_HI is exact for every exponent n that can occur
+_LN2_HI = {np.float32: 0.693115234375, np.float64: 0.6931470632553101}
+_LN2_LO = {np.float32: 3.1946184945309415e-05, np.float64: 1.1730463525082348e-07}
+
+
+class _Spec:
+    def __init__(self, F, I, mant, bias, expmask, exp_lo, exp_hi, m1_lo, tanh_sat, tanh_tiny,
+                 exp_terms, log_terms):
+        self.F, self.I = F, I
+        self.mant, self.bias, self.expmask = mant, bias, expmask
+        self.exp_lo, self.exp_hi, self.m1_lo = F(exp_lo), F(exp_hi), F(m1_lo)
+        self.tanh_sat, self.tanh_tiny = F(tanh_sat), F(tanh_tiny)
+        self.exp_terms, self.log_terms = exp_terms, log_terms
+
+
+# exp_lo/exp_hi: exp rounds to 0 below / overflows above (the clamp keeps 2**n finite);
+# m1_lo: expm1 rounds to -1 below; tanh_sat: tanh rounds to +-1 above; tanh_tiny: tanh(x) == x
+# below. Polynomial lengths: Taylor/atanh series truncated below half an ulp on the reduced range.
+F32 = _Spec(np.float32, np.int32, 23, 127, 0xFF, -104.0, 89.0, -18.0, 9.5, 2.0 ** -12, 8, 5)
+F64 = _Spec(np.float64, np.int64, 52, 1023, 0x7FF, -746.0, 710.0, -40.0, 19.5, 2.0 ** -27, 14, 11)
+SPECS = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+
+
+# ------------------------------------------------------------------ the two sets of helpers
+def _np_bits(x):
+    x = np.asarray(x)
+    return x.view(np.int32 if x.dtype == np.float32 else np.int64)
+
+
+def _np_from_bits(i, F):
+    return np.asarray(i).astype(np.int32 if F is np.float32 else np.int64).view(F)
+
+
+_NUMPY_OPS = {
+    "where": np.where, "floor": np.floor, "fabs": np.abs, "copysign": np.copysign,
+    "to_int": lambda x, I: np.asarray(x).astype(I), "to_float": lambda i, F: np.asarray(i).astype(F),
+    "bits": _np_bits, "from_bits": _np_from_bits,
+}
+
+
+def _numba_ops():
+    from numba import njit, types as nt
+    from numba.extending import intrinsic
+    from llvmlite import ir
+
+    @intrinsic
+    def _bitcast_to_int(typingctx, x):
+        width = x.bitwidth
+        ity = nt.int32 if width == 32 else nt.int64
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(width))
+        return ity(x), codegen
+
+    @intrinsic
+    def _bitcast_to_float(typingctx, i, fty):
+        F = fty.instance_type if isinstance(fty, nt.NumberClass) else fty.dtype
+
+        def codegen(context, builder, sig, args):
+            lt = ir.FloatType() if F == nt.float32 else ir.DoubleType()
+            v = context.cast(builder, args[0], sig.args[0], nt.int32 if F == nt.float32 else nt.int64)
+            return builder.bitcast(v, lt)
+        return F(i, fty), codegen
+
+    inline = dict(inline="always", fastmath=False, error_model="numpy")
+
+    @njit(**inline)
+    def where(c, a, b):
+        return a if c else b
+
+    @njit(**inline)
+    def floor(x):
+        return np.floor(x)
+
+    @njit(**inline)
+    def fabs(x):
+        return abs(x)
+
+    @njit(**inline)
+    def copysign(x, y):
+        # the sign bit of y read as an integer: a select, so float32 stays float32
+        return abs(x) if _bitcast_to_int(y) >= 0 else -abs(x)
+
+    @njit(**inline)
+    def to_int(x, I):
+        return I(x)
+
+    @njit(**inline)
+    def to_float(i, F):
+        return F(i)
+
+    @njit(**inline)
+    def bits(x):
+        return _bitcast_to_int(x)
+
+    @njit(**inline)
+    def from_bits(i, F):
+        return _bitcast_to_float(i, F)
+
+    return {"where": where, "floor": floor, "fabs": fabs, "copysign": copysign,
+            "to_int": to_int, "to_float": to_float, "bits": bits, "from_bits": from_bits}
+
+
+# ------------------------------------------------------------------ the functions
+def _make_exp(s):
+    F, I = s.F, s.I
+    LO, HI = s.exp_lo, s.exp_hi
+    LOG2E, HALF = F(1 / math.log(2)), F(0.5)
+    LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
+    C = tuple(F(1 / math.factorial(k)) for k in range(s.exp_terms))
+    MANT, BIAS = s.mant, s.bias
+    K = len(C)
+
+    def exp(x):
+        xc = where(x > HI, HI, where(x < LO, LO, x))
+        n = floor(xc * LOG2E + HALF)
+        r = (xc - n * LN2_HI) - n * LN2_LO
+        p = C[K - 1]
+        for j in range(K - 2, -1, -1):
+            p = p * r + C[j]
+        k = to_int(n, I)
+        k1 = k >> 1
+        # 2**n as two normal factors: p * 2**k1 is exact, the last product rounds once (also
+        # into the subnormal range, and to inf past the largest float)
+        y = p * from_bits((k1 + BIAS) << MANT, F) * from_bits((k - k1 + BIAS) << MANT, F)
+        return where(x != x, x, y)
+    return exp
+
+
+def _make_expm1(s):
+    F, I = s.F, s.I
+    LO, HI = s.m1_lo, s.exp_hi
+    LOG2E, HALF, ONE, ZERO = F(1 / math.log(2)), F(0.5), F(1), F(0)
+    LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
+    # expm1(r) = r * (1 + r/2 + r**2/6 + ...)
+    C = tuple(F(1 / math.factorial(k + 1)) for k in range(s.exp_terms))
+    MANT, BIAS = s.mant, s.bias
+    K = len(C)
+
+    def expm1(x):
+        xc = where(x > HI, HI, where(x < LO, LO, x))
+        n = floor(xc * LOG2E + HALF)
+        r = (xc - n * LN2_HI) - n * LN2_LO
+        p = C[K - 1]
+        for j in range(K - 2, -1, -1):
+            p = p * r + C[j]
+        q = r * p
+        k = to_int(n, I)
+        k1 = k >> 1
+        s1 = from_bits((k1 + BIAS) << MANT, F)
+        s2 = from_bits((k - k1 + BIAS) << MANT, F)
+        sc = s1 * s2
+        # 2**n * (1 + q) - 1 without cancellation while 2**n - 1 is exact; past that the -1
+        # is below rounding and the product may overflow to inf as it should
+        small = sc * q + (sc - ONE)
+        big = (q + ONE) * s1 * s2 - ONE
+        y = where(k > MANT, big, small)
+        y = where(x == ZERO, x, y)             # keeps -0.0
+        return where(x != x, x, y)
+    return expm1
+
+
+def _make_log(s):
+    F, I = s.F, s.I
+    MANT, BIAS, EXPMASK = s.mant, s.bias, s.expmask
+    MANTMASK = (1 << MANT) - 1
+    ONE_BITS = BIAS << MANT
+    MIN_NORMAL = F(2.0 ** (1 - BIAS))
+    SCALE = F(2.0 ** MANT)
+    SQRT2, HALF, ONE, TWO = F(math.sqrt(2)), F(0.5), F(1), F(2)
+    ZERO, INF, NAN = F(0), F(np.inf), F(np.nan)
+    LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
+    # 2 atanh(s) = 2s + s * (2/3 s**2 + 2/5 s**4 + ...)
+    C = tuple(F(2 / (2 * k + 1)) for k in range(1, s.log_terms + 1))
+    K = len(C)
+    FMANT = F(MANT)
+
+    def log(x):
+        sub = x < MIN_NORMAL
+        xs = where(sub, x * SCALE, x)
+        i = bits(xs)
+        e = to_float(((i >> MANT) & EXPMASK) - BIAS, F) - where(sub, FMANT, ZERO)
+        m = from_bits((i & MANTMASK) | ONE_BITS, F)
+        big = m > SQRT2
+        m = where(big, m * HALF, m)
+        e = where(big, e + ONE, e)
+        f = m - ONE
+        sv = f / (TWO + f)
+        z = sv * sv
+        R = C[K - 1]
+        for j in range(K - 2, -1, -1):
+            R = R * z + C[j]
+        R = R * z
+        hfsq = HALF * f * f
+        lm = f - (hfsq - sv * (hfsq + R))
+        y = (e * LN2_LO + lm) + e * LN2_HI
+        y = where(x == INF, x, y)
+        y = where(x == ZERO, -INF, y)
+        y = where(x < ZERO, NAN, y)
+        return where(x != x, x, y)
+    return log
+
+
+def _make_tanh(s, expm1):
+    F = s.F
+    SAT, TINY, ONE, TWO = s.tanh_sat, s.tanh_tiny, F(1), F(2)
+
+    def tanh(x):
+        a = fabs(x)
+        t = expm1(TWO * where(a > SAT, SAT, a))
+        y = t / (t + TWO)
+        y = where(a > SAT, ONE, y)
+        y = where(a < TINY, a, y)
+        return copysign(y, x)
+    return tanh
+
+
+def _build(ops, wrap=lambda f: f):
+    """{(name, dtype): function} with the helpers in `ops` as the functions' globals; `wrap`
+    compiles each one (numba) once its dependencies exist."""
+    out = {}
+    for dt, s in SPECS.items():
+        g = dict(ops, __name__=__name__)
+        exp = wrap(_rebind(_make_exp(s), g))
+        expm1 = wrap(_rebind(_make_expm1(s), g))
+        log = wrap(_rebind(_make_log(s), g))
+        g2 = dict(ops, expm1=expm1)
+        tanh = wrap(_rebind(_make_tanh(s, expm1), g2))
+        out.update({("exp", dt): exp, ("expm1", dt): expm1, ("log", dt): log, ("tanh", dt): tanh})
+    return out
+
+
+def _rebind(f, g):
+    """`f` with `g` as its globals: the same code then calls NumPy or numba helpers."""
+    return types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+
+
+_NUMPY_FUNCS = None
+
+
+def numpy_version(name, dtype):
+    """The NumPy-array version of our own `name` for `dtype` (for tests and reference)."""
+    global _NUMPY_FUNCS
+    if _NUMPY_FUNCS is None:
+        _NUMPY_FUNCS = _build(_NUMPY_OPS)
+    f = _NUMPY_FUNCS[(name, np.dtype(dtype))]
+
+    def run(x):
+        x = np.asarray(x, dtype)
+        with np.errstate(all="ignore"):
+            return np.asarray(f(x), dtype)
+    return run
+
+
+FUNCTIONS = ("exp", "expm1", "log", "tanh")
+
+
+_NUMBA_FUNCS = None
+
+
+def numba_functions():
+    """{(name, dtype): numba function} to call from generated kernels (imports numba)."""
+    global _NUMBA_FUNCS
+    if _NUMBA_FUNCS is None:
+        from numba import njit
+        _NUMBA_FUNCS = _build(_numba_ops(), njit(inline="always", error_model="numpy"))
+    return _NUMBA_FUNCS

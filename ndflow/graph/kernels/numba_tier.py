@@ -1,0 +1,537 @@
+"""Tier 1: a fused region compiled by numba into one loop nest (imported only when a compile
+is first requested; needs `pip install numba`).
+
+The loop body is the region's ops as scalar code, written from each primitive's `fusion`
+template with function names mapped to scalar implementations: our own vectorizable exp,
+expm1, log and tanh (`mathlib`), LLVM intrinsics (sqrt, floor, ...) and small select-based
+helpers that keep NumPy's NaN rules (maximum/minimum propagate NaN). Functions that would call
+the scalar C library (sin, log2, power, ...) make a region ineligible: NumPy's SIMD loops beat
+them, so such regions stay on tier 0 (`why_not(program)` says which op).
+
+Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
+same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
+vectorizes. A kernel is specialised to that broadcast pattern; patterns and programs are the
+cache key. Kernels are written to files under NDFLOW_CACHE_DIR (default
+~/.cache/ndflow/kernels) so that numba's `cache=True` keeps them between processes.
+
+Compiles run in one background thread (NDFLOW_NUMBA=sync: in the caller) and are swapped in
+when ready; until then, and for operands a kernel does not fit (non-contiguous, too small,
+another pattern), tier 0 runs.
+"""
+import hashlib
+import importlib.util
+import math
+import os
+import queue
+import re
+import sys
+import threading
+import time
+
+import numpy as np
+
+from .program import runtime_shapes
+from .pool import OutputPool, donated
+from . import mathlib
+
+NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
+PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
+FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right), no reassoc
+
+STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
+
+
+# ------------------------------------------------------------------ scalar vocabulary
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_OWN = set(mathlib.FUNCTIONS)                  # our vectorizable math, float32/float64
+_INTRINSIC = {"sqrt": "np.sqrt", "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc",
+              "rint": "np.rint"}
+_HELPERS = {"abs": "_abs", "maximum": "_maximum", "minimum": "_minimum", "where": "_where",
+            "sign": "_sign", "isnan": "_isnan", "isinf": "_isinf", "isfinite": "_isfinite",
+            "logical_and": "_land", "logical_or": "_lor", "logical_xor": "_lxor",
+            "logical_not": "_lnot", "zeros_like": "_zeros_like", "ones_like": "_ones_like",
+            "full_like": "_full_like"}
+_FLOAT_ONLY_OPS = {"true_divide", "reciprocal", "power"}
+_NO_NUMBA = {"power": "power calls the scalar C library (NumPy's loop is as fast)"}
+
+
+def _typename(dt):
+    return "np.%s" % np.dtype(dt).name if np.dtype(dt) != np.bool_ else "np.bool_"
+
+
+def _scalar_expr(op, args, in_dtype):
+    """The op as a scalar expression over the names `args`; raises _Ineligible."""
+    name = op.prim.name
+    if name in _NO_NUMBA:
+        raise _Ineligible("'%s': %s" % (name, _NO_NUMBA[name]))
+    if name in _FLOAT_ONLY_OPS and in_dtype not in _FLOATS:
+        raise _Ineligible("'%s' on %s" % (name, in_dtype))
+    if name == "convert_element_type":
+        dst = np.dtype(op.params["dtype"])
+        if dst.kind in "iu" and in_dtype.kind == "f":
+            raise _Ineligible("float-to-integer conversion (NaN/inf casts are platform-defined)")
+        if dst == np.bool_:
+            return "(%s != 0)" % args[0]
+        return "%s(%s)" % (_typename(dst), args[0])
+    tmpl = op.prim.fusion
+    if tmpl is None:
+        raise _Ineligible("'%s' has no fusion template" % name)
+    expr = tmpl.format(*args, **{k: repr(v) for k, v in op.params.items()})
+
+    def repl(m):
+        f = m.group(1)
+        if f in _OWN:
+            if in_dtype not in _FLOATS:
+                raise _Ineligible("'%s' on %s" % (f, in_dtype))
+            return "%s_%s(" % (f, in_dtype.name)
+        if f in _INTRINSIC:
+            if in_dtype not in _FLOATS:
+                raise _Ineligible("'%s' on %s" % (f, in_dtype))
+            return _INTRINSIC[f] + "("
+        if f in _HELPERS:
+            return _HELPERS[f] + "("
+        raise _Ineligible("no vectorizable scalar '%s' for %s (it would call the C library; "
+                          "NumPy's SIMD loop is faster)" % (f, in_dtype))
+    return re.sub(r"\b([A-Za-z_]\w*)\s*\(", repl, expr)
+
+
+class _Ineligible(Exception):
+    pass
+
+
+def why_not(prog):
+    """None if `prog` can be compiled by this tier, else the reason."""
+    try:
+        _body(prog, ["x%d" % i for i in range(prog.n_in)])
+    except _Ineligible as e:
+        return str(e)
+    return None
+
+
+def _body(prog, in_names):
+    """Lines computing every op as scalars t0, t1, ... from `in_names`."""
+    ok = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                np.uint16, np.uint32, np.uint64, np.float32, np.float64)}
+    names = list(in_names)
+    lines = []
+    for v, (_, dt) in enumerate(prog.ins):
+        if dt not in ok:
+            raise _Ineligible("dtype %s" % dt)
+    for j, o in enumerate(prog.ops):
+        if o.dtype not in ok:
+            raise _Ineligible("dtype %s" % o.dtype)
+        if o.reduce:
+            if o.prim.name != "reduce_sum" or o.dtype not in _FLOATS:
+                raise _Ineligible("reduction '%s' on %s" % (o.prim.name, o.dtype))
+            names.append(None)
+            continue
+        args = [names[a] for a in o.args]
+        if any(a is None for a in args):
+            raise _Ineligible("a reduction's result used inside the region")
+        in_dt = prog.value_dtype(o.args[0]) if o.args else o.dtype
+        if o.prim.name == "select":
+            in_dt = prog.value_dtype(o.args[1])
+        expr = _scalar_expr(o, args, in_dt)
+        if o.dtype == np.bool_:
+            lines.append("t%d = %s" % (j, expr))
+        else:
+            # NumPy keeps the op's dtype (int32 + int32 wraps in int32); numba would widen
+            lines.append("t%d = %s(%s)" % (j, _typename(o.dtype), expr))
+        names.append("t%d" % j)
+    return lines
+
+
+# ------------------------------------------------------------------ helpers for kernels
+
+_helpers = None
+
+
+def helpers():
+    """Namespace that generated kernels import their scalar functions from."""
+    global _helpers
+    if _helpers is None:
+        from . import _numba_helpers
+        ns = {k: v for k, v in vars(_numba_helpers).items() if k.startswith("_")}
+        for (name, dt), f in mathlib.numba_functions().items():
+            ns["%s_%s" % (name, dt.name)] = f
+        _helpers = ns
+    return _helpers
+
+
+# ------------------------------------------------------------------ collapsing operands
+class Plan:
+    """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
+    __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
+                 "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable")
+
+    def __init__(self, prog, in_shapes):
+        self.kernel = self.parallel_kernel = None
+        self.requested = set()
+        shapes = runtime_shapes(prog, in_shapes)
+        n = prog.n_in
+        ew = [j for j, o in enumerate(prog.ops) if not o.reduce]
+        S = shapes[n + ew[0]]
+        self.S = S
+        self.writeable = None
+        self.ok = all(shapes[n + j] == S for j in ew)
+        self.size = math.prod(S)
+        red = [j for j, o in enumerate(prog.ops) if o.reduce]
+        nd = len(S)
+        ops_shapes = [tuple(s) for s in in_shapes]
+        outs = [v for v in prog.outputs if not prog.ops[v - n].reduce]
+        acc = None
+        if red:
+            o = prog.ops[red[0]]
+            axes = o.params["axes"]
+            acc = tuple(1 if i in axes else d for i, d in enumerate(S))
+            self.red_shape = shapes[n + red[0]]
+        else:
+            self.red_shape = None
+        all_shapes = ops_shapes + [S] * len(outs) + ([acc] if acc is not None else [])
+        flags = []
+        for s in all_shapes:
+            s = (1,) * (nd - len(s)) + tuple(s)
+            flags.append(tuple(d == S[i] and S[i] != 1 for i, d in enumerate(s)))
+        keep = [i for i in range(nd) if S[i] != 1]
+        groups = []
+        for i in keep:
+            col = tuple(f[i] for f in flags)
+            if groups and groups[-1][0] == col:
+                groups[-1][1].append(i)
+            else:
+                groups.append((col, [i]))
+        if not groups:
+            groups = [(tuple(False for _ in flags), [])]
+        self.dims = tuple(math.prod(S[i] for i in g) for _, g in groups)
+        self.pattern = tuple(tuple(col[k] for col, _ in groups) for k in range(len(flags)))
+        cs = [tuple(d if f else 1 for d, f in zip(self.dims, pat)) for pat in self.pattern]
+        self.in_shapes = cs[:n]
+        self.out_shapes = cs[n:n + len(outs)]
+        self.acc_shape = cs[-1] if acc is not None else None
+
+    def full_reduce(self):
+        return self.acc_shape is not None and not any(self.pattern[-1])
+
+
+def _kernel_source(prog, plan, parallel, name):
+    n = prog.n_in
+    pat = plan.pattern
+    r = len(plan.dims)
+    idx = ["i%d" % k for k in range(r)]
+    outs = [v for v in prog.outputs if not prog.ops[v - n].reduce]
+    red = [j for j, o in enumerate(prog.ops) if o.reduce]
+    full_red = plan.full_reduce()
+
+    def index(p):
+        if not any(p):
+            return "[0]"
+        return "[%s]" % ", ".join(i if f else "0" for i, f in zip(idx, p))
+
+    params = ["d%d" % k for k in range(r)] + ["x%d" % i for i in range(n)] + \
+             ["o%d" % k for k in range(len(outs))] + (["acc"] if red and not full_red else [])
+    body = _body(prog, ["a%d" % i for i in range(n)])
+    h = helpers()
+    used = sorted({m for line in body for m in re.findall(r"\b([A-Za-z_]\w*)\(", line)
+                   if m in h})
+    L = ["import numpy as np", "from numba import njit, prange",
+         "from ndflow.graph.kernels.numba_tier import helpers as _helpers", "_h = _helpers()"]
+    L += ["%s = _h[%r]" % (u, u) for u in used]
+    L.append("")
+    # the outermost loop is split between threads unless it runs along a reduced axis
+    outer_red = red and not full_red and not pat[-1][0]
+    parallel = parallel and not outer_red
+    L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', cache=True, nogil=True)"
+             % (parallel, FASTMATH))
+    L.append("def %s(%s):" % (name, ", ".join(params)))
+    ind = "    "
+    if full_red:
+        L.append(ind + "s = 0.0")
+    for k in range(r):
+        rng = "prange" if (k == 0 and parallel) else "range"
+        L.append(ind + "for %s in %s(d%d):" % (idx[k], rng, k))
+        ind += "    "
+    for i in range(n):
+        L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+    L += [ind + line for line in body]
+    for k, v in enumerate(outs):
+        L.append(ind + "o%d%s = t%d" % (k, index(pat[n + k]), v - n))
+    if red:
+        src = prog.ops[red[0]].args[0]
+        sv = ("a%d" % src) if src < n else ("t%d" % (src - n))
+        if full_red:
+            L.append(ind + "s += %s" % sv)
+        else:
+            L.append(ind + "acc%s += %s" % (index(pat[-1]), sv))
+    if full_red:
+        L.append("    return s")
+    else:
+        L.append("    return 0")
+    return "\n".join(L) + "\n"
+
+
+# ------------------------------------------------------------------ compiling
+_KERNELS = {}          # (program key, pattern, parallel) -> dispatcher
+_LOCK = threading.Lock()
+_Q = queue.Queue()
+_worker = None
+_pending = 0
+_idle = threading.Condition()
+
+
+def _cache_dir():
+    d = os.environ.get("NDFLOW_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "ndflow", "kernels")
+    try:
+        os.makedirs(d, exist_ok=True)
+        return d if os.access(d, os.W_OK) else None
+    except OSError:
+        return None
+
+
+_MATH_HASH = None
+
+
+def _load(src, name, cache=True):
+    """Compile-ready dispatcher for `src`: from a module file (so numba can cache it on disk),
+    or from memory when no cache directory is writable."""
+    global _MATH_HASH
+    if _MATH_HASH is None:
+        import numba
+        h = hashlib.sha1()
+        for m in (mathlib, sys.modules[__name__]):
+            with open(m.__file__, "rb") as f:
+                h.update(f.read())
+        h.update(numba.__version__.encode())
+        _MATH_HASH = h.hexdigest()[:12]
+    d = _cache_dir() if cache else None
+    digest = hashlib.sha1((src + _MATH_HASH).encode()).hexdigest()[:20]
+    if d is not None:
+        path = os.path.join(d, "k_%s.py" % digest)
+        if not os.path.exists(path):
+            tmp = path + ".%d.tmp" % os.getpid()
+            with open(tmp, "w") as f:
+                f.write(src)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location("ndflow_kernel_%s" % digest, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod        # numba's cache re-imports a kernel's module by name
+        spec.loader.exec_module(mod)
+        return getattr(mod, name)
+    ns = {}
+    exec(compile(src.replace("cache=True", "cache=False"), "<ndflow kernel>", "exec"), ns)
+    return ns[name]
+
+
+def _dummy_args(prog, plan):
+    """Arguments of the kernel's types (dtype, rank, layout, writeable) but one element each:
+    calling with them compiles the kernel, or loads it from numba's disk cache."""
+    n = prog.n_in
+    r = len(plan.dims)
+    args = [1] * r
+    for i in range(n):
+        a = np.zeros(tuple(1 for _ in plan.in_shapes[i]) if any(plan.pattern[i]) else (1,),
+                     prog.ins[i][1])
+        if plan.writeable is not None and not plan.writeable[i]:
+            a.flags.writeable = False
+        args.append(a)
+    outs = [v for v in prog.outputs if not prog.ops[v - n].reduce]
+    for k, v in enumerate(outs):
+        args.append(np.zeros(tuple(1 for _ in plan.out_shapes[k]) if any(plan.pattern[n + k])
+                             else (1,), prog.ops[v - n].dtype))
+    red = [o for o in prog.ops if o.reduce]
+    if red and not plan.full_reduce():
+        args.append(np.zeros(tuple(1 for _ in plan.acc_shape), red[0].dtype))
+    return args
+
+
+def _compile(prog, plan, parallel):
+    key = (prog.key, plan.pattern, parallel)
+    with _LOCK:
+        k = _KERNELS.get(key)
+    if k is not None:
+        return k
+    t0 = time.perf_counter()
+    if STATS["import_s"] is None:
+        import numba  # noqa: F401
+        STATS["import_s"] = time.perf_counter() - t0
+    name = "fused_kernel"
+    src = _kernel_source(prog, plan, parallel, name)
+    try:
+        disp = _load(src, name)
+        disp(*_dummy_args(prog, plan))       # compiles (or loads from the disk cache)
+    except Exception as e:
+        # numba cannot always reload what it cached (two-thread kernels: "No module named
+        # '<dynamic>'"): compile in memory instead
+        STATS["failures"].append("disk cache: %r" % e)
+        disp = _load(src, name, cache=False)
+        disp(*_dummy_args(prog, plan))
+    disp.disable_compile()                          # a new type later: tier 0, not a stall
+    disp.ndflow_source = src
+    STATS["compiles"] += 1
+    STATS["compile_s"] += time.perf_counter() - t0
+    with _LOCK:
+        _KERNELS[key] = disp
+    return disp
+
+
+def _work():
+    global _pending
+    while True:
+        job = _Q.get()
+        try:
+            job()
+        except Exception as e:          # a failed compile leaves tier 0 in place
+            STATS["failures"].append(repr(e))
+        finally:
+            with _idle:
+                _pending -= 1
+                _idle.notify_all()
+
+
+def _submit(job, sync):
+    global _worker, _pending
+    if sync:
+        try:
+            job()
+        except Exception as e:
+            STATS["failures"].append(repr(e))
+        return
+    with _idle:
+        _pending += 1
+    if _worker is None:
+        _worker = threading.Thread(target=_work, name="ndflow-numba", daemon=True)
+        _worker.start()
+    _Q.put(job)
+
+
+def wait(timeout=None):
+    """Wait until queued compiles are done."""
+    end = None if timeout is None else time.monotonic() + timeout
+    with _idle:
+        while _pending:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _idle.wait(left)
+    return True
+
+
+# ------------------------------------------------------------------ running
+class Runner:
+    """The tier-1 callable of one FusedKernel: collapse operands, call the kernel."""
+
+    def __init__(self, fk, sync):
+        self.fk = fk
+        self.prog = fk.prog
+        self.sync = sync
+        self.parallel_ok = fk.parallel
+        self.plans = {}
+        self.static_plan = Plan(self.prog, [s for s, _ in self.prog.ins]) if self.prog.static \
+            else None
+        self.pools = [OutputPool() for v in self.prog.outputs]
+        n = self.prog.n_in
+        self.outs = [k for k, v in enumerate(self.prog.outputs) if not self.prog.ops[v - n].reduce]
+        self.red_out = [k for k, v in enumerate(self.prog.outputs) if self.prog.ops[v - n].reduce]
+        red = [o for o in self.prog.ops if o.reduce]
+        self.red_dtype = red[0].dtype if red else None
+        self.red_keep = red[0].params["keepdims"] if red else None
+
+    def plan_for(self, xs):
+        key = tuple(x.shape for x in xs)
+        p = self.plans.get(key)
+        if p is None:
+            try:
+                p = Plan(self.prog, key)
+            except ValueError:
+                return None
+            self.plans[key] = p
+        return p
+
+    def ensure(self, plan, parallel, xs):
+        which = "par" if parallel else "ser"
+        if which in plan.requested:
+            return
+        plan.requested.add(which)
+        if plan.writeable is None:
+            plan.writeable = [getattr(getattr(x, "flags", None), "writeable", True) for x in xs]
+        prog = self.prog
+
+        def job():
+            k = _compile(prog, plan, parallel)
+            if parallel:
+                plan.parallel_kernel = k
+            else:
+                plan.kernel = k
+        _submit(job, self.sync)
+
+    def __call__(self, xs, donors=None):
+        plan = self.static_plan or self.plan_for(xs)
+        if plan is None or not plan.ok or plan.size < NB_MIN:
+            return NotImplemented
+        par = self.parallel_ok and plan.size >= PAR_MIN
+        k = plan.parallel_kernel if par else plan.kernel
+        if k is None:
+            self.ensure(plan, par, xs)
+            k = plan.parallel_kernel if par else plan.kernel
+            if k is None:
+                k = plan.kernel if par else None
+                if k is None:
+                    return NotImplemented
+        args = list(plan.dims)
+        for i, x in enumerate(xs):
+            if type(x) is not np.ndarray or not x.flags.c_contiguous:
+                if type(x) is not np.ndarray and np.ndim(x) == 0 and not any(plan.pattern[i]):
+                    x = np.asarray(x)
+                else:
+                    return NotImplemented
+            args.append(x.reshape(plan.in_shapes[i]) if any(plan.pattern[i]) else x.reshape(1))
+        S_outs = []
+        prog = self.prog
+        n = prog.n_in
+        res = [None] * len(prog.outputs)
+        for j, k_out in enumerate(self.outs):
+            v = prog.outputs[k_out]
+            dt = prog.ops[v - n].dtype
+            o = donated(donors[k_out], plan.S, dt) if donors else None
+            if o is None:
+                o = self.pools[k_out].take(plan.S, dt)
+            res[k_out] = o
+            args.append(o.reshape(plan.out_shapes[j]) if any(plan.pattern[n + j]) else o.reshape(1))
+            S_outs.append(o)
+        acc = None
+        if self.red_out and not plan.full_reduce():
+            acc = np.zeros(plan.acc_shape, self.red_dtype)
+            args.append(acc)
+        try:
+            s = k(*args)
+        except TypeError:           # argument types the kernel was not compiled for
+            return NotImplemented
+        for k_out in self.outs:
+            self.pools[k_out].give(res[k_out])
+        if self.red_out:
+            rs = plan.red_shape
+            if acc is None:
+                val = self.red_dtype.type(s)
+                r = np.full(rs, val, self.red_dtype) if rs != () else val
+            else:
+                r = acc.reshape(rs)
+            res[self.red_out[0]] = r
+        return res[0] if len(res) == 1 else tuple(res)
+
+
+def request(fk, sync, xs=None):
+    """Make tier 1 available to the FusedKernel `fk` (compiles happen per operand pattern)."""
+    why = why_not(fk.prog)
+    if why is not None:
+        fk.tier1_unavailable = why
+        return
+    r = Runner(fk, sync)
+    p = r.static_plan
+    if p is not None and (not p.ok or p.size < NB_MIN):
+        fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
+        return
+    fk.fast = r
+    if xs is not None:
+        r(xs)

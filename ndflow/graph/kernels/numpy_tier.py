@@ -1,0 +1,217 @@
+"""Tier 0: a fused region as straight-line NumPy code (always available, no compiler).
+
+Small results: each op is its primitive's own kernel, as the unfused graph would call it (no
+`out=`: for a few elements NumPy's small-allocation cache beats any bookkeeping). Large
+results: ufuncs write with `out=` into the result buffers (pooled between calls) and into
+pooled temporaries, reusing a buffer as soon as its value is dead, so a chain such as
+`1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
+same dtypes, so the values are those of the unfused graph, bit for bit.
+"""
+import math
+import os
+
+import numpy as np
+
+from .program import runtime_shapes
+from .pool import OutputPool, TempPool, donated
+
+# results with fewer elements take the plain path
+LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
+
+
+class Plan:
+    __slots__ = ("large", "S", "size", "shapes")
+
+    def __init__(self, prog, in_shapes):
+        self.shapes = runtime_shapes(prog, in_shapes)
+        ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
+        self.S = ew.pop() if len(ew) == 1 else None
+        self.size = math.prod(self.S) if self.S is not None else 0
+        self.large = self.S is not None and self.size >= LARGE_MIN
+
+
+def _how(op):
+    """How the large path writes this op into a buffer: 'ufunc', 'select', 'convert' or None
+    (the op returns a new array)."""
+    if op.reduce:
+        return None
+    impl = op.prim.impl
+    if isinstance(impl, np.ufunc) and not op.params and impl.nout == 1:
+        return "ufunc"
+    if op.prim.name == "select":
+        return "select"
+    if op.prim.name == "convert_element_type":
+        return "convert"
+    return None
+
+
+def assign_buffers(prog):
+    """Linear scan over the large path: value -> buffer slot. Slots are ('out', k) for the
+    k-th result or ('tmp', i); a result's slot serves as scratch until its value is written,
+    and a ufunc may write over an input that dies at it (same shape, same layout)."""
+    n = prog.n_in
+    last = {}
+    for j, o in enumerate(prog.ops):
+        for a in o.args:
+            last[a] = j
+    outs = prog.outputs
+    for v in outs:
+        last[v] = len(prog.ops)
+    slot_dtype, holder, claim = {}, {}, {}
+    for k, v in enumerate(outs):
+        if v >= n and _how(prog.ops[v - n]) is not None:
+            s = ("out", k)
+            slot_dtype[s], holder[s], claim[s] = prog.ops[v - n].dtype, None, v - n
+    where = {}
+    ntmp = 0
+    for j, o in enumerate(prog.ops):
+        v = n + j
+        how = _how(o)
+        dying = [where[a] for a in set(o.args) if a in where and last[a] == j and a not in outs]
+        if how is None:
+            for s in dying:
+                holder[s] = None
+            continue
+        mine = [s for s in claim if claim[s] == j]
+        if mine:
+            s = mine[0]
+        else:
+            s = None
+            free_now = dying if how == "ufunc" else []
+            for cand in list(slot_dtype):
+                if slot_dtype[cand] != o.dtype:
+                    continue
+                busy = holder[cand] is not None and cand not in free_now
+                if busy:
+                    continue
+                if cand[0] == "out":
+                    c = claim[cand]
+                    if c < j or not (c > last[v] or (c == last[v] and
+                                                      _how(prog.ops[c]) == "ufunc")):
+                        continue
+                s = cand
+                break
+            if s is None:
+                s = ("tmp", ntmp)
+                ntmp += 1
+                slot_dtype[s], holder[s] = o.dtype, None
+        for d in dying:
+            holder[d] = None
+        holder[s] = v
+        where[v] = s
+    return where, {s: dt for s, dt in slot_dtype.items() if s[0] == "tmp"}
+
+
+def overwritable(prog):
+    """{(k, i)}: result k may be written into operand i's buffer (when the graph donates it):
+    in the large path no op reads operand i after result k's buffer is first written, or the
+    first write is a ufunc reading it (exact overlap is safe). Operand i must have the full
+    static shape, so that it is read element for element as the result is written."""
+    where, _ = assign_buffers(prog)
+    n = prog.n_in
+    out = set()
+    if any(d is None for d in prog.shape):
+        return out
+    for k, v in enumerate(prog.outputs):
+        if where.get(v) != ("out", k):
+            continue
+        fw = min(w - n for w, s in where.items() if s == ("out", k))
+        for i in range(n):
+            if prog.ins[i][0] != prog.shape or prog.ins[i][1] != prog.ops[v - n].dtype:
+                continue
+            reads = [j for j, o in enumerate(prog.ops) if i in o.args]
+            lr = max(reads) if reads else -1
+            if lr < fw or (lr == fw and _how(prog.ops[fw]) == "ufunc"):
+                out.add((k, i))
+    return out
+
+
+def _name(prog, v, where=None):
+    if v < prog.n_in:
+        return "x%d" % v
+    if where is not None and v in where:
+        s = where[v]
+        return ("o%d" if s[0] == "out" else "b%d") % s[1]
+    return "t%d" % (v - prog.n_in)
+
+
+def generate(prog):
+    """Python source and namespace of `tier0(*operands)` for `prog`."""
+    n = prog.n_in
+    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {}}
+    xs = ", ".join(["x%d" % i for i in range(n)] +
+                   ["d%d=None" % k for k in range(len(prog.outputs))])
+    ns["_donated"] = donated
+    L = ["def tier0(%s):" % xs]
+    if prog.static:
+        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins])
+        L.append("    plan = _static_plan")
+    else:
+        key = "(%s)" % "".join("x%d.shape, " % i for i in range(n))
+        L += ["    key = %s" % key,
+              "    plan = _plans.get(key)",
+              "    if plan is None:",
+              "        plan = _plans[key] = _Plan(_prog, key)"]
+    single = len(prog.outputs) == 1
+    ret = (lambda names: names[0]) if single else (lambda names: "(%s)" % "".join(
+        s + ", " for s in names))
+    # ---- plain path
+    L.append("    if not plan.large:")
+    for j, o in enumerate(prog.ops):
+        f = "f%d" % j
+        ns[f] = _bound(o)
+        args = ", ".join(_name(prog, a) for a in o.args)
+        L.append("        t%d = %s(%s)" % (j, f, args))
+    L.append("        return %s" % ret([_name(prog, v) for v in prog.outputs]))
+    # ---- large path
+    where, tmps = assign_buffers(prog)
+    L.append("    S = plan.S")
+    for k, v in enumerate(prog.outputs):
+        if v in where and where[v] == ("out", k):
+            ns["_out%d" % k] = OutputPool()
+            ns["_d%d" % k] = prog.ops[v - n].dtype
+            L.append("    o%d = _donated(d%d, S, _d%d)" % (k, k, k))
+            L.append("    if o%d is None:" % k)
+            L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
+    for s, dt in sorted(tmps.items()):
+        ns["_dt%d" % s[1]] = dt
+        L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
+    for j, o in enumerate(prog.ops):
+        v = n + j
+        args = [_name(prog, a, where) for a in o.args]
+        how = _how(o) if v in where else None
+        if how == "ufunc":
+            ns["u%d" % j] = o.prim.impl
+            L.append("    u%d(%s, out=%s)" % (j, ", ".join(args), _name(prog, v, where)))
+        elif how == "select":
+            dst = _name(prog, v, where)
+            L.append("    np.copyto(%s, %s)" % (dst, args[2]))
+            L.append("    np.copyto(%s, %s, where=%s)" % (dst, args[1], args[0]))
+        elif how == "convert":
+            L.append("    np.copyto(%s, %s, casting='unsafe')" % (_name(prog, v, where), args[0]))
+        else:
+            L.append("    t%d = f%d(%s)" % (j, j, ", ".join(args)))
+    for s in sorted(tmps):
+        L.append("    _tmp.give(b%d)" % s[1])
+    for k, v in enumerate(prog.outputs):
+        if v in where and where[v] == ("out", k):
+            L.append("    _out%d.give(o%d)" % (k, k))
+    L.append("    return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
+    return "\n".join(L) + "\n", ns
+
+
+def _bound(op):
+    impl = op.prim.impl
+    if op.params:
+        params = op.params
+        return lambda *a: impl(*a, **params)
+    return impl
+
+
+def build(prog):
+    src, ns = generate(prog)
+    exec(compile(src, "<ndflow fused %s>" % prog.describe(), "exec"), ns)
+    fn = ns["tier0"]
+    fn.source = src
+    fn.output_pools = [ns[k] for k in sorted(ns) if k.startswith("_out")]
+    return fn

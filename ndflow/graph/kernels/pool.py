@@ -1,0 +1,84 @@
+"""Buffers kept between calls of a kernel, so that large results and temporaries do not cost a
+fresh allocation (for large arrays: an mmap and a page fault per 4 KiB) on every call.
+
+An output buffer goes back to its pool when the kernel returns it. At the next call it is
+reused only if nothing but the pool refers to it any more (the caller dropped the result and
+every view of it: a view holds a reference to its base), checked with `sys.getrefcount`. Lists
+are popped and appended (atomic in CPython), so concurrent calls never share a buffer.
+"""
+import sys
+
+import numpy as np
+
+_getrefcount = sys.getrefcount
+
+
+def _calibrate():
+    pool = [np.empty(1)]
+    b = pool.pop()
+    return _getrefcount(b)
+
+
+# references held while `take` inspects a buffer nobody else holds (its local name, the call's
+# argument): measured rather than assumed, as it differs between Python versions
+_FREE_REFS = _calibrate()
+
+
+class OutputPool:
+    """Reusable result buffers for one output of one fused node."""
+    __slots__ = ("free", "reused", "allocated")
+
+    def __init__(self):
+        self.free = []
+        self.reused = 0
+        self.allocated = 0
+
+    def take(self, shape, dtype):
+        try:
+            b = self.free.pop()
+        except IndexError:
+            b = None
+        if b is not None and _getrefcount(b) == _FREE_REFS and b.shape == shape \
+                and b.dtype == dtype:
+            self.reused += 1
+            return b
+        self.allocated += 1
+        return np.empty(shape, dtype)
+
+    def give(self, b):
+        if len(self.free) < 2:
+            self.free.append(b)
+
+    def clear(self):
+        self.free.clear()
+
+
+class TempPool:
+    """Scratch buffers by (shape, dtype), used and given back within one call."""
+    __slots__ = ("free",)
+
+    def __init__(self):
+        self.free = {}
+
+    def take(self, shape, dtype):
+        lst = self.free.get((shape, dtype))
+        if lst:
+            try:
+                return lst.pop()
+            except IndexError:
+                pass
+        return np.empty(shape, dtype)
+
+    def give(self, b):
+        lst = self.free.setdefault((b.shape, b.dtype), [])
+        if len(lst) < 4:
+            lst.append(b)
+
+
+def donated(d, shape, dtype):
+    """`d` if the result can be written into it (a dead buffer the graph donates), else None:
+    a whole, writeable, C-contiguous array of exactly this shape and dtype, not a view."""
+    if type(d) is np.ndarray and d.base is None and d.shape == shape and d.dtype == dtype \
+            and d.flags.writeable and d.flags.c_contiguous:
+        return d
+    return None

@@ -1,0 +1,502 @@
+"""Elementwise fusion, fused kernels and buffer reuse (ndflow/graph/fusion.py, kernels/,
+memory.py): graph structure after fusion; fused == unfused on random chains with NaN, inf,
+overflow and underflow; our own math functions against NumPy (ulps and exact special values);
+pooled and donated buffers never overwrite anything a caller can see. The NumPy tier carries
+the correctness tests (CI has no numba); the numba tier tests skip without numba."""
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+import ndflow as nf
+import ndflow.numpy as tnp
+from ndflow.graph import fusion, memory
+from ndflow.graph.ir import verify
+from ndflow.graph.kernels import numpy_tier, mathlib, FusedKernel
+
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(
+    not HAVE_NUMBA, reason="numba is an optional extra (pip install numba); without it the "
+                           "NumPy tier runs, and the tests above check it")
+
+
+def _fused(cf):
+    return [n for n in cf.graph.nodes if n.prim.name.startswith("fused{")]
+
+
+def _names(cf):
+    return [n.prim.name.split("{")[0] for n in cf.graph.nodes]
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+
+
+@pytest.fixture
+def large_path(monkeypatch):
+    """Make every result 'large' so the out= path runs on small test arrays."""
+    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+
+
+# ------------------------------------------------------------------ structure
+def test_sigmoid_is_one_fused_node(numpy_only):
+    f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
+    y = tnp.asarray(np.linspace(-5, 5, 7, dtype=np.float32))
+    cf = f.get_concrete_function(y)
+    assert _names(cf) == ["fused"]
+    text = str(cf)
+    for op in ("negative(", "exp(", "add(", "true_divide("):
+        assert text.count(op) == 1, text
+    verify(cf.graph)
+    np.testing.assert_array_equal(f(y).numpy(), 1 / (1 + np.exp(-y.numpy())))
+
+
+def test_shared_value_is_computed_once_and_returned(numpy_only):
+    @nf.function
+    def f(x, w):
+        a = tnp.exp(x)
+        return a + 1, a * 2, tnp.matmul(a, w)     # a feeds two members and a matmul
+
+    x = tnp.asarray(np.random.default_rng(0).standard_normal((4, 3)))
+    w = tnp.ones((3, 2))
+    cf = f.get_concrete_function(x, w)
+    fused = _fused(cf)
+    assert len(fused) == 1 and fused[0].prim.name.count("exp(") == 1
+    assert len(fused[0].outputs) == 3          # a (for the matmul), a + 1, a * 2
+    got = f(x, w)
+    a = np.exp(x.numpy())
+    for g, want in zip(got, (a + 1, a * 2, a @ np.ones((3, 2)))):
+        np.testing.assert_array_equal(g.numpy(), want)
+
+
+def test_no_fusion_across_shapes_or_effects(numpy_only):
+    @nf.function
+    def f(x, b):
+        eb = tnp.exp(b)                          # [4]: its own size, not recomputed per row
+        y = tnp.tanh(x + eb) * 2                 # [3, 4]
+        n = tnp.random.normal(size=(3, 4))       # an effect: regions end here
+        return y * 3 + n
+
+    x, b = tnp.ones((3, 4)), tnp.zeros(4)
+    cf = f.get_concrete_function(x, b)
+    for n in _fused(cf):
+        assert "exp(" not in n.prim.name or "tanh(" not in n.prim.name
+    names = [n.prim.name for n in cf.graph.nodes]
+    i_rand = next(i for i, s in enumerate(names) if s.startswith("random"))
+    assert any("tanh(" in s for s in names[:i_rand])          # before the draw
+    assert any(s.startswith("fused") and "tanh(" not in s and "add(" in s
+               for s in names[i_rand + 1:])                    # y * 3 + n after it
+
+
+def test_regions_stay_acyclic(numpy_only):
+    @nf.function
+    def f(x, w):
+        a = tnp.exp(x)
+        m = tnp.matmul(a, w)              # depends on a's region ...
+        return tnp.sin(a) + m             # ... so this add must not join it
+
+    x = tnp.asarray(np.random.default_rng(1).standard_normal((3, 3)))
+    w = tnp.asarray(np.eye(3))
+    cf = f.get_concrete_function(x, w)
+    verify(cf.graph)
+    a = np.exp(x.numpy())
+    np.testing.assert_array_equal(f(x, w).numpy(), np.sin(a) + a @ np.eye(3))
+
+
+def test_trailing_reduction_joins_the_region(numpy_only, large_path):
+    f = nf.function(lambda x, y: tnp.sum((x - y) * (x - y), axis=0))
+    x = tnp.asarray(np.arange(12.0).reshape(4, 3))
+    y = tnp.ones((4, 3))
+    cf = f.get_concrete_function(x, y)
+    assert _names(cf) == ["fused"] and "reduce_sum(" in str(cf)
+    d = x.numpy() - 1
+    np.testing.assert_array_equal(f(x, y).numpy(), np.sum(d * d, axis=0))
+
+
+def test_unknown_sizes_and_runtime_broadcasting(numpy_only, large_path):
+    spec = nf.TensorSpec([None], np.float64)
+    f = nf.function(lambda x, y: tnp.exp(x) * 2 + y, input_signature=[spec, spec])
+    cf = f.get_concrete_function()
+    assert _names(cf) == ["fused"]
+    rng = np.random.default_rng(2)
+    for nx, ny in ((5, 5), (5, 1), (1, 5), (4000, 4000), (1, 4000)):
+        x, y = rng.standard_normal(nx), rng.standard_normal(ny)
+        np.testing.assert_array_equal(f(tnp.asarray(x), tnp.asarray(y)).numpy(),
+                                      np.exp(x) * 2 + y)
+
+
+def test_dtypes_are_kept(numpy_only, large_path):
+    @nf.function
+    def f(i, x):
+        j = i * i + i                              # int32 wraps as NumPy's does
+        b = (x > 0) & (j > 0)
+        return j, tnp.where(b, x.astype(np.float32), -x.astype(np.float32))
+
+    i = tnp.asarray(np.array([2 ** 20, -3, 7, 46341], np.int32))
+    x = tnp.asarray(np.array([1.5, -2.0, np.nan, 0.0]))
+    j, w = f(i, x)
+    iv, xv = i.numpy(), x.numpy()
+    with np.errstate(all="ignore"):
+        jj = iv * iv + iv
+    assert j.dtype == np.int32 and w.dtype == np.float32
+    np.testing.assert_array_equal(j.numpy(), jj)
+    np.testing.assert_array_equal(
+        w.numpy(), np.where((xv > 0) & (jj > 0), xv.astype(np.float32), -xv.astype(np.float32)))
+
+
+def test_cannot_fuse_message_is_clear():
+    f = nf.function(lambda x: tnp.matmul(x, x) + 1)
+    cf = f.get_concrete_function(tnp.ones((3, 3)))
+    sort = next(n for n in cf.traced_graph.nodes if n.prim.name == "matmul")
+    why = fusion.why_not_fusible(sort)
+    assert "cannot fuse 'matmul'" in why and "not elementwise" in why
+    with pytest.raises(fusion.FusionError, match="cannot fuse 'matmul'") as e:
+        fusion.program_from_nodes([sort], {sort.outputs[0].id})
+    assert isinstance(e.value, ValueError)
+    draw = nf.function(lambda: tnp.random.normal(size=3) * 2).get_concrete_function()
+    rnd = next(n for n in draw.traced_graph.nodes if n.prim.effect)
+    assert "effect" in fusion.why_not_fusible(rnd)
+    assert "cannot fuse" in fusion.explain(cf.traced_graph)
+
+
+def test_fusion_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("NDFLOW_FUSION", "0")
+    f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
+    assert "fused" not in str(f.get_concrete_function(tnp.ones(3)))
+
+
+def test_fused_primitives_are_not_registered(numpy_only):
+    from ndflow.core.primitive import REGISTRY
+    nf.function(lambda y: tnp.exp(y) + 1).get_concrete_function(tnp.ones(2))
+    assert not any(p.name.startswith("fused") for p in REGISTRY)
+
+
+# ------------------------------------------------------------------ fused == unfused
+_SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 1e-310, 89.0, -104.0, 710.0,
+            -746.0, 1e30, -1e30, 3.0e38, 1.0, -1.0, 0.5]
+
+_UNARY = {
+    "neg": lambda a: -a, "exp": tnp.exp, "log": tnp.log, "tanh": tnp.tanh, "sqrt": tnp.sqrt,
+    "abs": tnp.abs, "expm1": tnp.expm1, "sin": tnp.sin, "recip": lambda a: 1 / a,
+    "square": lambda a: a * a, "floor": tnp.floor, "sign": tnp.sign,
+}
+_BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "max": tnp.maximum, "min": tnp.minimum,
+    "where": lambda a, b: tnp.where(a > b, a, b * 2),
+}
+_NP = {"neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh, "sqrt": np.sqrt,
+       "abs": np.abs, "expm1": np.expm1, "sin": np.sin, "recip": lambda a: 1 / a,
+       "square": lambda a: a * a, "floor": np.floor, "sign": np.sign,
+       "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+       "max": np.maximum, "min": np.minimum, "where": lambda a, b: np.where(a > b, a, b * 2)}
+
+chains = st.lists(st.one_of(
+    st.tuples(st.sampled_from(sorted(_UNARY)), st.integers(0, 2)),
+    st.tuples(st.sampled_from(sorted(_BINARY)), st.integers(0, 2), st.integers(0, 2))),
+    min_size=2, max_size=7)
+
+
+def _run_chain(ops, xs, table):
+    vals = list(xs)
+    for op in ops:
+        f = table[op[0]]
+        args = [vals[-1 - (k % len(vals))] for k in op[1:]]
+        vals.append(f(*args))
+    return vals[-1], vals[-2]
+
+
+def _inputs(data, dtype, n):
+    elems = st.one_of(st.sampled_from(_SPECIAL), st.floats(-50, 50, width=32))
+    out = []
+    for _ in range(3):
+        v = np.array(data.draw(st.lists(elems, min_size=n, max_size=n)), np.float64)
+        out.append(v.astype(dtype))
+    return out
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)     # NaN == NaN here; bit-for-bit otherwise
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("path", ["plain", "out="])
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), ops=chains)
+def test_random_chains_fused_equal_unfused(numpy_only, monkeypatch, dtype, path, data, ops):
+    if path == "out=":
+        monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+    xs = _inputs(data, dtype, 6)
+    f = nf.function(lambda a, b, c: _run_chain(ops, [a, b, c], {**_UNARY, **_BINARY}))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        got = f(*[tnp.asarray(x) for x in xs])
+        want = _run_chain(ops, xs, _NP)
+    for g, w in zip(got, want):
+        _same(g.numpy(), np.asarray(w))
+
+
+def test_large_path_runs_in_the_result_buffer(numpy_only, large_path):
+    f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
+    src = fusion.fused_kernels(f.get_concrete_function(tnp.ones(3)).graph)[0].source()
+    large = src.split("S = plan.S")[1]
+    assert "_tmp.take" not in large and "out=o0" in large      # no temporary at all
+
+
+# ------------------------------------------------------------------ pooled results
+def test_pooled_results_are_never_overwritten_while_visible(numpy_only, large_path):
+    f = nf.function(lambda y: tnp.exp(y) * 2)
+    a, b = np.arange(6.0), np.arange(6.0) + 100
+    r1 = f(tnp.asarray(a))
+    keep = r1.numpy()
+    view = r1.numpy()[::2]
+    r2 = f(tnp.asarray(b))                       # r1 still alive: a new buffer
+    np.testing.assert_array_equal(r1.numpy(), np.exp(a) * 2)
+    del r1, keep
+    r3 = f(tnp.asarray(a))                       # r1's buffer is still seen through `view`
+    np.testing.assert_array_equal(view, (np.exp(a) * 2)[::2])
+    np.testing.assert_array_equal(r2.numpy(), np.exp(b) * 2)
+    np.testing.assert_array_equal(r3.numpy(), np.exp(a) * 2)
+
+
+def test_concurrent_calls_do_not_share_buffers(numpy_only, large_path):
+    f = nf.function(lambda y: tnp.tanh(y) + y * 3)
+    f(tnp.ones(500))
+    errors = []
+
+    def work(k):
+        x = np.full(500, float(k))
+        for _ in range(200):
+            r = f(tnp.asarray(x)).numpy()
+            if not np.array_equal(r, np.tanh(x) + x * 3):
+                errors.append(k)
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+
+
+# ------------------------------------------------------------------ buffer reuse
+def test_results_go_into_dead_buffers_and_inputs_are_untouched(numpy_only):
+    @nf.function
+    def f(x, w):
+        a = tnp.matmul(x, w)                   # dies at the fused node: its buffer is reused
+        b = tnp.exp(a) * 0.5 + 1
+        return tnp.sqrt(b) - 1 + tnp.sin(b)
+
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((128, 128)), rng.standard_normal((128, 128)) * 0.1
+    xc, wc = x.copy(), w.copy()
+    cf = f.get_concrete_function(tnp.asarray(x), tnp.asarray(w))
+    rep = cf.memory_report()
+    assert rep.reused_bytes >= 128 * 128 * 8 and "into" in str(rep)
+    plain = memory.memory_report(fusion.elementwise_fusion(cf.traced_graph))
+    assert rep.peak_bytes < plain.peak_bytes
+    for _ in range(3):
+        got = f(tnp.asarray(x), tnp.asarray(w)).numpy()
+        b = np.exp(x @ w) * 0.5 + 1
+        np.testing.assert_allclose(got, np.sqrt(b) - 1 + np.sin(b), rtol=1e-12)
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+
+
+def test_memory_report_counts_bytes():
+    f = nf.function(lambda x: tnp.sum(tnp.exp(x) * 2))
+    rep = f.get_concrete_function(tnp.ones((100, 100))).memory_report()
+    assert 100 * 100 * 8 <= rep.input_bytes <= 100 * 100 * 8 + 8     # x and the constant 2
+    assert rep.as_dict()["peak_bytes"] == 8        # one float64 result: exp(x)*2 never exists
+    assert "peak" in str(rep)
+
+
+# ------------------------------------------------------------------ our own math functions
+def _ulps(a, b):
+    it = np.int32 if a.dtype == np.float32 else np.int64
+    ai, bi = a.view(it).astype(np.int64), b.view(it).astype(np.int64)
+    lo = np.iinfo(it).min
+    ai = np.where(ai < 0, lo - ai, ai)
+    bi = np.where(bi < 0, lo - bi, bi)
+    d = np.abs(ai - bi)
+    return np.where(np.isnan(a) & np.isnan(b), 0, d)
+
+
+_ULP_BOUND = {"exp": 2, "log": 2, "expm1": 3, "tanh": 3}
+
+
+def _sample(name, dtype, rng, n=20000):
+    if name == "log":
+        hi = 88 if dtype == np.float32 else 709
+        lo = -103 if dtype == np.float32 else -744
+        return np.exp(rng.uniform(lo, hi, n)).astype(dtype)
+    if name in ("exp", "expm1"):
+        r = (-105, 90) if dtype == np.float32 else (-750, 712)
+        return np.concatenate([rng.uniform(*r, n // 2), rng.uniform(-1, 1, n // 2)]).astype(dtype)
+    return np.concatenate([rng.uniform(-12, 12, n // 2), rng.uniform(-1, 1, n // 2),
+                           rng.uniform(-1e-3, 1e-3, 100)]).astype(dtype)
+
+
+def _specials(dtype):
+    fi = np.finfo(dtype)
+    v = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, fi.tiny, fi.tiny / 4, fi.smallest_subnormal,
+         -fi.smallest_subnormal, fi.max, -fi.max, 88.72283, 88.72284, -87.33, -103.97, -104.0,
+         709.78, 709.79, -745.13, -745.14, 20.0, -20.0, 9.0, 9.1, 1e-30, -1e-30]
+    with np.errstate(over="ignore"):
+        return np.array(v, np.float64).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", mathlib.FUNCTIONS)
+def test_own_math_within_ulps_of_numpy(name, dtype):
+    x = _sample(name, dtype, np.random.default_rng(4))
+    got = mathlib.numpy_version(name, dtype)(x)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    err = _ulps(got, want)
+    assert got.dtype == dtype
+    assert err.max() <= _ULP_BOUND[name], (x[err.argmax()], got[err.argmax()], want[err.argmax()])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", mathlib.FUNCTIONS)
+def test_own_math_special_values_as_numpy(name, dtype):
+    x = _specials(dtype)
+    got = mathlib.numpy_version(name, dtype)(x)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    exact = ~nan & (np.isinf(want) | (want == 0) | (np.abs(want) == 1) | (x == 0))
+    np.testing.assert_array_equal(got[exact], want[exact])
+    np.testing.assert_array_equal(np.signbit(got[exact]), np.signbit(want[exact]))
+    assert _ulps(got[~nan], want[~nan]).max() <= _ULP_BOUND[name]
+
+
+# ------------------------------------------------------------------ numba stays optional
+@pytest.mark.parametrize("setting,size", [("1", 3), ("0", 100000)])
+def test_core_does_not_import_numba(setting, size):
+    """Default settings: a region too small for a compiled loop never imports numba (nor
+    does importing ndflow); NDFLOW_NUMBA=0: not even a large one does."""
+    code = ("import sys, numpy as np, ndflow as nf, ndflow.numpy as tnp\n"
+            "assert 'numba' not in sys.modules, 'numba imported by import ndflow'\n"
+            "f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))\n"
+            "for _ in range(5): f(tnp.ones(%d))\n"
+            "assert 'numba' not in sys.modules, 'numba imported'\n" % size)
+    env = dict(os.environ, NDFLOW_NUMBA=setting,
+               PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+def test_numba_off_keeps_tier_0(numpy_only):
+    f = nf.function(lambda y: tnp.exp(y) + 1)
+    y = tnp.ones(10000)
+    for _ in range(6):
+        f(y)
+    assert fusion.fused_kernels(f.get_concrete_function(y).graph)[0].tier() == 0
+
+
+# ------------------------------------------------------------------ the numba tier
+@pytest.fixture
+def numba_sync(monkeypatch):
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+
+
+def _tier1(f, *args, n=4):
+    with np.errstate(all="ignore"):         # tier 0 (the first calls) warns as NumPy does
+        for _ in range(n):
+            out = f(*args)
+    fks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
+    return (fks[0] if fks else None), out
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_math_matches_numpy_version(dtype):
+    from numba import njit
+    x = np.concatenate([_specials(dtype), _sample("exp", dtype, np.random.default_rng(5), 2000),
+                        _sample("log", dtype, np.random.default_rng(6), 2000)])
+    for name in mathlib.FUNCTIONS:
+        fn = mathlib.numba_functions()[(name, np.dtype(dtype))]
+
+        @njit(fastmath={"contract"}, error_model="numpy")
+        def run(a, out):
+            for i in range(a.shape[0]):
+                out[i] = fn(a[i])
+        got = np.empty_like(x)
+        run(x, got)
+        want = mathlib.numpy_version(name, dtype)(x)
+        assert _ulps(got, want).max() <= 2, name      # FMA contraction rounds differently
+        with np.errstate(all="ignore"):
+            assert _ulps(got, getattr(np, name)(x)).max() <= _ULP_BOUND[name] + 1, name
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):
+    f = nf.function(lambda y: (1 / (1 + tnp.exp(-y)), tnp.tanh(y) * 2 - tnp.log(tnp.abs(y))))
+    rng = np.random.default_rng(7)
+    y = np.concatenate([rng.standard_normal(5000) * 30, _specials(dtype)]).astype(dtype)
+    fk, out = _tier1(f, tnp.asarray(y))
+    assert fk.tier() == 1
+    with np.errstate(all="ignore"):
+        want = (1 / (1 + np.exp(-y)), np.tanh(y) * 2 - np.log(np.abs(y)))
+    for g, w in zip(out, want):
+        g = g.numpy()
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_array_equal(np.isinf(g), np.isinf(w))
+        ok = np.isfinite(w)
+        np.testing.assert_allclose(g[ok], w[ok], rtol=8 * np.finfo(dtype).eps,
+                                   atol=4 * np.finfo(dtype).eps)
+
+
+@needs_numba
+@pytest.mark.slow       # each new chain is a numba compile (~0.3-1 s)
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), ops=chains, dtype=st.sampled_from([np.float32, np.float64]))
+def test_numba_tier_random_chains(numba_sync, monkeypatch, data, ops, dtype):
+    from ndflow.graph.kernels import numba_tier
+    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    xs = _inputs(data, dtype, 6)
+    f = nf.function(lambda a, b, c: _run_chain(ops, [a, b, c], {**_UNARY, **_BINARY}))
+    args = [tnp.asarray(x) for x in xs]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        _, got = _tier1(f, *args)
+        want = _run_chain(ops, xs, _NP)
+    for g, w in zip(got, want):
+        g, w = g.numpy(), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        fin = np.isfinite(w) & np.isfinite(g)
+        np.testing.assert_array_equal(g[~fin & ~np.isnan(w)], w[~fin & ~np.isnan(w)])
+        # a few ulps per op; values near cancellation compare in absolute terms
+        np.testing.assert_allclose(g[fin], w[fin], rtol=64 * np.finfo(dtype).eps,
+                                   atol=np.finfo(dtype).eps * 64 * (1 + np.abs(w[fin]).max(initial=0)))
+
+
+@needs_numba
+def test_numba_tier_reductions_and_broadcasting(numba_sync, monkeypatch):
+    from ndflow.graph.kernels import numba_tier
+    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    f = nf.function(lambda x, b: (tnp.sum(tnp.exp(x + b) * 2), tnp.sum(tnp.tanh(x * b), axis=0),
+                                  tnp.sum(x * b, axis=1)))
+    rng = np.random.default_rng(8)
+    x, b = rng.standard_normal((300, 40)), rng.standard_normal(40)
+    for fn in (f,):
+        outs = _tier1(fn, tnp.asarray(x), tnp.asarray(b))[1]
+    tiers = [k.tier() for k in fusion.fused_kernels(f.get_concrete_function(
+        tnp.asarray(x), tnp.asarray(b)).graph)]
+    assert 1 in tiers
+    want = (np.sum(np.exp(x + b) * 2), np.sum(np.tanh(x * b), axis=0), np.sum(x * b, axis=1))
+    for g, w in zip(outs, want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12)
