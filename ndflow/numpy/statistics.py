@@ -1,0 +1,1342 @@
+"""Statistics, cumulative operations and histograms: cumsum/cumprod (and the Array API's
+cumulative_*), diff, ediff1d, gradient, trapezoid, ptp, average, median, quantile/percentile
+(every NumPy `method`), cov, corrcoef, histogram (and 2d/dd/bin edges), bincount, digitize and
+the nan-ignoring variants.
+
+Composed of primitives (sort, gathers, scans, reductions), so everything differentiates, traces
+and vectorizes; quantiles differentiate through the sort and the interpolation weights. Where
+no tape, trace, batching or device is involved NumPy answers directly (its values by
+construction, at its speed).
+"""
+import builtins
+import operator
+import warnings
+
+import numpy as np
+
+from ..core.ndarray import ndarray
+from ..core.primitive import bind
+from ..core import dtypes as _dt
+from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
+from ..primitives._util import norm_axis, norm_axes
+from ._core import asarray
+from .sorting import eager, host, to_nf, no_vmap
+from . import math as M
+from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
+                           broadcast_to, stack, transpose)
+from .indexing import take, take_along_axis
+
+_py_range = range
+
+
+def _cast(x, d):
+    x = asarray(x)
+    return x if x.dtype == d else bind(E.convert_p, x, dtype=d)
+
+
+def _out(r, out):
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+def _sum_dtype(d):
+    if d.kind == "b" or (d.kind == "i" and d.itemsize < 8):
+        return _dt.I64
+    if d.kind == "u" and d.itemsize < 8:
+        return np.dtype(np.uint64)
+    return d
+
+
+def _inexact(d):
+    return d.kind in "fc" or d == _dt.BFLOAT16
+
+
+def _concrete(*xs):
+    return all(not isinstance(x, ndarray) or x._t is None for x in xs)
+
+
+def _size_of(x, axis):
+    """The length of `axis`: a Python int, or (unknown while tracing) a 0-d int64 array
+    computed at run time."""
+    n = x.shape[axis]
+    if n is not None:
+        return n
+    from ..graph.function import shape as _dyn_shape
+    return _dyn_shape(x, out_type=np.int64)[axis]
+
+
+# ------------------------------------------------------------------ cumulative
+def _scan(prim, npf, a, axis, dtype, out):
+    if out is None and eager(a):
+        return to_nf(npf(host(a), axis=axis, dtype=dtype))
+    x = asarray(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = norm_axis(operator.index(axis), x.ndim)
+    d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(x.dtype)
+    return _out(bind(prim, _cast(x, d), axis=axis), out)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum, as `numpy.cumsum` (small integers accumulate in int64); its gradient is
+    the reversed cumulative sum of the cotangent."""
+    return _scan(C.cumsum_p, np.cumsum, a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product, as `numpy.cumprod`; the gradient is exact with zeros in the input
+    too (see primitives/cumulative.py)."""
+    return _scan(C.cumprod_p, np.cumprod, a, axis, dtype, out)
+
+
+def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
+    if out is None and eager(x):
+        return to_nf(npf(host(x), axis=axis, dtype=dtype, include_initial=include_initial))
+    a = asarray(x)
+    if a.ndim == 0:
+        raise ValueError(f"{name} does not support 0-d arrays" if False else
+                         "axis 0 is out of bounds for array of dimension 0")
+    if axis is None:
+        if a.ndim > 1:
+            raise ValueError("axis must be specified for multi-dimensional arrays.")
+        axis = 0
+    axis = norm_axis(operator.index(axis), a.ndim)
+    d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
+    r = bind(prim, _cast(a, d), axis=axis)
+    if include_initial:
+        shape = tuple(1 if i == axis else s for i, s in enumerate(r.shape))
+        if None in shape:
+            from .indexing import _getitem
+            first = _getitem(r, tuple(slice(0, 1) if i == axis else slice(None)
+                                      for i in _py_range(r.ndim)))
+            init = bind(E.full_like_p, first, fill_value=ident)
+        else:
+            init = broadcast_to(_cast(ident, d), shape)
+        r = concatenate([init, r], axis=axis)
+    return _out(r, out)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """`numpy.cumulative_sum` (the Array API's cumsum, optionally starting with 0)."""
+    return _cumulative("cumulative_sum", C.cumsum_p, np.cumulative_sum, 0, x, axis, dtype, out,
+                       include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """`numpy.cumulative_prod` (optionally starting with 1)."""
+    return _cumulative("cumulative_prod", C.cumprod_p, np.cumulative_prod, 1, x, axis, dtype,
+                       out, include_initial)
+
+
+def _replace_nan(a, val):
+    """(a with NaNs replaced by val, the NaN mask) -- mask None for non-inexact arrays."""
+    a = asarray(a)
+    if not _inexact(a.dtype):
+        return a, None
+    mask = M.isnan(a)
+    return M.where_(mask, _cast(val, a.dtype), a), mask
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum treating NaN as 0, as `numpy.nancumsum`."""
+    if out is None and eager(a):
+        return to_nf(np.nancumsum(host(a), axis=axis, dtype=dtype))
+    return cumsum(_replace_nan(a, 0)[0], axis=axis, dtype=dtype, out=out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product treating NaN as 1, as `numpy.nancumprod`."""
+    if out is None and eager(a):
+        return to_nf(np.nancumprod(host(a), axis=axis, dtype=dtype))
+    return cumprod(_replace_nan(a, 1)[0], axis=axis, dtype=dtype, out=out)
+
+
+# ------------------------------------------------------------------ differences
+def _slice_along(x, axis, sl):
+    from .indexing import _getitem
+    return _getitem(x, tuple(sl if i == axis else slice(None) for i in _py_range(x.ndim)))
+
+
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    """n-th discrete difference along `axis`, as `numpy.diff` (booleans: not_equal)."""
+    if eager(a, prepend, append):
+        return to_nf(np.diff(host(a), n, axis, host(prepend), host(append)))
+    if n == 0:
+        return asarray(a)
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    a = asarray(a)
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = norm_axis(axis, a.ndim)
+    parts = []
+    for extra, name in ((prepend, "prepend"), (append, "append")):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        e = asarray(extra)
+        if e.ndim == 0:
+            shape = tuple(1 if i == axis else s for i, s in enumerate(a.shape))
+            e = broadcast_to(e, shape)
+        parts.append(e)
+    if parts[0] is not None or parts[1] is not None:
+        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
+    op = M.not_equal if a.dtype == _dt.BOOL else M.subtract
+    for _ in _py_range(n):
+        a = op(_slice_along(a, axis, slice(1, None)), _slice_along(a, axis, slice(None, -1)))
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences of the flattened array, with optional values before and after, as
+    `numpy.ediff1d` (the result has the input's dtype)."""
+    if eager(ary, to_end, to_begin):
+        return to_nf(np.ediff1d(host(ary), host(to_end), host(to_begin)))
+    a = ravel(asarray(ary))
+    d = a.dtype
+    parts = []
+    for v, name in ((to_begin, "to_begin"), (to_end, "to_end")):
+        if v is None:
+            parts.append(None)
+            continue
+        v = asarray(v)
+        if not np.can_cast(v.dtype, d, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the "
+                            f"`same_kind` rule.")
+        parts.append(_cast(ravel(v), d))
+    body = M.subtract(a[1:], a[:-1]) if a.dtype != _dt.BOOL else M.not_equal(a[1:], a[:-1])
+    body = _cast(body, d)
+    return concatenate([p for p in (parts[0], body, parts[1]) if p is not None])
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """Central differences inside, one-sided (first or second order) at the edges, with
+    uniform or coordinate-array spacing, as `numpy.gradient`."""
+    if eager(f, *varargs):
+        return to_nf(np.gradient(host(f), *[host(v) for v in varargs], axis=axis,
+                                 edge_order=edge_order))
+    f = asarray(f)
+    N = f.ndim
+    axes = tuple(range(N)) if axis is None else norm_axes(axis, N)
+    n = len(varargs)
+    if n == 0:
+        dx = [1.0] * len(axes)
+    elif n == 1 and np.ndim(varargs[0]) == 0:
+        dx = list(varargs) * len(axes)
+    elif n == len(axes):
+        dx = []
+        for i, dist in enumerate(varargs):
+            if np.ndim(dist) == 0:
+                dx.append(dist)
+                continue
+            dist = asarray(dist)
+            if dist.ndim != 1:
+                raise ValueError("distances must be either scalars or 1d")
+            if dist.shape[0] is not None and f.shape[axes[i]] is not None and \
+                    dist.shape[0] != f.shape[axes[i]]:
+                raise ValueError("when 1d, distances must match the length of the "
+                                 "corresponding dimension")
+            if dist.dtype.kind in "iub":
+                dist = _cast(dist, _dt.F64)
+            d = M.subtract(dist[1:], dist[:-1])
+            if d._t is None and d.shape[0] and bool(np.all(d.numpy() == d.numpy()[0])):
+                d = d[0]
+            dx.append(d)
+    else:
+        raise TypeError("invalid number of arguments")
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    otype = f.dtype
+    if not _inexact(otype):
+        f = _cast(f, _dt.F64)
+        otype = _dt.F64
+    outs = []
+    for ax, h in zip(axes, dx):
+        if f.shape[ax] is not None and f.shape[ax] < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                             "least (edge_order + 1) elements are required.")
+        outs.append(_cast(_gradient_axis(f, ax, h, edge_order), otype))
+    return outs[0] if len(axes) == 1 else tuple(outs)
+
+
+def _gradient_axis(f, axis, h, edge_order):
+    sl = lambda s: _slice_along(f, axis, s)  # noqa: E731
+    uniform = not isinstance(h, ndarray) or h.ndim == 0
+    N = f.ndim
+
+    def col(v):       # a 1-d coefficient shaped to broadcast along `axis`
+        shape = [1] * N
+        shape[axis] = -1
+        return reshape(v, tuple(shape))
+    if uniform:
+        inner = M.true_divide(M.subtract(sl(slice(2, None)), sl(slice(None, -2))),
+                              M.multiply(2.0, h))
+    else:
+        dx1, dx2 = h[:-1], h[1:]
+        a = M.true_divide(M.negative(dx2), M.multiply(dx1, M.add(dx1, dx2)))
+        b = M.true_divide(M.subtract(dx2, dx1), M.multiply(dx1, dx2))
+        c = M.true_divide(dx1, M.multiply(dx2, M.add(dx1, dx2)))
+        inner = M.add(M.add(M.multiply(col(a), sl(slice(None, -2))),
+                            M.multiply(col(b), sl(slice(1, -1)))),
+                      M.multiply(col(c), sl(slice(2, None))))
+    if edge_order == 1:
+        h0 = h if uniform else h[0]
+        hn = h if uniform else h[-1]
+        first = M.true_divide(M.subtract(sl(slice(1, 2)), sl(slice(0, 1))), h0)
+        last = M.true_divide(M.subtract(sl(slice(-1, None)), sl(slice(-2, -1))), hn)
+    else:
+        if uniform:
+            a, b, c = (M.true_divide(-1.5, h), M.true_divide(2.0, h), M.true_divide(-0.5, h))
+        else:
+            dx1, dx2 = h[0], h[1]
+            a = M.true_divide(M.negative(M.add(M.multiply(2.0, dx1), dx2)),
+                              M.multiply(dx1, M.add(dx1, dx2)))
+            b = M.true_divide(M.add(dx1, dx2), M.multiply(dx1, dx2))
+            c = M.true_divide(M.negative(dx1), M.multiply(dx2, M.add(dx1, dx2)))
+        first = M.add(M.add(M.multiply(a, sl(slice(0, 1))), M.multiply(b, sl(slice(1, 2)))),
+                      M.multiply(c, sl(slice(2, 3))))
+        if uniform:
+            a, b, c = (M.true_divide(0.5, h), M.true_divide(-2.0, h), M.true_divide(1.5, h))
+        else:
+            dx1, dx2 = h[-2], h[-1]
+            a = M.true_divide(dx2, M.multiply(dx1, M.add(dx1, dx2)))
+            b = M.true_divide(M.negative(M.add(dx2, dx1)), M.multiply(dx1, dx2))
+            c = M.true_divide(M.add(M.multiply(2.0, dx2), dx1), M.multiply(dx2, M.add(dx1, dx2)))
+        last = M.add(M.add(M.multiply(a, sl(slice(-3, -2))), M.multiply(b, sl(slice(-2, -1)))),
+                     M.multiply(c, sl(slice(-1, None))))
+    d = _dt.result_type(first, inner, last)
+    return concatenate([_cast(first, d), _cast(inner, d), _cast(last, d)], axis=axis)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Integral by the composite trapezoidal rule, as `numpy.trapezoid`."""
+    if eager(y, x, dx):
+        return to_nf(np.trapezoid(host(y), host(x), host(dx), axis))
+    y = asarray(y)
+    axis = norm_axis(axis, y.ndim)
+    if x is None:
+        d = dx
+    else:
+        x = asarray(x)
+        if x.ndim == 1:
+            d = M.subtract(x[1:], x[:-1])
+            shape = [1] * y.ndim
+            shape[axis] = -1
+            d = reshape(d, tuple(shape))
+        else:
+            d = diff(x, axis=axis)
+    s = M.add(_slice_along(y, axis, slice(1, None)), _slice_along(y, axis, slice(None, -1)))
+    return M.add.reduce(M.true_divide(M.multiply(d, s), 2.0), axis)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """Range (maximum - minimum) along an axis, as `numpy.ptp`."""
+    if out is None and eager(a):
+        return to_nf(np.ptp(host(a), axis=axis, keepdims=keepdims))
+    from .reductions import max as _max, min as _min
+    a = asarray(a)
+    return _out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
+                           _min(a, axis=axis, keepdims=keepdims)), out)
+
+
+# ------------------------------------------------------------------ averages
+def _weights_are_valid(w, a, axis):
+    if tuple(a.shape) != tuple(w.shape):
+        if axis is None:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        if tuple(w.shape) != tuple(a.shape[ax] for ax in axis):
+            raise ValueError("Shape of weights must be consistent with shape of a along "
+                             "specified axis.")
+        w = transpose(w, tuple(np.argsort(axis).tolist()))
+        w = reshape(w, tuple(s if ax in axis else 1 for ax, s in enumerate(a.shape)))
+    return w
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
+    """Weighted average, as `numpy.average` (`returned=True` also gives the sum of weights)."""
+    if eager(a, weights):
+        kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        return to_nf(np.average(host(a), axis, host(weights), returned, **kw))
+    from .reductions import mean as _mean, sum as _sum
+    a = asarray(a)
+    if axis is not None:
+        axis = norm_axes(axis, a.ndim)
+    kd = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+    if weights is None:
+        avg = _mean(a, axis, **kd)
+        scl = np.asarray(a.size / builtins.max(avg.size, 1) if a.size is not None and
+                         avg.size is not None else np.nan).astype(avg.dtype)
+        scl = asarray(scl) if avg.size is not None else M.true_divide(
+            _sum(M.add(bind(E.zeros_like_p, a), 1), axis, **kd), 1)
+    else:
+        w = _weights_are_valid(asarray(weights), a, axis)
+        if a.dtype.kind in "biu":
+            rd = _dt.result_type(a.dtype, w.dtype, _dt.F64)
+        else:
+            rd = _dt.result_type(a.dtype, w.dtype)
+        scl = _sum(w, axis, dtype=rd, **kd)
+        if scl._t is None and bool(np.any(scl.numpy() == 0.0)):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        avg = M.true_divide(_sum(M.multiply(a, w, dtype=rd), axis, **kd), scl)
+    if returned:
+        if tuple(scl.shape) != tuple(avg.shape):
+            scl = bind(E.copy_p, broadcast_to(scl, avg.shape)) if None not in avg.shape else \
+                M.add(scl, bind(E.zeros_like_p, avg))
+        return avg, scl
+    return avg
+
+
+def _reduce_layout(a, axis):
+    """(a with the reduced axes merged into one last axis, the keepdims shape): NumPy's
+    `_ureduce` for functions that reduce one axis."""
+    nd = a.ndim
+    if axis is None:
+        return ravel(a), (1,) * nd
+    axes = norm_axes(axis, nd)
+    kshape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
+    keep = [i for i in _py_range(nd) if i not in axes]
+    x = moveaxis(a, tuple(axes), tuple(_py_range(nd - len(axes), nd)))
+    if len(axes) > 1:
+        lead = tuple(-1 if a.shape[i] is None else a.shape[i] for i in keep)
+        if lead.count(-1) > 1 or (-1 in lead and None in [a.shape[i] for i in axes]):
+            raise ValueError("reducing several axes of unknown size at once while tracing "
+                             "needs their sizes; reduce them one at a time")
+        x = reshape(x, lead + (-1,))
+    return x, kshape
+
+
+def _keepdims(r, kshape, qdims):
+    shape = tuple(-1 if d is None else d for d in tuple(r.shape)[:qdims]) + tuple(kshape)
+    if shape.count(-1) > 1:
+        return r
+    return reshape(r, shape)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Median, as `numpy.median`: the mean of the middle one or two sorted elements (NaN where
+    a slice has a NaN); differentiable through the sort."""
+    if out is None and eager(a):
+        return to_nf(np.median(host(a), axis=axis, overwrite_input=overwrite_input,
+                               keepdims=keepdims))
+    a = asarray(a)
+    x, kshape = _reduce_layout(a, axis)
+    r = _median_last(x, nan=False)
+    if keepdims:
+        r = _keepdims(r, kshape, 0)
+    return _out(r, out)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    """Median ignoring NaNs, as `numpy.nanmedian` (NaN, with a warning, for all-NaN slices)."""
+    if out is None and eager(a):
+        kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        return to_nf(np.nanmedian(host(a), axis=axis, overwrite_input=overwrite_input, **kw))
+    a = asarray(a)
+    if not _inexact(a.dtype):
+        return median(a, axis, out, keepdims=keepdims is True)
+    x, kshape = _reduce_layout(a, axis)
+    r = _median_last(x, nan=True)
+    if keepdims is True:
+        r = _keepdims(r, kshape, 0)
+    return _out(r, out)
+
+
+def _mean_dtype(d):
+    if d.kind in "biu":
+        return _dt.F64
+    if d == np.dtype(np.float16):
+        return _dt.F32
+    return d
+
+
+def _median_last(x, nan):
+    """Median along the last axis of x."""
+    s = bind(S.sort_p, x, axis=x.ndim - 1, kind=None)
+    ax = x.ndim - 1
+    n = x.shape[ax]
+    cd = _mean_dtype(x.dtype)
+    if nan:
+        cnt = M.subtract(_size_of(x, ax), bind(R.reduce_sum_p, _cast(M.isnan(x), _dt.I64),
+                                                axes=(ax,), keepdims=False))
+        lo = M.floor_divide(M.subtract(cnt, 1), 2)
+        hi = M.floor_divide(cnt, 2)
+        lo = M.maximum(lo, 0)
+        hi = M.minimum(M.maximum(hi, 0), M.maximum(M.subtract(_size_of(x, ax), 1), 0))
+        v_lo = squeeze(take_along_axis(s, expand_dims(lo, -1), axis=ax), -1)
+        v_hi = squeeze(take_along_axis(s, expand_dims(hi, -1), axis=ax), -1)
+        r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
+        r = M.where_(M.equal(cnt, 0), _cast(np.nan, cd), r)
+        if r._t is None and bool(np.any(cnt.numpy() == 0)):
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        return _cast(r, x.dtype if x.dtype == np.dtype(np.float16) else cd)
+    if n is None:
+        nn = _size_of(x, ax)
+        lo = M.floor_divide(M.subtract(nn, 1), 2)
+        hi = M.floor_divide(nn, 2)
+        v_lo = take(s, lo, axis=ax)
+        v_hi = take(s, hi, axis=ax)
+    elif n == 0:
+        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
+        z = _cast(bind(R.reduce_sum_p, _cast(s, cd), axes=(ax,), keepdims=False), cd)
+        return _cast(M.multiply(z, np.nan), x.dtype if x.dtype == np.dtype(np.float16) else cd)
+    else:
+        v_lo = _slice_along(s, ax, slice((n - 1) // 2, (n - 1) // 2 + 1))
+        v_hi = _slice_along(s, ax, slice(n // 2, n // 2 + 1))
+        v_lo, v_hi = squeeze(v_lo, ax), squeeze(v_hi, ax)
+    r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
+    if _inexact(x.dtype):
+        last = _slice_along(s, ax, slice(-1, None))
+        r = M.where_(M.isnan(squeeze(last, ax)), _cast(np.nan, cd), r)
+    return _cast(r, x.dtype if x.dtype == np.dtype(np.float16) else cd)
+
+
+# ------------------------------------------------------------------ quantiles
+_METHODS = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+            "interpolated_inverted_cdf", "hazen", "weibull", "linear", "median_unbiased",
+            "normal_unbiased", "lower", "higher", "midpoint", "nearest")
+_ALPHA_BETA = {"interpolated_inverted_cdf": (0, 1), "hazen": (0.5, 0.5), "weibull": (0, 0),
+               "median_unbiased": (1 / 3.0, 1 / 3.0), "normal_unbiased": (3 / 8.0, 3 / 8.0)}
+
+
+def _virtual_index(method, n, q):
+    """NumPy's virtual index (`_QuantileMethods[method]['get_virtual_index']`): a float array
+    for the interpolating methods, an int64 array for the discrete ones."""
+    if method == "linear":
+        return M.multiply(M.subtract(n, 1), q)
+    if method in _ALPHA_BETA:
+        alpha, beta = _ALPHA_BETA[method]
+        return M.subtract(M.add(M.multiply(n, q), M.add(alpha, M.multiply(q, 1 - alpha - beta))),
+                          1)
+    if method == "averaged_inverted_cdf":
+        return M.subtract(M.multiply(n, q), 1)
+    if method in ("lower", "higher", "nearest"):
+        v = M.multiply(M.subtract(n, 1), q)
+        f = {"lower": M.floor, "higher": M.ceil, "nearest": M.rint}[method]
+        return _cast(f(v), _dt.I64)
+    if method == "midpoint":
+        v = M.multiply(M.subtract(n, 1), q)
+        return M.multiply(0.5, M.add(M.floor(v), M.ceil(v)))
+    # inverted_cdf / closest_observation: to the boundaries of the step
+    index = M.subtract(M.multiply(n, q), 1) if method == "inverted_cdf" else \
+        M.subtract(M.subtract(M.multiply(n, q), 1), 0.5)
+    prev = M.floor(index)
+    gamma = M.subtract(index, prev)
+    cond = M.equal(gamma, 0)
+    if method == "closest_observation":
+        cond = M.logical_and(cond, M.equal(M.remainder(prev, 2), 1))
+    res = _cast(M.where_(cond, prev, M.add(prev, 1)), _dt.I64)
+    return M.maximum(res, 0)
+
+
+def _fix_gamma(method, gamma, vi):
+    if method == "averaged_inverted_cdf":
+        return M.where_(M.equal(gamma, 0), _cast(0.5, gamma.dtype), _cast(1.0, gamma.dtype))
+    if method == "midpoint":
+        return M.where_(M.equal(M.remainder(vi, 1), 0), _cast(0.0, gamma.dtype),
+                        _cast(0.5, gamma.dtype))
+    return gamma
+
+
+def _gather_rows(s, idx, n_is_array):
+    """s has the sampled axis first, shape (n, *rest); idx holds positions of shape q.shape
+    (or q.shape + rest when they differ per slice): s[idx] with shape q.shape + rest."""
+    if not n_is_array:
+        return take(s, idx, axis=0)
+    rest = s.ndim - 1
+    qd = idx.ndim - rest
+    flat = reshape(idx, (-1,) + tuple(-1 if d is None else d for d in idx.shape[qd:])) \
+        if qd != 1 else idx
+    r = take_along_axis(s, flat, axis=0)
+    if qd == 1:
+        return r
+    return reshape(r, tuple(-1 if d is None else d for d in idx.shape[:qd]) + tuple(
+        -1 if d is None else d for d in r.shape[1:])) if qd else squeeze(r, 0)
+
+
+def _quantile_core(x, q, method, weak_q, nan):
+    """Quantiles along the last axis of x (NumPy's `_quantile` / `_nanquantile_1d` per slice)
+    -> shape q.shape + x.shape[:-1]."""
+    arr = moveaxis(x, -1, 0)
+    n_static = arr.shape[0]
+    s = bind(S.sort_p, arr, axis=0, kind=None)
+    supports_nans = _inexact(arr.dtype)
+    rest = arr.ndim - 1
+    if nan and supports_nans:
+        n = M.subtract(_size_of(arr, 0), bind(R.reduce_sum_p, _cast(M.isnan(arr), _dt.I64),
+                                                axes=(0,), keepdims=False))
+        qq = reshape(q, tuple(q.shape) + (1,) * rest) if q.ndim else q
+        n_arr = True
+    else:
+        n = n_static if n_static is not None else _size_of(arr, 0)
+        qq = q
+        n_arr = isinstance(n, ndarray)
+        if n_arr:
+            n_arr = False   # one (run-time) size for every slice: the gathers stay along axis 0
+    nmax = _size_of(arr, 0)
+    vi = _virtual_index(method, n, qq)
+    if vi.dtype.kind in "iu":
+        idx = M.minimum(M.maximum(vi, 0), M.maximum(M.subtract(nmax, 1), 0))
+        r = _gather_rows(s, idx, nan and supports_nans)
+    else:
+        prev = M.floor(vi)
+        nxt = M.add(prev, 1)
+        above = M.greater_equal(vi, M.subtract(n, 1))
+        below = M.less(vi, 0)
+        minus1 = _cast(-1, prev.dtype)
+        prev = M.where_(above, minus1, M.where_(below, _cast(0, prev.dtype), prev))
+        nxt = M.where_(above, minus1, M.where_(below, _cast(0, nxt.dtype), nxt))
+        if supports_nans:
+            bad = M.isnan(vi)
+            prev = M.where_(bad, minus1, prev)
+            nxt = M.where_(bad, minus1, nxt)
+        last = M.subtract(n, 1)        # where "-1" points: the last (valid) element
+
+        def pos(i):
+            p = _cast(M.where_(M.equal(i, -1), last, i), _dt.I64)
+            return M.minimum(M.maximum(p, 0), M.maximum(M.subtract(nmax, 1), 0))
+        v_prev = _gather_rows(s, pos(prev), nan and supports_nans)
+        v_next = _gather_rows(s, pos(nxt), nan and supports_nans)
+        gamma = _fix_gamma(method, M.subtract(vi, prev), vi)
+        gamma = _cast(gamma, vi.dtype)
+        if weak_q:
+            gd = arr.dtype if _inexact(arr.dtype) else _dt.F64
+            gamma = _cast(gamma, gd)
+        if not (nan and supports_nans) and gamma.ndim:
+            gamma = reshape(gamma, tuple(-1 if d is None else d for d in gamma.shape) +
+                            (1,) * rest)
+        r = _lerp(v_prev, v_next, gamma)
+    if nan and supports_nans:
+        empty = M.equal(n, 0)
+        if empty._t is None and bool(np.any(empty.numpy())):
+            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+        r = M.where_(empty, _cast(np.nan, r.dtype), r)
+    elif supports_nans:
+        lastv = _slice_along(s, 0, slice(-1, None))
+        lastv = squeeze(lastv, 0)
+        r = M.where_(M.isnan(lastv), _cast(lastv, r.dtype), r)
+    return r
+
+
+def _lerp(a, b, t):
+    """NumPy's `_lerp`: a + (b - a) t, from the other end where t >= 0.5 (monotone, exact at
+    the ends)."""
+    d = M.subtract(b, a)
+    lo = M.add(a, M.multiply(d, t))
+    hi = M.subtract(b, M.multiply(d, M.subtract(1, t)))
+    return M.where_(M.greater_equal(t, 0.5), _cast(hi, lo.dtype), lo)
+
+
+def _weighted_inverted_cdf(x, q, w, weak_q):
+    """method='inverted_cdf' with weights: the first sorted value whose cumulative weight
+    share reaches q, per slice of the last axis."""
+    arr = moveaxis(x, -1, 0)
+    w = moveaxis(w, -1, 0)
+    order = bind(S.argsort_p, arr, axis=0, kind=None)
+    s = take_along_axis(arr, order, axis=0)
+    ws = take_along_axis(broadcast_to(w, arr.shape) if None not in arr.shape else
+                         M.add(w, bind(E.zeros_like_p, _cast(arr, w.dtype))), order, axis=0)
+    cdf = cumsum(ws, axis=0, dtype=np.float64)
+    cdf = M.true_divide(cdf, _slice_along(cdf, 0, slice(-1, None)))
+    if q.dtype.kind == "f":
+        cdf = _cast(cdf, q.dtype)
+    cdf = M.where_(M.equal(cdf, 0), _cast(-1, cdf.dtype), cdf)
+    n = arr.shape[0]
+    rows = moveaxis(cdf, 0, -1)                       # (*rest, n)
+    rest = rows.ndim - 1
+    qv = reshape(q, (-1,)) if q.ndim else reshape(q, (1,))
+    if rest:
+        lead = tuple(rows.shape[:-1])
+        rows2 = reshape(rows, (-1, n if n is not None else -1))
+        idx = bind(S.searchsorted_p, rows2, reshape(qv, (1, -1)), side="left", batch_dims=1)
+        idx = reshape(idx, lead + (-1,))              # (*rest, Q)
+        idx = M.minimum(idx, M.subtract(_size_of(arr, 0), 1))
+        r = take_along_axis(moveaxis(s, 0, -1), idx, axis=-1)   # (*rest, Q)
+        r = moveaxis(r, -1, 0)
+    else:
+        idx = bind(S.searchsorted_p, _cast(rows, rows.dtype), qv, side="left")
+        idx = M.minimum(idx, M.subtract(_size_of(arr, 0), 1))
+        r = take(s, idx, axis=0)
+    r = reshape(r, tuple(q.shape) + tuple(-1 if d is None else d for d in r.shape[1:]))
+    if _inexact(arr.dtype):
+        lastv = squeeze(_slice_along(s, 0, slice(-1, None)), 0)
+        r = M.where_(M.isnan(lastv), lastv, r)
+    return r
+
+
+def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, nan, scale):
+    if interpolation is not None:
+        method = interpolation
+    a = asarray(a)
+    if a.dtype.kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    weak_q = type(q) in (int, float)
+    if scale != 1:
+        q = M.true_divide(q, scale) if not weak_q else q / scale
+    qa = asarray(q) if not isinstance(q, ndarray) else q
+    if qa.ndim > 2:
+        raise ValueError("q must be a scalar or 1d")
+    if qa._t is None:
+        v = qa.numpy()
+        if v.size and not (v.min() >= 0 and v.max() <= 1):
+            raise ValueError("Percentiles must be in the range [0, 100]" if scale != 1 else
+                             "Quantiles must be in the range [0, 1]")
+    if method not in _METHODS:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: "
+                         f"dict_keys({list(_METHODS)!r})")
+    if weights is not None:
+        if method != "inverted_cdf":
+            raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+        axes = None if axis is None else norm_axes(axis, a.ndim)
+        w = _weights_are_valid(asarray(weights), a, axes)
+        if w._t is None and bool(np.any(w.numpy() < 0)):
+            raise ValueError("Weights must be non-negative.")
+        w = broadcast_to(w, a.shape) if None not in a.shape else w
+    x, kshape = _reduce_layout(a, axis)
+    if weights is not None:
+        wx, _ = _reduce_layout(w, axis)
+        r = _weighted_inverted_cdf(x, qa, wx, weak_q)
+    else:
+        r = _quantile_core(x, qa, method, weak_q, nan)
+    if keepdims is True:
+        r = _keepdims(r, kshape, qa.ndim)
+    return _out(r, out)
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    """q-th quantiles, as `numpy.quantile`, for every `method` NumPy has (`weights` with
+    'inverted_cdf'); differentiable in `a` through the sort and the interpolation."""
+    if out is None and eager(a, q, weights) and interpolation is None:
+        return to_nf(np.quantile(host(a), host(q), axis, None, overwrite_input, method,
+                                 keepdims, weights=host(weights)))
+    return _quantile("quantile", a, q, axis, out, method, keepdims, weights, interpolation,
+                     False, 1)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    """q-th percentiles (q in [0, 100]), as `numpy.percentile`."""
+    if out is None and eager(a, q, weights) and interpolation is None:
+        return to_nf(np.percentile(host(a), host(q), axis, None, overwrite_input, method,
+                                   keepdims, weights=host(weights)))
+    return _quantile("percentile", a, q, axis, out, method, keepdims, weights, interpolation,
+                     False, 100)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=np._NoValue, *, weights=None, interpolation=None):
+    """Quantiles ignoring NaNs, as `numpy.nanquantile`."""
+    if out is None and eager(a, q, weights) and interpolation is None:
+        return to_nf(np.nanquantile(host(a), host(q), axis, None, overwrite_input, method,
+                                    keepdims, weights=host(weights)))
+    if weights is not None:
+        raise NotImplementedError("nanquantile with weights runs eagerly only")
+    return _quantile("nanquantile", a, q, axis, out, method, keepdims, weights,
+                     interpolation, True, 1)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=np._NoValue, *, weights=None, interpolation=None):
+    """Percentiles ignoring NaNs, as `numpy.nanpercentile`."""
+    if out is None and eager(a, q, weights) and interpolation is None:
+        return to_nf(np.nanpercentile(host(a), host(q), axis, None, overwrite_input, method,
+                                      keepdims, weights=host(weights)))
+    if weights is not None:
+        raise NotImplementedError("nanpercentile with weights runs eagerly only")
+    return _quantile("nanpercentile", a, q, axis, out, method, keepdims, weights,
+                     interpolation, True, 100)
+
+
+# ------------------------------------------------------------------ nan-ignoring reductions
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum treating NaN as 0, as `numpy.nansum`."""
+    if out is None and eager(a, where):
+        kw = {} if where is None else {"where": host(where)}
+        return to_nf(np.nansum(host(a), axis, dtype, None, keepdims, initial, **kw))
+    from .reductions import sum as _sum
+    return _sum(_replace_nan(a, 0)[0], axis, dtype, out, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Product treating NaN as 1, as `numpy.nanprod`."""
+    if out is None and eager(a, where):
+        kw = {} if where is None else {"where": host(where)}
+        return to_nf(np.nanprod(host(a), axis, dtype, None, keepdims, initial, **kw))
+    from .reductions import prod as _prod
+    return _prod(_replace_nan(a, 1)[0], axis, dtype, out, keepdims, initial, where)
+
+
+def _divide_keep(tot, cnt):
+    """tot / cnt in tot's dtype (NumPy's `_divide_by_count` divides into tot)."""
+    return _cast(M.true_divide(tot, cnt), tot.dtype)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Mean ignoring NaNs, as `numpy.nanmean` (NaN, with a warning, for all-NaN slices)."""
+    if out is None and eager(a, where):
+        kw = {} if where is None else {"where": host(where)}
+        return to_nf(np.nanmean(host(a), axis, dtype, None, keepdims, **kw))
+    from .reductions import sum as _sum, mean as _mean
+    arr, mask = _replace_nan(a, 0)
+    if mask is None:
+        return _mean(arr, axis, dtype, out, keepdims, where=where)
+    valid = M.logical_not(mask)
+    cnt = _sum(valid, axis, np.int64, None, keepdims, where=where)
+    tot = _sum(arr, axis, dtype, None, keepdims, where=where)
+    if cnt._t is None and bool(np.any(cnt.numpy() == 0)):
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+    return _out(_divide_keep(tot, cnt), out)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):
+    """Variance ignoring NaNs, as `numpy.nanvar`."""
+    if out is None and eager(a, where, mean):
+        kw = {} if where is None else {"where": host(where)}
+        if mean is not None:
+            kw["mean"] = host(mean)
+        if correction is not None:
+            kw["correction"] = correction
+        return to_nf(np.nanvar(host(a), axis, dtype, None, ddof, keepdims, **kw))
+    from .reductions import sum as _sum, var as _var
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    arr, mask = _replace_nan(a, 0)
+    if mask is None:
+        return _var(arr, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
+    valid = M.logical_not(mask)
+    cnt = _sum(valid, axis, np.int64, None, True, where=where)
+    if mean is not None:
+        avg = asarray(mean)
+    else:
+        avg = _divide_keep(_sum(arr, axis, dtype, None, True, where=where), cnt)
+    dev = M.where_(mask, _cast(0, arr.dtype), _cast(M.subtract(arr, avg), arr.dtype))
+    sq = M.real(M.multiply(dev, M.conjugate(dev))) if dev.dtype.kind == "c" else \
+        M.multiply(dev, dev)
+    v = _sum(sq, axis, dtype, None, keepdims, where=where)
+    if not keepdims:
+        cnt = _sum(valid, axis, np.int64, None, False, where=where)
+    dof = M.subtract(cnt, ddof)
+    if dof._t is None and bool(np.any(dof.numpy() <= 0)):
+        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
+    v = _divide_keep(v, dof)
+    return _out(M.where_(M.less_equal(dof, 0), _cast(np.nan, v.dtype), v), out)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):
+    """Standard deviation ignoring NaNs, as `numpy.nanstd`."""
+    if out is None and eager(a, where, mean):
+        kw = {} if where is None else {"where": host(where)}
+        if mean is not None:
+            kw["mean"] = host(mean)
+        if correction is not None:
+            kw["correction"] = correction
+        return to_nf(np.nanstd(host(a), axis, dtype, None, ddof, keepdims, **kw))
+    return _out(M.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                              correction=correction)), out)
+
+
+def _nan_extremum(name, npf, red, fill):
+    def f(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        if out is None and eager(a, where):
+            kw = {} if where is None else {"where": host(where)}
+            if initial is not None:
+                kw["initial"] = initial
+            return to_nf(npf(host(a), axis, None, keepdims, **kw))
+        arr, mask = _replace_nan(a, fill)
+        r = red(arr, axis=axis, keepdims=keepdims, initial=initial, where=where)
+        if mask is None:
+            return _out(r, out)
+        from .reductions import all as _all
+        allnan = _all(mask, axis=axis, keepdims=keepdims) if where is None else \
+            _all(M.logical_or(mask, M.logical_not(asarray(where))), axis=axis, keepdims=keepdims)
+        if initial is None:
+            if allnan._t is None and bool(np.any(allnan.numpy())):
+                warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
+            r = M.where_(allnan, _cast(np.nan, r.dtype), r)
+        return _out(r, out)
+    f.__name__ = name
+    f.__doc__ = f"`numpy.{name}`: the extremum ignoring NaNs (NaN, with a warning, for all-NaN " \
+                f"slices); the gradient goes to the extremal elements."
+    return f
+
+
+def _max(*a, **k):
+    from .reductions import max as m
+    return m(*a, **k)
+
+
+def _min(*a, **k):
+    from .reductions import min as m
+    return m(*a, **k)
+
+
+nanmax = _nan_extremum("nanmax", np.nanmax, _max, -np.inf)
+nanmin = _nan_extremum("nanmin", np.nanmin, _min, np.inf)
+
+
+def _nan_arg(name, npf, argf, fill):
+    def f(a, axis=None, out=None, *, keepdims=False):
+        if out is None and eager(a):
+            return to_nf(npf(host(a), axis, keepdims=keepdims))
+        arr, mask = _replace_nan(a, fill)
+        if mask is not None:
+            from .reductions import all as _all
+            allnan = _all(mask, axis=axis)
+            if allnan._t is None and bool(np.any(allnan.numpy())):
+                raise ValueError("All-NaN slice encountered")
+        return _out(argf(arr, axis=axis, keepdims=keepdims), out)
+    f.__name__ = name
+    f.__doc__ = f"`numpy.{name}`: the index of the extremum ignoring NaNs."
+    return f
+
+
+def _argmax(*a, **k):
+    from .reductions import argmax as m
+    return m(*a, **k)
+
+
+def _argmin(*a, **k):
+    from .reductions import argmin as m
+    return m(*a, **k)
+
+
+nanargmax = _nan_arg("nanargmax", np.nanargmax, _argmax, -np.inf)
+nanargmin = _nan_arg("nanargmin", np.nanargmin, _argmin, np.inf)
+
+
+# ------------------------------------------------------------------ covariance
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    """Covariance matrix, as `numpy.cov` (frequency and analytic weights)."""
+    if eager(m, y, fweights, aweights):
+        return to_nf(np.cov(host(m), host(y), rowvar, bias, ddof, host(fweights),
+                            host(aweights), dtype=dtype))
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = asarray(m)
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None:
+        y = asarray(y)
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = _dt.result_type(m, _dt.F64) if y is None else _dt.result_type(m, y, _dt.F64)
+    dtype = _dt.canonical(dtype)
+    X = _cast(m, dtype)
+    if X.ndim < 2:
+        X = reshape(X, (1, -1))
+    if not rowvar and m.ndim != 1:
+        X = transpose(X)
+    if X.shape[0] == 0:
+        from .creation import zeros
+        return zeros((0, 0), dtype)
+    if y is not None:
+        Y = _cast(y, dtype)
+        if Y.ndim < 2:
+            Y = reshape(Y, (1, -1))
+        if not rowvar and Y.shape[0] != 1:
+            Y = transpose(Y)
+        X = concatenate([X, Y], axis=0)
+    if ddof is None:
+        ddof = 1 if bias == 0 else 0
+    w = None
+    if fweights is not None:
+        fw = _cast(fweights, _dt.F64)
+        if fw._t is None and not np.all(fw.numpy() == np.around(fw.numpy())):
+            raise TypeError("fweights must be integer")
+        if fw.ndim > 1:
+            raise RuntimeError("cannot handle multidimensional fweights")
+        if fw.shape[0] != X.shape[1]:
+            raise RuntimeError("incompatible numbers of samples and fweights")
+        if fw._t is None and np.any(fw.numpy() < 0):
+            raise ValueError("fweights cannot be negative")
+        w = fw
+    if aweights is not None:
+        aw = _cast(aweights, _dt.F64)
+        if aw.ndim > 1:
+            raise RuntimeError("cannot handle multidimensional aweights")
+        if aw.shape[0] != X.shape[1]:
+            raise RuntimeError("incompatible numbers of samples and aweights")
+        if aw._t is None and np.any(aw.numpy() < 0):
+            raise ValueError("aweights cannot be negative")
+        w = aw if w is None else M.multiply(w, aw)
+    avg, w_sum = average(X, axis=1, weights=w, returned=True)
+    w_sum = w_sum[0]
+    from .reductions import sum as _sum
+    if w is None:
+        fact = (X.shape[1] - ddof) if X.shape[1] is not None else \
+            M.subtract(_size_of(X, 1), ddof)
+    elif ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = M.subtract(w_sum, ddof)
+    else:
+        fact = M.subtract(w_sum, M.true_divide(M.multiply(ddof, _sum(M.multiply(w, aw))),
+                                               w_sum))
+    if isinstance(fact, ndarray):
+        if fact._t is None and float(fact) <= 0:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = M.where_(M.less_equal(fact, 0), _cast(0.0, fact.dtype), fact)
+    elif fact <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = 0.0
+    X = M.subtract(X, expand_dims(avg, 1))
+    X_T = transpose(X) if w is None else transpose(M.multiply(X, w))
+    from .linalg_ops import dot
+    c = dot(X, M.conjugate(X_T))
+    with np.errstate(divide="ignore"):
+        c = M.multiply(c, M.true_divide(1, fact))
+    return squeeze(c)
+
+
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """Pearson correlation coefficients, as `numpy.corrcoef` (clipped to [-1, 1])."""
+    if eager(x, y):
+        return to_nf(np.corrcoef(host(x), host(y), rowvar, dtype=dtype))
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return M.true_divide(c, c)
+    n = c.shape[0]
+    from .creation import arange
+    if n is None:
+        from ..primitives.indexing import iota_p
+        ii = reshape(bind(iota_p, c, axis=0), (-1,))
+    else:
+        ii = arange(n)
+    d = c[ii, ii]
+    sd = M.sqrt(M.real(d))
+    c = M.true_divide(c, expand_dims(sd, 1))
+    c = M.true_divide(c, expand_dims(sd, 0))
+    if c.dtype.kind == "c":
+        re = M.clip(M.real(c), -1, 1)
+        im = M.clip(M.imag(c), -1, 1)
+        return M.add(_cast(re, c.dtype), M.multiply(_cast(im, c.dtype), 1j))
+    return M.clip(c, -1, 1)
+
+
+# ------------------------------------------------------------------ counting and histograms
+def bincount(x, /, weights=None, minlength=0):
+    """Occurrences of each non-negative integer (weighted: float64 sums of the weights, which
+    get gradients), as `numpy.bincount`. The length depends on the data: an unknown size while
+    tracing, an error inside vectorized_map."""
+    if eager(x, weights):
+        return to_nf(np.bincount(host(x), host(weights), minlength))
+    x = asarray(x)
+    if x.ndim != 1:
+        raise ValueError("object too deep for desired array" if x.ndim > 1 else
+                         "object of too small depth for desired array")
+    if x.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to dtype('int64') according "
+                        f"to the rule 'safe'")
+    minlength = operator.index(minlength) if minlength is not None else 0
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    x = _cast(x, _dt.I64)
+    length = None
+    if x._t is None:
+        v = x.numpy()
+        if v.size and v.min() < 0:
+            raise ValueError("'list' argument must have no negative elements")
+        length = builtins.max(int(v.max()) + 1 if v.size else 0, minlength)
+    else:
+        no_vmap("bincount", x)
+    ws = ()
+    if weights is not None:
+        w = asarray(weights)
+        if w.dtype.kind == "c":
+            raise TypeError("Cannot cast array data from dtype('complex128') to "
+                            "dtype('float64') according to the rule 'safe'")
+        if tuple(w.shape) != tuple(x.shape) and None not in w.shape + x.shape:
+            raise ValueError("The weights and list don't have the same length.")
+        ws = (_cast(w, _dt.F64),)
+    return bind(S.bincount_p, x, *ws, minlength=minlength, length=length)
+
+
+def digitize(x, bins, right=False):
+    """Indices of the bins each value falls in, as `numpy.digitize` (bins increasing or
+    decreasing)."""
+    if eager(x, bins):
+        return to_nf(np.digitize(host(x), host(bins), right))
+    from .sorting import searchsorted
+    x = asarray(x)
+    bins = asarray(bins)
+    if x.dtype.kind == "c":
+        raise TypeError("x may not be complex")
+    if bins.ndim != 1:
+        raise ValueError("object too deep for desired array" if bins.ndim > 1 else
+                         "object of too small depth for desired array")
+    side = "left" if right else "right"
+    if bins._t is None:
+        b = bins.numpy()
+        inc = bool(np.all(b[1:] >= b[:-1]))
+        dec = bool(np.all(b[1:] <= b[:-1]))
+        if not inc and not dec:
+            raise ValueError("bins must be monotonically increasing or decreasing")
+        if inc:
+            return searchsorted(bins, x, side=side)
+        return M.subtract(b.shape[0], searchsorted(bins[::-1], x, side=side))
+    up = searchsorted(bins, x, side=side)
+    down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
+    decreasing = M.greater(bins[0], bins[-1])
+    return M.where_(decreasing, down, up)
+
+
+_HIST_BIN_ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
+
+
+def _ravel_and_check_weights(a, weights):
+    a = asarray(a)
+    if a.dtype == _dt.BOOL:
+        warnings.warn(f"Converting input from {a.dtype} to {np.uint8} for compatibility.",
+                      RuntimeWarning, stacklevel=3)
+        a = _cast(a, np.dtype(np.uint8))
+    if weights is not None:
+        weights = asarray(weights)
+        if tuple(weights.shape) != tuple(a.shape):
+            raise ValueError("weights should have the same shape as a.")
+        weights = ravel(weights)
+    return ravel(a), weights
+
+
+def _outer_edges(a, range):
+    """(first, last) edges from `range` or the data's extremes (0-d arrays when they come from
+    data, so they carry gradients), widened by 0.5 each side when equal."""
+    if range is not None:
+        first, last = range
+        if first > last:
+            raise ValueError("max must be larger than min in range parameter.")
+        if not (np.isfinite(host(first)) and np.isfinite(host(last))):
+            raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+    elif a.shape[0] == 0:
+        first, last = 0, 1
+    else:
+        from .reductions import min as _min, max as _max
+        first, last = _min(a), _max(a)
+        if first._t is None:
+            f, l_ = first.numpy(), last.numpy()
+            if not (np.isfinite(f) and np.isfinite(l_)):
+                raise ValueError(f"autodetected range of [{f}, {l_}] is not finite")
+            if f == l_:
+                return M.subtract(first, 0.5), M.add(last, 0.5)
+            return first, last
+        same = M.equal(first, last)
+        return (M.where_(same, M.subtract(first, 0.5), first),
+                M.where_(same, M.add(last, 0.5), last))
+    if not isinstance(first, ndarray) and not isinstance(last, ndarray) and first == last:
+        first, last = first - 0.5, last + 0.5
+    return first, last
+
+
+def _linspace(first, last, num, dtype=None):
+    """`numpy.linspace(first, last, num)` with end points that may be traced arrays (the
+    same arithmetic, so the same values)."""
+    dt = _dt.result_type(*[f if isinstance(f, ndarray) or type(f) in (int, float) else
+                           asarray(f) for f in (first, last)], 1.0)
+    if dt.kind not in "fc":
+        dt = _dt.F64
+    f, l_ = _cast(first, dt), _cast(last, dt)
+    delta = M.subtract(l_, f)
+    from .creation import arange
+    y = arange(num, dtype=dt)
+    div = num - 1
+    if div > 0:
+        step = M.true_divide(delta, div)
+        y = M.where_(M.equal(step, 0), M.multiply(M.true_divide(y, div), delta),
+                     M.multiply(y, step))
+    else:
+        y = M.multiply(y, delta)
+    y = M.add(y, f)
+    if num > 1:
+        y = concatenate([y[:-1], reshape(l_, (1,))])
+    return _cast(y, dtype) if dtype is not None else y
+
+
+def _bin_edges(a, bins, range, weights):
+    """(edges, number of bins): NumPy's `_get_bin_edges`."""
+    n_equal = None
+    if isinstance(bins, str):
+        if bins not in _HIST_BIN_ESTIMATORS:
+            raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
+        if weights is not None:
+            raise TypeError("Automated estimation of the number of bins is not supported for "
+                            "weighted data")
+        if a._t is not None:
+            raise ValueError(f"histogram bins={bins!r}: the number of bins is estimated from "
+                             f"the data, so it is unknown while tracing (and differs between "
+                             f"examples in vectorized_map); pass an integer or the edges")
+        n_equal = len(np.histogram_bin_edges(a.numpy(), bins, host(range))) - 1
+        first, last = _outer_edges(a, range)
+    elif np.ndim(bins) == 0:
+        try:
+            n_equal = operator.index(bins)
+        except TypeError as e:
+            raise TypeError("`bins` must be an integer, a string, or an array") from e
+        if n_equal < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        first, last = _outer_edges(a, range)
+    elif np.ndim(bins) == 1:
+        edges = asarray(bins)
+        if edges._t is None and np.any(edges.numpy()[:-1] > edges.numpy()[1:]):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        return edges, edges.shape[0] - 1 if edges.shape[0] is not None else None
+    else:
+        raise ValueError("`bins` must be 1d, when an array")
+    bin_type = _dt.result_type(*[f if isinstance(f, ndarray) or type(f) in (int, float) else
+                                 asarray(f) for f in (first, last)], a)
+    if bin_type.kind in "iub":
+        bin_type = _dt.result_type(bin_type, 1.0)
+    edges = _linspace(first, last, n_equal + 1, dtype=bin_type)
+    if edges._t is None and np.any(edges.numpy()[:-1] >= edges.numpy()[1:]):
+        raise ValueError(f"Too many bins for data range. Cannot create {n_equal} finite-sized "
+                         f"bins.")
+    return edges, n_equal
+
+
+def _hist_counts(a, edges, nbins, weights):
+    """Counts (weighted sums) of a in [e_i, e_i+1), the last bin closed."""
+    from .sorting import searchsorted
+    if nbins is None:
+        raise ValueError("histogram with bin edges of unknown number while tracing")
+    idx = M.subtract(searchsorted(edges, a, side="right"), 1)
+    first, last = edges[0], edges[-1]
+    idx = M.where_(M.equal(a, last), _cast(nbins - 1, idx.dtype), idx)
+    inside = M.logical_and(M.greater_equal(a, first), M.less_equal(a, last))
+    idx = M.where_(inside, idx, _cast(nbins, idx.dtype))
+    if weights is None:
+        n = bind(S.bincount_p, idx, minlength=nbins + 1, length=nbins + 1)
+        return n[:nbins]
+    w = weights
+    if w.dtype.kind == "c":
+        re = bind(S.bincount_p, idx, _cast(M.real(w), _dt.F64), minlength=nbins + 1,
+                  length=nbins + 1)
+        im = bind(S.bincount_p, idx, _cast(M.imag(w), _dt.F64), minlength=nbins + 1,
+                  length=nbins + 1)
+        return M.add(_cast(re[:nbins], w.dtype), M.multiply(_cast(im[:nbins], w.dtype), 1j))
+    n = bind(S.bincount_p, idx, _cast(w, _dt.F64), minlength=nbins + 1, length=nbins + 1)
+    return _cast(n[:nbins], w.dtype)
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """The bin edges `histogram` would use, as `numpy.histogram_bin_edges` (edges from the
+    data's extremes carry their gradients)."""
+    if eager(a, bins, weights):
+        return to_nf(np.histogram_bin_edges(host(a), host(bins), host(range), host(weights)))
+    a, w = _ravel_and_check_weights(a, weights)
+    return _bin_edges(a, bins, range, w)[0]
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """(counts, edges), as `numpy.histogram`; counts are integers (no gradient), weighted sums
+    differentiate in the weights, edges from the data's extremes in those extremes."""
+    if eager(a, bins, weights):
+        return to_nf(np.histogram(host(a), host(bins), host(range), density, host(weights)))
+    a, w = _ravel_and_check_weights(a, weights)
+    edges, nbins = _bin_edges(a, bins, range, w)
+    n = _hist_counts(a, edges, nbins, w)
+    if density:
+        from .reductions import sum as _sum
+        db = _cast(M.subtract(edges[1:], edges[:-1]), _dt.F64)
+        return M.true_divide(M.true_divide(n, db), _sum(n)), edges
+    return n, edges
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """Multidimensional histogram, as `numpy.histogramdd`: (float64 counts, list of edges)."""
+    if eager(sample, weights) and not _has_nf_list(bins):
+        return to_nf(np.histogramdd(host(sample), host(bins), range, density, host(weights)))
+    if isinstance(sample, (ndarray, np.ndarray)) and np.ndim(sample) == 2:
+        s = asarray(sample)
+    else:
+        s = asarray(sample)
+        s = transpose(reshape(s, (1, -1)) if s.ndim < 2 else s)
+    N, D = s.shape
+    try:
+        M_ = len(bins)
+        if M_ != D:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+    except TypeError:
+        bins = D * [bins]
+    if range is None:
+        range = (None,) * D
+    elif len(range) != D:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, nbin = [], []
+    for i in _py_range(D):
+        col = s[:, i]
+        if np.ndim(bins[i]) == 0:
+            if bins[i] < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            smin, smax = _outer_edges(col, range[i])
+            try:
+                n = operator.index(bins[i])
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            e = _linspace(smin, smax, n + 1)
+        elif np.ndim(bins[i]) == 1:
+            e = asarray(bins[i])
+            if e._t is None and np.any(e.numpy()[:-1] > e.numpy()[1:]):
+                raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.append(e)
+        nbin.append(e.shape[0] + 1)
+    from .sorting import searchsorted
+    xy = None
+    stride = 1
+    for i in reversed(_py_range(D)):
+        cnt = searchsorted(edges[i], s[:, i], side="right")
+        on_edge = M.equal(s[:, i], edges[i][-1])
+        cnt = M.where_(on_edge, M.subtract(cnt, 1), cnt)
+        term = M.multiply(cnt, stride)
+        xy = term if xy is None else M.add(xy, term)
+        stride *= nbin[i]
+    total = stride
+    if weights is None:
+        hist = _cast(bind(S.bincount_p, xy, minlength=total, length=total), _dt.F64)
+    else:
+        hist = bind(S.bincount_p, xy, _cast(weights, _dt.F64), minlength=total, length=total)
+    hist = reshape(hist, tuple(nbin))
+    from .indexing import _getitem
+    hist = _getitem(hist, (slice(1, -1),) * D)
+    if density:
+        from .reductions import sum as _sum
+        tot = _sum(hist)
+        for i in _py_range(D):
+            shape = [1] * D
+            shape[i] = nbin[i] - 2
+            hist = M.true_divide(hist, reshape(M.subtract(edges[i][1:], edges[i][:-1]),
+                                               tuple(shape)))
+        hist = M.true_divide(hist, tot)
+    return hist, edges
+
+
+def _has_nf_list(bins):
+    return isinstance(bins, (list, tuple)) and any(isinstance(b, ndarray) and b._t is not None
+                                                   for b in bins)
+
+
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """Two-dimensional histogram, as `numpy.histogram2d`: (counts, x edges, y edges)."""
+    if eager(x, y, weights) and not _has_nf_list(bins):
+        return to_nf(np.histogram2d(host(x), host(y), host(bins), range, density,
+                                    host(weights)))
+    try:
+        N = len(bins)
+    except TypeError:
+        N = 1
+    if N != 1 and N != 2:
+        xedges = yedges = asarray(bins)
+        bins = [xedges, yedges]
+    xa, ya = asarray(x), asarray(y)
+    d = _dt.result_type(xa, ya)
+    sample = stack([_cast(xa, d), _cast(ya, d)], axis=1)
+    hist, edges = histogramdd(sample, bins, range, density, weights)
+    return hist, edges[0], edges[1]
