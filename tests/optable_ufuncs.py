@@ -20,9 +20,9 @@ record("float_power", binary_samples(("base", "exponent")), dtypes=REAL,
 
 def _nan_pair_samples(rng, dt):
     out = binary_samples()(rng, dt)
-    if dt.kind == "f":
-        a = np.array([np.nan, 1.0, np.nan, -2.0, 0.5], dt)
-        b = np.array([0.25, np.nan, np.nan, 3.0, -1.0], dt)
+    if dt.kind == "f":       # (NaN results are checked in test_ufuncs.py: no finite differences)
+        a = np.array([np.nan, 1.0, 1.5, -2.0, 0.5], dt)
+        b = np.array([0.25, np.nan, -1.5, 3.0, -1.0], dt)
         out.append(Sample((a, b), desc="nans"))
     return out
 
@@ -35,8 +35,6 @@ def _heaviside_samples(rng, dt):
     out = binary_samples("nonzero")(rng, dt)
     # zeros in x pick h0 (x as integers: finite differences must not move x across 0)
     out.append(Sample((np.array([0, -2, 3, 0, 1]), values(rng, (5,), dt)), desc="at zero"))
-    out.append(Sample((np.array([np.nan, 0.0, -np.inf], dt), values(rng, (3,), dt)),
-                      desc="nan/inf"))
     return out
 
 
@@ -55,9 +53,7 @@ def _ldexp_samples(rng, dt):
 
 record("ldexp", _ldexp_samples, dtypes=FLOATS + (F16,))
 record("frexp", unary_samples("nonzero"), dtypes=FLOATS + (F16,), domain="nonzero")
-record("modf", lambda rng, dt: unary_samples("nonzero")(rng, dt) + [
-    Sample((np.array([-2.0, 2.0, -0.5, np.inf, -np.inf, 0.0, -0.0], dt),), desc="special")],
-       dtypes=FLOATS, domain="nonzero")
+record("modf", unary_samples("nonzero"), dtypes=FLOATS, domain="nonzero")
 for _n in ("deg2rad", "radians", "rad2deg", "degrees"):
     record(_n, unary_samples(), dtypes=REAL + (F16,))
 record("spacing", lambda rng, dt: unary_samples("nonzero")(rng, dt) + [

@@ -233,3 +233,38 @@ def test_nan_ignoring_reductions_with_all_nan_slices():
                 acc = getattr(tnp, uf).accumulate(tnp.asarray(a), axis=axis)
             assert_same(got, getattr(np, uf).reduce(a, axis=axis))
             assert_same(acc, getattr(np, uf).accumulate(a, axis=axis))
+
+
+@pytest.mark.parametrize("name,args", [
+    ("fmax", ([np.nan, 1.0, np.nan, -0.0], [0.25, np.nan, np.nan, 0.0])),
+    ("fmin", ([np.nan, 1.0, np.nan, -0.0], [0.25, np.nan, np.nan, 0.0])),
+    ("heaviside", ([np.nan, 0.0, -np.inf, np.inf, -0.0], [0.5, 0.5, 2.0, 2.0, 0.25])),
+    ("modf", ([-2.0, 2.0, -0.5, np.inf, -np.inf, 0.0, -0.0, np.nan],)),
+    ("frexp", ([0.0, -0.0, np.inf, np.nan, 1e-310, 3.0],)),
+    ("logaddexp", ([np.inf, -np.inf, -np.inf, np.nan, 1e300], [np.inf, -np.inf, 2.0, 1.0, 1e300])),
+    ("logaddexp2", ([np.inf, -np.inf, -np.inf, 800.0], [np.inf, -np.inf, 2.0, 800.0])),
+    ("hypot", ([np.inf, 1e300, 0.0, -3.0], [np.nan, 1e300, 0.0, 4.0])),
+    ("copysign", ([1.0, -2.0, np.inf, 0.0], [-0.0, 0.0, -1.0, -np.inf])),
+    ("spacing", ([0.0, -0.0, 1.0, -1.0, np.inf, 1e300],)),
+    ("ldexp", ([1.0, -3.0, 1e-300, np.inf], [3, -2, -30, 1])),
+])
+def test_special_values_match_numpy(name, args):
+    """Infinities, NaNs and signed zeros (results whose finite differences are undefined,
+    so they are checked here rather than in the op table)."""
+    nps = [np.asarray(a) for a in args]
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(*nps)
+        for path in ("eager", "tape", "function"):
+            xs = [tnp.asarray(a) for a in nps]
+            if path == "tape":
+                with nf.GradientTape():
+                    got = getattr(tnp, name)(*xs)
+            elif path == "function":
+                got = nf.function(getattr(tnp, name))(*xs)
+            else:
+                got = getattr(tnp, name)(*xs)
+            assert_same(got, want, 1e-12, 0, ctx=f"{name} {path}")
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(w),
+                                              err_msg=f"{name} {path}: signs of zeros")

@@ -9,7 +9,7 @@ gathered from the inputs, so they carry gradients.
 import numpy as np
 
 from ..core.primitive import bind
-from ..primitives import elementwise as E, sorting as S
+from ..primitives import elementwise as E, sorting as S, reduction as R
 from ._core import asarray
 from .sorting import eager, host, to_nf, no_vmap, unique, searchsorted
 from . import math as M
@@ -32,12 +32,17 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
         return M.logical_not(r) if invert else r
     s = bind(S.sort_p, t, axis=0, kind=None)
     pos = searchsorted(s, e)
-    n = s.shape[0]
-    if n is None:
+    if s.shape[0] is None:
+        # the size is known at run time only (it may be 0): search a copy with one spare
+        # element past the end, which `pos < n` then excludes
         from .statistics import _size_of
         n = _size_of(s, 0)
-    pos = M.minimum(pos, M.subtract(n, 1))
-    found = M.equal(take(s, pos), e)
+        spare = bind(E.zeros_like_p, bind(R.reduce_sum_p, s, axes=(0,), keepdims=True))
+        padded = concatenate([s, bind(E.convert_p, spare, dtype=s.dtype)])
+        found = M.logical_and(M.less(pos, n), M.equal(take(padded, pos), e))
+    else:
+        pos = M.minimum(pos, s.shape[0] - 1)
+        found = M.equal(take(s, pos), e)
     return M.logical_not(found) if invert else found
 
 

@@ -226,8 +226,8 @@ def _unique_parts(ar, axis, equal_nan):
         return take(x, index), index, inverse, counts
     ax = norm_axis(operator.index(axis), a.ndim)
     y = moveaxis(a, ax, 0)
-    rows = reshape(y, (y.shape[0] if y.shape[0] is not None else -1,
-                       -1 if None in y.shape[1:] else int(np.prod(y.shape[1:], dtype=np.int64))))
+    from ..primitives.shape import reshape_p
+    rows = bind(reshape_p, y, shape=(-1,), keep=1)      # (n, everything else)
     index, inverse, counts = bind(S.unique_p, rows, equal_nan=bool(equal_nan))
     return moveaxis(take(y, index, axis=0), 0, ax), index, inverse, counts
 
@@ -242,10 +242,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                                equal_nan=equal_nan))
     values, index, inverse, counts = _unique_parts(ar, axis, equal_nan)
     if axis is None and return_inverse:
-        from .manipulation import reshape
-        a = asarray(ar)
-        inverse = reshape(inverse, tuple(-1 if d is None else d for d in a.shape)) \
-            if a.shape.count(None) <= 1 else inverse
+        inverse = _inverse_shape(inverse, ar)
     out = (values,)
     if return_index:
         out += (index,)
@@ -291,11 +288,9 @@ def unique_values(x):
 
 
 def _inverse_shape(inv, x):
-    from .manipulation import reshape
-    shape = tuple(asarray(x).shape)
-    if shape.count(None) > 1:
-        return inv
-    return reshape(inv, tuple(-1 if d is None else d for d in shape))
+    """The inverse indices shaped like x (NumPy 2), sizes known or not."""
+    from ..primitives.shape import reshape_like_p
+    return bind(reshape_like_p, inv, asarray(x))
 
 
 # ------------------------------------------------------------------ extract / select / piecewise

@@ -106,14 +106,8 @@ def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     r = bind(prim, _cast(a, d), axis=axis)
     if include_initial:
-        shape = tuple(1 if i == axis else s for i, s in enumerate(r.shape))
-        if None in shape:
-            from .indexing import _getitem
-            first = _getitem(r, tuple(slice(0, 1) if i == axis else slice(None)
-                                      for i in _py_range(r.ndim)))
-            init = bind(E.full_like_p, first, fill_value=ident)
-        else:
-            init = broadcast_to(_cast(ident, d), shape)
+        init = bind(E.full_like_p, bind(R.reduce_sum_p, r, axes=(axis,), keepdims=True),
+                    fill_value=ident)
         r = concatenate([init, r], axis=axis)
     return _out(r, out)
 
@@ -159,6 +153,12 @@ def _slice_along(x, axis, sl):
     return _getitem(x, tuple(sl if i == axis else slice(None) for i in _py_range(x.ndim)))
 
 
+def _slab(a, axis):
+    """An all-True boolean array of a's shape with size 1 along `axis` (any sizes)."""
+    t = bind(E.ones_like_p, bind(E.convert_p, a, dtype=_dt.BOOL))
+    return bind(R.reduce_all_p, t, axes=(axis,), keepdims=True)
+
+
 def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     """n-th discrete difference along `axis`, as `numpy.diff` (booleans: not_equal)."""
     if eager(a, prepend, append):
@@ -178,8 +178,7 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
             continue
         e = asarray(extra)
         if e.ndim == 0:
-            shape = tuple(1 if i == axis else s for i, s in enumerate(a.shape))
-            e = broadcast_to(e, shape)
+            e = M.where_(_slab(a, axis), e, e)
         parts.append(e)
     if parts[0] is not None or parts[1] is not None:
         a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
@@ -262,6 +261,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 
 
 def _gradient_axis(f, axis, h, edge_order):
+    # operators, not tnp calls, so Python spacings stay weak scalars (as in NumPy's code)
     sl = lambda s: _slice_along(f, axis, s)  # noqa: E731
     uniform = not isinstance(h, ndarray) or h.ndim == 0
     N = f.ndim
@@ -271,41 +271,36 @@ def _gradient_axis(f, axis, h, edge_order):
         shape[axis] = -1
         return reshape(v, tuple(shape))
     if uniform:
-        inner = M.true_divide(M.subtract(sl(slice(2, None)), sl(slice(None, -2))),
-                              M.multiply(2.0, h))
+        inner = (sl(slice(2, None)) - sl(slice(None, -2))) / (2.0 * h)
     else:
         dx1, dx2 = h[:-1], h[1:]
-        a = M.true_divide(M.negative(dx2), M.multiply(dx1, M.add(dx1, dx2)))
-        b = M.true_divide(M.subtract(dx2, dx1), M.multiply(dx1, dx2))
-        c = M.true_divide(dx1, M.multiply(dx2, M.add(dx1, dx2)))
-        inner = M.add(M.add(M.multiply(col(a), sl(slice(None, -2))),
-                            M.multiply(col(b), sl(slice(1, -1)))),
-                      M.multiply(col(c), sl(slice(2, None))))
+        a = -dx2 / (dx1 * (dx1 + dx2))
+        b = (dx2 - dx1) / (dx1 * dx2)
+        c = dx1 / (dx2 * (dx1 + dx2))
+        inner = col(a) * sl(slice(None, -2)) + col(b) * sl(slice(1, -1)) + \
+            col(c) * sl(slice(2, None))
     if edge_order == 1:
         h0 = h if uniform else h[0]
         hn = h if uniform else h[-1]
-        first = M.true_divide(M.subtract(sl(slice(1, 2)), sl(slice(0, 1))), h0)
-        last = M.true_divide(M.subtract(sl(slice(-1, None)), sl(slice(-2, -1))), hn)
+        first = (sl(slice(1, 2)) - sl(slice(0, 1))) / h0
+        last = (sl(slice(-1, None)) - sl(slice(-2, -1))) / hn
     else:
         if uniform:
-            a, b, c = (M.true_divide(-1.5, h), M.true_divide(2.0, h), M.true_divide(-0.5, h))
+            a, b, c = -1.5 / h, 2.0 / h, -0.5 / h
         else:
             dx1, dx2 = h[0], h[1]
-            a = M.true_divide(M.negative(M.add(M.multiply(2.0, dx1), dx2)),
-                              M.multiply(dx1, M.add(dx1, dx2)))
-            b = M.true_divide(M.add(dx1, dx2), M.multiply(dx1, dx2))
-            c = M.true_divide(M.negative(dx1), M.multiply(dx2, M.add(dx1, dx2)))
-        first = M.add(M.add(M.multiply(a, sl(slice(0, 1))), M.multiply(b, sl(slice(1, 2)))),
-                      M.multiply(c, sl(slice(2, 3))))
+            a = -(2.0 * dx1 + dx2) / (dx1 * (dx1 + dx2))
+            b = (dx1 + dx2) / (dx1 * dx2)
+            c = -dx1 / (dx2 * (dx1 + dx2))
+        first = a * sl(slice(0, 1)) + b * sl(slice(1, 2)) + c * sl(slice(2, 3))
         if uniform:
-            a, b, c = (M.true_divide(0.5, h), M.true_divide(-2.0, h), M.true_divide(1.5, h))
+            a, b, c = 0.5 / h, -2.0 / h, 1.5 / h
         else:
             dx1, dx2 = h[-2], h[-1]
-            a = M.true_divide(dx2, M.multiply(dx1, M.add(dx1, dx2)))
-            b = M.true_divide(M.negative(M.add(dx2, dx1)), M.multiply(dx1, dx2))
-            c = M.true_divide(M.add(M.multiply(2.0, dx2), dx1), M.multiply(dx2, M.add(dx1, dx2)))
-        last = M.add(M.add(M.multiply(a, sl(slice(-3, -2))), M.multiply(b, sl(slice(-2, -1)))),
-                     M.multiply(c, sl(slice(-1, None))))
+            a = dx2 / (dx1 * (dx1 + dx2))
+            b = -(dx2 + dx1) / (dx1 * dx2)
+            c = (2.0 * dx2 + dx1) / (dx2 * (dx1 + dx2))
+        last = a * sl(slice(-3, -2)) + b * sl(slice(-2, -1)) + c * sl(slice(-1, None))
     d = _dt.result_type(first, inner, last)
     return concatenate([_cast(first, d), _cast(inner, d), _cast(last, d)], axis=axis)
 
@@ -342,15 +337,26 @@ def ptp(a, axis=None, out=None, keepdims=False):
 
 
 # ------------------------------------------------------------------ averages
+def _differ(x, y):
+    """Two sizes that are both known and different."""
+    return x is not None and y is not None and x != y
+
+
+def _same_shape(s1, s2):
+    """Equal shapes, where an unknown size (None) matches any."""
+    return len(s1) == len(s2) and all(x is None or y is None or x == y for x, y in zip(s1, s2))
+
+
 def _weights_are_valid(w, a, axis):
-    if tuple(a.shape) != tuple(w.shape):
+    if not _same_shape(tuple(a.shape), tuple(w.shape)) or (
+            axis is not None and w.ndim != a.ndim):
         if axis is None:
             raise TypeError("Axis must be specified when shapes of a and weights differ.")
-        if tuple(w.shape) != tuple(a.shape[ax] for ax in axis):
+        if not _same_shape(tuple(w.shape), tuple(a.shape[ax] for ax in axis)):
             raise ValueError("Shape of weights must be consistent with shape of a along "
                              "specified axis.")
         w = transpose(w, tuple(np.argsort(axis).tolist()))
-        w = reshape(w, tuple(s if ax in axis else 1 for ax, s in enumerate(a.shape)))
+        w = expand_dims(w, tuple(ax for ax in _py_range(a.ndim) if ax not in axis))
     return w
 
 
@@ -366,10 +372,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     kd = {} if keepdims is np._NoValue else {"keepdims": keepdims}
     if weights is None:
         avg = _mean(a, axis, **kd)
-        scl = np.asarray(a.size / builtins.max(avg.size, 1) if a.size is not None and
-                         avg.size is not None else np.nan).astype(avg.dtype)
-        scl = asarray(scl) if avg.size is not None else M.true_divide(
-            _sum(M.add(bind(E.zeros_like_p, a), 1), axis, **kd), 1)
+        # the number of averaged elements, shaped like avg (sizes may be unknown)
+        scl = _sum(bind(E.ones_like_p, _cast(a, avg.dtype)), axis, **kd)
     else:
         w = _weights_are_valid(asarray(weights), a, axis)
         if a.dtype.kind in "biu":
@@ -389,29 +393,22 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
 
 
 def _reduce_layout(a, axis):
-    """(a with the reduced axes merged into one last axis, the keepdims shape): NumPy's
+    """(a with the reduced axes merged into one last axis, the reduced axes): NumPy's
     `_ureduce` for functions that reduce one axis."""
     nd = a.ndim
     if axis is None:
-        return ravel(a), (1,) * nd
+        return ravel(a), tuple(_py_range(nd))
     axes = norm_axes(axis, nd)
-    kshape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
-    keep = [i for i in _py_range(nd) if i not in axes]
     x = moveaxis(a, tuple(axes), tuple(_py_range(nd - len(axes), nd)))
     if len(axes) > 1:
-        lead = tuple(-1 if a.shape[i] is None else a.shape[i] for i in keep)
-        if lead.count(-1) > 1 or (-1 in lead and None in [a.shape[i] for i in axes]):
-            raise ValueError("reducing several axes of unknown size at once while tracing "
-                             "needs their sizes; reduce them one at a time")
-        x = reshape(x, lead + (-1,))
-    return x, kshape
+        from ..primitives.shape import reshape_p
+        x = bind(reshape_p, x, shape=(-1,), keep=nd - len(axes))   # merge the trailing axes
+    return x, tuple(sorted(axes))
 
 
-def _keepdims(r, kshape, qdims):
-    shape = tuple(-1 if d is None else d for d in tuple(r.shape)[:qdims]) + tuple(kshape)
-    if shape.count(-1) > 1:
-        return r
-    return reshape(r, shape)
+def _keepdims(r, axes, qdims):
+    """Re-insert the reduced axes (size 1) after the leading q dims."""
+    return expand_dims(r, tuple(qdims + i for i in axes)) if axes else r
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -421,10 +418,10 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         return to_nf(np.median(host(a), axis=axis, overwrite_input=overwrite_input,
                                keepdims=keepdims))
     a = asarray(a)
-    x, kshape = _reduce_layout(a, axis)
+    x, raxes = _reduce_layout(a, axis)
     r = _median_last(x, nan=False)
     if keepdims:
-        r = _keepdims(r, kshape, 0)
+        r = _keepdims(r, raxes, 0)
     return _out(r, out)
 
 
@@ -436,10 +433,10 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     a = asarray(a)
     if not _inexact(a.dtype):
         return median(a, axis, out, keepdims=keepdims is True)
-    x, kshape = _reduce_layout(a, axis)
+    x, raxes = _reduce_layout(a, axis)
     r = _median_last(x, nan=True)
     if keepdims is True:
-        r = _keepdims(r, kshape, 0)
+        r = _keepdims(r, raxes, 0)
     return _out(r, out)
 
 
@@ -463,7 +460,7 @@ def _median_last(x, nan):
         lo = M.floor_divide(M.subtract(cnt, 1), 2)
         hi = M.floor_divide(cnt, 2)
         lo = M.maximum(lo, 0)
-        hi = M.minimum(M.maximum(hi, 0), M.maximum(M.subtract(_size_of(x, ax), 1), 0))
+        hi = M.minimum(M.maximum(hi, 0), M.maximum((_size_of(x, ax) - 1), 0))
         v_lo = squeeze(take_along_axis(s, expand_dims(lo, -1), axis=ax), -1)
         v_hi = squeeze(take_along_axis(s, expand_dims(hi, -1), axis=ax), -1)
         r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
@@ -502,31 +499,30 @@ _ALPHA_BETA = {"interpolated_inverted_cdf": (0, 1), "hazen": (0.5, 0.5), "weibul
 
 def _virtual_index(method, n, q):
     """NumPy's virtual index (`_QuantileMethods[method]['get_virtual_index']`): a float array
-    for the interpolating methods, an int64 array for the discrete ones."""
+    for the interpolating methods, an int64 array for the discrete ones. Operators, so that a
+    Python n stays weak as in NumPy."""
     if method == "linear":
-        return M.multiply(M.subtract(n, 1), q)
+        return (n - 1) * q
     if method in _ALPHA_BETA:
         alpha, beta = _ALPHA_BETA[method]
-        return M.subtract(M.add(M.multiply(n, q), M.add(alpha, M.multiply(q, 1 - alpha - beta))),
-                          1)
+        return n * q + (alpha + q * (1 - alpha - beta)) - 1
     if method == "averaged_inverted_cdf":
-        return M.subtract(M.multiply(n, q), 1)
+        return n * q - 1
     if method in ("lower", "higher", "nearest"):
-        v = M.multiply(M.subtract(n, 1), q)
+        v = (n - 1) * q
         f = {"lower": M.floor, "higher": M.ceil, "nearest": M.rint}[method]
         return _cast(f(v), _dt.I64)
     if method == "midpoint":
-        v = M.multiply(M.subtract(n, 1), q)
-        return M.multiply(0.5, M.add(M.floor(v), M.ceil(v)))
+        v = (n - 1) * q
+        return 0.5 * (M.floor(v) + M.ceil(v))
     # inverted_cdf / closest_observation: to the boundaries of the step
-    index = M.subtract(M.multiply(n, q), 1) if method == "inverted_cdf" else \
-        M.subtract(M.subtract(M.multiply(n, q), 1), 0.5)
+    index = n * q - 1 if method == "inverted_cdf" else n * q - 1 - 0.5
     prev = M.floor(index)
-    gamma = M.subtract(index, prev)
+    gamma = index - prev
     cond = M.equal(gamma, 0)
     if method == "closest_observation":
         cond = M.logical_and(cond, M.equal(M.remainder(prev, 2), 1))
-    res = _cast(M.where_(cond, prev, M.add(prev, 1)), _dt.I64)
+    res = _cast(M.where_(cond, prev, prev + 1), _dt.I64)
     return M.maximum(res, 0)
 
 
@@ -544,15 +540,10 @@ def _gather_rows(s, idx, n_is_array):
     (or q.shape + rest when they differ per slice): s[idx] with shape q.shape + rest."""
     if not n_is_array:
         return take(s, idx, axis=0)
-    rest = s.ndim - 1
-    qd = idx.ndim - rest
-    flat = reshape(idx, (-1,) + tuple(-1 if d is None else d for d in idx.shape[qd:])) \
-        if qd != 1 else idx
-    r = take_along_axis(s, flat, axis=0)
-    if qd == 1:
-        return r
-    return reshape(r, tuple(-1 if d is None else d for d in idx.shape[:qd]) + tuple(
-        -1 if d is None else d for d in r.shape[1:])) if qd else squeeze(r, 0)
+    qd = idx.ndim - (s.ndim - 1)
+    r = take_along_axis(expand_dims(s, tuple(_py_range(qd))) if qd else s,
+                        expand_dims(idx, qd), axis=qd)
+    return squeeze(r, qd)
 
 
 def _quantile_core(x, q, method, weak_q, nan):
@@ -564,25 +555,30 @@ def _quantile_core(x, q, method, weak_q, nan):
     supports_nans = _inexact(arr.dtype)
     rest = arr.ndim - 1
     if nan and supports_nans:
-        n = M.subtract(_size_of(arr, 0), bind(R.reduce_sum_p, _cast(M.isnan(arr), _dt.I64),
-                                                axes=(0,), keepdims=False))
-        qq = reshape(q, tuple(q.shape) + (1,) * rest) if q.ndim else q
+        n = _size_of(arr, 0) - bind(R.reduce_sum_p, _cast(M.isnan(arr), _dt.I64), axes=(0,),
+                                    keepdims=False)
+        # NumPy works slice by slice with a Python int count: keep q's float dtype
+        n = _cast(n, q.dtype if q.dtype.kind == "f" else n.dtype)
+        qq = expand_dims(q, tuple(_py_range(q.ndim, q.ndim + rest))) if q.ndim and rest else q
         n_arr = True
     else:
         n = n_static if n_static is not None else _size_of(arr, 0)
+        if isinstance(n, ndarray) and q.dtype.kind == "f":
+            n = _cast(n, q.dtype)      # a Python int in NumPy: q's dtype decides
         qq = q
         n_arr = isinstance(n, ndarray)
         if n_arr:
             n_arr = False   # one (run-time) size for every slice: the gathers stay along axis 0
     nmax = _size_of(arr, 0)
-    vi = _virtual_index(method, n, qq)
+    top = M.maximum(nmax - 1, 0)
+    vi = asarray(_virtual_index(method, n, qq))
     if vi.dtype.kind in "iu":
-        idx = M.minimum(M.maximum(vi, 0), M.maximum(M.subtract(nmax, 1), 0))
+        idx = M.minimum(M.maximum(vi, 0), top)
         r = _gather_rows(s, idx, nan and supports_nans)
     else:
         prev = M.floor(vi)
-        nxt = M.add(prev, 1)
-        above = M.greater_equal(vi, M.subtract(n, 1))
+        nxt = prev + 1
+        above = M.greater_equal(vi, n - 1)
         below = M.less(vi, 0)
         minus1 = _cast(-1, prev.dtype)
         prev = M.where_(above, minus1, M.where_(below, _cast(0, prev.dtype), prev))
@@ -591,21 +587,20 @@ def _quantile_core(x, q, method, weak_q, nan):
             bad = M.isnan(vi)
             prev = M.where_(bad, minus1, prev)
             nxt = M.where_(bad, minus1, nxt)
-        last = M.subtract(n, 1)        # where "-1" points: the last (valid) element
+        last = n - 1        # where "-1" points: the last (valid) element
 
         def pos(i):
             p = _cast(M.where_(M.equal(i, -1), last, i), _dt.I64)
-            return M.minimum(M.maximum(p, 0), M.maximum(M.subtract(nmax, 1), 0))
+            return M.minimum(M.maximum(p, 0), top)
         v_prev = _gather_rows(s, pos(prev), nan and supports_nans)
         v_next = _gather_rows(s, pos(nxt), nan and supports_nans)
-        gamma = _fix_gamma(method, M.subtract(vi, prev), vi)
+        gamma = _fix_gamma(method, vi - prev, vi)
         gamma = _cast(gamma, vi.dtype)
         if weak_q:
             gd = arr.dtype if _inexact(arr.dtype) else _dt.F64
             gamma = _cast(gamma, gd)
-        if not (nan and supports_nans) and gamma.ndim:
-            gamma = reshape(gamma, tuple(-1 if d is None else d for d in gamma.shape) +
-                            (1,) * rest)
+        if not (nan and supports_nans) and gamma.ndim and rest:
+            gamma = expand_dims(gamma, tuple(_py_range(gamma.ndim, gamma.ndim + rest)))
         r = _lerp(v_prev, v_next, gamma)
     if nan and supports_nans:
         empty = M.equal(n, 0)
@@ -642,23 +637,17 @@ def _weighted_inverted_cdf(x, q, w, weak_q):
     if q.dtype.kind == "f":
         cdf = _cast(cdf, q.dtype)
     cdf = M.where_(M.equal(cdf, 0), _cast(-1, cdf.dtype), cdf)
-    n = arr.shape[0]
-    rows = moveaxis(cdf, 0, -1)                       # (*rest, n)
+    rows = moveaxis(cdf, 0, -1)                       # (*rest, n): one search per row
     rest = rows.ndim - 1
-    qv = reshape(q, (-1,)) if q.ndim else reshape(q, (1,))
-    if rest:
-        lead = tuple(rows.shape[:-1])
-        rows2 = reshape(rows, (-1, n if n is not None else -1))
-        idx = bind(S.searchsorted_p, rows2, reshape(qv, (1, -1)), side="left", batch_dims=1)
-        idx = reshape(idx, lead + (-1,))              # (*rest, Q)
-        idx = M.minimum(idx, M.subtract(_size_of(arr, 0), 1))
-        r = take_along_axis(moveaxis(s, 0, -1), idx, axis=-1)   # (*rest, Q)
-        r = moveaxis(r, -1, 0)
-    else:
-        idx = bind(S.searchsorted_p, _cast(rows, rows.dtype), qv, side="left")
-        idx = M.minimum(idx, M.subtract(_size_of(arr, 0), 1))
-        r = take(s, idx, axis=0)
-    r = reshape(r, tuple(q.shape) + tuple(-1 if d is None else d for d in r.shape[1:]))
+    qv = ravel(q)
+    qv = expand_dims(qv, tuple(_py_range(rest))) if rest else qv
+    idx = bind(S.searchsorted_p, rows, qv, side="left", batch_dims=rest)   # (*rest, Q)
+    idx = M.minimum(idx, _size_of(arr, 0) - 1)
+    r = moveaxis(take_along_axis(moveaxis(s, 0, -1), idx, axis=-1), -1, 0)    # (Q, *rest)
+    if q.ndim == 0:
+        r = squeeze(r, 0)
+    elif q.ndim > 1:
+        r = reshape(r, tuple(q.shape) + tuple(-1 if d is None else d for d in r.shape[1:]))
     if _inexact(arr.dtype):
         lastv = squeeze(_slice_along(s, 0, slice(-1, None)), 0)
         r = M.where_(M.isnan(lastv), lastv, r)
@@ -693,14 +682,14 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
         if w._t is None and bool(np.any(w.numpy() < 0)):
             raise ValueError("Weights must be non-negative.")
         w = broadcast_to(w, a.shape) if None not in a.shape else w
-    x, kshape = _reduce_layout(a, axis)
+    x, raxes = _reduce_layout(a, axis)
     if weights is not None:
         wx, _ = _reduce_layout(w, axis)
         r = _weighted_inverted_cdf(x, qa, wx, weak_q)
     else:
         r = _quantile_core(x, qa, method, weak_q, nan)
     if keepdims is True:
-        r = _keepdims(r, kshape, qa.ndim)
+        r = _keepdims(r, raxes, qa.ndim)
     return _out(r, out)
 
 
@@ -754,7 +743,9 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     """Sum treating NaN as 0, as `numpy.nansum`."""
     if out is None and eager(a, where):
         kw = {} if where is None else {"where": host(where)}
-        return to_nf(np.nansum(host(a), axis, dtype, None, keepdims, initial, **kw))
+        if initial is not None:
+            kw["initial"] = initial
+        return to_nf(np.nansum(host(a), axis, dtype, None, keepdims, **kw))
     from .reductions import sum as _sum
     return _sum(_replace_nan(a, 0)[0], axis, dtype, out, keepdims, initial, where)
 
@@ -763,7 +754,9 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
     """Product treating NaN as 1, as `numpy.nanprod`."""
     if out is None and eager(a, where):
         kw = {} if where is None else {"where": host(where)}
-        return to_nf(np.nanprod(host(a), axis, dtype, None, keepdims, initial, **kw))
+        if initial is not None:
+            kw["initial"] = initial
+        return to_nf(np.nanprod(host(a), axis, dtype, None, keepdims, **kw))
     from .reductions import prod as _prod
     return _prod(_replace_nan(a, 1)[0], axis, dtype, out, keepdims, initial, where)
 
@@ -953,7 +946,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise TypeError("fweights must be integer")
         if fw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional fweights")
-        if fw.shape[0] != X.shape[1]:
+        if _differ(fw.shape[0], X.shape[1]):
             raise RuntimeError("incompatible numbers of samples and fweights")
         if fw._t is None and np.any(fw.numpy() < 0):
             raise ValueError("fweights cannot be negative")
@@ -962,7 +955,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         aw = _cast(aweights, _dt.F64)
         if aw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional aweights")
-        if aw.shape[0] != X.shape[1]:
+        if _differ(aw.shape[0], X.shape[1]):
             raise RuntimeError("incompatible numbers of samples and aweights")
         if aw._t is None and np.any(aw.numpy() < 0):
             raise ValueError("aweights cannot be negative")
@@ -991,9 +984,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     X_T = transpose(X) if w is None else transpose(M.multiply(X, w))
     from .linalg_ops import dot
     c = dot(X, M.conjugate(X_T))
-    with np.errstate(divide="ignore"):
-        c = M.multiply(c, M.true_divide(1, fact))
-    return squeeze(c)
+    # in place in NumPy (c *= 1 / fact): c keeps its dtype
+    inv = 1.0 / fact if not isinstance(fact, ndarray) else _cast(M.true_divide(1, fact), c.dtype)
+    if not isinstance(fact, ndarray) and fact == 0:
+        inv = np.inf
+    c = M.multiply(c, inv)
+    ones = tuple(i for i, d in enumerate(c.shape) if d == 1)   # unknown sizes stay (a 2-d m
+    return squeeze(c, ones) if ones else c                      # has as many rows as it has)
 
 
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
@@ -1099,7 +1096,7 @@ def _ravel_and_check_weights(a, weights):
         a = _cast(a, np.dtype(np.uint8))
     if weights is not None:
         weights = asarray(weights)
-        if tuple(weights.shape) != tuple(a.shape):
+        if not _same_shape(tuple(weights.shape), tuple(a.shape)):
             raise ValueError("weights should have the same shape as a.")
         weights = ravel(weights)
     return ravel(a), weights
@@ -1200,27 +1197,32 @@ def _bin_edges(a, bins, range, weights):
 
 
 def _hist_counts(a, edges, nbins, weights):
-    """Counts (weighted sums) of a in [e_i, e_i+1), the last bin closed."""
+    """Counts (weighted sums) of a in [e_i, e_i+1), the last bin closed: one bincount over bin
+    indices, values outside the edges going to an extra last bin that is dropped."""
     from .sorting import searchsorted
-    if nbins is None:
-        raise ValueError("histogram with bin edges of unknown number while tracing")
+    static = nbins is not None
+    nb = nbins if static else _size_of(edges, 0) - 1     # unknown while tracing: at run time
     idx = M.subtract(searchsorted(edges, a, side="right"), 1)
     first, last = edges[0], edges[-1]
-    idx = M.where_(M.equal(a, last), _cast(nbins - 1, idx.dtype), idx)
+    idx = M.where_(M.equal(a, last), _cast(nb - 1, idx.dtype), idx)
     inside = M.logical_and(M.greater_equal(a, first), M.less_equal(a, last))
-    idx = M.where_(inside, idx, _cast(nbins, idx.dtype))
+    idx = M.where_(inside, idx, _cast(nb, idx.dtype))
+    ws = []
+    if weights is not None:
+        w = weights
+        parts = (M.real(w), M.imag(w)) if w.dtype.kind == "c" else (w,)
+        ws = [_cast(p, _dt.F64) for p in parts]
+    if not static:
+        # one extra element in the dropped bin fixes the length to nbins + 1 without knowing it
+        idx = concatenate([idx, reshape(_cast(nb, idx.dtype), (1,))])
+        ws = [concatenate([p, bind(E.zeros_like_p, p[:1])]) for p in ws]
+    length = nb + 1 if static else None
     if weights is None:
-        n = bind(S.bincount_p, idx, minlength=nbins + 1, length=nbins + 1)
-        return n[:nbins]
-    w = weights
+        return bind(S.bincount_p, idx, minlength=length or 0, length=length)[:-1]
+    counts = [bind(S.bincount_p, idx, p, minlength=length or 0, length=length)[:-1] for p in ws]
     if w.dtype.kind == "c":
-        re = bind(S.bincount_p, idx, _cast(M.real(w), _dt.F64), minlength=nbins + 1,
-                  length=nbins + 1)
-        im = bind(S.bincount_p, idx, _cast(M.imag(w), _dt.F64), minlength=nbins + 1,
-                  length=nbins + 1)
-        return M.add(_cast(re[:nbins], w.dtype), M.multiply(_cast(im[:nbins], w.dtype), 1j))
-    n = bind(S.bincount_p, idx, _cast(w, _dt.F64), minlength=nbins + 1, length=nbins + 1)
-    return _cast(n[:nbins], w.dtype)
+        return M.add(_cast(counts[0], w.dtype), M.multiply(_cast(counts[1], w.dtype), 1j))
+    return _cast(counts[0], w.dtype)
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):

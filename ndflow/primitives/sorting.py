@@ -106,7 +106,8 @@ def _searchsorted_impl(a, v, side, batch_dims=0):
     if not batch_dims:
         return np.asarray(np.searchsorted(a, v, side=side), dtype=np.int64)
     # NumPy searches one sorted row at a time: loop over the leading (batch) dims
-    lead = a.shape[:batch_dims]
+    lead = np.broadcast_shapes(a.shape[:batch_dims], v.shape[:batch_dims])
+    a = np.broadcast_to(a, lead + a.shape[batch_dims:])
     v = np.broadcast_to(v, lead + v.shape[batch_dims:])
     out = np.empty(v.shape, dtype=np.int64)
     for i in np.ndindex(*lead):
@@ -115,26 +116,20 @@ def _searchsorted_impl(a, v, side, batch_dims=0):
 
 
 def _searchsorted_abstract(a, v, side, batch_dims=0):
-    return Aval(tuple(a.shape[:batch_dims]) + tuple(v.shape[batch_dims:]), I64)
+    from ._util import broadcast_shapes
+    lead = broadcast_shapes(tuple(a.shape[:batch_dims]), tuple(v.shape[:batch_dims]))
+    return Aval(tuple(lead) + tuple(v.shape[batch_dims:]), I64)
 
 
 def _searchsorted_batch(args, dims, side, batch_dims=0):
     (a, v), (da, dv) = args, dims
-    if da is None:
+    if da is None and not batch_dims:
         # only the needles are batched: searchsorted maps over them already
-        v = move_to_front(v, dv) if batch_dims else v
-        if batch_dims:
-            raise NotImplementedError("searchsorted batching with unbatched rows")
         return bind(searchsorted_p, a, v, side=side), dv
-    a = move_to_front(a, da)
-    if dv is None:
-        from .shape import expand_dims_p
-        v = bind(expand_dims_p, v, axes=(0,))
-    else:
-        v = move_to_front(v, dv)
-    if batch_dims:
-        raise NotImplementedError("nested batching of searchsorted over the rows")
-    return bind(searchsorted_p, a, v, side=side, batch_dims=1), 0
+    from .shape import expand_dims_p
+    a = move_to_front(a, da) if da is not None else bind(expand_dims_p, a, axes=(0,))
+    v = move_to_front(v, dv) if dv is not None else bind(expand_dims_p, v, axes=(0,))
+    return bind(searchsorted_p, a, v, side=side, batch_dims=batch_dims + 1), 0
 
 
 # a: 1-D sorted rows (after `batch_dims` leading dims that v shares or broadcasts against)
