@@ -2,14 +2,13 @@
 searchsorted, unique, extract, select, piecewise) and set operations (isin, intersect1d, ...)."""
 import numpy as np
 
-from optable import record, Sample, values, noncontig, _ints, FLOATS, REAL, F16, F32, F64, I32, \
-    I64, BOOL, C128
+from optable import record, Sample, values, noncontig, _ints, REAL, F16, F32, F64, I32, I64, \
+    BOOL, C128
 
 _DYN = "the result's size depends on the data (how many distinct or selected elements)"
 _SORT_DT = REAL + (I64, F16, BOOL)
 _DUPS = ("duplicates collapse into one value, which finite differences split apart; "
-         "test_sorting.py checks the gradient on distinct values")
-
+         "test_statistics.py checks the gradient on distinct values")
 
 
 def _sort_samples(rng, dt):
@@ -192,8 +191,9 @@ def _distinct(rng, n, dt):
     """n distinct values (sorted), random but always n of them: structure never depends on
     the generator."""
     base = np.arange(n) * 3 + rng.integers(0, 3, n)
-    return (base - n).astype(dt) if dt.kind in "iu" else (base * 0.25 + values(rng, (n,), dt,
-                                                                                 "positive") * 0.1).astype(dt)
+    if dt.kind in "iu":
+        return (base - n).astype(dt)
+    return (base * 0.25 + values(rng, (n,), dt, "positive") * 0.1).astype(dt)
 
 
 def _set_samples(rng, dt):
@@ -205,12 +205,15 @@ def _set_samples(rng, dt):
                    "assume_unique")]
 
 
-record("isin", lambda rng, dt: _set_samples(rng, dt) + [
-    Sample((values(rng, (3, 4), dt), values(rng, (5,), dt)), {"invert": True}, "invert")],
-       dtypes=(F64, I32, I64))
+def _isin_samples(rng, dt):
+    return _set_samples(rng, dt) + [
+        Sample((values(rng, (3, 4), dt), values(rng, (5,), dt)), {"invert": True}, "invert")]
+
+
+record("isin", _isin_samples, dtypes=(F64, I32, I64))
 record("union1d", lambda rng, dt: [s for s in _set_samples(rng, dt)
-                                  if "assume_unique" not in s.kwargs],
-       dtypes=(F64, I32), vmap=False, vmap_reason=_DYN, diff_args=(), grad_reason=_DUPS)
+                                   if "assume_unique" not in s.kwargs], dtypes=(F64, I32),
+       vmap=False, vmap_reason=_DYN, diff_args=(), grad_reason=_DUPS)
 record("setxor1d", _set_samples, dtypes=(F64, I32), vmap=False, vmap_reason=_DYN,
        diff_args=(), grad_reason=_DUPS)
 record("setdiff1d", _set_samples, dtypes=(F64, I32), vmap=False, vmap_reason=_DYN,

@@ -1,8 +1,8 @@
 """Op-table records: statistics, cumulative operations, histograms and the nan-functions."""
 import numpy as np
 
-from optable import (record, Sample, values, noncontig, reduction_samples, _ints, FLOATS, REAL,
-                     F16, F32, F64, I32, I64, BOOL, C128)
+from optable import (record, Sample, values, noncontig, reduction_samples, _ints, REAL, F16, F32,
+                     F64, I32, I64, BOOL, C128)
 
 _DYN = "the result's size depends on the data"
 
@@ -15,10 +15,10 @@ def _with_nans(rng, shape, dt, frac=0.3, all_nan_row=False):
     mask = values(rng, shape, BOOL) & (values(rng, shape, F64, "small_nonneg") < 3 * frac)
     a = np.where(mask, np.nan, a).astype(dt)
     if a.ndim:
-        first = (0,) * a.ndim
-        a[first] = values(rng, (), dt)        # keep every slice through index 0 non-NaN...
-        a[(slice(None),) + (0,) * (a.ndim - 1)] = values(rng, a.shape[:1], dt)
-        a[(0,) * (a.ndim - 1) + (slice(None),)] = values(rng, a.shape[-1:], dt)
+        # the first two positions along the first and the last axis stay numbers: every
+        # slice keeps at least two (ddof=1 then still has a degree of freedom)
+        a[:2] = values(rng, a[:2].shape, dt)
+        a[..., :2] = values(rng, a[..., :2].shape, dt)
     if all_nan_row and a.ndim == 2:
         a[-1, 1:] = np.nan
     return a
@@ -177,10 +177,9 @@ def _quantile_samples(scale, nan=False):
             out.append(Sample((v((5, 4)), 0.37 * scale), {"axis": 0, "method": m}, m))
         if not nan:
             w = values(rng, (6,), F64, "positive")
-            out.append(Sample((v((4, 6)), q1), {"axis": 1, "method": "inverted_cdf",
-                                                "weights": w}, "weights"))
-            out.append(Sample((v((6,)), 0.47 * scale), {"method": "inverted_cdf",
-                                                       "weights": w}, "weights"))
+            wkw = {"method": "inverted_cdf", "weights": w}
+            out.append(Sample((v((4, 6)), q1), dict(wkw, axis=1), "weights"))
+            out.append(Sample((v((6,)), 0.47 * scale), wkw, "weights"))
         return out
     return gen
 
@@ -207,7 +206,9 @@ def _with(extra):
         for kw in extra:
             kw = dict(kw)
             if kw.get("where") == "mask":
-                kw["where"] = values(rng, (3, 4), BOOL) | np.eye(3, 4, dtype=bool)
+                m = values(rng, (3, 4), BOOL)
+                m[:2] = m[:, :2] = True      # every slice keeps two numbers (see _with_nans)
+                kw["where"] = m
             out.append(Sample((_with_nans(rng, (3, 4), dt),), kw, "options"))
         return out
     return gen
@@ -311,8 +312,8 @@ def _histdd_samples(rng, dt):
     return [Sample((v((12, 3)),)), Sample((v((12, 2)), (3, 4))),
             Sample((v((12,)), 5), desc="1-d sample"),
             Sample((v((12, 2)), [np.sort(values(rng, (4,), F64)), 3])),
-            Sample((v((12, 2)), 2), {"density": True, "weights": values(rng, (12,), F64,
-                                                                         "positive")})]
+            Sample((v((12, 2)), 2), {"density": True,
+                                     "weights": values(rng, (12,), F64, "positive")})]
 
 
 record("histogramdd", _histdd_samples, dtypes=REAL, grad_eps=1e-7,

@@ -4,8 +4,8 @@ and METHOD_RECORDS: the ufunc methods (reduce, accumulate, outer, at, reduceat) 
 not public names, so they stay out of RECORDS and its completeness test)."""
 import numpy as np
 
-from optable import (record, alias, RECORDS, NON_COMPUTING, OpRecord, Sample, values, noncontig,
-                     unary_samples, binary_samples, pyscalar, _ints, FLOATS, REAL, INTS, F16,
+from optable import (record, alias, NON_COMPUTING, OpRecord, Sample, values, noncontig,
+                     unary_samples, binary_samples, _ints, FLOATS, REAL, INTS, F16,
                      F32, F64, I32, I64, U8, BOOL, C128)
 
 # ---- new elementwise ufuncs -------------------------------------------------------------

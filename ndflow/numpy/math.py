@@ -70,6 +70,8 @@ maximum = _binary(np.maximum, E.max_p, reduce=REDUCE_MAX, accumulate=SCAN_MAX)
 minimum = _binary(np.minimum, E.min_p, reduce=REDUCE_MIN, accumulate=SCAN_MIN)
 arctan2 = _binary(np.arctan2, E.arctan2_p)
 atan2 = arctan2
+
+
 def _hypot_reduce(x, axes, keepdims):
     """max|x| * sqrt(sum((x / max|x|)**2)): no overflow, any (unknown) size."""
     from .manipulation import concatenate
@@ -82,8 +84,8 @@ def _hypot_reduce(x, axes, keepdims):
     zero = bind(E.eq_p, m, _zeros(m))
     safe = bind(E.select_p, zero, _const_like(m, 1), m)
     q = bind(E.div_p, a, safe)
-    r = bind(E.mul_p, m, bind(E.sqrt_p, bind(R.reduce_sum_p, bind(E.mul_p, q, q), axes=axes,
-                                                keepdims=True)))
+    ssq = bind(R.reduce_sum_p, bind(E.mul_p, q, q), axes=axes, keepdims=True)
+    r = bind(E.mul_p, m, bind(E.sqrt_p, ssq))
     r = bind(E.select_p, bind(E.isinf_p, m), m, r)
     if not keepdims:
         from .manipulation import squeeze
@@ -205,8 +207,8 @@ def _heaviside(x, h0):
     """0 below zero, 1 above, h0 at zero; NaN stays NaN."""
     zero = _zeros(x)
     one = _const_like(x, 1)
-    r = bind(E.select_p, bind(E.lt_p, x, zero), zero, bind(E.select_p, bind(E.gt_p, x, zero),
-                                                            one, h0))
+    above = bind(E.select_p, bind(E.gt_p, x, zero), one, h0)
+    r = bind(E.select_p, bind(E.lt_p, x, zero), zero, above)
     return bind(E.select_p, bind(E.isnan_p, x), x, r)
 
 
@@ -305,16 +307,19 @@ def fix(x, out=None):
 
 
 def real(val):
+    """The real part, as `numpy.real` (real arrays are returned as they are)."""
     a = asarray(val)
     return bind(E.real_p, a) if a.dtype.kind == "c" else a
 
 
 def imag(val):
+    """The imaginary part, as `numpy.imag` (zeros for real arrays)."""
     a = asarray(val)
     return bind(E.imag_p, a) if a.dtype.kind == "c" else bind(E.zeros_like_p, a)
 
 
 def iscomplexobj(x):
+    """Whether x has a complex dtype."""
     return asarray(x).dtype.kind == "c"
 
 

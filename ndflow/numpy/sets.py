@@ -113,9 +113,9 @@ def setxor1d(ar1, ar2, assume_unique=False):
     """Sorted values in exactly one of the arrays, as `numpy.setxor1d`."""
     if eager(ar1, ar2):
         return to_nf(np.setxor1d(host(ar1), host(ar2), assume_unique))
+    no_vmap("setxor1d", asarray(ar1), asarray(ar2))
     a1, a2 = _flat_unique(ar1, assume_unique), _flat_unique(ar2, assume_unique)
     aux = concatenate([a1, a2])
-    no_vmap("setxor1d", aux)
     if aux.shape[0] == 0:
         return aux
     aux = bind(S.sort_p, aux, axis=0, kind=None)
@@ -123,4 +123,3 @@ def setxor1d(ar1, ar2, assume_unique=False):
     flag = concatenate([true, M.not_equal(aux[1:], aux[:-1]), true])
     keep = M.logical_and(flag[1:], flag[:-1])
     return take(aux, nonzero(keep)[0])
-

@@ -15,7 +15,7 @@ from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
 from ..core.state import GLOBAL
 from ..core import dtypes as _dt
-from ..primitives import elementwise as E, sorting as S, cumulative as C
+from ..primitives import elementwise as E, sorting as S
 from ..primitives._util import norm_axis
 from ._core import asarray
 
@@ -60,6 +60,7 @@ def is_batched(*xs):
 
 
 def no_vmap(name, *xs):
+    """Refuse, naming `name`, to run a data-dependent-size function on batched values."""
     if is_batched(*xs):
         raise ValueError(f"{name} inside vectorized_map: the size of its result depends on the "
                          f"data, which can differ between examples, so the batch has no fixed "
@@ -216,7 +217,7 @@ class UniqueInverseResult(NamedTuple):
 def _unique_parts(ar, axis, equal_nan):
     """(values, index, inverse, counts) of NumPy's sorted unique, the values gathered from the
     input so that they carry gradients."""
-    from .manipulation import ravel, reshape, moveaxis
+    from .manipulation import ravel, moveaxis
     from .indexing import take
     a = asarray(ar)
     no_vmap("unique", a)
@@ -263,6 +264,7 @@ def unique_all(x):
 
 
 def unique_counts(x):
+    """`numpy.unique_counts`: sorted values and their counts; NaNs are distinct."""
     if eager(x):
         return to_nf(np.unique_counts(host(x)))
     v, _, _, c = _unique_parts(x, None, False)
@@ -270,6 +272,7 @@ def unique_counts(x):
 
 
 def unique_inverse(x):
+    """`numpy.unique_inverse`: sorted values and inverse indices shaped like x."""
     if eager(x):
         return to_nf(np.unique_inverse(host(x)))
     v, _, inv, _ = _unique_parts(x, None, False)

@@ -455,8 +455,8 @@ def _median_last(x, nan):
     n = x.shape[ax]
     cd = _mean_dtype(x.dtype)
     if nan:
-        cnt = M.subtract(_size_of(x, ax), bind(R.reduce_sum_p, _cast(M.isnan(x), _dt.I64),
-                                                axes=(ax,), keepdims=False))
+        nans = bind(R.reduce_sum_p, _cast(M.isnan(x), _dt.I64), axes=(ax,), keepdims=False)
+        cnt = M.subtract(_size_of(x, ax), nans)
         lo = M.floor_divide(M.subtract(cnt, 1), 2)
         hi = M.floor_divide(cnt, 2)
         lo = M.maximum(lo, 0)

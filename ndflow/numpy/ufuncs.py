@@ -17,8 +17,6 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
-
-_new = object.__new__
 from ..core.primitive import bind
 from ..core.state import GLOBAL
 from ..core import dtypes as _dt
@@ -26,6 +24,7 @@ from ..primitives import elementwise as E, reduction as R, cumulative as C
 from ..primitives._util import norm_axis
 from ._core import ufunc_operands, asarray, fast_operands, _PY
 
+_new = object.__new__
 _NO_VALUE = np._NoValue          # NumPy's own marker, so `initial=np._NoValue` passes through
 _REORDERABLE_NO_IDENTITY = frozenset({"maximum", "minimum", "fmax", "fmin"})
 
@@ -515,7 +514,7 @@ def _write_out(uf, r, out, casting):
 def _at(uf, a, indices, b):
     """The functional form of `uf.at(a, indices, b)`: the updated array."""
     from .indexing import _split_index
-    from ..primitives import indexing as I
+    from ..primitives import indexing as IX
     from .manipulation import reshape, ravel
     from .indexing import take
     if uf.__name__ in ("add", "subtract") and a.dtype != _dt.BOOL:
@@ -526,7 +525,7 @@ def _at(uf, a, indices, b):
         # NumPy casts each update's result to a's dtype unsafely
         if v.dtype != a.dtype:
             v = bind(E.convert_p, v, dtype=a.dtype)
-        return bind(I.index_add_p, a, v, *arrays, spec=spec)
+        return bind(IX.index_add_p, a, v, *arrays, spec=spec)
     idx = indices
     if isinstance(idx, ndarray) or (isinstance(idx, tuple) and any(
             isinstance(i, ndarray) for i in idx)):
@@ -559,7 +558,7 @@ def _at(uf, a, indices, b):
         new = uf(cur, take(bb, asarray(sel))) if b is not None else uf(cur)
         if new.dtype != a.dtype:
             new = bind(E.convert_p, new, dtype=a.dtype)
-        flat = bind(I.index_update_p, flat, new, where_pos, spec=(("a",),))
+        flat = bind(IX.index_update_p, flat, new, where_pos, spec=(("a",),))
     return reshape(flat, a.shape)
 
 

@@ -7,9 +7,8 @@ As in elementwise.py, operands arrive promoted to NumPy's loop dtypes.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ..core.dtypes import BOOL
 from ._util import broadcast_shapes, unbroadcast
-from .elementwise import unary, binary, _zero_grad, _elementwise_batch, _unary_abstract
+from .elementwise import unary, binary, _zero_grad
 
 
 def _binary_abstract_first(x, y):

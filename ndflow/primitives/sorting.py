@@ -109,7 +109,7 @@ def _searchsorted_impl(a, v, side, batch_dims=0):
     lead = np.broadcast_shapes(a.shape[:batch_dims], v.shape[:batch_dims])
     a = np.broadcast_to(a, lead + a.shape[batch_dims:])
     v = np.broadcast_to(v, lead + v.shape[batch_dims:])
-    out = np.empty(v.shape, dtype=np.int64)
+    out = np.empty_like(v, dtype=np.int64)       # (a CuPy array for CuPy inputs)
     for i in np.ndindex(*lead):
         out[i] = np.searchsorted(a[i], v[i], side=side)
     return out
@@ -142,7 +142,7 @@ searchsorted_p.batch = _searchsorted_batch
 def _bincount_impl(x, *w, minlength=0, length=None):
     if x.ndim == 2:       # batched rows: offset each row into its own block of `length` bins
         rows = x.shape[0]
-        off = x + (np.arange(rows, dtype=x.dtype) * length)[:, None]
+        off = x + (np.arange(rows, dtype=x.dtype, like=x) * length)[:, None]
         ww = None if not w else np.broadcast_to(w[0], x.shape).ravel()
         return np.bincount(off.ravel(), ww, minlength=rows * length).reshape(rows, length)
     return np.bincount(x, w[0] if w else None, minlength=minlength)
@@ -220,14 +220,15 @@ unique_p.batch = _data_dependent_batch("unique")
 
 def _unique_values_index_impl(x):
     """Positions of NumPy's `unique_values` (hash-table order, NaNs distinct) in x."""
-    vals = np.unique_values(x)
+    # (NumPy's hash order exists on the CPU only; elsewhere the sorted order)
+    vals = np.unique_values(x) if isinstance(x, np.ndarray) else np.unique(x, equal_nan=False)
     u, first = np.unique(x, return_index=True, equal_nan=False)
-    out = np.empty(vals.shape, np.int64)
-    nan_v = np.isnan(vals) if vals.dtype.kind in "fc" else np.zeros(vals.shape, bool)
+    out = np.empty_like(vals, dtype=np.int64)
+    nan_v = np.isnan(vals) if vals.dtype.kind in "fc" else np.zeros_like(vals, dtype=bool)
     ok = ~nan_v
     out[ok] = first[np.searchsorted(u, vals[ok])]
     if nan_v.any():      # NaNs sort last in u, in their order in x (a stable sort)
-        nan_u = np.isnan(u) if u.dtype.kind in "fc" else np.zeros(u.shape, bool)
+        nan_u = np.isnan(u) if u.dtype.kind in "fc" else np.zeros_like(u, dtype=bool)
         out[nan_v] = first[nan_u]
     return out
 
