@@ -49,7 +49,8 @@ from .statistics import (cumsum, cumprod, cumulative_sum, cumulative_prod, nancu
                          nancumprod, diff, ediff1d, gradient, trapezoid, ptp, average, median,
                          nanmedian, quantile, percentile, nanquantile, nanpercentile, nansum,
                          nanprod, nanmean, nanvar, nanstd, nanmax, nanmin, nanargmax, nanargmin,
-                         cov, corrcoef, bincount, digitize, histogram, histogram2d, histogramdd,
+                         cov, corrcoef)
+from .histograms import (bincount, digitize, histogram, histogram2d, histogramdd,  # noqa: F401
                          histogram_bin_edges)
 from .sorting import (sort, argsort, lexsort, sort_complex, partition, argpartition,  # noqa
                       searchsorted, unique, unique_all, unique_counts, unique_inverse,
