@@ -393,7 +393,6 @@ _VECDOT = _prod(lambda v: [
     Sample((v((3,)), v((3,)))), Sample((v((2, 3)), v((3,)))), Sample((v((4, 1, 3)), v((2, 3)))),
     Sample((v((3, 2)), v((3, 1))), {"axis": 0}), Sample((v((0,)), v((0,))))])
 record("linalg.vecdot", _VECDOT, dtypes=_LA, call=_la("vecdot"), tol=_LA_TOL)
-record("vecdot", _VECDOT, dtypes=_LA + (BOOL,), tol=_LA_TOL)
 record("linalg.matrix_transpose", _prod(lambda v: [Sample((v((2, 3)),)), Sample((v((2, 3, 4)),))]),
        dtypes=_LA, call=_la("matrix_transpose"))
 _CROSS3 = _prod(lambda v: [

@@ -231,12 +231,30 @@ def elementwise_fusion(g):
     """The pass: regions of two or more fusible nodes become one fused node each."""
     if os.environ.get("NDFLOW_FUSION", "1") == "0":
         return g
-    from .kernels import kernel_for
     groups = {r: m for r, m in _regions(g).items()
-              if len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)}
+              if len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
+              and _convex(g, m)}
     if not groups:
         return g
     uses_blas = any(n.prim.name in _BLAS for n in g.nodes)
+    out = _build(g, groups, uses_blas)
+    if out is not None:
+        return out
+    # Regions that are each fine can still depend on each other through outside nodes in a
+    # cycle; keep the regions that do not close one (greedily, in program order).
+    kept = {}
+    for r, m in groups.items():
+        trial = dict(kept)
+        trial[r] = m
+        if _build(g, trial, uses_blas) is not None:
+            kept = trial
+    return _build(g, kept, uses_blas) if kept else g
+
+
+def _build(g, groups, uses_blas):
+    """`g` with each region of `groups` replaced by one fused node, or None if that would make
+    the graph cyclic."""
+    from .kernels import kernel_for
     member = {}
     for r, m in groups.items():
         for i in m:
@@ -270,7 +288,29 @@ def elementwise_fusion(g):
             items.append((i, n))
     items.sort(key=lambda t: t[0])
     new_nodes = _toposort(items, g)
+    if new_nodes is None:
+        return None
     return g.copy_with(nodes=new_nodes)
+
+
+def _convex(g, members):
+    """A region may become one node only if no path leaves it and comes back (through a node
+    outside it); fusing such a region would make the graph cyclic. Such regions stay unfused."""
+    members = set(members)
+    lo, hi = min(members), max(members)
+    produced_by = {}
+    for i in range(lo, hi + 1):
+        for o in g.nodes[i].outputs:
+            produced_by[o.id] = i
+    tainted = set()          # outside nodes that depend on a member
+    for i in range(lo + 1, hi + 1):
+        deps = {produced_by[v.id] for v in g.nodes[i].inputs if v.id in produced_by}
+        if i in members:
+            if deps & tainted:
+                return False
+        elif deps & (members | tainted):
+            tainted.add(i)
+    return True
 
 
 def _toposort(items, g):
@@ -298,8 +338,7 @@ def _toposort(items, g):
             if indeg[u] == 0:
                 heapq.heappush(heap, (items[u][0], u))
     if len(out) != len(items):
-        raise AssertionError("elementwise_fusion made a cycle (a bug): %d of %d nodes ordered"
-                             % (len(out), len(items)))
+        return None      # the fused regions depend on each other in a cycle
     return out
 
 

@@ -18,16 +18,21 @@ from ._core import asarray, array  # noqa: F401
 from .creation import (zeros, ones, empty, full, zeros_like, ones_like, empty_like,  # noqa: F401
                        full_like, arange, linspace, logspace, geomspace, eye, identity, copy,
                        asanyarray, ascontiguousarray, astype, _astype)
+from .ufuncs import ufunc  # noqa: F401
 from .math import (add, subtract, multiply, true_divide, divide, floor_divide, remainder,  # noqa
-                   mod, power, pow, maximum, minimum, arctan2, atan2, bitwise_and, bitwise_or,
-                   bitwise_xor, left_shift, right_shift, nextafter, equal, not_equal, less,
-                   less_equal, greater, greater_equal, logical_and, logical_or, logical_xor,
-                   negative, positive, exp, exp2, expm1, log, log2, log10, log1p, sqrt, cbrt, sin,
-                   cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh,
-                   asin, acos, atan, asinh, acosh, atanh, reciprocal, absolute, abs, fabs, sign,
-                   floor, ceil, trunc, fix, rint, conjugate, conj, logical_not, invert,
-                   bitwise_not, bitwise_invert, isnan, isinf, isfinite, signbit, square, real,
-                   imag, iscomplexobj, divmod, round, around, clip)
+                   mod, fmod, power, pow, float_power, maximum, minimum, fmax, fmin, arctan2,
+                   atan2, hypot, bitwise_and, bitwise_or, bitwise_xor, left_shift,
+                   bitwise_left_shift, right_shift, bitwise_right_shift, nextafter, gcd, lcm,
+                   ldexp, equal, not_equal, less, less_equal, greater, greater_equal,
+                   logical_and, logical_or, logical_xor, logaddexp, logaddexp2, copysign,
+                   heaviside, divmod, negative, positive, exp, exp2, expm1, log, log2, log10,
+                   log1p, sqrt, cbrt, sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh,
+                   arcsinh, arccosh, arctanh, asin, acos, atan, asinh, acosh, atanh,
+                   reciprocal, absolute, abs, fabs, sign, floor, ceil, trunc, fix, rint,
+                   conjugate, conj, logical_not, invert, bitwise_not, bitwise_invert,
+                   bitwise_count, isnan, isinf, isfinite, signbit, spacing, square, deg2rad,
+                   radians, rad2deg, degrees, modf, frexp, isnat, matmul, vecdot, matvec, vecmat,
+                   real, imag, iscomplexobj, round, around, clip)
 from .math import where_ as where  # noqa: F401
 from .reductions import (sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean,  # noqa
                          var, std, count_nonzero)
@@ -38,8 +43,8 @@ from .manipulation import (reshape, ravel, transpose, permute_dims, matrix_trans
 from .manipulation import broadcast_shapes_ as broadcast_shapes  # noqa: F401
 from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwhere,  # noqa
                        flatnonzero)
-from .linalg_ops import matmul, dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
-from .linalg_ops import vecdot, kron, cross  # noqa: F401
+from .linalg_ops import dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
+from .linalg_ops import kron, cross  # noqa: F401
 from .shaping import (atleast_3d, column_stack, dstack, row_stack, array_split, split,  # noqa
                       hsplit, vsplit, dsplit, unstack, tile, repeat, roll, rollaxis, flip, fliplr,
                       flipud, rot90, block, append, delete, insert, resize, trim_zeros, pad)
@@ -65,6 +70,17 @@ from . import fft  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack)
 from . import linalg  # noqa: F401
+from .statistics import (cumsum, cumprod, cumulative_sum, cumulative_prod, nancumsum,  # noqa
+                         nancumprod, diff, ediff1d, gradient, trapezoid, ptp, average, median,
+                         nanmedian, quantile, percentile, nanquantile, nanpercentile, nansum,
+                         nanprod, nanmean, nanvar, nanstd, nanmax, nanmin, nanargmax, nanargmin,
+                         cov, corrcoef)
+from .histograms import (bincount, digitize, histogram, histogram2d, histogramdd,  # noqa: F401
+                         histogram_bin_edges)
+from .sorting import (sort, argsort, lexsort, sort_complex, partition, argpartition,  # noqa
+                      searchsorted, unique, unique_all, unique_counts, unique_inverse,
+                      unique_values, piecewise)
+from .sets import isin, intersect1d, union1d, setdiff1d, setxor1d  # noqa: F401
 
 newaxis = None
 pi = _np.pi

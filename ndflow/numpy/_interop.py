@@ -39,10 +39,9 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             if not isinstance(out, ndarray):
                 return NotImplemented
         return f(*inputs, out=out, **kwargs) if out is not None else f(*inputs, **kwargs)
-    if method == "reduce" and ufunc.__name__ in ("add", "multiply", "maximum", "minimum"):
-        red = {"add": tnp.sum, "multiply": tnp.prod, "maximum": tnp.max, "minimum": tnp.min}
-        kwargs.pop("out", None)
-        return red[ufunc.__name__](*inputs, **kwargs)
+    if method != "__call__" and isinstance(f, tnp.ufunc):
+        # np.add.reduce(x), np.multiply.at(x, ...) etc.: ndflow's own method
+        return getattr(f, method)(*inputs, **kwargs)
     host = [_to_host(i) for i in inputs]
     kwargs = {k: _to_host(v) for k, v in kwargs.items()}
     return _wrap_result(getattr(ufunc, method)(*host, **kwargs))

@@ -1,5 +1,5 @@
 """Products and contractions in the main namespace: matmul, dot, einsum, tensordot, outer,
-vecdot, kron and cross (diagonal and trace live in routines.py)."""
+kron and cross (diagonal and trace live in routines.py, vecdot is a ufunc in math.py)."""
 import string
 import warnings
 
@@ -141,34 +141,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
     return r
 
 
-# ------------------------------------------------------------------ vecdot, kron, cross
-def vecdot(x1, x2, /, *, axis=-1, out=None, **kw):
-    """sum(conj(x1) * x2) over `axis` of each operand (broadcast elsewhere), as `numpy.vecdot`
-    (the operands' common dtype: int32 stays int32, bools give bools)."""
-    from ..primitives._util import norm_axis
-    from .manipulation import moveaxis, expand_dims, squeeze
-    from .math import conjugate
-    a, b = asarray(x1), asarray(x2)
-    for i, x in enumerate((a, b)):
-        if x.ndim == 0:
-            raise ValueError(f"vecdot: Input operand {i} does not have enough dimensions (has 0, "
-                             f"gufunc core with signature (n),(n)->() requires 1)")
-    a = moveaxis(a, norm_axis(axis, a.ndim), -1)
-    b = moveaxis(b, norm_axis(axis, b.ndim), -1)
-    na, nb = a.shape[-1], b.shape[-1]
-    if na is not None and nb is not None and na != nb:
-        raise ValueError(f"vecdot: Input operand 1 has a mismatch in its core dimension 0, with "
-                         f"gufunc signature (n),(n)->() (size {nb} is different from {na})")
-    if a.dtype.kind == "c":
-        a = conjugate(a)
-    # (..., 1, n) @ (..., n, 1): a dot kernel, as NumPy's, and the dtype rules of matmul
-    r = squeeze(matmul(expand_dims(a, -2), expand_dims(b, -1)), (-2, -1))
-    if out is not None:
-        out[...] = r
-        return out
-    return r
-
-
+# ------------------------------------------------------------------ kron, cross
 def kron(a, b):
     """Kronecker product, as `numpy.kron`: a's blocks scaled copies of b."""
     from .manipulation import expand_dims, reshape

@@ -1,12 +1,23 @@
-"""Elementwise mathematics, comparisons and logic (NumPy's ufuncs)."""
+"""Elementwise mathematics, comparisons and logic: NumPy's ufuncs, as `tnp.ufunc` objects.
+
+Each ufunc is `make_ufunc(numpy_ufunc, fn)` where `fn` computes it from operands already
+promoted to NumPy's loop dtypes, with primitives (so tapes, tracing and batching apply); the
+eager fast path calls NumPy's ufunc itself (see ufuncs.py).
+"""
+import math as _math
+
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
-from ..core.state import STATE, GLOBAL
+from ..core.state import STATE
 from ..core import dtypes as _dt
-from ..primitives import elementwise as E
-from ._core import ufunc_operands, as_operand, fast_operands, asarray
+from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
+from ._core import as_operand, asarray
+from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
+                     REDUCE_ALL, REDUCE_ANY, SCAN_SUM, SCAN_PROD, SCAN_MAX, SCAN_MIN)
+
+_LN2 = _math.log(2.0)
 
 
 def _finish(res, out):
@@ -18,75 +29,199 @@ def _finish(res, out):
     return out
 
 
-def _unary(ufunc, prim):
-    def f(x, /, out=None, *, where=True, dtype=None, **kwargs):
-        if GLOBAL.fast and out is None and dtype is None and where is True:
-            b = fast_operands(x)
-            if b is not None:
-                return _wrap(ufunc(b[0]))
-        (a,) = ufunc_operands(ufunc, as_operand(x) if type(x) is not ndarray else x)
-        if dtype is not None:
-            a = bind(E.convert_p, a, dtype=_dt.canonical(dtype))
-        r = bind(prim, a)
-        if where is not True:
-            r = where_(where, r, out if out is not None else r)
-        return _finish(r, out)
-    f.__name__ = ufunc.__name__
-    f.__doc__ = f"Elementwise `{ufunc.__name__}`, as `numpy.{ufunc.__name__}`; differentiable."
-    return f
+def _p1(prim):
+    return lambda x: bind(prim, x)
 
 
-def _binary(ufunc, prim):
-    def f(x1, x2, /, out=None, *, where=True, dtype=None, **kwargs):
-        if GLOBAL.fast and out is None and dtype is None and where is True:
-            if type(x1) is ndarray and type(x2) is ndarray and x1._dev is None and x2._dev is None:
-                return _wrap(ufunc(x1._v, x2._v))
-            b = fast_operands(x1, x2)
-            if b is not None:
-                return _wrap(ufunc(b[0], b[1]))
-        a, b = ufunc_operands(ufunc, as_operand(x1), as_operand(x2))
-        if dtype is not None:
-            d = _dt.canonical(dtype)
-            a, b = bind(E.convert_p, a, dtype=d), bind(E.convert_p, b, dtype=d)
-        r = bind(prim, a, b)
-        if where is not True:
-            r = where_(where, r, out if out is not None else r)
-        return _finish(r, out)
-    f.__name__ = ufunc.__name__
-    f.__doc__ = f"Elementwise `{ufunc.__name__}`, as `numpy.{ufunc.__name__}`; differentiable."
-    return f
+def _p2(prim):
+    return lambda x, y: bind(prim, x, y)
 
 
-add = _binary(np.add, E.add_p)
+def _unary(ufunc, prim, **kw):
+    return make_ufunc(ufunc, _p1(prim), **kw)
+
+
+def _binary(ufunc, prim, **kw):
+    return make_ufunc(ufunc, _p2(prim), **kw)
+
+
+def _zeros(x):
+    return bind(E.zeros_like_p, x)
+
+
+def _const_like(x, v):
+    return bind(E.full_like_p, x, fill_value=v)
+
+
+# ------------------------------------------------------------------ arithmetic
+add = _binary(np.add, E.add_p, reduce=REDUCE_SUM, accumulate=SCAN_SUM)
 subtract = _binary(np.subtract, E.sub_p)
-multiply = _binary(np.multiply, E.mul_p)
+multiply = _binary(np.multiply, E.mul_p, reduce=REDUCE_PROD, accumulate=SCAN_PROD)
 true_divide = _binary(np.true_divide, E.div_p)
 divide = true_divide
 floor_divide = _binary(np.floor_divide, E.floordiv_p)
 remainder = _binary(np.remainder, E.rem_p)
 mod = remainder
+fmod = _binary(np.fmod, X.fmod_p)
 power = _binary(np.power, E.pow_p)
 pow = power
-maximum = _binary(np.maximum, E.max_p)
-minimum = _binary(np.minimum, E.min_p)
+float_power = _binary(np.float_power, E.pow_p)   # the loop is float64/complex128 only
+maximum = _binary(np.maximum, E.max_p, reduce=REDUCE_MAX, accumulate=SCAN_MAX)
+minimum = _binary(np.minimum, E.min_p, reduce=REDUCE_MIN, accumulate=SCAN_MIN)
 arctan2 = _binary(np.arctan2, E.arctan2_p)
 atan2 = arctan2
+
+
+def _hypot_reduce(x, axes, keepdims):
+    """max|x| * sqrt(sum((x / max|x|)**2)): no overflow, any (unknown) size."""
+    from .manipulation import concatenate
+    a = bind(E.abs_p, x)
+    padded = a
+    for ax in axes:     # a zero along each reduced axis: the maximum of an empty slice is 0
+        slab = bind(E.zeros_like_p, bind(R.reduce_sum_p, padded, axes=(ax,), keepdims=True))
+        padded = concatenate([padded, slab], axis=ax)
+    m = bind(R.reduce_max_p, padded, axes=axes, keepdims=True)
+    zero = bind(E.eq_p, m, _zeros(m))
+    safe = bind(E.select_p, zero, _const_like(m, 1), m)
+    q = bind(E.div_p, a, safe)
+    ssq = bind(R.reduce_sum_p, bind(E.mul_p, q, q), axes=axes, keepdims=True)
+    r = bind(E.mul_p, m, bind(E.sqrt_p, ssq))
+    r = bind(E.select_p, bind(E.isinf_p, m), m, r)
+    if not keepdims:
+        from .manipulation import squeeze
+        r = squeeze(r, axes)
+    return r
+
+
+hypot = _binary(np.hypot, X.hypot_p, reduce=_hypot_reduce)
 bitwise_and = _binary(np.bitwise_and, E.bitwise_and_p)
 bitwise_or = _binary(np.bitwise_or, E.bitwise_or_p)
 bitwise_xor = _binary(np.bitwise_xor, E.bitwise_xor_p)
 left_shift = _binary(np.left_shift, E.left_shift_p)
+bitwise_left_shift = left_shift
 right_shift = _binary(np.right_shift, E.right_shift_p)
+bitwise_right_shift = right_shift
 nextafter = _binary(np.nextafter, E.nextafter_p)
+gcd = _binary(np.gcd, X.gcd_p)
+lcm = _binary(np.lcm, X.lcm_p)
+ldexp = _binary(np.ldexp, X.ldexp_p)
 equal = _binary(np.equal, E.eq_p)
 not_equal = _binary(np.not_equal, E.ne_p)
 less = _binary(np.less, E.lt_p)
 less_equal = _binary(np.less_equal, E.le_p)
 greater = _binary(np.greater, E.gt_p)
 greater_equal = _binary(np.greater_equal, E.ge_p)
-logical_and = _binary(np.logical_and, E.logical_and_p)
-logical_or = _binary(np.logical_or, E.logical_or_p)
+logical_and = _binary(np.logical_and, E.logical_and_p, reduce=REDUCE_ALL, accumulate=SCAN_MIN)
+logical_or = _binary(np.logical_or, E.logical_or_p, reduce=REDUCE_ANY, accumulate=SCAN_MAX)
 logical_xor = _binary(np.logical_xor, E.logical_xor_p)
 
+
+def _fminmax(prim, pick):
+    def fn(x, y):
+        """The NaN-ignoring extremum: the other operand where one is NaN."""
+        r = bind(prim, x, y)
+        if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
+            return r
+        r = bind(E.select_p, bind(E.isnan_p, y), x, r)
+        return bind(E.select_p, bind(E.isnan_p, x), y, r)
+    return fn
+
+
+def _nan_ignoring_reduce(prim, fill):
+    def red(x, axes, keepdims):
+        if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
+            return bind(prim, x, axes=axes, keepdims=keepdims)
+        nan = bind(E.isnan_p, x)
+        r = bind(prim, bind(E.select_p, nan, _const_like(x, fill), x), axes=axes,
+                 keepdims=keepdims)
+        allnan = bind(R.reduce_all_p, nan, axes=axes, keepdims=keepdims)
+        return bind(E.select_p, allnan, _const_like(r, np.nan), r)
+    return red
+
+
+def _nan_ignoring_scan(prim, fill):
+    def scan(x, axis):
+        if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
+            return bind(prim, x, axis=axis)
+        nan = bind(E.isnan_p, x)
+        r = bind(prim, bind(E.select_p, nan, _const_like(x, fill), x), axis=axis)
+        allnan = bind(C.cummin_p, nan, axis=axis)
+        return bind(E.select_p, allnan, _const_like(r, np.nan), r)
+    return scan
+
+
+fmax = make_ufunc(np.fmax, _fminmax(E.max_p, E.gt_p),
+                  reduce=_nan_ignoring_reduce(R.reduce_max_p, -np.inf),
+                  accumulate=_nan_ignoring_scan(C.cummax_p, -np.inf))
+fmin = make_ufunc(np.fmin, _fminmax(E.min_p, E.lt_p),
+                  reduce=_nan_ignoring_reduce(R.reduce_min_p, np.inf),
+                  accumulate=_nan_ignoring_scan(C.cummin_p, np.inf))
+
+
+def _logaddexp(exp_p, log1p_scale, tie):
+    def fn(x, y):
+        """max(x, y) + log1p(exp(-|x - y|)): never overflows. Where x == y (both infinite
+        included, where x - y is NaN) it is the mean plus log(2), which also splits the
+        gradient evenly."""
+        m = bind(E.max_p, x, y)
+        d = bind(E.abs_p, bind(E.sub_p, x, y))
+        soft = bind(E.log1p_p, bind(exp_p, bind(E.neg_p, d)))
+        if log1p_scale != 1:
+            soft = bind(E.mul_p, soft, _const_like(soft, log1p_scale))
+        r = bind(E.add_p, m, soft)
+        mean = bind(E.mul_p, bind(E.add_p, x, y), _const_like(m, 0.5))
+        return bind(E.select_p, bind(E.eq_p, x, y), bind(E.add_p, mean, _const_like(m, tie)), r)
+    return fn
+
+
+def _logsumexp_reduce(exp_p, log_p):
+    def red(x, axes, keepdims):
+        """Shifted by the maximum (0 where it is infinite, so -inf stays -inf and inf, inf)."""
+        m = bind(R.reduce_max_p, x, axes=axes, keepdims=True)
+        m = bind(E.select_p, bind(E.isfinite_p, m), m, _zeros(m))
+        s = bind(R.reduce_sum_p, bind(exp_p, bind(E.sub_p, x, m)), axes=axes, keepdims=True)
+        r = bind(E.add_p, bind(log_p, s), m)
+        if not keepdims:
+            from .manipulation import squeeze
+            r = squeeze(r, axes)
+        return r
+    return red
+
+
+logaddexp = make_ufunc(np.logaddexp, _logaddexp(E.exp_p, 1, _LN2),
+                       reduce=_logsumexp_reduce(E.exp_p, E.log_p))
+logaddexp2 = make_ufunc(np.logaddexp2, _logaddexp(E.exp2_p, 1 / _LN2, 1.0),
+                        reduce=_logsumexp_reduce(E.exp2_p, E.log2_p))
+
+
+def _copysign(x, y):
+    """|x| with the sign bit of y."""
+    a = bind(E.abs_p, x)
+    return bind(E.select_p, bind(E.signbit_p, y), bind(E.neg_p, a), a)
+
+
+copysign = make_ufunc(np.copysign, _copysign)
+
+
+def _heaviside(x, h0):
+    """0 below zero, 1 above, h0 at zero; NaN stays NaN."""
+    zero = _zeros(x)
+    one = _const_like(x, 1)
+    above = bind(E.select_p, bind(E.gt_p, x, zero), one, h0)
+    r = bind(E.select_p, bind(E.lt_p, x, zero), zero, above)
+    return bind(E.select_p, bind(E.isnan_p, x), x, r)
+
+
+heaviside = make_ufunc(np.heaviside, _heaviside)
+
+
+def _divmod(x, y):
+    return bind(E.floordiv_p, x, y), bind(E.rem_p, x, y)
+
+
+divmod = make_ufunc(np.divmod, _divmod)
+
+# ------------------------------------------------------------------ unary
 negative = _unary(np.negative, E.neg_p)
 positive = _unary(np.positive, E.positive_p)
 exp = _unary(np.exp, E.exp_p)
@@ -119,7 +254,6 @@ sign = _unary(np.sign, E.sign_p)
 floor = _unary(np.floor, E.floor_p)
 ceil = _unary(np.ceil, E.ceil_p)
 trunc = _unary(np.trunc, E.trunc_p)
-fix = trunc
 rint = _unary(np.rint, E.rint_p)
 conjugate = _unary(np.conjugate, E.conj_p)
 conj = conjugate
@@ -127,38 +261,66 @@ logical_not = _unary(np.logical_not, E.logical_not_p)
 invert = _unary(np.invert, E.invert_p)
 bitwise_not = invert
 bitwise_invert = invert
+bitwise_count = _unary(np.bitwise_count, X.bitwise_count_p)
 isnan = _unary(np.isnan, E.isnan_p)
 isinf = _unary(np.isinf, E.isinf_p)
 isfinite = _unary(np.isfinite, E.isfinite_p)
 signbit = _unary(np.signbit, E.signbit_p)
+spacing = _unary(np.spacing, X.spacing_p)
+square = make_ufunc(np.square, lambda x: bind(E.mul_p, x, x))
 
 
-def square(x, /, out=None, **kw):
-    """x * x, as `numpy.square`."""
-    if STATE.fast and out is None:
-        b = fast_operands(x)
-        if b is not None:
-            return _wrap(np.square(b[0]))
-    (a,) = ufunc_operands(np.square, as_operand(x))
-    return _finish(bind(E.mul_p, a, a), out)
+def _scale(k):
+    return lambda x: bind(E.mul_p, x, _const_like(x, k))
+
+
+deg2rad = make_ufunc(np.deg2rad, _scale(np.pi / 180.0))
+radians = make_ufunc(np.radians, _scale(np.pi / 180.0))
+rad2deg = make_ufunc(np.rad2deg, _scale(180.0 / np.pi))
+degrees = make_ufunc(np.degrees, _scale(180.0 / np.pi))
+
+
+def _modf(x):
+    """(fractional part, integral part), both with the sign of x: modf(-2.0) = (-0.0, -2.0),
+    modf(inf) = (0.0, inf)."""
+    t = bind(E.trunc_p, x)
+    f = bind(E.select_p, bind(E.isinf_p, x), _zeros(x), bind(E.sub_p, x, t))
+    return _copysign(f, x), t
+
+
+modf = make_ufunc(np.modf, _modf)
+frexp = make_ufunc(np.frexp, lambda x: bind(X.frexp_p, x))
+
+
+def _isnat(x):
+    raise TypeError("ufunc 'isnat' is only defined for np.datetime64 and np.timedelta64.")
+
+
+# ndflow arrays hold no datetimes, so isnat always raises NumPy's TypeError (from its dtype
+# resolution, before `_isnat` is reached)
+isnat = make_ufunc(np.isnat, _isnat)
+
+
+def fix(x, out=None):
+    """Round toward zero, as `numpy.fix` (not a ufunc in NumPy either)."""
+    return trunc(x, out=out)
 
 
 def real(val):
+    """The real part, as `numpy.real` (real arrays are returned as they are)."""
     a = asarray(val)
     return bind(E.real_p, a) if a.dtype.kind == "c" else a
 
 
 def imag(val):
+    """The imaginary part, as `numpy.imag` (zeros for real arrays)."""
     a = asarray(val)
     return bind(E.imag_p, a) if a.dtype.kind == "c" else bind(E.zeros_like_p, a)
 
 
 def iscomplexobj(x):
+    """Whether x has a complex dtype."""
     return asarray(x).dtype.kind == "c"
-
-
-def divmod(x1, x2, /):
-    return floor_divide(x1, x2), remainder(x1, x2)
 
 
 def round(a, decimals=0, out=None):
@@ -217,3 +379,57 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
     if hi is not None:
         r = minimum(r, hi)
     return _finish(r, out)
+
+
+# ------------------------------------------------------------------ generalized ufuncs
+def _matmul(x1, x2, /, out=None, **kwargs):
+    from .linalg_ops import matmul as _mm
+    return _mm(x1, x2, out=out, **kwargs)
+
+
+def _gufunc_operands(np_ufunc, x1, x2):
+    from ._core import ufunc_operands
+    return ufunc_operands(np_ufunc, as_operand(x1), as_operand(x2))
+
+
+def _vecdot(x1, x2, /, out=None, *, axis=-1, **kwargs):
+    """sum(conj(x1) * x2) over `axis`, broadcasting the other axes (matmul of rows and
+    columns, so it runs as one contraction)."""
+    from .linalg_ops import matmul as _mm
+    from .manipulation import moveaxis, expand_dims, squeeze
+    a, b = _gufunc_operands(np.vecdot, x1, x2)
+    a, b = moveaxis(a, axis, -1), moveaxis(b, axis, -1)
+    if a.dtype.kind == "c":
+        a = conjugate(a)
+    r = squeeze(_mm(expand_dims(a, -2), expand_dims(b, -1)), (-2, -1))
+    return _finish(r, out)
+
+
+def _matvec(x1, x2, /, out=None, **kwargs):
+    """x1 @ x2 for stacks of matrices x1 (..., m, n) and vectors x2 (..., n)."""
+    from .linalg_ops import matmul as _mm
+    from .manipulation import expand_dims, squeeze
+    a, b = _gufunc_operands(np.matvec, x1, x2)
+    if a.ndim < 2 or b.ndim < 1:
+        raise ValueError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    return _finish(squeeze(_mm(a, expand_dims(b, -1)), -1), out)
+
+
+def _vecmat(x1, x2, /, out=None, **kwargs):
+    """conj(x1) @ x2 for stacks of vectors x1 (..., n) and matrices x2 (..., n, m)."""
+    from .linalg_ops import matmul as _mm
+    from .manipulation import expand_dims, squeeze
+    a, b = _gufunc_operands(np.vecmat, x1, x2)
+    if a.ndim < 1 or b.ndim < 2:
+        raise ValueError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if a.dtype.kind == "c":
+        a = conjugate(a)
+    return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
+
+
+matmul = make_ufunc(np.matmul, _matmul)
+vecdot = make_ufunc(np.vecdot, _vecdot)
+matvec = make_ufunc(np.matvec, _matvec)
+vecmat = make_ufunc(np.vecmat, _vecmat)

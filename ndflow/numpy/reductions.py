@@ -189,20 +189,37 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """Variance, as `numpy.var` (two-pass: mean first, for accuracy)."""
+    """Variance, as `numpy.var` (two-pass: mean first, for accuracy); `where` masks elements,
+    `mean` supplies a precomputed mean (keepdims-shaped), `correction` is ddof's Array-API
+    name."""
+    if _fast(a) and out is None and where is None and mean is None and correction is None:
+        return _wrap(np.var(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
     a = asarray(a)
     if correction is not None:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
-    m = _mean(a, axis, dtype, keepdims=True)
+    if mean is not None:
+        m = asarray(mean)
+    else:
+        m = _mean(a, axis, dtype, keepdims=True, where=where)
     from .math import absolute, square
     dev = a - m
     sq = square(absolute(dev)) if dev.dtype.kind == "c" else square(dev)
     axes = _axes(a, axis)
-    s = sum(sq, axis=axis, keepdims=keepdims)
+    s = sum(sq, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    if where is not None:
+        w = asarray(where)
+        ones = bind(E.convert_p, bind(E.ones_like_p, a), dtype=_dt.I64) if a.dtype != _dt.I64 \
+            else bind(E.ones_like_p, a)
+        n = sum(E_where(w, ones, 0), axis=axis, keepdims=keepdims)
+        from .math import maximum
+        return _out(s / maximum(n - ddof, 0), out)
     n = _count(a, axes)
     if n is None:      # unknown while tracing: count at run time
         n = bind(R.reduce_sum_p, bind(E.ones_like_p, sq), axes=axes, keepdims=bool(keepdims))
-    return _out(s / (n - ddof), out)
+        return _out(s / (n - ddof), out)
+    return _out(s / builtins.max(n - ddof, 0), out)
 
 
 _mean = mean
@@ -210,8 +227,12 @@ _mean = mean
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """Standard deviation, as `numpy.std` (the square root of `var`, same arguments)."""
+    if _fast(a) and out is None and where is None and mean is None and correction is None:
+        return _wrap(np.std(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
     from .math import sqrt
-    return _out(sqrt(var(a, axis, dtype, None, ddof, keepdims, correction=correction)), out)
+    return _out(sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+                         correction=correction)), out)
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):

@@ -1,0 +1,350 @@
+"""Counting and histograms: bincount, digitize, histogram, histogram2d, histogramdd,
+histogram_bin_edges (NumPy's `_histograms_impl`).
+
+Counts are integers (no gradient); weighted counts differentiate in the weights, edges taken
+from the data's extremes in those extremes. The number of bins must be known when tracing
+(an integer or an edges array): the estimators ('auto', 'fd', ...) read the data, so they run
+eagerly (and under tapes) only.
+"""
+import builtins
+import operator
+import warnings
+
+import numpy as np
+
+from ..core.ndarray import ndarray
+from ..core.primitive import bind
+from ..core import dtypes as _dt
+from ..primitives import elementwise as E, sorting as S
+from ._core import asarray
+from .sorting import eager, host, to_nf, no_vmap
+from . import math as M
+from .manipulation import ravel, concatenate, reshape, stack, transpose
+from .statistics import _cast, _size_of, _same_shape
+
+_py_range = range
+
+
+def bincount(x, /, weights=None, minlength=0):
+    """Occurrences of each non-negative integer (weighted: float64 sums of the weights, which
+    get gradients), as `numpy.bincount`. The length depends on the data: an unknown size while
+    tracing, an error inside vectorized_map."""
+    if eager(x, weights):
+        return to_nf(np.bincount(host(x), host(weights), minlength))
+    x = asarray(x)
+    if x.ndim != 1:
+        raise ValueError("object too deep for desired array" if x.ndim > 1 else
+                         "object of too small depth for desired array")
+    if x.dtype.kind not in "biu":
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to dtype('int64') according "
+                        f"to the rule 'safe'")
+    minlength = operator.index(minlength) if minlength is not None else 0
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    x = _cast(x, _dt.I64)
+    length = None
+    if x._t is None:
+        v = x.numpy()
+        if v.size and v.min() < 0:
+            raise ValueError("'list' argument must have no negative elements")
+        length = builtins.max(int(v.max()) + 1 if v.size else 0, minlength)
+    else:
+        no_vmap("bincount", x)
+    ws = ()
+    if weights is not None:
+        w = asarray(weights)
+        if w.dtype.kind == "c":
+            raise TypeError("Cannot cast array data from dtype('complex128') to "
+                            "dtype('float64') according to the rule 'safe'")
+        if tuple(w.shape) != tuple(x.shape) and None not in w.shape + x.shape:
+            raise ValueError("The weights and list don't have the same length.")
+        ws = (_cast(w, _dt.F64),)
+    return bind(S.bincount_p, x, *ws, minlength=minlength, length=length)
+
+
+def digitize(x, bins, right=False):
+    """Indices of the bins each value falls in, as `numpy.digitize` (bins increasing or
+    decreasing)."""
+    if eager(x, bins):
+        return to_nf(np.digitize(host(x), host(bins), right))
+    from .sorting import searchsorted
+    x = asarray(x)
+    bins = asarray(bins)
+    if x.dtype.kind == "c":
+        raise TypeError("x may not be complex")
+    if bins.ndim != 1:
+        raise ValueError("object too deep for desired array" if bins.ndim > 1 else
+                         "object of too small depth for desired array")
+    side = "left" if right else "right"
+    if bins._t is None:
+        b = bins.numpy()
+        inc = bool(np.all(b[1:] >= b[:-1]))
+        dec = bool(np.all(b[1:] <= b[:-1]))
+        if not inc and not dec:
+            raise ValueError("bins must be monotonically increasing or decreasing")
+        if inc:
+            return searchsorted(bins, x, side=side)
+        return M.subtract(b.shape[0], searchsorted(bins[::-1], x, side=side))
+    up = searchsorted(bins, x, side=side)
+    down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
+    decreasing = M.greater(bins[0], bins[-1])
+    return M.where_(decreasing, down, up)
+
+
+_HIST_BIN_ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
+
+
+def _ravel_and_check_weights(a, weights):
+    a = asarray(a)
+    if a.dtype == _dt.BOOL:
+        warnings.warn(f"Converting input from {a.dtype} to {np.uint8} for compatibility.",
+                      RuntimeWarning, stacklevel=3)
+        a = _cast(a, np.dtype(np.uint8))
+    if weights is not None:
+        weights = asarray(weights)
+        if not _same_shape(tuple(weights.shape), tuple(a.shape)):
+            raise ValueError("weights should have the same shape as a.")
+        weights = ravel(weights)
+    return ravel(a), weights
+
+
+def _outer_edges(a, range):
+    """(first, last) edges from `range` or the data's extremes (0-d arrays when they come from
+    data, so they carry gradients), widened by 0.5 each side when equal."""
+    if range is not None:
+        first, last = range
+        if first > last:
+            raise ValueError("max must be larger than min in range parameter.")
+        if not (np.isfinite(host(first)) and np.isfinite(host(last))):
+            raise ValueError(f"supplied range of [{first}, {last}] is not finite")
+    elif a.shape[0] == 0:
+        first, last = 0, 1
+    else:
+        from .reductions import min as _min, max as _max
+        first, last = _min(a), _max(a)
+        if first._t is None:
+            f, l_ = first.numpy(), last.numpy()
+            if not (np.isfinite(f) and np.isfinite(l_)):
+                raise ValueError(f"autodetected range of [{f}, {l_}] is not finite")
+            if f == l_:
+                return M.subtract(first, 0.5), M.add(last, 0.5)
+            return first, last
+        same = M.equal(first, last)
+        return (M.where_(same, M.subtract(first, 0.5), first),
+                M.where_(same, M.add(last, 0.5), last))
+    if not isinstance(first, ndarray) and not isinstance(last, ndarray) and first == last:
+        first, last = first - 0.5, last + 0.5
+    return first, last
+
+
+def _linspace(first, last, num, dtype=None):
+    """`numpy.linspace(first, last, num)` with end points that may be traced arrays (the
+    same arithmetic, so the same values)."""
+    dt = _dt.result_type(*[f if isinstance(f, ndarray) or type(f) in (int, float) else
+                           asarray(f) for f in (first, last)], 1.0)
+    if dt.kind not in "fc":
+        dt = _dt.F64
+    f, l_ = _cast(first, dt), _cast(last, dt)
+    delta = M.subtract(l_, f)
+    from .creation import arange
+    y = arange(num, dtype=dt)
+    div = num - 1
+    if div > 0:
+        step = M.true_divide(delta, div)
+        y = M.where_(M.equal(step, 0), M.multiply(M.true_divide(y, div), delta),
+                     M.multiply(y, step))
+    else:
+        y = M.multiply(y, delta)
+    y = M.add(y, f)
+    if num > 1:
+        y = concatenate([y[:-1], reshape(l_, (1,))])
+    return _cast(y, dtype) if dtype is not None else y
+
+
+def _bin_edges(a, bins, range, weights):
+    """(edges, number of bins): NumPy's `_get_bin_edges`."""
+    n_equal = None
+    if isinstance(bins, str):
+        if bins not in _HIST_BIN_ESTIMATORS:
+            raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
+        if weights is not None:
+            raise TypeError("Automated estimation of the number of bins is not supported for "
+                            "weighted data")
+        if a._t is not None:
+            raise ValueError(f"histogram bins={bins!r}: the number of bins is estimated from "
+                             f"the data, so it is unknown while tracing (and differs between "
+                             f"examples in vectorized_map); pass an integer or the edges")
+        n_equal = len(np.histogram_bin_edges(a.numpy(), bins, host(range))) - 1
+        first, last = _outer_edges(a, range)
+    elif np.ndim(bins) == 0:
+        try:
+            n_equal = operator.index(bins)
+        except TypeError as e:
+            raise TypeError("`bins` must be an integer, a string, or an array") from e
+        if n_equal < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        first, last = _outer_edges(a, range)
+    elif np.ndim(bins) == 1:
+        edges = asarray(bins)
+        if edges._t is None and np.any(edges.numpy()[:-1] > edges.numpy()[1:]):
+            raise ValueError("`bins` must increase monotonically, when an array")
+        return edges, edges.shape[0] - 1 if edges.shape[0] is not None else None
+    else:
+        raise ValueError("`bins` must be 1d, when an array")
+    bin_type = _dt.result_type(*[f if isinstance(f, ndarray) or type(f) in (int, float) else
+                                 asarray(f) for f in (first, last)], a)
+    if bin_type.kind in "iub":
+        bin_type = _dt.result_type(bin_type, 1.0)
+    edges = _linspace(first, last, n_equal + 1, dtype=bin_type)
+    if edges._t is None and np.any(edges.numpy()[:-1] >= edges.numpy()[1:]):
+        raise ValueError(f"Too many bins for data range. Cannot create {n_equal} finite-sized "
+                         f"bins.")
+    return edges, n_equal
+
+
+def _hist_counts(a, edges, nbins, weights):
+    """Counts (weighted sums) of a in [e_i, e_i+1), the last bin closed: one bincount over bin
+    indices, values outside the edges going to an extra last bin that is dropped."""
+    from .sorting import searchsorted
+    static = nbins is not None
+    nb = nbins if static else _size_of(edges, 0) - 1     # unknown while tracing: at run time
+    idx = M.subtract(searchsorted(edges, a, side="right"), 1)
+    first, last = edges[0], edges[-1]
+    idx = M.where_(M.equal(a, last), _cast(nb - 1, idx.dtype), idx)
+    inside = M.logical_and(M.greater_equal(a, first), M.less_equal(a, last))
+    idx = M.where_(inside, idx, _cast(nb, idx.dtype))
+    ws = []
+    if weights is not None:
+        w = weights
+        parts = (M.real(w), M.imag(w)) if w.dtype.kind == "c" else (w,)
+        ws = [_cast(p, _dt.F64) for p in parts]
+    if not static:
+        # one extra element in the dropped bin fixes the length to nbins + 1 without knowing it
+        idx = concatenate([idx, reshape(_cast(nb, idx.dtype), (1,))])
+        ws = [concatenate([p, bind(E.zeros_like_p, p[:1])]) for p in ws]
+    length = nb + 1 if static else None
+    if weights is None:
+        return bind(S.bincount_p, idx, minlength=length or 0, length=length)[:-1]
+    counts = [bind(S.bincount_p, idx, p, minlength=length or 0, length=length)[:-1] for p in ws]
+    if w.dtype.kind == "c":
+        return M.add(_cast(counts[0], w.dtype), M.multiply(_cast(counts[1], w.dtype), 1j))
+    return _cast(counts[0], w.dtype)
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """The bin edges `histogram` would use, as `numpy.histogram_bin_edges` (edges from the
+    data's extremes carry their gradients)."""
+    if eager(a, bins, weights):
+        return to_nf(np.histogram_bin_edges(host(a), host(bins), host(range), host(weights)))
+    a, w = _ravel_and_check_weights(a, weights)
+    return _bin_edges(a, bins, range, w)[0]
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """(counts, edges), as `numpy.histogram`; counts are integers (no gradient), weighted sums
+    differentiate in the weights, edges from the data's extremes in those extremes."""
+    if eager(a, bins, weights):
+        return to_nf(np.histogram(host(a), host(bins), host(range), density, host(weights)))
+    a, w = _ravel_and_check_weights(a, weights)
+    edges, nbins = _bin_edges(a, bins, range, w)
+    n = _hist_counts(a, edges, nbins, w)
+    if density:
+        from .reductions import sum as _sum
+        db = _cast(M.subtract(edges[1:], edges[:-1]), _dt.F64)
+        return M.true_divide(M.true_divide(n, db), _sum(n)), edges
+    return n, edges
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """Multidimensional histogram, as `numpy.histogramdd`: (float64 counts, list of edges)."""
+    if eager(sample, weights) and not _has_nf_list(bins):
+        return to_nf(np.histogramdd(host(sample), host(bins), range, density, host(weights)))
+    if isinstance(sample, (ndarray, np.ndarray)) and np.ndim(sample) == 2:
+        s = asarray(sample)
+    else:
+        s = asarray(sample)
+        s = transpose(reshape(s, (1, -1)) if s.ndim < 2 else s)
+    N, D = s.shape
+    try:
+        M_ = len(bins)
+        if M_ != D:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+    except TypeError:
+        bins = D * [bins]
+    if range is None:
+        range = (None,) * D
+    elif len(range) != D:
+        raise ValueError("range argument must have one entry per dimension")
+    edges, nbin = [], []
+    for i in _py_range(D):
+        col = s[:, i]
+        if np.ndim(bins[i]) == 0:
+            if bins[i] < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            smin, smax = _outer_edges(col, range[i])
+            try:
+                n = operator.index(bins[i])
+            except TypeError as e:
+                raise TypeError(f"`bins[{i}]` must be an integer, when a scalar") from e
+            e = _linspace(smin, smax, n + 1)
+        elif np.ndim(bins[i]) == 1:
+            e = asarray(bins[i])
+            if e._t is None and np.any(e.numpy()[:-1] > e.numpy()[1:]):
+                raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        edges.append(e)
+        nbin.append(e.shape[0] + 1)
+    from .sorting import searchsorted
+    xy = None
+    stride = 1
+    for i in reversed(_py_range(D)):
+        cnt = searchsorted(edges[i], s[:, i], side="right")
+        on_edge = M.equal(s[:, i], edges[i][-1])
+        cnt = M.where_(on_edge, M.subtract(cnt, 1), cnt)
+        term = M.multiply(cnt, stride)
+        xy = term if xy is None else M.add(xy, term)
+        stride *= nbin[i]
+    total = stride
+    if weights is None:
+        hist = _cast(bind(S.bincount_p, xy, minlength=total, length=total), _dt.F64)
+    else:
+        hist = bind(S.bincount_p, xy, _cast(weights, _dt.F64), minlength=total, length=total)
+    hist = reshape(hist, tuple(nbin))
+    from .indexing import _getitem
+    hist = _getitem(hist, (slice(1, -1),) * D)
+    if density:
+        from .reductions import sum as _sum
+        tot = _sum(hist)
+        for i in _py_range(D):
+            shape = [1] * D
+            shape[i] = nbin[i] - 2
+            hist = M.true_divide(hist, reshape(M.subtract(edges[i][1:], edges[i][:-1]),
+                                               tuple(shape)))
+        hist = M.true_divide(hist, tot)
+    return hist, edges
+
+
+def _has_nf_list(bins):
+    return isinstance(bins, (list, tuple)) and any(isinstance(b, ndarray) and b._t is not None
+                                                   for b in bins)
+
+
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """Two-dimensional histogram, as `numpy.histogram2d`: (counts, x edges, y edges)."""
+    if eager(x, y, weights) and not _has_nf_list(bins):
+        return to_nf(np.histogram2d(host(x), host(y), host(bins), range, density,
+                                    host(weights)))
+    try:
+        N = len(bins)
+    except TypeError:
+        N = 1
+    if N != 1 and N != 2:
+        xedges = yedges = asarray(bins)
+        bins = [xedges, yedges]
+    xa, ya = asarray(x), asarray(y)
+    d = _dt.result_type(xa, ya)
+    sample = stack([_cast(xa, d), _cast(ya, d)], axis=1)
+    hist, edges = histogramdd(sample, bins, range, density, weights)
+    return hist, edges[0], edges[1]

@@ -1,0 +1,341 @@
+"""Sorting, searching and counting: sort, argsort, lexsort, partition, argpartition,
+searchsorted, unique (and the Array API's unique_*), extract, select, piecewise, sort_complex.
+
+Sorted values are a gather through the permutation, so gradients reach the values they came
+from; indices have no gradient. Functions whose result size depends on the data (unique,
+extract) run eagerly as NumPy, have an unknown size under `nf.function`, and raise a ValueError
+naming them under `vectorized_map`.
+"""
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core.ndarray import ndarray, _wrap
+from ..core.primitive import bind
+from ..core.state import GLOBAL
+from ..core import dtypes as _dt
+from ..primitives import elementwise as E, sorting as S
+from ..primitives._util import norm_axis
+from ._core import asarray
+
+
+# ------------------------------------------------------------------ shared helpers
+def eager(*xs):
+    """True when NumPy itself can answer: no tape, trace, batching or device is involved."""
+    if not GLOBAL.fast:
+        return False
+    for x in xs:
+        if type(x) is ndarray and x._dev is not None:
+            return False
+    return True
+
+
+def host(x):
+    """The NumPy value of an eager ndflow array (anything else as is, lists walked)."""
+    if type(x) is ndarray:
+        return x._v
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(host(e) for e in x)
+    return x
+
+
+def to_nf(r):
+    """NumPy results (arrays, scalars, tuples, lists, named tuples) as ndflow arrays."""
+    if isinstance(r, (np.ndarray, np.generic)):
+        return _wrap(r)
+    if hasattr(r, "_fields"):
+        return type(r)(*[to_nf(e) for e in r])
+    if isinstance(r, (tuple, list)):
+        return type(r)(to_nf(e) for e in r)
+    return r
+
+
+def is_batched(*xs):
+    """Whether any of these is a batched value of `vectorized_map`."""
+    for x in xs:
+        if isinstance(x, ndarray) and x._t is not None and not x._t.is_graph:
+            return True
+    return False
+
+
+def no_vmap(name, *xs):
+    """Refuse, naming `name`, to run a data-dependent-size function on batched values."""
+    if is_batched(*xs):
+        raise ValueError(f"{name} inside vectorized_map: the size of its result depends on the "
+                         f"data, which can differ between examples, so the batch has no fixed "
+                         f"shape; compute it eagerly or outside the mapped function")
+
+
+def _axis_and_array(a, axis):
+    from .manipulation import ravel
+    if axis is None:
+        return ravel(a), 0
+    return a, norm_axis(operator.index(axis), a.ndim)
+
+
+def _kind(kind, stable):
+    if stable is not None:
+        if kind is not None:
+            raise ValueError("`kind` and `stable` parameters can't be provided at the same "
+                             "time. Use only one of them.")
+        return "stable" if stable else None
+    return kind
+
+
+def _no_order(order, name):
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+
+
+# ------------------------------------------------------------------ sort / argsort / lexsort
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """Sorted copy, as `numpy.sort`; differentiable (the cotangent of each sorted position goes
+    to the element that landed there)."""
+    if eager(a) and order is None:
+        return to_nf(np.sort(host(a), axis=axis, kind=kind, stable=stable))
+    _no_order(order, "sort")
+    x, ax = _axis_and_array(asarray(a), axis)
+    return bind(S.sort_p, x, axis=ax, kind=_kind(kind, stable))
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """Indices that sort `a`, as `numpy.argsort` (int64; no gradient)."""
+    if eager(a) and order is None:
+        return to_nf(np.argsort(host(a), axis=axis, kind=kind, stable=stable))
+    _no_order(order, "argsort")
+    x, ax = _axis_and_array(asarray(a), axis)
+    return bind(S.argsort_p, x, axis=ax, kind=_kind(kind, stable))
+
+
+def lexsort(keys, axis=-1):
+    """Indirect stable sort on several keys, the last the primary one, as `numpy.lexsort`."""
+    if isinstance(keys, (ndarray, np.ndarray)) and np.ndim(keys) >= 1:
+        ks = list(asarray(keys)) if np.ndim(keys) > 1 else [asarray(keys)]
+    elif isinstance(keys, (list, tuple)):
+        ks = [asarray(k) for k in keys]
+    else:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if not ks:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if eager(*ks):
+        return to_nf(np.lexsort(tuple(host(k) for k in ks), axis=axis))
+    shapes = {tuple(k.shape) for k in ks}
+    if len(shapes) > 1 and not any(None in s for s in shapes):
+        raise ValueError("all keys need to be the same shape")
+    if ks[0].ndim == 0:
+        from .manipulation import reshape
+        ks = [reshape(k, (1,)) for k in ks]
+    ax = norm_axis(operator.index(axis), ks[0].ndim)
+    return bind(S.lexsort_p, *ks, axis=ax)
+
+
+def sort_complex(a):
+    """Sort by real part, then imaginary part; the result is complex, as `numpy.sort_complex`."""
+    b = sort(a)
+    if b.dtype.kind == "c":
+        return b
+    to = np.complex64 if b.dtype.char in "bhBH" else np.complex128
+    return bind(E.convert_p, b, dtype=np.dtype(to))
+
+
+# ------------------------------------------------------------------ partition
+def _kth(kth, n):
+    ks = np.asarray(host(kth) if not isinstance(kth, ndarray) else kth.numpy())
+    if ks.dtype.kind not in "iu":
+        raise TypeError("Partition index must be integer")
+    if ks.ndim > 1:
+        raise ValueError("kth must be scalar or 1-D")
+    out = []
+    for k in ks.ravel().tolist():
+        if n is not None and not -n <= k < n:
+            raise ValueError(f"kth(={k}) out of bounds ({n})")
+        out.append(k % n if n is not None and k < 0 else k)
+    return tuple(out)
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """`numpy.partition`: the kth elements in sorted position, smaller ones before, larger ones
+    after. The values are NumPy's (the same kernel); differentiable."""
+    if eager(a, kth) and order is None:
+        return to_nf(np.partition(host(a), host(kth), axis=axis, kind=kind))
+    _no_order(order, "partition")
+    x, ax = _axis_and_array(asarray(a), axis)
+    return bind(S.partition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """Indices that partition `a`, as `numpy.argpartition` (no gradient)."""
+    if eager(a, kth) and order is None:
+        return to_nf(np.argpartition(host(a), host(kth), axis=axis, kind=kind))
+    _no_order(order, "argpartition")
+    x, ax = _axis_and_array(asarray(a), axis)
+    return bind(S.argpartition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
+
+
+# ------------------------------------------------------------------ searchsorted
+def searchsorted(a, v, side="left", sorter=None):
+    """Insertion indices of `v` into the sorted 1-D `a`, as `numpy.searchsorted`."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
+    if eager(a, v, sorter):
+        return to_nf(np.searchsorted(host(a), host(v), side=side, sorter=host(sorter)))
+    a = asarray(a)
+    if a.ndim != 1:
+        raise ValueError("object too deep for desired array" if a.ndim > 1 else
+                         "object of too small depth for desired array")
+    if sorter is not None:
+        from .indexing import take
+        a = take(a, asarray(sorter))
+    vv = asarray(v)
+    if vv.dtype != a.dtype:
+        # NumPy compares in the common dtype of a and v
+        d = np.promote_types(a.dtype, vv.dtype)
+        a = a if a.dtype == d else bind(E.convert_p, a, dtype=d)
+        vv = vv if vv.dtype == d else bind(E.convert_p, vv, dtype=d)
+    return bind(S.searchsorted_p, a, vv, side=side)
+
+
+# ------------------------------------------------------------------ unique
+class UniqueAllResult(NamedTuple):
+    values: ndarray
+    indices: ndarray
+    inverse_indices: ndarray
+    counts: ndarray
+
+
+class UniqueCountsResult(NamedTuple):
+    values: ndarray
+    counts: ndarray
+
+
+class UniqueInverseResult(NamedTuple):
+    values: ndarray
+    inverse_indices: ndarray
+
+
+def _unique_parts(ar, axis, equal_nan):
+    """(values, index, inverse, counts) of NumPy's sorted unique, the values gathered from the
+    input so that they carry gradients."""
+    from .manipulation import ravel, moveaxis
+    from .indexing import take
+    a = asarray(ar)
+    no_vmap("unique", a)
+    if axis is None:
+        x = ravel(a)
+        index, inverse, counts = bind(S.unique_p, x, equal_nan=bool(equal_nan))
+        return take(x, index), index, inverse, counts
+    ax = norm_axis(operator.index(axis), a.ndim)
+    y = moveaxis(a, ax, 0)
+    from ..primitives.shape import reshape_p
+    rows = bind(reshape_p, y, shape=(-1,), keep=1)      # (n, everything else)
+    index, inverse, counts = bind(S.unique_p, rows, equal_nan=bool(equal_nan))
+    return moveaxis(take(y, index, axis=0), 0, ax), index, inverse, counts
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """Sorted unique elements, as `numpy.unique` (always sorted: NumPy's `sorted=False` only
+    permits an arbitrary order). The values are gathered from the input, so they carry
+    gradients."""
+    if eager(ar):
+        return to_nf(np.unique(host(ar), return_index, return_inverse, return_counts, axis,
+                               equal_nan=equal_nan))
+    values, index, inverse, counts = _unique_parts(ar, axis, equal_nan)
+    if axis is None and return_inverse:
+        inverse = _inverse_shape(inverse, ar)
+    out = (values,)
+    if return_index:
+        out += (index,)
+    if return_inverse:
+        out += (inverse,)
+    if return_counts:
+        out += (counts,)
+    return out[0] if len(out) == 1 else out
+
+
+def unique_all(x):
+    """`numpy.unique_all`: values, first indices, inverse indices (x's shape) and counts; NaNs
+    are distinct."""
+    if eager(x):
+        return to_nf(np.unique_all(host(x)))
+    v, i, inv, c = _unique_parts(x, None, False)
+    return UniqueAllResult(v, i, _inverse_shape(inv, x), c)
+
+
+def unique_counts(x):
+    """`numpy.unique_counts`: sorted values and their counts; NaNs are distinct."""
+    if eager(x):
+        return to_nf(np.unique_counts(host(x)))
+    v, _, _, c = _unique_parts(x, None, False)
+    return UniqueCountsResult(v, c)
+
+
+def unique_inverse(x):
+    """`numpy.unique_inverse`: sorted values and inverse indices shaped like x."""
+    if eager(x):
+        return to_nf(np.unique_inverse(host(x)))
+    v, _, inv, _ = _unique_parts(x, None, False)
+    return UniqueInverseResult(v, _inverse_shape(inv, x))
+
+
+def unique_values(x):
+    """`numpy.unique_values`: the distinct values in NumPy's (unspecified, hash-table) order."""
+    if eager(x):
+        return to_nf(np.unique_values(host(x)))
+    from .manipulation import ravel
+    from .indexing import take
+    a = ravel(asarray(x))
+    no_vmap("unique_values", a)
+    return take(a, bind(S.unique_values_index_p, a))
+
+
+def _inverse_shape(inv, x):
+    """The inverse indices shaped like x (NumPy 2), sizes known or not."""
+    from ..primitives.shape import reshape_like_p
+    return bind(reshape_like_p, inv, asarray(x))
+
+
+# ------------------------------------------------------------------ extract / select / piecewise
+def _cast(v, d):
+    a = asarray(v)
+    return a if a.dtype == d else bind(E.convert_p, a, dtype=d)
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """`numpy.piecewise`: funclist[i] on the elements where condlist[i] holds (0 elsewhere, or
+    the extra last function where no condition holds); the result has x's dtype.
+
+    As NumPy, each function sees only its elements (boolean-mask gathers). Inside
+    vectorized_map, where the selections differ between examples, each function sees all of
+    x instead and `where` picks its results."""
+    from .math import where_, logical_not
+    from .reductions import any as _any
+    from .creation import zeros_like
+    xa = asarray(x)
+    n2 = len(funclist)
+    c0 = None if np.isscalar(condlist) or isinstance(condlist, bool) else condlist[0]
+    c0_seq = isinstance(c0, list) or (isinstance(c0, (ndarray, np.ndarray)) and c0.ndim > 0)
+    if c0 is None or (not c0_seq and xa.ndim != 0):
+        condlist = [condlist]
+    conds = asarray(condlist, dtype=bool)
+    conds = [conds[i] for i in range(conds.shape[0])]
+    n = len(conds)
+    if n == n2 - 1:
+        from .manipulation import stack
+        conds.append(logical_not(_any(stack(conds), axis=0)))
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = zeros_like(xa)
+    whole = is_batched(xa, *conds) or xa.ndim == 0
+    for cond, func in zip(conds, funclist):
+        if not callable(func):
+            y = where_(cond, _cast(func, y.dtype), y)
+        elif whole:
+            y = where_(cond, _cast(func(xa, *args, **kw), y.dtype), y)
+        else:
+            vals = xa[cond]
+            if vals.shape[0] == 0:
+                continue
+            y[cond] = _cast(func(vals, *args, **kw), y.dtype)
+    return y

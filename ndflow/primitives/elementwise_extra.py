@@ -1,0 +1,67 @@
+"""Elementwise primitives for the ufuncs that composition cannot express exactly: fmod, hypot,
+ldexp, frexp, spacing, gcd, lcm, bitwise_count. (logaddexp, copysign, fmax, heaviside, modf and
+the rest are compositions in the NumPy layer.)
+
+As in elementwise.py, operands arrive promoted to NumPy's loop dtypes.
+"""
+import numpy as np
+
+from ..core.primitive import Primitive, Aval, bind
+from ._util import broadcast_shapes, unbroadcast
+from .elementwise import unary, binary, _zero_grad
+
+
+def _binary_abstract_first(x, y):
+    return Aval(broadcast_shapes(x.shape, y.shape), x.dtype)
+
+
+# ------------------------------------------------------------------ fmod: C's remainder (sign of x)
+def _fmod_vjp(ct, x, y):
+    """fmod(x, y) = x - trunc(x / y) * y."""
+    from .elementwise import trunc_p, div_p
+    return (unbroadcast(ct, x), unbroadcast(-ct * bind(trunc_p, bind(div_p, x, y)), y))
+
+
+fmod_p = binary("fmod", np.fmod, _fmod_vjp)
+
+
+# ------------------------------------------------------------------ hypot
+def _hypot_vjp(ct, x, y, out):
+    """d hypot = (x dx + y dy) / hypot; 0 at the origin (a subgradient) rather than NaN."""
+    from .elementwise import select_p, eq_p, zeros_like_p, ones_like_p
+    zero = bind(eq_p, out, bind(zeros_like_p, out))
+    q = ct / bind(select_p, zero, bind(ones_like_p, out), out)
+    q = bind(select_p, zero, bind(zeros_like_p, q), q)
+    return unbroadcast(q * x, x), unbroadcast(q * y, y)
+
+
+hypot_p = binary("hypot", np.hypot)
+hypot_p.def_vjp(_hypot_vjp, uses_out=True)
+
+
+# ------------------------------------------------------------------ ldexp / frexp
+# ldexp(x, i) = x * 2**i with one rounding; its derivative in x is the same scaling
+ldexp_p = binary("ldexp", np.ldexp, lambda ct, x, i: (unbroadcast(bind(ldexp_p, ct, i), x), None))
+
+
+def _frexp_vjp(cts, x):
+    """mantissa = x * 2**-e with e piecewise constant: d mantissa = ldexp(dx, -e)."""
+    from .elementwise import neg_p
+    ct_m, _ = cts
+    _, e = bind(frexp_p, x)
+    return (bind(ldexp_p, ct_m, bind(neg_p, e)),)
+
+
+frexp_p = Primitive("frexp", np.frexp,
+                    lambda x: (Aval(x.shape, x.dtype), Aval(x.shape, np.dtype(np.int32))),
+                    multiple_results=True)
+frexp_p.def_vjp(_frexp_vjp)
+frexp_p.batch = lambda args, axes: (bind(frexp_p, args[0]), (axes[0], axes[0]))
+
+
+# ------------------------------------------------------------------ piecewise constant / integer
+spacing_p = unary("spacing", np.spacing, _zero_grad)
+gcd_p = binary("gcd", np.gcd, _zero_grad)
+lcm_p = binary("lcm", np.lcm, _zero_grad)
+bitwise_count_p = unary("bitwise_count", np.bitwise_count, _zero_grad,
+                        abstract=lambda x: Aval(x.shape, np.dtype(np.uint8)))
