@@ -66,6 +66,7 @@ from .windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
 from .functional import apply_along_axis, apply_over_axes, vectorize, frompyfunc  # noqa: F401
 from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumerate  # noqa
 from . import random  # noqa: F401
+from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
 from . import fft  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack)

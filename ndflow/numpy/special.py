@@ -1,0 +1,113 @@
+"""Mathematical functions of the main namespace that are not ufuncs: angle, sinc, i0, unwrap,
+interp. Composed of ndflow operations, so they differentiate, trace and batch."""
+import numpy as np
+
+from ._core import asarray
+
+
+def angle(z, deg=False):
+    """The argument of complex numbers (0 or pi for reals), as `numpy.angle`."""
+    from .math import arctan2, real, imag
+    from .creation import zeros_like
+    z = asarray(z)
+    if z.dtype.kind == "c":
+        a = arctan2(imag(z), real(z))
+    else:
+        zf = z if z.dtype.kind == "f" else z.astype(np.float64)
+        a = arctan2(zeros_like(zf), zf)      # +0, not -0: pi (not -pi) for negative reals
+    return a * (180.0 / np.pi) if deg else a
+
+
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0 (the gradient there is 0, not NaN), as `numpy.sinc`."""
+    from .math import sin, where_ as where
+    x = asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    zero = x == 0
+    y = np.pi * where(zero, 1.0, x)       # a safe operand: no 0/0 in the branch not taken
+    return where(zero, 1.0, sin(y) / y)
+
+
+def i0(x):
+    """The modified Bessel function of the first kind, order 0, as `numpy.i0` (power series up
+    to |x| = 30, asymptotic expansion above; about 1e-15 relative)."""
+    from .windows import _i0
+    x = asarray(x)
+    if x.dtype.kind == "c":
+        raise TypeError("i0 not supported for complex values")
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    return _i0(x)
+
+
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """Unwrap by changing deltas larger than `discont` to their `period` complement, as
+    `numpy.unwrap`."""
+    from .statistics import diff, cumsum
+    from .math import remainder, where_ as where, absolute, logical_and, less
+    from .manipulation import concatenate, moveaxis
+    p = asarray(p)
+    if p.dtype.kind not in "fc":
+        p = p.astype(np.float64)
+    if discont is None:
+        discont = period / 2
+    x = moveaxis(p, axis, -1)
+    dd = diff(x, axis=-1)
+    high = period / 2
+    ddmod = remainder(dd + high, period) - high
+    # NumPy maps -period/2 back to +period/2 where the step was positive
+    ddmod = where(logical_and(ddmod == -high, dd > 0), high, ddmod)
+    correction = ddmod - dd
+    correction = where(less(absolute(dd), discont), 0.0, correction)
+    fixed = concatenate([x[..., :1], x[..., 1:] + cumsum(correction, axis=-1)], axis=-1)
+    return moveaxis(fixed, -1, axis)
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation, as `numpy.interp` (differentiable in x and fp; xp must
+    be increasing, as NumPy requires without checking)."""
+    from .sorting import searchsorted, argsort
+    from .math import clip, where_ as where, remainder
+    from .indexing import take
+    from .manipulation import concatenate
+    x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    if xp.ndim != 1 or fp.ndim != 1:
+        raise ValueError("data must be 1 dimensional")
+    if xp.shape[0] is None or fp.shape[0] is None:
+        raise ValueError("interp: the length of xp/fp must be known while tracing (give it in "
+                         "the input_signature)")
+    if xp.shape[0] != fp.shape[0]:
+        raise ValueError("fp and xp are not of the same length")
+    if xp.shape[0] == 0:
+        raise ValueError("array of sample points is empty")
+    if period is not None:
+        if period == 0:
+            raise ValueError("period must be a non-zero value")
+        period = abs(period)
+        x = remainder(x, period)
+        xp = remainder(xp, period)
+        order = argsort(xp)
+        xp, fp = take(xp, order), take(fp, order)
+        xp = concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = concatenate([fp[-1:], fp, fp[:1]])
+        left = right = None
+    ftype = np.result_type(fp.dtype, np.float64) if fp.dtype.kind != "c" else fp.dtype
+    fp = fp.astype(ftype) if fp.dtype != ftype else fp
+    xf = x.astype(np.float64) if x.dtype != np.float64 else x
+    xpf = xp.astype(np.float64) if xp.dtype != np.float64 else xp
+    n = xp.shape[0]
+    if n == 1:
+        res = xf * 0.0 + fp[0]
+    else:
+        j = clip(searchsorted(xpf, xf, side="right") - 1, 0, n - 2)
+        x0, x1 = take(xpf, j), take(xpf, j + 1)
+        f0, f1 = take(fp, j), take(fp, j + 1)
+        w = (xf - x0) / (x1 - x0)
+        res = f0 + w * (f1 - f0)
+        res = where(xf == x1, f1, res)       # exact hits of the last point of a segment
+    lo = fp[0] if left is None else left
+    hi = fp[-1] if right is None else right
+    res = where(xf < xpf[0], lo, res)
+    res = where(xf > xpf[-1], hi, res)
+    return res
