@@ -43,3 +43,7 @@ def _interp_samples(rng, dt):
 
 record("interp", _interp_samples, dtypes=(F32, F64), diff_args=(0, 2),
        unknown_dims=lambda s: "the sample grid's length is needed while tracing (ValueError)")
+
+# einsum_path returns a contraction order (a list and a report string), computed from shapes
+from optable import NON_COMPUTING  # noqa: E402
+NON_COMPUTING.add("einsum_path")

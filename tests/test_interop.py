@@ -179,3 +179,10 @@ def test_ndarray_alias_and_isinstance():
     x = tnp.ones(2)
     assert isinstance(x, tnp.ndarray) and isinstance(x, nf.Tensor) and isinstance(x, nf.ndarray)
     assert not isinstance(x, np.ndarray)
+
+
+def test_einsum_path_matches_numpy():
+    a, b, c = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5))
+    want = np.einsum_path("ij,jk,kl->il", a, b, c, optimize="greedy")
+    got = tnp.einsum_path("ij,jk,kl->il", tnp.asarray(a), tnp.asarray(b), tnp.asarray(c))
+    assert got[0] == want[0] and got[1] == want[1]

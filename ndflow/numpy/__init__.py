@@ -44,7 +44,7 @@ from .manipulation import broadcast_shapes_ as broadcast_shapes  # noqa: F401
 from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwhere,  # noqa
                        flatnonzero)
 from .linalg_ops import dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
-from .linalg_ops import kron, cross  # noqa: F401
+from .linalg_ops import kron, cross, einsum_path  # noqa: F401
 from .shaping import (atleast_3d, column_stack, dstack, row_stack, array_split, split,  # noqa
                       hsplit, vsplit, dsplit, unstack, tile, repeat, roll, rollaxis, flip, fliplr,
                       flipud, rot90, block, append, delete, insert, resize, trim_zeros, pad)

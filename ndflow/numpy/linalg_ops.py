@@ -207,3 +207,10 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         cp = [negative(a2 * b1), a2 * b0, z]
     shape = broadcast_shapes(tuple(a.shape[:-1]), tuple(b.shape[:-1])) + (3,)
     return moveaxis(stack(cp, axis=-1), -1, norm_axis(axisc, len(shape)))
+
+
+def einsum_path(subscripts, *operands, optimize="greedy", einsum_call=False):
+    """The contraction order `einsum` would use, as `numpy.einsum_path` (computed from shapes
+    on the host: traced operands with known shapes work too)."""
+    shaped = [np.empty(tuple(asarray(o).shape), dtype=asarray(o).dtype) for o in operands]
+    return np.einsum_path(subscripts, *shaped, optimize=optimize, einsum_call=einsum_call)
