@@ -13,6 +13,7 @@ from .autodiff.functional import (grad, value_and_grad, custom_gradient,  # noqa
                                   numpy_function)
 from .graph.function import function, jit, TensorSpec, shape  # noqa: F401
 from .vectorize.batching import vectorized_map, vmap, map_fn  # noqa: F401
+from .primitives.control import cond, switch_case, while_loop, fori_loop, scan  # noqa: F401
 from .train.variable import Variable  # noqa: F401
 from .train.module import Module  # noqa: F401
 from .train import optimizers  # noqa: F401
