@@ -160,8 +160,12 @@ def _is_const(v, value):
     if v.kind != "c":
         return False
     buf = np.asarray(v.const._v)
-    if buf.size == 0 or buf.size > 4096:
+    if buf.size == 0:
         return False
+    if buf.size > 4096:        # only a broadcast scalar (all strides 0) is checked cheaply
+        if any(buf.strides):
+            return False
+        buf = buf.reshape(-1)[:1]
     with np.errstate(all="ignore"):
         return bool(np.all(buf == value))
 
@@ -207,30 +211,34 @@ def algebraic_simplification(g: Graph) -> Graph:
     x*1, 1*x, x+0, 0+x, x-0, x/1 -> x     (same shape and dtype only; x+0 -> x differs for
                                            x = -0.0 alone, where both compare equal)
     convert_element_type(x, x.dtype) -> x
+    zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
     transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
     reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
     broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
 
-    An arithmetic identity is not applied to a graph output (it would return the buffer of an
-    argument, a constant or another output, which the caller could change in place); reshapes
-    and transposes are views in NumPy too, so they are."""
+    A returned value keeps a buffer of its own (the caller may change it in place): an identity
+    on a graph output applies only when the operand is a fresh value returned nowhere else, not
+    an argument, a constant or a view of one. Reshapes and transposes are views in NumPy too,
+    so they always apply."""
     E, S = _prims()
     returned = {v.id for v in g.outputs}
     rename = {}
     ren = _renamer(rename)
     producer = {}
     nodes = []
+    consts = list(g.consts)
+    views = _view_prims()
+    claimed = set()
     for n in g.nodes:
         n = ren(n)
         p = n.prim
         out = n.outputs[0] if n.outputs else None
-        alias_ok = out is not None and out.id not in returned
         src = None
         if p in (E.mul_p, E.add_p, E.sub_p, E.div_p):
-            src = _identity_operand(n, E) if alias_ok else None
+            src = _identity_operand(n, E)
         elif p is E.convert_p:
             x = n.inputs[0]
-            if alias_ok and x.dtype == n.params["dtype"] and x.shape == out.shape:
+            if x.dtype == n.params["dtype"] and x.shape == out.shape:
                 src = x
         elif p is S.transpose_p:
             x, perm = n.inputs[0], n.params["perm"]
@@ -250,7 +258,22 @@ def algebraic_simplification(g: Graph) -> Graph:
                 n = Node(p, (x,), n.params, n.outputs, n.loc)
             if x.shape == out.shape and None not in x.shape:
                 src = x
-        elif _broadcasting_elementwise(p, E):
+        elif p in (E.zeros_like_p, E.ones_like_p, E.full_like_p):
+            if out.id not in returned and None not in out.shape:
+                fill = {E.zeros_like_p: 0, E.ones_like_p: 1}.get(p, n.params.get("fill_value"))
+                src = _filled_const(out, fill)
+                consts.append(src)
+        if src is not None and out.id in returned and p not in (S.transpose_p, S.reshape_p):
+            # a returned value must stay a buffer of its own: only a fresh value, made by a
+            # node that is no view and returned nowhere else, may take its place
+            fresh = src.kind == "v" and src.id not in returned and src.id not in claimed \
+                and producer[src.id].prim not in views \
+                and not producer[src.id].prim.multiple_results
+            if fresh:
+                claimed.add(src.id)
+            else:
+                src = None
+        if src is None and _broadcasting_elementwise(p, E):
             n = _drop_broadcasts(n, producer, S)
         if src is not None:
             rename[out.id] = src
@@ -258,7 +281,17 @@ def algebraic_simplification(g: Graph) -> Graph:
         for o in n.outputs:
             producer[o.id] = n
         nodes.append(n)
-    return g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
+
+
+def _filled_const(like, value):
+    """A constant of `like`'s shape and dtype filled with `value`: a broadcast view of one
+    element, so its size costs no memory."""
+    from ..core.ndarray import _wrap
+    buf = np.broadcast_to(np.full((), value, dtype=like.dtype), like.shape)
+    return Var(like.shape, like.dtype, kind="c", const=_wrap(buf))
 
 
 def _drop_broadcasts(n, producer, S):
@@ -278,6 +311,51 @@ def _drop_broadcasts(n, producer, S):
             ins = trial
             changed = True
     return n.with_inputs(ins) if changed else n
+
+
+# ------------------------------------------------------------------ layout
+def _view_prims():
+    from ..primitives import shape as S, indexing as I, elementwise as E
+    return {S.reshape_p, S.transpose_p, S.expand_dims_p, S.squeeze_p, S.broadcast_to_p,
+            I.getitem_p, E.real_p, E.imag_p, E.copy_p}
+
+
+def avoid_copies(g: Graph) -> Graph:
+    """Layout choices that save copies or strided views where it is cheap to see:
+
+    copy(x) -> x            when x is a fresh buffer made by a node (not a view of an argument,
+                            a constant or another value) that nothing else uses
+    transpose(x, p) -> reshape(x, ...)   when p only moves axes of size 1: a plain contiguous
+                            view that later reshapes merge with, never a strided one"""
+    E, S = _prims()
+    views = _view_prims()
+    uses = {}
+    for n in g.nodes:
+        for v in n.inputs:
+            uses[v.id] = uses.get(v.id, 0) + 1
+    for v in g.outputs:
+        uses[v.id] = uses.get(v.id, 0) + 1
+    producer = {o.id: n for n in g.nodes for o in n.outputs}
+    rename = {}
+    ren = _renamer(rename)
+    nodes = []
+    for n in g.nodes:
+        n = ren(n)
+        if n.prim is E.copy_p:
+            x = n.inputs[0]
+            src = producer.get(x.id)
+            if (x.kind == "v" and src is not None and src.prim not in views
+                    and not src.prim.multiple_results and uses.get(x.id) == 1
+                    and not _has_effect(src)):
+                rename[n.outputs[0].id] = x
+                continue
+        elif n.prim is S.transpose_p and None not in n.inputs[0].shape:
+            x, perm = n.inputs[0], n.params["perm"]
+            moved = [a for a in perm if x.shape[a] != 1]
+            if moved == sorted(moved) and perm != tuple(range(len(perm))):
+                n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
+        nodes.append(n)
+    return g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
 
 
 # ------------------------------------------------------------------ control flow
@@ -319,8 +397,11 @@ def _inline(sub, args, outs, nodes, rename, consts):
         rename[o.id] = local[r.id]
 
 
-PASSES = [constant_folding, inline_constant_branches, algebraic_simplification,
-          common_subexpression_elimination, dead_code_elimination]
+# folding and simplification feed each other (a ones_like becomes a constant, its broadcast
+# folds, then x * ones simplifies), hence each twice
+PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, constant_folding,
+          algebraic_simplification, avoid_copies, common_subexpression_elimination,
+          dead_code_elimination]
 DEFAULT_PASSES = PASSES
 
 

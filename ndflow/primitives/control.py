@@ -16,9 +16,8 @@ loops while the graph runs. Their rules:
                 example is done; an example that is done keeps its state (masking).
   scan          vjp: a reverse scan over the per-step carries.  batch: a scan of the batched body.
 
-Gradients through a body that draws random numbers or assigns Variables are not supported (a
-clear error). Second-order gradients through `while_loop` are not supported; through `cond` and
-`scan` they are.
+Gradients of any order. Not through a body that draws random numbers, nor through a loop body
+that assigns Variables (each would run again to be differentiated): a clear error.
 """
 import numpy as np
 
@@ -39,6 +38,7 @@ class _LazyTnp:
 
 tnp = _LazyTnp()
 _PY_SCALARS = (bool, int, float, complex)
+_WRITES = ("assign_variable",)
 
 
 def _control_primitives(name, impl, abstract, vjp, batch):
@@ -56,14 +56,14 @@ def _pick(pair, *subgraphs):
     return pair[1] if any(s.effect for s in subgraphs) else pair[0]
 
 
-def _check_grad_effects(subgraphs, what):
+def _check_grad_effects(subgraphs, what, allowed=("read_variable",)):
     for s in subgraphs:
         for n in s.graph.nodes:
-            if n.prim.effect and n.prim.name != "read_variable":
+            if n.prim.effect and n.prim.name not in allowed:
                 raise NotImplementedError(
                     f"gradient of {what} whose body has the effect '{n.prim.name}' (created at "
                     f"{n.loc}) is not supported: the body would run again to differentiate it")
-            _check_grad_effects(list(n.subgraphs()), what)
+            _check_grad_effects(list(n.subgraphs()), what, allowed)
 
 
 def _diff(x):
@@ -148,7 +148,9 @@ def _cond_abstract(index, *ops, branches):
 
 
 def _cond_vjp(cts, index, *ops, branches):
-    _check_grad_effects(branches, "nf.cond")
+    # a branch runs once: re-running it to differentiate may skip its Variable writes (later
+    # reads in the branch use the written value directly), not its random draws
+    _check_grad_effects(branches, "nf.cond", ("read_variable", "assign_variable"))
     wrt = tuple(i for i, x in enumerate(ops) if _diff(x))
     if not wrt:
         return (None,) * (1 + len(ops))
@@ -161,8 +163,8 @@ def _cond_vjp(cts, index, *ops, branches):
         g = b.cache.get(key)
         if g is None:
             def f(*args, b=b):
-                return _grads(lambda *xs: eval_graph(b.graph, *xs), list(args[n_out:]), wrt,
-                              list(args[:n_out]))
+                return _grads(lambda *xs: eval_graph(b.graph, *xs, skip=_WRITES),
+                              list(args[n_out:]), wrt, list(args[:n_out]))
             t, leaves, _ = trace_body(f, in_avals, b.name + "_vjp")
             g = b.cache[key] = close(t, leaves)
         vjps.append(g)
@@ -381,9 +383,6 @@ def _while_abstract(*args, cond_graph, body_graph, n_consts, max_iter, record):
 
 
 def _while_vjp(cts, *args, cond_graph, body_graph, n_consts, max_iter, record):
-    if record:
-        raise NotImplementedError("second-order gradients through nf.while_loop are not "
-                                  "supported")
     _check_grad_effects([cond_graph, body_graph], "nf.while_loop")
     consts, init = list(args[:n_consts]), list(args[n_consts:])
     nv = len(init)
@@ -396,6 +395,9 @@ def _while_vjp(cts, *args, cond_graph, body_graph, n_consts, max_iter, record):
                 body_graph=body_graph, n_consts=n_consts, max_iter=max_iter, record=True)
     count, stacks = outs[nv], outs[nv + 1:]
     nc = len(wrt_c)
+    # with `record` (differentiating the gradient again) the kept states have cotangents too:
+    # stacks[k][j] is the state entering iteration j
+    ct_stacks = [cts[nv + 1 + i] for i in wrt_v] if record else None
 
     def bwd_cond(j, ct_v, ct_c):
         return j >= 0
@@ -406,7 +408,10 @@ def _while_vjp(cts, *args, cond_graph, body_graph, n_consts, max_iter, record):
         g = _grads(lambda *a: eval_graph(body_graph.graph, *a), xs,
                    wrt_c + [n_consts + i for i in wrt_v],
                    [ct_v[wrt_v.index(i)] if i in wrt_v else None for i in range(nv)])
-        return j - 1, list(g[nc:]), [a + b for a, b in zip(ct_c, g[:nc])]
+        new_v = list(g[nc:])
+        if record:
+            new_v = [a + s[j] for a, s in zip(new_v, ct_stacks)]
+        return j - 1, new_v, [a + b for a, b in zip(ct_c, g[:nc])]
 
     ct_v0 = [cts[i] if cts[i] is not None else tnp.zeros_like(init[i]) for i in wrt_v]
     ct_c0 = [tnp.zeros_like(consts[i]) for i in wrt_c]
@@ -701,9 +706,8 @@ def _scan_vjp(cts, *args, body, n_consts, n_carry, length, reverse, record):
     wrt_x = [i for i in range(len(xs)) if _diff(xs[i])]
     if not (wrt_c or wrt_v or wrt_x):
         return (None,) * len(args)
+    ct_stacks = [cts[n_carry + ny + i] for i in wrt_v] if record else []
     cts = list(cts[:n_carry + ny])
-    if record:
-        raise NotImplementedError("gradient of scan's recorded carries is not supported")
     outs = bind(_pick(SCAN, body), *args, body=body, n_consts=n_consts, n_carry=n_carry,
                 length=length, reverse=reverse, record=True)
     stacks = list(outs[n_carry + ny:])
@@ -716,17 +720,19 @@ def _scan_vjp(cts, *args, body, n_consts, n_carry, length, reverse, record):
 
     def step(carry, sl):
         ct_v, ct_c = carry
-        c_k, x_k, cty_k = sl
+        c_k, x_k, cty_k, cts_k = sl
         prim = consts + list(c_k) + list(x_k)
         wrt = wrt_c + [n_consts + i for i in wrt_v] + [n_consts + n_carry + i for i in wrt_x]
         out_cts = [ct_v[wrt_v.index(i)] if i in wrt_v else None for i in range(n_carry)] \
             + list(cty_k)
         g = _grads(lambda *a: eval_graph(body.graph, *a), prim, wrt, out_cts)
         new_c = [a + b for a, b in zip(ct_c, g[:nc])]
-        return (list(g[nc:nc + nv]), new_c), list(g[nc + nv:])
+        # with `record`, the carry entering this step has a cotangent of its own
+        new_v = [a + b for a, b in zip(g[nc:nc + nv], cts_k)] if record else list(g[nc:nc + nv])
+        return (new_v, new_c), list(g[nc + nv:])
 
     ct_c0 = [tnp.zeros_like(consts[i]) for i in wrt_c]
-    (ct_v, ct_c), ct_x = scan_carry(step, (ct_carry, ct_c0), (stacks, xs, ct_ys),
+    (ct_v, ct_c), ct_x = scan_carry(step, (ct_carry, ct_c0), (stacks, xs, ct_ys, ct_stacks),
                                     length=length, reverse=not reverse)
     grads = [None] * len(args)
     for i, g in zip(wrt_c, ct_c):
