@@ -172,3 +172,22 @@ def test_ndflow_debug_environment_variable():
                          env={"NDFLOW_DEBUG": "code", "PYTHONPATH": root}, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "generated code" in out.stderr and "def run(" in out.stderr
+
+
+def test_numpy_arguments_take_the_fast_path_too(monkeypatch):
+    f = nf.function(lambda x, w: x @ w)
+    w = tnp.ones((3, 2))
+    np.testing.assert_allclose(f(np.ones((4, 3)), w).numpy(), np.full((4, 2), 3.0))
+    monkeypatch.setattr(f, "_call", lambda *a: (_ for _ in ()).throw(AssertionError("slow")))
+    for k in range(3):      # fresh NumPy data every call, as a training loop feeds it
+        np.testing.assert_allclose(f(np.full((4, 3), float(k)), w).numpy(), np.full((4, 2), 3.0 * k))
+    with pytest.raises(AssertionError):
+        f(tnp.ones((4, 3)), w)       # an ndflow array where NumPy was: not the same key
+
+
+def test_arguments_converted_by_the_input_signature_are_converted_every_call():
+    f = nf.function(lambda x: x * 2, input_signature=[nf.TensorSpec([None], tnp.float32)])
+    for k in range(3):
+        out = f(np.arange(3.0) + k)               # float64 NumPy data: converted to float32
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out.numpy(), (np.arange(3.0) + k) * 2)

@@ -66,7 +66,7 @@ class ConcreteFunction:
         self.out_def = out_def
         self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
         self.out_consts = out_consts
-        self._call_fast = self._make_fast_call()
+        self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
         if "opt" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: optimized graph\n%s" % (name, format_graph(self.graph)))
         if "code" in _dbg.FLAGS:
@@ -88,10 +88,17 @@ class ConcreteFunction:
             raise e from None
         raise err.with_traceback(None) from None
 
-    def _make_fast_call(self):
+    def fast_call(self, numpy_args):
         """`call(args)` for the common call: the arguments are exactly the graph's inputs
-        (positional eager arrays on the default device), the outputs are wrapped by code
-        written for this output structure (no tree walk per call)."""
+        (positional eager arrays on the default device, or NumPy arrays where `numpy_args`
+        says so), the outputs are wrapped by code written for this output structure (no tree
+        walk per call)."""
+        call = self._fast_calls.get(numpy_args)
+        if call is None:
+            call = self._fast_calls[numpy_args] = self._make_fast_call(numpy_args)
+        return call
+
+    def _make_fast_call(self, numpy_args):
         n = len(self.traced_graph.inputs)
         ns = {"run": self.run, "_wrap": _wrap, "_fail": self._fail,
               "_finish": self._finish}
@@ -122,8 +129,9 @@ class ConcreteFunction:
                "        r = run(%s)\n"
                "    except Exception as e:\n"
                "        _fail(e)\n"
-               "    return %s\n") % ("".join(x + ", " for x in names) or "_", 
-                                     ", ".join(x + "._v" for x in names), ret)
+               "    return %s\n") % ("".join(x + ", " for x in names) or "_",
+                                     ", ".join(x if np_ else x + "._v"
+                                               for x, np_ in zip(names, numpy_args)), ret)
         exec(compile(src, "<ndflow call %s>" % self.name, "exec"), ns)
         return ns["call"]
 
@@ -248,14 +256,22 @@ class Function:
     # ------------------------------------------------------------------ calls
     def __call__(self, *args, **kwargs):
         if GLOBAL.fast and not kwargs:
-            # the hot path: positional eager arrays whose shapes and dtypes were seen before
+            # the hot path: positional arrays whose shapes and dtypes were seen before
             key = []
             for a in args:
-                if type(a) is not ndarray or a._dev is not None:
+                t = type(a)
+                if t is ndarray:
+                    if a._dev is not None:
+                        break
+                    v = a._v
+                    key.append(v.shape)
+                    key.append(v.dtype)
+                elif t is np.ndarray:
+                    key.append(a.shape)
+                    key.append(a.dtype)
+                    key.append(None)        # passed as NumPy (its own graph, see _key)
+                else:
                     break
-                v = a._v
-                key.append(v.shape)
-                key.append(v.dtype)
             else:
                 call = self._fast.get(tuple(key))
                 if call is not None:
@@ -291,15 +307,19 @@ class Function:
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
         if (GLOBAL.fast and not kwargs and len(bufs) == len(raw)
-                and all(type(a) is ndarray and a._dev is None for a in raw)):
+                and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
+                        for a in raw)
+                and (self._sig is None or all(a is b for a, b in zip(raw, args)))):
             fast = self._fast
             if len(fast) >= 4 * _DEFAULT_CACHE_SIZE:
                 del fast[next(iter(fast))]
             k = []
             for a in raw:
-                k.append(a._v.shape)
-                k.append(a._v.dtype)
-            fast[tuple(k)] = cf._call_fast
+                if type(a) is ndarray:
+                    k += (a._v.shape, a._v.dtype)
+                else:
+                    k += (a.shape, a.dtype, None)
+            fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
         return cf(bufs)
 
     def _lookup(self, key, args, kwargs, leaves, d):
@@ -330,7 +350,8 @@ class Function:
         if len(cache) > _DEFAULT_CACHE_SIZE:
             _, old = cache.popitem(last=False)
             if old not in cache.values():
-                self._fast = {k: v for k, v in self._fast.items() if v is not old._call_fast}
+                gone = set(map(id, old._fast_calls.values()))
+                self._fast = {k: v for k, v in self._fast.items() if id(v) not in gone}
                 for gk, entry in list(self._relaxed.items()):
                     if entry[1] is old:
                         del self._relaxed[gk]
