@@ -63,6 +63,13 @@ def run_subprocess(system, workload, args, python=None) -> dict:
         cmd += ["--min-time", str(args.min_time)]
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.threads:
+        n = str(args.threads)
+        env.update(OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n,
+                   NDFLOW_BENCH_THREADS=n)
+        if args.threads == 1:
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+                                " intra_op_parallelism_threads=1").strip()
     fail = {"system": system, "workload": workload, "version": None,
             "results": {}, "errors": {}, "setup_error": None}
     try:
@@ -110,6 +117,9 @@ def main(argv=None) -> int:
                    help="seconds per subprocess (default 900, quick 300)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write raw results here")
     p.add_argument("-v", "--verbose", action="store_true", help="show subprocess stderr (tracebacks of n/a cells)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for every system's kernels (BLAS, Eigen, OpenMP); default: each "
+                        "library's own. On a loaded machine 1 avoids threads spinning on each other")
     p.add_argument("--peer-python", default=os.environ.get("NDFLOW_PEER_PYTHON"), metavar="PATH",
                    help="interpreter of an environment holding TensorFlow / JAX / PyTorch "
                         "(default: $NDFLOW_PEER_PYTHON)")
@@ -176,7 +186,9 @@ def main(argv=None) -> int:
     repeat = args.repeat or (3 if args.quick else 7)
     print(f"ndflow benchmarks: median time per call ({repeat} repeats"
           f"{', quick' if args.quick else ''}); python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs; {', '.join(versions) or 'no system ran'}")
+          f"{os.cpu_count()} CPUs"
+          f"{f', {args.threads} thread(s) per system' if args.threads else ''}; "
+          f"{', '.join(versions) or 'no system ran'}")
     print()
     print(render(rows, header))
     print()

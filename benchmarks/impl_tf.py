@@ -17,6 +17,10 @@ def setup() -> str:
     import tensorflow
 
     tf = tensorflow
+    if os.environ.get("NDFLOW_BENCH_THREADS"):
+        n = int(os.environ["NDFLOW_BENCH_THREADS"])
+        tf.config.threading.set_intra_op_parallelism_threads(n)
+        tf.config.threading.set_inter_op_parallelism_threads(n)
     tnp = tf.experimental.numpy
     tnp.experimental_enable_numpy_behavior()
     return f"tensorflow {tf.__version__}"

@@ -6,6 +6,8 @@ backward pass included, is one compiled function, as ``jax.jit(jax.grad(...))`` 
 
 from __future__ import annotations
 
+import os
+
 from . import workloads as W
 
 COLUMNS = {"torch_compile": "torch.compile"}
@@ -18,6 +20,8 @@ def setup() -> str:
     import torch as _torch
 
     torch = _torch
+    if os.environ.get("NDFLOW_BENCH_THREADS"):
+        torch.set_num_threads(int(os.environ["NDFLOW_BENCH_THREADS"]))
     # a first call must compile: no graph from the on-disk cache of an earlier call
     torch._inductor.config.fx_graph_cache = False
     torch._dynamo.config.cache_size_limit = 64

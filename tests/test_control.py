@@ -495,3 +495,10 @@ def test_while_loop_second_order():
 
     x = tnp.asarray([0.3, 0.9])
     np.testing.assert_allclose(nf.function(hvp)(x).numpy(), hvp(x).numpy(), rtol=1e-10)
+
+
+def test_constant_results_of_a_branch_are_fresh_arrays():
+    f = nf.function(lambda p: nf.cond(p, lambda: tnp.ones(2), lambda: tnp.zeros(2)))
+    y = f(tnp.asarray(True))
+    y += 5
+    np.testing.assert_allclose(f(tnp.asarray(True)).numpy(), [1.0, 1.0])

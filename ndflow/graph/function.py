@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap, wrap_on, symbolic
+from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt

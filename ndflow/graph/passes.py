@@ -12,7 +12,7 @@ import difflib
 
 import numpy as np
 
-from .ir import Graph, Node, Var, SubGraph, format_graph, verify
+from .ir import Graph, Node, Var, format_graph, verify
 from . import debug as _dbg
 
 

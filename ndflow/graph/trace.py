@@ -5,8 +5,7 @@ loop body) into a closed sub-graph: values of enclosing traces it uses become ex
 """
 import itertools
 
-from ..core.ndarray import ndarray, symbolic, _user_line
-from ..core.primitive import Aval
+from ..core.ndarray import symbolic, _user_line
 from ..core.state import STATE
 from ..core import tree
 from .ir import Graph, Node, Var, SubGraph
@@ -219,7 +218,16 @@ def close(trace, outputs, inputs=None):
     keys of every operand of the control-flow op, in order, after the explicit inputs; a key
     this body did not capture gets an unused input."""
     g = trace.graph
-    g.outputs = [trace.to_var(o) for o in outputs]
+    outs = []
+    for o in outputs:
+        v = trace.to_var(o)
+        if v.kind == "c":
+            # a fresh array at every run, as the body makes one when it runs eagerly (a
+            # constant's buffer returned to the caller could be changed in place)
+            from ..primitives.elementwise import copy_p
+            v = trace.process(copy_p, [o], {})._v
+        outs.append(v)
+    g.outputs = outs
     n_explicit = len(g.inputs) - len(trace.captured)
     if inputs is not None:
         own = dict(zip(trace.cap_keys, g.inputs[n_explicit:]))

@@ -25,7 +25,7 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.ndarray import ndarray
 from ..core.state import STATE
 from ..core import tree, dtypes as _dt
-from ..graph.ir import eval_graph, SubGraph
+from ..graph.ir import eval_graph
 from ..graph.trace import trace_body, close, union_captures, forget_assigned
 from ._util import move_to_front
 
