@@ -318,3 +318,22 @@ def test_passes_can_be_appended_to_the_pipeline():
     finally:
         P.PASSES.remove(spy)
     assert seen == [1]
+
+
+@pytest.mark.parametrize("k", [1.0, 2.0, 3.0, 4.0, [0.0, 1.0, 2.0, 3.0], [[0.0], [1.0]],
+                               [1.0, 0.0, 1.0, 1.0]],
+                         ids=["1", "2", "3", "4", "0..3", "column 0..1", "0/1"])
+def test_small_whole_powers_become_multiplications(k):
+    x = np.array([-1.5, -0.0, 0.5, 2.0])
+    g = body_graph(lambda x: tnp.exp(x ** tnp.asarray(k)), ((4,), np.float64))
+    out = apply(P.dead_code_elimination, apply(P.algebraic_simplification, g, x), x)
+    assert "power" not in prims(out)
+    np.testing.assert_allclose(run(out, x)[0], np.exp(x ** np.asarray(k)), rtol=1e-15)
+
+
+def test_other_powers_stay():
+    for k in (0.5, -1.0, 5.0, [0.0, 2.5, 1.0, 1.0]):
+        g = body_graph(lambda x: tnp.exp(x ** tnp.asarray(k)), ((4,), np.float64))
+        assert "power" in prims(P.algebraic_simplification(g))
+    g = body_graph(lambda x: tnp.exp(x ** 2), ((4,), np.int64))
+    assert "power" in prims(P.algebraic_simplification(g))

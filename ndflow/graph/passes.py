@@ -212,6 +212,7 @@ def algebraic_simplification(g: Graph) -> Graph:
                                            x = -0.0 alone, where both compare equal)
     convert_element_type(x, x.dtype) -> x
     zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
+    x ** k, k a constant of whole numbers 0..4 -> multiplications (and selects where k varies)
     transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
     reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
     broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
@@ -258,6 +259,12 @@ def algebraic_simplification(g: Graph) -> Graph:
                 n = Node(p, (x,), n.params, n.outputs, n.loc)
             if x.shape == out.shape and None not in x.shape:
                 src = x
+        elif p is E.pow_p and n.inputs[1].kind == "c":
+            x, k = n.inputs
+            src = _integer_power(x, np.asarray(k.const._v), out, nodes, producer, consts, n.loc,
+                                 E)
+            if src is out:          # rewritten into new nodes that define `out` itself
+                continue
         elif p in (E.zeros_like_p, E.ones_like_p, E.full_like_p):
             if out.id not in returned and None not in out.shape:
                 fill = {E.zeros_like_p: 0, E.ones_like_p: 1}.get(p, n.params.get("fill_value"))
@@ -284,6 +291,57 @@ def algebraic_simplification(g: Graph) -> Graph:
     out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
     out.consts = consts
     return out
+
+
+def _integer_power(x, k, out, nodes, producer, consts, loc, E):
+    """x ** k for a constant k of small whole numbers, as multiplications: NumPy's float power
+    is slow (30x for negative bases) and exact for none of them. Returns the replacement: `x`
+    (k == 1), `out` itself when new nodes define it, or None (not rewritten)."""
+    from ..core.ndarray import _wrap
+    dt = np.dtype(x.dtype)
+    if (dt.kind != "f" or k.size == 0 or k.size > 4096 or k.dtype.kind not in "fiu"
+            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 4)) or None in out.shape
+            or out.dtype != dt):
+        return None
+    top = int(k.max())
+    if k.min() == top:                      # one exponent for every element
+        if top == 1:
+            return x if x.shape == out.shape else None
+        if top == 0 or x.shape != out.shape:
+            return None
+        chain = {2: [(x, x)], 3: [(x, x), ("sq", x)], 4: [(x, x), ("sq", "sq")]}[top]
+    else:
+        # x**k = prod_j where(k >= j, x, 1), j = 1..max(k)
+        if _bshape(k.shape, x.shape) != out.shape:
+            return None
+        one = Var((), dt, kind="c", const=_wrap(np.ones((), dt)))
+        consts.append(one)
+        terms = []
+        for j in range(1, top + 1):
+            mask = np.asarray(k >= j)
+            m = Var(mask.shape, np.dtype(bool), kind="c", const=_wrap(mask))
+            consts.append(m)
+            t = out if top == 1 else Var(out.shape, dt)
+            nodes.append(Node(E.select_p, (m, x, one), {}, (t,), loc))
+            producer[t.id] = nodes[-1]
+            terms.append(t)
+        if top == 1:
+            return out
+        chain = [(terms[0], terms[1])] + [("sq", t) for t in terms[2:]]
+    prev = None
+    for i, (a, b) in enumerate(chain):
+        a = prev if a == "sq" else a
+        b = prev if b == "sq" else b
+        o = out if i == len(chain) - 1 else Var(out.shape, dt)
+        nodes.append(Node(E.mul_p, (a, b), {}, (o,), loc))
+        producer[o.id] = nodes[-1]
+        prev = o
+    return out
+
+
+def _bshape(a, b):
+    from ..primitives._util import broadcast_shapes
+    return broadcast_shapes(a, b)
 
 
 def _filled_const(like, value):
