@@ -200,22 +200,22 @@ def test_like_constructors_of_known_shape_become_constants():
 # ------------------------------------------------------------------ layout
 def test_copy_of_a_fresh_single_use_value_is_dropped():
     g = body_graph(lambda x: tnp.exp(tnp.copy(tnp.sin(x))), X3)
-    out = apply(P.avoid_copies, g, x3)
+    out = apply(P.layout_choices, g, x3)
     assert prims(out) == ["sin", "exp"]
     # a copy of a view of the argument (or of a value used twice) stays
     g = body_graph(lambda x: tnp.exp(tnp.copy(tnp.reshape(x, (3, 1)))), X3)
-    assert "copy" in prims(P.avoid_copies(g))
+    assert "copy" in prims(P.layout_choices(g))
     g = body_graph(lambda x: (lambda s: tnp.exp(tnp.copy(s)) + s)(tnp.sin(x)), X3)
-    assert "copy" in prims(P.avoid_copies(g))
+    assert "copy" in prims(P.layout_choices(g))
 
 
 def test_transpose_of_unit_axes_is_a_reshape():
     a = np.arange(6.0).reshape(3, 1, 2)
     g = body_graph(lambda x: tnp.exp(tnp.transpose(x, (1, 0, 2))), ((3, 1, 2), np.float64))
-    out = apply(P.avoid_copies, g, a)
+    out = apply(P.layout_choices, g, a)
     assert prims(out) == ["reshape", "exp"]
     g = body_graph(lambda x: tnp.exp(tnp.transpose(x, (2, 1, 0))), ((3, 1, 2), np.float64))
-    assert prims(P.avoid_copies(g)) == ["transpose", "exp"]
+    assert prims(P.layout_choices(g)) == ["transpose", "exp"]
 
 
 # ------------------------------------------------------------------ control flow
@@ -337,3 +337,23 @@ def test_other_powers_stay():
         assert "power" in prims(P.algebraic_simplification(g))
     g = body_graph(lambda x: tnp.exp(x ** 2), ((4,), np.int64))
     assert "power" in prims(P.algebraic_simplification(g))
+
+
+def test_stacked_products_with_a_matrix_become_one_product():
+    a, w = np.arange(24.0).reshape(4, 2, 3), np.arange(6.0).reshape(3, 2)
+    g = body_graph(lambda x, w: tnp.exp(tnp.matmul(x, w) / 100), ((4, 2, 3), np.float64),
+                   ((3, 2), np.float64))
+    out = apply(P.layout_choices, g, a, w)
+    assert prims(out) == ["reshape", "matmul", "reshape", "true_divide", "exp"]
+    assert out.nodes[1].inputs[0].shape == (8, 3)
+
+
+def test_outer_products_become_broadcast_multiplies():
+    a, b = np.arange(64.0).reshape(2, 32, 1), np.arange(40.0).reshape(2, 1, 20)
+    g = body_graph(lambda x, y: tnp.exp(tnp.matmul(x, y) / 1000), ((2, 32, 1), np.float64),
+                   ((2, 1, 20), np.float64))
+    out = apply(P.layout_choices, g, a, b)
+    assert prims(out)[0] == "multiply"
+    # short rows: the product stays (a broadcast multiply with 2-long rows is slower)
+    g = body_graph(lambda x, y: tnp.matmul(x, y), ((2, 32, 1), np.float64), ((2, 1, 2), np.float64))
+    assert prims(P.layout_choices(g)) == ["matmul"]

@@ -378,13 +378,24 @@ def _view_prims():
             I.getitem_p, E.real_p, E.imag_p, E.copy_p}
 
 
-def avoid_copies(g: Graph) -> Graph:
-    """Layout choices that save copies or strided views where it is cheap to see:
+OUTER_MIN = 16     # an outer product as a broadcast multiply pays off from rows this long
+
+
+def layout_choices(g: Graph) -> Graph:
+    """Layout choices that save copies, strided views or many small kernel calls where it is
+    cheap to see:
 
     copy(x) -> x            when x is a fresh buffer made by a node (not a view of an argument,
                             a constant or another value) that nothing else uses
     transpose(x, p) -> reshape(x, ...)   when p only moves axes of size 1: a plain contiguous
-                            view that later reshapes merge with, never a strided one"""
+                            view that later reshapes merge with, never a strided one
+    matmul(a (...,m,k), b (k,n)) -> one (prod(...)*m, k) @ (k, n) product, reshaped: NumPy
+                            runs a stack of small products one by one (vectorized models
+                            make such stacks)
+    matmul(a (...,m,1), b (...,1,n)) -> a * b   (an outer product: a broadcast multiply, the
+                            same numbers, instead of one tiny product per stacked matrix;
+                            when rows are at least OUTER_MIN long)"""
+    from ..primitives.linalg import matmul_p
     E, S = _prims()
     views = _view_prims()
     uses = {}
@@ -412,8 +423,32 @@ def avoid_copies(g: Graph) -> Graph:
             moved = [a for a in perm if x.shape[a] != 1]
             if moved == sorted(moved) and perm != tuple(range(len(perm))):
                 n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
+        elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, E, S):
+            continue
         nodes.append(n)
     return g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+
+
+def _matmul_layout(n, nodes, E, S):
+    """Append a cheaper form of matmul node `n` to `nodes`; False when there is none."""
+    from ..primitives.linalg import matmul_p
+    a, b = n.inputs
+    out = n.outputs[0]
+    if None in a.shape or None in b.shape or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype:
+        return False
+    if a.shape[-1] == 1 and b.shape[-2] == 1 and out.shape[-1] >= OUTER_MIN \
+            and a.ndim + b.ndim > 4:
+        nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
+        return True
+    if a.ndim >= 3 and b.ndim == 2:
+        rows = int(np.prod(a.shape[:-1]))
+        flat = Var((rows, a.shape[-1]), a.dtype)
+        prod = Var((rows, b.shape[-1]), out.dtype)
+        nodes.append(Node(S.reshape_p, (a,), {"shape": flat.shape}, (flat,), n.loc))
+        nodes.append(Node(matmul_p, (flat, b), {}, (prod,), n.loc))
+        nodes.append(Node(S.reshape_p, (prod,), {"shape": out.shape}, (out,), n.loc))
+        return True
+    return False
 
 
 # ------------------------------------------------------------------ control flow
@@ -458,7 +493,7 @@ def _inline(sub, args, outs, nodes, rename, consts):
 # folding and simplification feed each other (a ones_like becomes a constant, its broadcast
 # folds, then x * ones simplifies), hence each twice
 PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, constant_folding,
-          algebraic_simplification, avoid_copies, common_subexpression_elimination,
+          algebraic_simplification, layout_choices, common_subexpression_elimination,
           dead_code_elimination]
 DEFAULT_PASSES = PASSES
 
