@@ -502,3 +502,9 @@ def test_constant_results_of_a_branch_are_fresh_arrays():
     y = f(tnp.asarray(True))
     y += 5
     np.testing.assert_allclose(f(tnp.asarray(True)).numpy(), [1.0, 1.0])
+
+
+def test_docstring_examples_run():
+    import doctest
+    from ndflow.primitives import control
+    assert doctest.testmod(control).failed == 0
