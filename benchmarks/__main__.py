@@ -1,10 +1,14 @@
-"""Run the benchmark table:  python -m benchmarks [--quick] [--systems numpy,ndflow,tf,jax]
+"""Run the benchmark table:  python -m benchmarks [--quick] [--systems numpy,ndflow,tf,jax,torch]
 
 Rows are workloads x sizes; columns are the median time per call for each system
-(NumPy, ndflow eager, ndflow ``nf.function``, and TensorFlow / JAX when installed),
-followed by the ratio of each column to NumPy.  Each system runs in its own
+(NumPy, ndflow eager, ndflow ``nf.function``, and TensorFlow, JAX and PyTorch when
+installed), followed by the ratio of each column to NumPy.  Each system runs in its own
 subprocess (``python -m benchmarks.run_one SYSTEM WORKLOAD``).  A system that fails
 on a workload shows ``n/a``; the reasons are listed under the table.
+
+Peers installed in another environment (a venv kept outside the repository) run there:
+``--peer-python /path/to/venv/bin/python`` (or NDFLOW_PEER_PYTHON); NumPy and ndflow run
+in this interpreter.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from .run_one import MARKER
 ROOT = Path(__file__).resolve().parent.parent
 
 SHORT = {"numpy": "np", "ndflow": "nf eager", "ndflow_fn": "nf.function",
-         "tf": "tf eager", "tf_fn": "tf.function", "jax_jit": "jax.jit"}
+         "tf": "tf eager", "tf_fn": "tf.function", "jax_jit": "jax.jit",
+         "torch_compile": "torch.compile"}
 
 
 def fmt_time(t):
@@ -48,8 +53,8 @@ def fmt_ratio(t, base):
     return f"{r:.0f}x"
 
 
-def run_subprocess(system, workload, args) -> dict:
-    cmd = [sys.executable, "-m", "benchmarks.run_one", system, workload]
+def run_subprocess(system, workload, args, python=None) -> dict:
+    cmd = [python or sys.executable, "-m", "benchmarks.run_one", system, workload]
     if args.quick:
         cmd.append("--quick")
     if args.repeat:
@@ -58,6 +63,13 @@ def run_subprocess(system, workload, args) -> dict:
         cmd += ["--min-time", str(args.min_time)]
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.threads:
+        n = str(args.threads)
+        env.update(OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n,
+                   NDFLOW_BENCH_THREADS=n)
+        if args.threads == 1:
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+                                " intra_op_parallelism_threads=1").strip()
     fail = {"system": system, "workload": workload, "version": None,
             "results": {}, "errors": {}, "setup_error": None}
     try:
@@ -105,6 +117,12 @@ def main(argv=None) -> int:
                    help="seconds per subprocess (default 900, quick 300)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write raw results here")
     p.add_argument("-v", "--verbose", action="store_true", help="show subprocess stderr (tracebacks of n/a cells)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for every system's kernels (BLAS, Eigen, OpenMP); default: each "
+                        "library's own. On a loaded machine 1 avoids threads spinning on each other")
+    p.add_argument("--peer-python", default=os.environ.get("NDFLOW_PEER_PYTHON"), metavar="PATH",
+                   help="interpreter of an environment holding TensorFlow / JAX / PyTorch "
+                        "(default: $NDFLOW_PEER_PYTHON)")
     args = p.parse_args(argv)
     if args.timeout is None:
         args.timeout = 300.0 if args.quick else 900.0
@@ -118,7 +136,11 @@ def main(argv=None) -> int:
         chosen.sort(key=list(systems.SYSTEMS).index)
     else:
         chosen = [s for s in systems.SYSTEMS
-                  if s not in systems.OPTIONAL or systems.installed(s)]
+                  if s not in systems.OPTIONAL or systems.installed(s)
+                  or systems.installed(s, args.peer_python)]
+    # a peer missing here but present in the peer environment runs there
+    pythons = {s: args.peer_python if s in systems.OPTIONAL and args.peer_python
+               and not systems.installed(s) else None for s in chosen}
     names = list(workloads.WORKLOADS)
     if args.workloads:
         names = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -132,7 +154,7 @@ def main(argv=None) -> int:
     for w in names:
         for s in chosen:
             print(f"[bench] {s:>6} {w} ...", file=sys.stderr, flush=True)
-            results[(s, w)] = run_subprocess(s, w, args)
+            results[(s, w)] = run_subprocess(s, w, args, pythons[s])
     elapsed = time.perf_counter() - t0
 
     # --- columns: times, then ratios to NumPy
@@ -164,7 +186,9 @@ def main(argv=None) -> int:
     repeat = args.repeat or (3 if args.quick else 7)
     print(f"ndflow benchmarks: median time per call ({repeat} repeats"
           f"{', quick' if args.quick else ''}); python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs; {', '.join(versions) or 'no system ran'}")
+          f"{os.cpu_count()} CPUs"
+          f"{f', {args.threads} thread(s) per system' if args.threads else ''}; "
+          f"{', '.join(versions) or 'no system ran'}")
     print()
     print(render(rows, header))
     print()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import workloads as W
+
 COLUMNS = {"jax_jit": "jax.jit"}
 
 jax = jnp = None
@@ -46,6 +48,66 @@ def build(column, case, d):
             f = jax.jit(lambda weights, x, labels: jax.lax.map(
                 lambda a: single_example_gradient(weights, *a), (x, labels)))
         args = ((arr["w1"], arr["b"], arr["w2"]), arr["x"], arr["labels"])
+    elif w == "polyfit_adam":
+        deg = len(W.POLY_TRUE)
+        powers = jnp.arange(deg, dtype=jnp.float32)[:, None]
+
+        def loss(coef, x, y):
+            return jnp.mean(jnp.square(jnp.matmul(coef, x[None, :] ** powers) - y))
+
+        @jax.jit
+        def fit_step(state, x, y):
+            coef, m, v, t = state
+            g = jax.grad(loss)(coef, x, y)
+            t = t + 1.0
+            m = m * W.ADAM_B1 + g * (1 - W.ADAM_B1)
+            v = v * W.ADAM_B2 + g * g * (1 - W.ADAM_B2)
+            lr = W.POLY_LR * jnp.sqrt(1 - W.ADAM_B2 ** t) / (1 - W.ADAM_B1 ** t)
+            return coef - m * lr / (jnp.sqrt(v) + W.ADAM_EPS), m, v, t
+
+        xs, ys = d["xs"], d["ys"]
+
+        def fit():
+            z = jnp.zeros(deg, jnp.float32)
+            state = (z, z, z, jnp.float32(0))
+            for i in range(xs.shape[0]):
+                state = fit_step(state, xs[i], ys[i])
+            return jax.block_until_ready(state[0])
+        return fit
+    elif w in ("classifier_step", "first_call"):
+        state = [tuple(arr[k] for k in ("w1", "b1", "w2", "b2"))]
+        x, onehot = arr["x"], arr["onehot"]
+
+        def make_step():
+            def loss(params, x, onehot):
+                w1, b1, w2, b2 = params
+                h = jnp.maximum(jnp.matmul(x, w1) + b1, 0)
+                logits = jnp.matmul(h, w2) + b2
+                z = logits - jnp.max(logits, axis=1, keepdims=True)
+                lse = jnp.log(jnp.sum(jnp.exp(z), axis=1))
+                return jnp.mean(lse - jnp.sum(z * onehot, axis=1))
+
+            def train_step(params, x, onehot):
+                val, g = jax.value_and_grad(loss)(params, x, onehot)
+                return val, tuple(p - W.D_LR * gp for p, gp in zip(params, g))
+            return jax.jit(train_step)
+
+        def run(step):
+            val, state[0] = step(state[0], x, onehot)
+            return jax.block_until_ready(val)
+
+        if w == "first_call":
+            return lambda: run(make_step())
+        step = make_step()
+        return lambda: run(step)
+    elif w == "matmul_chain":
+        def chain(a, *ws):
+            for m in ws:
+                a = jnp.matmul(a, m)
+            return a
+
+        f = jax.jit(chain)
+        args = (arr["a"],) + tuple(arr[f"w{i}"] for i in range(case.params["k"]))
     else:
         raise KeyError(w)
 

@@ -7,6 +7,8 @@ in the style of the TensorFlow NumPy guide, so the same code would run on
 
 from __future__ import annotations
 
+from . import workloads as W
+
 COLUMNS = {"ndflow": "ndflow eager", "ndflow_fn": "nf.function"}
 
 nf = tnp = None
@@ -85,5 +87,58 @@ def build(column, case, d):
 
         f, x, labels = maybe_compile(per_example_gradients), arr["x"], arr["labels"]
         return lambda: f(x, labels)
+
+    if w == "polyfit_adam":
+        # a training loop as people write it: a compiled step fed fresh NumPy batches
+        coef = nf.Variable(tnp.zeros(len(W.POLY_TRUE), dtype=tnp.float32))
+        opt = nf.optimizers.Adam(W.POLY_LR, W.ADAM_B1, W.ADAM_B2, W.ADAM_EPS)
+        powers = tnp.arange(len(W.POLY_TRUE), dtype=tnp.float32)[:, None]
+
+        def fit_step(x, y):
+            with nf.GradientTape() as tape:
+                pred = tnp.matmul(coef, x[None, :] ** powers)
+                loss = tnp.mean(tnp.square(pred - y))
+            opt.apply_gradients([(tape.gradient(loss, coef), coef)])
+            return loss
+
+        step, xs, ys = maybe_compile(fit_step), d["xs"], d["ys"]
+
+        def fit():
+            for i in range(xs.shape[0]):
+                step(xs[i], ys[i])
+            return coef.numpy()
+        return fit
+
+    if w in ("classifier_step", "first_call"):
+        params = [nf.Variable(arr[k]) for k in ("w1", "b1", "w2", "b2")]
+        x, onehot = arr["x"], arr["onehot"]
+
+        def make_step():
+            def train_step(x, onehot):
+                w1, b1, w2, b2 = params
+                with nf.GradientTape() as tape:
+                    h = tnp.maximum(tnp.matmul(x, w1) + b1, 0)
+                    logits = tnp.matmul(h, w2) + b2
+                    z = logits - tnp.max(logits, axis=1, keepdims=True)
+                    lse = tnp.log(tnp.sum(tnp.exp(z), axis=1))
+                    loss = tnp.mean(lse - tnp.sum(z * onehot, axis=1))
+                for p, g in zip(params, tape.gradient(loss, params)):
+                    p.assign_sub(g * W.D_LR)
+                return loss
+            return maybe_compile(train_step)
+
+        if w == "first_call":      # a new function each time: trace, optimize, generate, run
+            return lambda: make_step()(x, onehot)
+        step = make_step()
+        return lambda: step(x, onehot)
+
+    if w == "matmul_chain":
+        def chain(a, *ws):
+            for m in ws:
+                a = tnp.matmul(a, m)
+            return a
+
+        f, ws = maybe_compile(chain), [arr[f"w{i}"] for i in range(case.params["k"])]
+        return lambda: f(arr["a"], *ws)
 
     raise KeyError(w)

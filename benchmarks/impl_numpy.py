@@ -27,4 +27,13 @@ def build(column, case, d):
         if case.params["via"] == "vectorized_map":
             return lambda: W.np_per_example_grads_batched(**d)
         return lambda: W.np_per_example_grads_loop(**d)
+    if w == "polyfit_adam":
+        return lambda: W.np_polyfit_adam(d["xs"], d["ys"])
+    if w in ("classifier_step", "first_call"):
+        # first_call: NumPy compiles nothing; its column is one step, the scale to compare with
+        params = [d[k].copy() for k in ("w1", "b1", "w2", "b2")]
+        return lambda: W.np_classifier_step(params, d["x"], d["onehot"])
+    if w == "matmul_chain":
+        ws = [d[f"w{i}"] for i in range(case.params["k"])]
+        return lambda: W.np_matmul_chain(d["a"], *ws)
     raise KeyError(w)

@@ -50,7 +50,10 @@ def run(system: str, workload: str, quick: bool, repeat: int, min_time: float) -
                 problem = workloads.check(out, ref)
                 if problem:
                     raise AssertionError(problem)
-                row[column] = measure(fn, repeat=repeat, min_time=min_time)
+                if case.repeat:         # one call per repeat (first-call times)
+                    row[column] = measure(fn, repeat=min(case.repeat, repeat), min_time=0.0)
+                else:
+                    row[column] = measure(fn, repeat=repeat, min_time=min_time)
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, KeyboardInterrupt):
                     raise

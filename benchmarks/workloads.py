@@ -18,10 +18,18 @@ class Case:
     label: str        # shown in the table
     params: dict = field(default_factory=dict)
     quick: bool = True  # part of the --quick run
+    repeat: int | None = None   # repeats of one call each (slow, stateful first calls)
 
 
 # Model sizes from the TensorFlow NumPy guide's MLP example.
 N_IN, N_HIDDEN, N_OUT = 32, 64, 2
+# The digits classifier (MNIST-sized): 784 -> 128 -> 10, softmax cross-entropy, SGD.
+D_IN, D_HIDDEN, D_OUT, D_LR = 784, 128, 10, 0.1
+# Polynomial fit: degree 3, Adam, a fresh batch of 256 points each step.
+POLY_TRUE = (0.5, -1.0, 2.0, 0.3)
+POLY_STEPS, POLY_BATCH, POLY_LR = 1000, 256, 0.01
+ADAM_B1, ADAM_B2, ADAM_EPS = 0.9, 0.999, 1e-7
+CHAIN_N, CHAIN_LEN = 1000, 11
 
 WORKLOADS: dict[str, list[Case]] = {
     "add": [
@@ -30,8 +38,8 @@ WORKLOADS: dict[str, list[Case]] = {
     ],
     "sigmoid": [
         Case("sigmoid", "1", "1", {"n": 1}),
-        Case("sigmoid", "1024", "2**10", {"n": 2**10}, quick=False),
         Case("sigmoid", "1048576", "2**20", {"n": 2**20}),
+        Case("sigmoid", "16777216", "2**24", {"n": 2**24}, quick=False),
     ],
     "mlp_grad": [
         Case("mlp_grad", "512", "batch 512", {"batch": 512}),
@@ -41,6 +49,20 @@ WORKLOADS: dict[str, list[Case]] = {
              {"batch": 128, "via": "vectorized_map"}),
         Case("per_example_grads", "map_fn-128", "map_fn, batch 128",
              {"batch": 128, "via": "map_fn"}),
+    ],
+    "polyfit_adam": [
+        Case("polyfit_adam", "1000", "1000 steps", {"steps": POLY_STEPS}),
+    ],
+    "classifier_step": [
+        Case("classifier_step", "32", "batch 32", {"batch": 32}),
+        Case("classifier_step", "256", "batch 256", {"batch": 256}),
+    ],
+    "matmul_chain": [
+        Case("matmul_chain", "11x1000", "11 x 1000x1000", {"n": CHAIN_N, "k": CHAIN_LEN},
+             quick=False),
+    ],
+    "first_call": [
+        Case("first_call", "classifier-32", "classifier step", {"batch": 32}, repeat=3),
     ],
 }
 
@@ -61,6 +83,29 @@ def make_data(case: Case, dtype=np.float32) -> dict[str, np.ndarray]:
         d = {"a": rng.standard_normal(n), "b": rng.standard_normal(n)}
     elif w == "sigmoid":
         d = {"y": rng.standard_normal(case.params["n"])}
+    elif w == "polyfit_adam":
+        steps = case.params["steps"]
+        xs = rng.uniform(-1, 1, (steps, POLY_BATCH))
+        powers = xs[None] ** np.arange(len(POLY_TRUE))[:, None, None]
+        ys = np.tensordot(np.asarray(POLY_TRUE), powers, 1) \
+            + 0.01 * rng.standard_normal((steps, POLY_BATCH))
+        d = {"xs": xs, "ys": ys}
+    elif w in ("classifier_step", "first_call"):
+        batch = case.params["batch"]
+        labels = rng.integers(0, D_OUT, batch)
+        d = {
+            "x": rng.uniform(0, 1, (batch, D_IN)),           # pixel intensities
+            "onehot": np.eye(D_OUT)[labels],
+            "w1": rng.standard_normal((D_IN, D_HIDDEN)) / np.sqrt(D_IN),
+            "b1": np.zeros(D_HIDDEN),
+            "w2": rng.standard_normal((D_HIDDEN, D_OUT)) / np.sqrt(D_HIDDEN),
+            "b2": np.zeros(D_OUT),
+        }
+    elif w == "matmul_chain":
+        n, k = case.params["n"], case.params["k"]
+        d = {"a": rng.standard_normal((n, n))}
+        for i in range(k):
+            d[f"w{i}"] = rng.standard_normal((n, n)) / np.sqrt(n)
     elif w in ("mlp_grad", "per_example_grads"):
         batch = case.params["batch"]
         d = {
@@ -115,6 +160,46 @@ def np_per_example_grads_loop(x, labels, w1, b, w2):
     return [np.stack(g) for g in zip(*outs)]
 
 
+def np_polyfit_adam(xs, ys):
+    """Fit the cubic's coefficients with Adam, one fresh batch per step; returns them."""
+    dt = xs.dtype.type
+    deg = len(POLY_TRUE)
+    c, m, v = (np.zeros(deg, xs.dtype) for _ in range(3))
+    b1, b2 = dt(ADAM_B1), dt(ADAM_B2)
+    k = np.arange(deg, dtype=xs.dtype)[:, None]
+    for t in range(1, xs.shape[0] + 1):
+        x, y = xs[t - 1], ys[t - 1]
+        p = x[None, :] ** k
+        g = 2 * (p @ (c @ p - y)) / dt(x.size)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        c = c - dt(POLY_LR) * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + dt(ADAM_EPS))
+    return c
+
+
+def np_classifier_step(params, x, onehot):
+    """One SGD step of the digits classifier; updates `params` in place, returns the loss."""
+    w1, b1, w2, b2 = params
+    h_pre = x @ w1 + b1
+    h = np.maximum(h_pre, 0)
+    logits = h @ w2 + b2
+    z = logits - logits.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(z).sum(axis=1))
+    loss = np.mean(lse - (z * onehot).sum(axis=1))
+    dlogits = (np.exp(z) / np.exp(z).sum(axis=1, keepdims=True) - onehot) / x.shape[0]
+    dh = (dlogits @ w2.T) * (h_pre > 0)
+    grads = (x.T @ dh, dh.sum(axis=0), h.T @ dlogits, dlogits.sum(axis=0))
+    for p, g in zip(params, grads):
+        p -= D_LR * g
+    return loss
+
+
+def np_matmul_chain(a, *ws):
+    for w in ws:
+        a = a @ w
+    return a
+
+
 def reference(case: Case):
     """Expected result, computed in float64 from the same (float32-rounded) inputs."""
     d = {k: v.astype(np.float64) for k, v in make_data(case).items()}
@@ -127,6 +212,13 @@ def reference(case: Case):
         return np_mlp_grads(**d)
     if w == "per_example_grads":
         return np_per_example_grads_batched(**d)
+    if w == "polyfit_adam":
+        return np_polyfit_adam(d["xs"], d["ys"])
+    if w in ("classifier_step", "first_call"):
+        params = [d[k].copy() for k in ("w1", "b1", "w2", "b2")]
+        return np.asarray(np_classifier_step(params, d["x"], d["onehot"]))
+    if w == "matmul_chain":
+        return np_matmul_chain(d["a"], *[d[f"w{i}"] for i in range(case.params["k"])])
     raise KeyError(w)
 
 

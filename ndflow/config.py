@@ -1,7 +1,9 @@
-"""`nf.config`: devices (TensorFlow's names)."""
+"""`nf.config`: devices (TensorFlow's names); compiler debug output and trace-cache size."""
 from .backends.device import (list_logical_devices, list_physical_devices,  # noqa: F401
                               set_logical_device_configuration, get_logical_device_configuration,
                               LogicalDeviceConfiguration, LogicalDevice, PhysicalDevice)
+from .graph.debug import set_debug, get_debug  # noqa: F401
+from .graph.function import set_function_cache_size, get_function_cache_size  # noqa: F401
 
 
 class experimental:  # noqa: N801  (TensorFlow's namespace)

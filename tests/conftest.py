@@ -12,6 +12,8 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.core.state import STATE
 
+nf.config.set_debug(*nf.config.get_debug(), "verify")   # the graph verifier runs after every pass
+
 
 @pytest.fixture(autouse=True)
 def _clean_state():

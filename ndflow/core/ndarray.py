@@ -280,7 +280,9 @@ class ndarray:
         if self._t is not None:
             raise TracingError(
                 f"{what} of a symbolic array {self._short()} is not known while tracing "
-                f"(at {_user_line()}). Python control flow cannot depend on traced values: choose "
+                f"(at {_user_line()}). Python control flow cannot depend on traced values: write "
+                f"`if` as nf.cond(pred, true_fn, false_fn) (or nf.switch_case), `while` as "
+                f"nf.while_loop(cond, body, loop_vars) (or nf.fori_loop, nf.scan), choose "
                 f"elementwise with tnp.where, or pass the value as a Python constant (it then "
                 f"becomes part of the trace's cache key).")
         return self._v

@@ -107,14 +107,14 @@ def find_top_trace(prim, args):
         t = a._t
         if t is not None and (top is None or t.level > top.level):
             top = t
-    if prim.effect or not args:
-        # values created from nothing (random draws, variable reads) belong to the innermost
-        # graph being traced so that they happen at run time, not once at trace time
-        for t in reversed(STATE.traces):
-            if t.is_graph:
-                if top is None or t.level > top.level:
-                    top = t
-                break
+    for t in reversed(STATE.traces):
+        if t.is_graph:
+            # values created from nothing (random draws, variable reads) belong to the innermost
+            # graph being traced so that they happen at run time, not once at trace time; so
+            # does all work inside a control-flow body ('dynamic' trace), whatever its inputs
+            if (t.dynamic or prim.effect or not args) and (top is None or t.level > top.level):
+                top = t
+            break
     return top
 
 

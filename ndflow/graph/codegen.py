@@ -1,16 +1,14 @@
 """Graph -> straight-line Python calling the kernels directly (no `bind`, no dispatch).
 
-Each node becomes one line `vK = fN(args)` where fN is the primitive's kernel with its params
-bound. Errors at run time are mapped back to the node and the user's line that created it.
+Each node becomes one line `vK = fN(args)` where fN is the primitive's kernel (`prim.impl`)
+with its params bound; nothing here knows any particular primitive, so a new primitive (a fused
+kernel, a control-flow op that runs sub-graphs) needs no change here. Errors at run time are
+mapped back to the node and the user's line that created it.
 """
 import functools
-import sys
+import itertools
 
-import numpy as np
-
-
-class GraphRuntimeError(Exception):
-    pass
+_serial = itertools.count()
 
 
 def _kernel(node):
@@ -21,14 +19,15 @@ def _kernel(node):
 
 
 def generate(graph):
+    """Returns (run, source, line -> node, filename); `run(*input buffers)` returns the tuple
+    of output buffers."""
     ns = {}
     names = {}
     for i, v in enumerate(graph.inputs):
         names[v.id] = "a%d" % i
     for i, c in enumerate(graph.consts):
         names[c.id] = "c%d" % i
-        buf = c.const._v
-        ns["c%d" % i] = buf
+        ns["c%d" % i] = c.const._v
     lines = ["def run(%s):" % "".join("a%d, " % i for i in range(len(graph.inputs)))]
     line_nodes = {}
     # free each intermediate after its last use, as eager code does: holding them all until
@@ -47,6 +46,8 @@ def generate(graph):
             outs.append(names[o.id])
         args = ", ".join(names[v.id] for v in n.inputs)
         target = ", ".join(outs) + ("," if n.prim.multiple_results and len(outs) == 1 else "")
+        if n.prim.multiple_results and not outs:
+            target = "_"
         lines.append("    %s = %s(%s)" % (target, f, args))
         line_nodes[len(lines)] = n
         dead = sorted({names[v.id] for v in n.inputs if v.kind == "v" and last_use[v.id] == k
@@ -56,15 +57,21 @@ def generate(graph):
             lines.append("    del %s" % ", ".join(dead))
     lines.append("    return (%s)" % "".join(names[o.id] + ", " for o in graph.outputs))
     src = "\n".join(lines) + "\n"
-    filename = "<ndflow graph %s>" % graph.name
+    filename = "<ndflow graph %s #%d>" % (graph.name, next(_serial))
+    # the frame's globals carry the line -> node map, so an error deep inside nested graphs
+    # (a cond branch, a loop body) finds its own node without a global registry
+    ns["__ndflow_lines__"] = line_nodes
     exec(compile(src, filename, "exec"), ns)
     run = ns["run"]
     return run, src, line_nodes, filename
 
 
-def node_for_exception(tb, filename, line_nodes):
+def node_for_exception(tb):
+    """The graph node whose kernel raised: the innermost generated-graph frame of `tb`."""
+    node = None
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            return line_nodes.get(tb.tb_lineno)
+        lines = tb.tb_frame.f_globals.get("__ndflow_lines__")
+        if lines is not None:
+            node = lines.get(tb.tb_lineno, node)
         tb = tb.tb_next
-    return None
+    return node

@@ -1,23 +1,23 @@
 """`nf.function` / `nf.jit`: trace a Python function into a graph once per input signature,
 optimize it, generate straight-line code, and run that on later calls."""
+import collections
 import functools
-import inspect
-import os
+import operator
+import time
 import warnings
 import weakref
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap, wrap_on, symbolic
+from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import Primitive, Aval, bind
-from ..core.state import STATE
+from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
 from .trace import GraphTrace
-from .ir import format_graph, verify
+from .ir import format_graph
 from . import passes as _passes
+from . import debug as _dbg
 from .codegen import generate, node_for_exception
-
-_DEBUG = set(filter(None, os.environ.get("NDFLOW_DEBUG", "").split(",")))
 
 
 class TensorSpec:
@@ -53,34 +53,90 @@ def _is_array_like(x):
 class ConcreteFunction:
     """One traced graph: its code, the structure of its outputs, and how to call it."""
 
-    def __init__(self, name, graph, out_def, out_kinds, out_consts):
+    def __init__(self, name, graph, out_def, out_kinds, out_consts, trace_s=0.0):
         self.name = name
         self.traced_graph = graph
+        if "graph" in _dbg.FLAGS:
+            _dbg.log("--- nf.function %r: traced graph\n%s" % (name, format_graph(graph)))
+        t0 = time.perf_counter()
         self.graph = _passes.optimize(graph)
-        if os.environ.get("NDFLOW_VERIFY") or "verify" in _DEBUG:
-            verify(self.graph)
+        t1 = time.perf_counter()
         self.run, self.source, self._line_nodes, self._filename = generate(self.graph)
+        t2 = time.perf_counter()
         self.out_def = out_def
         self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
         self.out_consts = out_consts
-        if "graph" in _DEBUG:
-            print(format_graph(graph))
-        if "opt" in _DEBUG:
-            print(format_graph(self.graph))
-        if "code" in _DEBUG:
-            print(self.source)
+        self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
+        if "opt" in _dbg.FLAGS:
+            _dbg.log("--- nf.function %r: optimized graph\n%s" % (name, format_graph(self.graph)))
+        if "code" in _dbg.FLAGS:
+            _dbg.log("--- nf.function %r: generated code\n%s" % (name, self.source))
+        if "time" in _dbg.FLAGS:
+            _dbg.log("nf.function %r: trace %.2f ms, optimize %.2f ms, generate %.2f ms "
+                     "(%d -> %d nodes)" % (name, trace_s * 1e3, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                                          len(graph.nodes), len(self.graph.nodes)))
 
-    def __call__(self, bufs):
+    def _fail(self, e):
+        """Re-raise an error from the generated code naming the node and the user's line."""
+        node = node_for_exception(e.__traceback__)
+        if node is None:
+            raise e
         try:
-            outs = self.run(*bufs)
-        except Exception as e:
-            node = node_for_exception(e.__traceback__, self._filename, self._line_nodes)
-            if node is None:
-                raise
-            raise type(e)(f"{e}\n  in '{node.prim.name}' created at {node.loc} "
-                          f"(running nf.function {self.name!r})").with_traceback(None) from None
+            err = type(e)(f"{e}\n  in '{node.prim.name}' created at {node.loc} "
+                          f"(running nf.function {self.name!r})")
+        except Exception:       # an exception type that wants other arguments
+            raise e from None
+        raise err.with_traceback(None) from None
+
+    def fast_call(self, numpy_args):
+        """`call(args)` for the common call: the arguments are exactly the graph's inputs
+        (positional eager arrays on the default device, or NumPy arrays where `numpy_args`
+        says so), the outputs are wrapped by code written for this output structure (no tree
+        walk per call)."""
+        call = self._fast_calls.get(numpy_args)
+        if call is None:
+            call = self._fast_calls[numpy_args] = self._make_fast_call(numpy_args)
+        return call
+
+    def _make_fast_call(self, numpy_args):
+        n = len(self.traced_graph.inputs)
+        ns = {"run": self.run, "_wrap": _wrap, "_fail": self._fail,
+              "_finish": self._finish}
+        d, kinds = self.out_def, self.out_kinds
+        flat = (d is tree.LEAF or (type(d) is tuple and d[0] in (tuple, list)
+                                   and all(s is tree.LEAF for s in d[1])))
+        if flat:
+            parts, k = [], 0
+            for j, (kind, c) in enumerate(zip(kinds, self.out_consts)):
+                if kind == "v":
+                    parts.append("_wrap(r[%d])" % k)
+                    k += 1
+                else:
+                    ns["k%d" % j] = c
+                    parts.append("k%d" % j)
+            if d is tree.LEAF:
+                ret = parts[0]
+            elif d[0] is tuple:
+                ret = "(%s)" % "".join(p + ", " for p in parts)
+            else:
+                ret = "[%s]" % ", ".join(parts)
+        else:
+            ret = "_finish(r, None)"
+        names = ["a%d" % i for i in range(n)]
+        src = ("def call(args):\n"
+               "    %s = args\n"
+               "    try:\n"
+               "        r = run(%s)\n"
+               "    except Exception as e:\n"
+               "        _fail(e)\n"
+               "    return %s\n") % ("".join(x + ", " for x in names) or "_",
+                                     ", ".join(x if np_ else x + "._v"
+                                               for x, np_ in zip(names, numpy_args)), ret)
+        exec(compile(src, "<ndflow call %s>" % self.name, "exec"), ns)
+        return ns["call"]
+
+    def _finish(self, outs, dev):
         it = iter(outs)
-        dev = STATE.device
         leaves = []
         for kind, c in zip(self.out_kinds, self.out_consts):
             if kind == "v":
@@ -89,6 +145,13 @@ class ConcreteFunction:
             else:
                 leaves.append(c)
         return tree.unflatten(self.out_def, leaves)
+
+    def __call__(self, bufs):
+        try:
+            outs = self.run(*bufs)
+        except Exception as e:
+            self._fail(e)
+        return self._finish(outs, STATE.device)
 
     def pretty_printed(self):
         return format_graph(self.graph)
@@ -102,6 +165,32 @@ class ConcreteFunction:
         return format_graph(self.graph)
 
 
+def _fits(relaxed, shape):
+    return all(r is None or r == s for r, s in zip(relaxed, shape))
+
+
+def _relax(a, b):
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+_DEFAULT_CACHE_SIZE = 64
+
+
+def set_function_cache_size(n):
+    """How many traced graphs each `nf.function` keeps (least recently used ones are dropped
+    first; a dropped signature traces again when it comes back). Returns the previous size."""
+    global _DEFAULT_CACHE_SIZE
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"function cache size must be at least 1, got {n}")
+    prev, _DEFAULT_CACHE_SIZE = _DEFAULT_CACHE_SIZE, n
+    return prev
+
+
+def get_function_cache_size():
+    return _DEFAULT_CACHE_SIZE
+
+
 class Function:
     """A compiled Python function, as `tf.function` (see `function`)."""
 
@@ -110,11 +199,17 @@ class Function:
         self._fn = fn
         self._sig = None if input_signature is None else list(input_signature)
         self._reduce_retracing = reduce_retracing
-        self._cache = {}
+        self._cache = collections.OrderedDict()   # full key -> ConcreteFunction (LRU)
+        # (shape, dtype, shape, dtype, ...) of positional eager arrays -> that graph's fast
+        # call: valid only while no trace, tape, device scope or promotion switch is active
+        # (GLOBAL.fast), which the general key would otherwise record
+        self._fast = {}
+        self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
+        _dbg._functions.add(self)
 
     @property
     def python_function(self):
@@ -165,9 +260,34 @@ class Function:
 
     # ------------------------------------------------------------------ calls
     def __call__(self, *args, **kwargs):
+        if GLOBAL.fast and not kwargs:
+            # the hot path: positional arrays whose shapes and dtypes were seen before
+            key = []
+            for a in args:
+                t = type(a)
+                if t is ndarray:
+                    if a._dev is not None:
+                        break
+                    v = a._v
+                    key.append(v.shape)
+                    key.append(v.dtype)
+                elif t is np.ndarray:
+                    key.append(a.shape)
+                    key.append(a.dtype)
+                    key.append(None)        # passed as NumPy (its own graph, see _key)
+                else:
+                    break
+            else:
+                call = self._fast.get(tuple(key))
+                if call is not None:
+                    return call(args)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if STATE.traces:
             # inside another trace or a vectorized_map: trace into the same graph / batch
             return self._fn(*args, **kwargs)
+        raw = args
         if self._sig is not None:
             args = self._check_signature(args)
         if STATE.tapes and self._watched_input(args, kwargs):
@@ -179,17 +299,68 @@ class Function:
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
-        cf = self._cache.get(key)
-        if cf is None:
-            cf = self._trace(args, kwargs, leaves, d)
-            self._cache[key] = cf
+        cf = self._lookup(key, args, kwargs, leaves, d)
         bufs = []
         for x in leaves:
             if isinstance(x, ndarray):
                 bufs.append(x._v)
             elif isinstance(x, np.ndarray):
                 bufs.append(x)
+        if "time" in _dbg.FLAGS:
+            t0 = time.perf_counter()
+            out = cf(bufs)
+            _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
+            return out
+        if (GLOBAL.fast and not kwargs and len(bufs) == len(raw)
+                and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
+                        for a in raw)
+                and (self._sig is None or all(a is b for a, b in zip(raw, args)))):
+            fast = self._fast
+            if len(fast) >= 4 * _DEFAULT_CACHE_SIZE:
+                del fast[next(iter(fast))]
+            k = []
+            for a in raw:
+                if type(a) is ndarray:
+                    k += (a._v.shape, a._v.dtype)
+                else:
+                    k += (a.shape, a.dtype, None)
+            fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
         return cf(bufs)
+
+    def _lookup(self, key, args, kwargs, leaves, d):
+        cache = self._cache
+        cf = cache.get(key)
+        if cf is not None:
+            cache.move_to_end(key)
+            return cf
+        shapes = None
+        if self._reduce_retracing and self._sig is None:
+            # a second size for the same structure: trace once more with the sizes that
+            # differ unknown (None), and serve every later size with that graph
+            gkey = (key[0], tuple((p[0], len(p[1])) + p[2:] if p[0] in ("T", "N") else p
+                                  for p in key[1])) + key[2:]
+            cur = [tuple(x.shape) for x in leaves if isinstance(x, (ndarray, np.ndarray))]
+            entry = self._relaxed.get(gkey)
+            if entry is None:
+                self._relaxed[gkey] = [cur, None]
+            elif entry[1] is not None and all(map(_fits, entry[0], cur)):
+                cf = entry[1]
+            else:
+                shapes = [_relax(r, c) for r, c in zip(entry[0], cur)]
+        if cf is None:
+            cf = self._trace(args, kwargs, leaves, d, shapes)
+            if shapes is not None:
+                self._relaxed[gkey] = [shapes, cf]
+        cache[key] = cf
+        if len(cache) > _DEFAULT_CACHE_SIZE:
+            _, old = cache.popitem(last=False)
+            if old not in cache.values():
+                gone = set(map(id, old._fast_calls.values()))
+                self._fast = {k: v for k, v in self._fast.items() if id(v) not in gone}
+                for gk, entry in list(self._relaxed.items()):
+                    if entry[1] is old:
+                        del self._relaxed[gk]
+        return cf
 
     def _watched_input(self, args, kwargs):
         for x in tree.flatten((args, kwargs)):
@@ -222,19 +393,22 @@ class Function:
         if self._sig is not None:
             args = self._check_signature(args)
         key, leaves, d = self._key(args, kwargs)
-        cf = self._cache.get(key)
-        if cf is None:
-            cf = self._cache[key] = self._trace(args, kwargs, leaves, d)
-        return cf
+        if self._sig is not None:
+            key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
+                                              for x, p in zip(leaves, key[1])),)
+        return self._lookup(key, args, kwargs, leaves, d)
 
-    def _trace(self, args, kwargs, leaves, d):
+    def _trace(self, args, kwargs, leaves, d, shapes=None):
         from ..train.variable import Variable
         self._tracing_count += 1
-        if len(self._cache) >= 8 and self._tracing_count in (9, 20, 50):
-            warnings.warn(f"nf.function {self._name!r} has been traced {self._tracing_count} "
-                          f"times: calls with new shapes, dtypes or Python values retrace. Use "
-                          f"input_signature with None dimensions or pass arrays instead of Python "
-                          f"numbers.", stacklevel=3)
+        n = self._tracing_count
+        if n >= 5 and (n & (n - 1) == 0 or n == 5):
+            hint = ("input_signature with None dimensions, reduce_retracing=True"
+                    if not self._reduce_retracing else "input_signature")
+            warnings.warn(f"nf.function {self._name!r} has been traced {n} times: calls with "
+                          f"new shapes, dtypes or Python values retrace (tracing is expensive). "
+                          f"Use {hint}, or pass arrays instead of Python numbers.", stacklevel=5)
+        t0 = time.perf_counter()
         sig_leaves = tree.flatten(self._sig) if self._sig is not None else None
         trace = GraphTrace(self._name)
         STATE.traces.append(trace)
@@ -249,6 +423,8 @@ class Function:
                         sym.append(trace.new_input(spec.shape, spec.dtype))
                     elif isinstance(x, TensorSpec):
                         sym.append(trace.new_input(x.shape, x.dtype))
+                    elif shapes is not None:
+                        sym.append(trace.new_input(shapes[k], np.dtype(x.dtype)))
                     else:
                         sym.append(trace.new_input(x.shape, np.dtype(x.dtype)))
                     k += 1
@@ -272,7 +448,8 @@ class Function:
                 kinds.append("k")
                 consts.append(o)
         trace.graph.outputs = outs
-        return ConcreteFunction(self._name, trace.graph, out_def, kinds, consts)
+        return ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
+                                time.perf_counter() - t0)
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

@@ -1,7 +1,9 @@
 """The graph IR: a flat, topologically ordered list of nodes in SSA form.
 
 A node is (primitive, inputs, params, outputs, location); inputs are graph inputs, constants or
-outputs of earlier nodes. `format_graph` prints it in a form a person can follow.
+outputs of earlier nodes. Control flow keeps its bodies as `SubGraph`s in a node's params (a
+cond's branches, a loop's body), each a closed graph of its own. `format_graph` prints it all in
+a form a person can follow; `verify` checks it.
 """
 import itertools
 
@@ -36,6 +38,18 @@ class Node:
         self.outputs = tuple(outputs)
         self.loc = loc
 
+    def with_inputs(self, inputs):
+        return Node(self.prim, inputs, self.params, self.outputs, self.loc)
+
+    def subgraphs(self):
+        for v in self.params.values():
+            if isinstance(v, SubGraph):
+                yield v
+            elif isinstance(v, tuple):
+                for e in v:
+                    if isinstance(e, SubGraph):
+                        yield e
+
 
 class Graph:
     def __init__(self, name="f"):
@@ -57,11 +71,53 @@ class Graph:
         return format_graph(self)
 
 
+class SubGraph:
+    """A closed graph used as a parameter (a branch, a loop body): called with buffers, it
+    runs its optimized, generated code (compiled on first use). Hashable by identity, so nodes
+    holding it stay hashable for CSE."""
+    __slots__ = ("graph", "name", "effect", "_run", "cache", "__weakref__")
+
+    def __init__(self, graph, name=None):
+        self.graph = graph
+        self.name = name or graph.name
+        self.effect = any(n.prim.effect or any(s.effect for s in n.subgraphs())
+                          for n in graph.nodes)
+        self._run = None
+        self.cache = {}           # derived graphs (gradients, batched versions), by purpose
+
+    @property
+    def in_avals(self):
+        return [(v.shape, v.dtype) for v in self.graph.inputs]
+
+    @property
+    def out_avals(self):
+        return [(v.shape, v.dtype) for v in self.graph.outputs]
+
+    def compile(self):
+        if self._run is None:
+            from .passes import optimize
+            from .codegen import generate
+            self.graph = optimize(self.graph)
+            self._run = generate(self.graph)[0]
+        return self._run
+
+    def __call__(self, *bufs):
+        run = self._run or self.compile()
+        return run(*bufs)
+
+    def __repr__(self):
+        return "{%s}" % self.name
+
+
 def _aval(v):
     return "%s[%s]" % (v.dtype.name, ",".join("?" if d is None else str(d) for d in v.shape))
 
 
 def _param(v):
+    if isinstance(v, SubGraph):
+        return repr(v)
+    if isinstance(v, tuple) and v and isinstance(v[0], SubGraph):
+        return "(" + ", ".join(repr(s) for s in v) + ")"
     if isinstance(v, tuple) and v and isinstance(v[0], tuple):
         return "(" + ",".join("".join(str(x) for x in e if x is not None) for e in v) + ")"
     if hasattr(v, "name") and hasattr(v, "itemsize"):
@@ -71,31 +127,105 @@ def _param(v):
     return repr(v)
 
 
-def format_graph(g):
-    lines = ["graph %s(%s) {" % (g.name, ", ".join("%r: %s" % (v, _aval(v)) for v in g.inputs))]
+def format_node(n):
+    outs = ", ".join("%r: %s" % (o, _aval(o)) for o in n.outputs)
+    ps = ", ".join("%s=%s" % (k, _param(v)) for k, v in sorted(n.params.items()))
+    args = ", ".join(repr(i) for i in n.inputs)
+    return "%s = %s(%s%s)" % (outs or "()", n.prim.name, args, (", " + ps) if ps else "")
+
+
+def format_graph(g, indent=""):
+    lines = [indent + "graph %s(%s) {" % (
+        g.name, ", ".join("%r: %s" % (v, _aval(v)) for v in g.inputs))]
     for c in g.consts:
-        lines.append("  %r: %s = constant" % (c, _aval(c)))
+        lines.append(indent + "  %r: %s = constant" % (c, _aval(c)))
     for n in g.nodes:
-        outs = ", ".join("%r: %s" % (o, _aval(o)) for o in n.outputs)
-        ps = ", ".join("%s=%s" % (k, _param(v)) for k, v in sorted(n.params.items()))
-        args = ", ".join(repr(i) for i in n.inputs)
-        lines.append("  %s = %s(%s%s)" % (outs, n.prim.name, args, (", " + ps) if ps else ""))
-    lines.append("  return (%s)" % ", ".join(repr(o) for o in g.outputs))
-    lines.append("}")
+        lines.append(indent + "  " + format_node(n))
+        for s in n.subgraphs():
+            lines.append(format_graph(s.graph, indent + "    "))
+    lines.append(indent + "  return (%s)" % ", ".join(repr(o) for o in g.outputs))
+    lines.append(indent + "}")
     return "\n".join(lines)
 
 
-def verify(g):
-    """Check SSA and topological order; raise AssertionError naming the bad node."""
-    known = {v.id for v in g.inputs} | {v.id for v in g.consts}
+class GraphError(AssertionError):
+    """The graph IR broke an invariant (a compiler bug, not a user error)."""
+
+
+def _shapes_agree(a, b):
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def verify(g, where=None):
+    """Check the invariants every pass must keep: inputs, constants and node outputs are each
+    defined once, every use comes after its definition (SSA, topological order), each node's
+    outputs have the shapes and dtypes its primitive's rule gives for its inputs, and nested
+    sub-graphs hold the same. Raises GraphError naming the node, with the nodes around it."""
+    def fail(i, msg):
+        lo, hi = max(0, i - 2), min(len(g.nodes), i + 3)
+        ctx = "\n".join(("> " if k == i else "  ") + format_node(g.nodes[k]) for k in range(lo, hi))
+        head = "graph %r%s: " % (g.name, " after pass %s" % where if where else "")
+        raise GraphError(head + msg + ("\n" + ctx if ctx else ""))
+
+    known = set()
+    for v in g.inputs:
+        if v.kind != "a" or v.id in known:
+            fail(-1, "input %r is not a fresh argument" % v)
+        known.add(v.id)
+    for c in g.consts:
+        if c.kind != "c" or c.const is None or c.id in known:
+            fail(-1, "constant %r has no value or is defined twice" % c)
+        if tuple(c.const.shape) != c.shape or c.const.dtype != c.dtype:
+            fail(-1, "constant %r is declared %s but holds %s%s" % (
+                c, _aval(c), c.const.dtype, list(c.const.shape)))
+        known.add(c.id)
     for i, n in enumerate(g.nodes):
         for v in n.inputs:
             if v.id not in known:
-                raise AssertionError("node %d (%s) uses %r before it is defined" % (i, n.prim.name, v))
+                fail(i, "node %d (%s) uses %r before it is defined" % (i, n.prim.name, v))
         for o in n.outputs:
             if o.id in known:
-                raise AssertionError("node %d (%s) redefines %r" % (i, n.prim.name, o))
+                fail(i, "node %d (%s) redefines %r" % (i, n.prim.name, o))
+            if o.kind != "v":
+                fail(i, "node %d (%s) output %r is not a node value" % (i, n.prim.name, o))
             known.add(o.id)
+        if n.prim.impl is None:
+            fail(i, "node %d (%s) has no kernel" % (i, n.prim.name))
+        if not n.prim.effect and n.prim.abstract is not None:
+            try:
+                avals = n.prim.abstract(*n.inputs, **n.params)
+            except Exception as e:
+                fail(i, "node %d (%s): its shape rule rejects its inputs: %s" % (i, n.prim.name, e))
+            avals = tuple(avals) if n.prim.multiple_results else (avals,)
+            if len(avals) != len(n.outputs):
+                fail(i, "node %d (%s) has %d outputs, its rule gives %d" % (
+                    i, n.prim.name, len(n.outputs), len(avals)))
+            for o, a in zip(n.outputs, avals):
+                if a.dtype != o.dtype or not _shapes_agree(a.shape, o.shape):
+                    fail(i, "node %d (%s) output %r is %s but its rule gives %s%s" % (
+                        i, n.prim.name, o, _aval(o), a.dtype, list(a.shape)))
+        for s in n.subgraphs():
+            verify(s.graph, where)
     for o in g.outputs:
         if o.id not in known:
-            raise AssertionError("graph output %r is never defined" % o)
+            fail(len(g.nodes), "graph output %r is never defined" % o)
+
+
+def eval_graph(g, *args, skip=()):
+    """Run `g` by binding its primitives (so the current tapes, traces and batching see every
+    operation): how rules re-enter a sub-graph to differentiate or batch it. Nodes of the
+    primitives named in `skip` are not run: their output is their first input."""
+    from ..core.primitive import bind
+    env = {v.id: a for v, a in zip(g.inputs, args)}
+    for c in g.consts:
+        env[c.id] = c.const
+    for n in g.nodes:
+        if n.prim.name in skip:
+            env[n.outputs[0].id] = env[n.inputs[0].id]
+            continue
+        outs = bind(n.prim, *[env[v.id] for v in n.inputs], **n.params)
+        if not n.prim.multiple_results:
+            outs = (outs,)
+        for o, val in zip(n.outputs, outs):
+            env[o.id] = val
+    return [env[v.id] for v in g.outputs]

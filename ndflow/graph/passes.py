@@ -1,19 +1,52 @@
-"""Graph-to-graph passes. Each is small, named and tested on graph structure."""
-from .ir import Graph
+"""Graph-to-graph passes. Each is small, named and tested on graph structure (tests/test_passes.py).
+
+`PASSES` is the pipeline `optimize` runs, in order; a later stage (elementwise fusion, buffer
+reuse) appends its own pass to it. Every pass takes a Graph and returns a Graph (it may share
+unchanged nodes with its input, never mutate them). With NDFLOW_VERIFY=1 (and in the tests) the
+verifier checks the graph after every pass; with NDFLOW_DEBUG=opt each pass prints its diff.
+
+Passes never remove, duplicate, reorder across or evaluate effects (`prim.effect`: random draws,
+Variable reads and writes, host callbacks), nor control flow whose bodies hold them.
+"""
+import difflib
+
+import numpy as np
+
+from .ir import Graph, Node, Var, format_graph, verify
+from . import debug as _dbg
 
 
+def _has_effect(n):
+    return n.prim.effect or any(s.effect for s in n.subgraphs())
+
+
+def _renamer(rename):
+    """Node -> the node with renamed inputs (the same node when nothing changed)."""
+    def apply(n):
+        if not rename:
+            return n
+        ins = tuple(rename.get(v.id, v) for v in n.inputs)
+        return n if ins == n.inputs else n.with_inputs(ins)
+    return apply
+
+
+# ------------------------------------------------------------------ dead code
 def dead_code_elimination(g: Graph) -> Graph:
     """Drop nodes whose outputs are never used (effects are always kept)."""
     live = {v.id for v in g.outputs}
     kept = []
     for n in reversed(g.nodes):
-        if n.prim.effect or any(o.id in live for o in n.outputs):
+        if _has_effect(n) or any(o.id in live for o in n.outputs):
             kept.append(n)
             live.update(v.id for v in n.inputs)
     kept.reverse()
     out = g.copy_with(nodes=kept)
     out.consts = [c for c in g.consts if c.id in live]
     return out
+
+
+# ------------------------------------------------------------------ common subexpressions
+_SMALL_CONST = 16       # constants up to this many elements are merged by value
 
 
 def _key(n, rename):
@@ -25,17 +58,33 @@ def _key(n, rename):
     return (n.prim, tuple(rename.get(v.id, v).id for v in n.inputs), params)
 
 
+def _const_key(c):
+    buf = np.asarray(c.const._v)
+    if buf.size > _SMALL_CONST:
+        return None
+    return (c.dtype, c.shape, buf.tobytes())
+
+
 def common_subexpression_elimination(g: Graph) -> Graph:
-    """Compute identical pure nodes (same primitive, inputs and params) once."""
-    seen = {}
+    """Compute identical pure nodes (same primitive, inputs and params) once; small constants
+    with the same dtype, shape and value are one constant."""
     rename = {}
+    consts, by_value = [], {}
+    for c in g.consts:
+        k = _const_key(c)
+        if k is not None and k in by_value:
+            rename[c.id] = by_value[k]
+            continue
+        if k is not None:
+            by_value[k] = c
+        consts.append(c)
+    seen = {}
     nodes = []
     for n in g.nodes:
         ins = tuple(rename.get(v.id, v) for v in n.inputs)
         if ins != n.inputs:
-            from .ir import Node
-            n = Node(n.prim, ins, n.params, n.outputs, n.loc)
-        k = None if n.prim.effect else _key(n, rename)
+            n = n.with_inputs(ins)
+        k = None if _has_effect(n) else _key(n, rename)
         if k is not None and k in seen:
             prev = seen[k]
             for a, b in zip(n.outputs, prev.outputs):
@@ -44,10 +93,362 @@ def common_subexpression_elimination(g: Graph) -> Graph:
         if k is not None:
             seen[k] = n
         nodes.append(n)
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
+
+
+# ------------------------------------------------------------------ constant folding
+FOLD_LIMIT = 1 << 16    # elements: larger results are folded only when no larger than an input
+
+
+def constant_folding(g: Graph) -> Graph:
+    """Evaluate, once at compile time, pure nodes whose inputs are all constants; their outputs
+    become constants. Never random draws or other effects; not a node whose result is a graph
+    output (each call must return a fresh array); not a result much larger than its inputs (a
+    broadcast would turn a scalar into a big constant). A kernel that fails is left in place, so
+    the error is raised when the graph runs, naming the user's line."""
+    from ..core.ndarray import _wrap
+    returned = {v.id for v in g.outputs}
+    rename = {}
+    ren = _renamer(rename)
+    consts = list(g.consts)
+    nodes = []
+    for n in g.nodes:
+        n = ren(n)
+        if (not _has_effect(n) and n.prim.impl is not None
+                and all(v.kind == "c" for v in n.inputs)
+                and not any(o.id in returned for o in n.outputs)
+                and all(None not in o.shape for o in n.outputs)):
+            folded = _fold(n)
+            if folded is not None:
+                for o, buf in zip(n.outputs, folded):
+                    c = Var(o.shape, o.dtype, kind="c", const=_wrap(buf))
+                    rename[o.id] = c
+                    consts.append(c)
+                continue
+        nodes.append(n)
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
+
+
+def _fold(n):
+    limit = max([FOLD_LIMIT] + [int(np.prod(v.shape, dtype=np.int64)) for v in n.inputs])
+    if any(int(np.prod(o.shape, dtype=np.int64)) > limit for o in n.outputs):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            outs = n.prim.impl(*[v.const._v for v in n.inputs], **n.params)
+    except Exception:
+        return None
+    outs = tuple(outs) if n.prim.multiple_results else (outs,)
+    for o, buf in zip(n.outputs, outs):
+        if not hasattr(buf, "dtype") or buf.dtype != o.dtype or tuple(np.shape(buf)) != o.shape:
+            return None
+    return outs
+
+
+# ------------------------------------------------------------------ algebraic simplification
+def _prims():
+    from ..primitives import elementwise as E, shape as S
+    return E, S
+
+
+def _is_const(v, value):
+    """`v` is a constant whose every element equals `value` (checked for small constants)."""
+    if v.kind != "c":
+        return False
+    buf = np.asarray(v.const._v)
+    if buf.size == 0:
+        return False
+    if buf.size > 4096:        # only a broadcast scalar (all strides 0) is checked cheaply
+        if any(buf.strides):
+            return False
+        buf = buf.reshape(-1)[:1]
+    with np.errstate(all="ignore"):
+        return bool(np.all(buf == value))
+
+
+def _same_aval(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and None not in a.shape
+
+
+def _identity_operand(n, E):
+    """The operand `n` returns unchanged (x*1, 1*x, x+0, 0+x, x-0, x/1), or None."""
+    p, ins = n.prim, n.inputs
+    if len(ins) != 2:
+        return None
+    x, y = ins
+    out = n.outputs[0]
+    if p is E.mul_p:
+        cands = [(x, y), (y, x)]
+        unit = 1
+    elif p is E.add_p:
+        cands = [(x, y), (y, x)]
+        unit = 0
+    elif p is E.sub_p:
+        cands = [(x, y)]
+        unit = 0
+    elif p is E.div_p:
+        cands = [(x, y)]
+        unit = 1
+    else:
+        return None
+    for keep, other in cands:
+        if _same_aval(keep, out) and _is_const(other, unit):
+            return keep
+    return None
+
+
+def _broadcasting_elementwise(p, E):
+    return p is E.select_p or p.abstract in (E._binary_abstract, E._bool_abstract)
+
+
+def algebraic_simplification(g: Graph) -> Graph:
+    """Rewrite nodes that do nothing, or nothing a simpler node would not:
+
+    x*1, 1*x, x+0, 0+x, x-0, x/1 -> x     (same shape and dtype only; x+0 -> x differs for
+                                           x = -0.0 alone, where both compare equal)
+    convert_element_type(x, x.dtype) -> x
+    zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
+    x ** k, k a constant of whole numbers 0..4 -> multiplications (and selects where k varies)
+    transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
+    reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
+    broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
+
+    A returned value keeps a buffer of its own (the caller may change it in place): an identity
+    on a graph output applies only when the operand is a fresh value returned nowhere else, not
+    an argument, a constant or a view of one. Reshapes and transposes are views in NumPy too,
+    so they always apply."""
+    E, S = _prims()
+    returned = {v.id for v in g.outputs}
+    rename = {}
+    ren = _renamer(rename)
+    producer = {}
+    nodes = []
+    consts = list(g.consts)
+    views = _view_prims()
+    claimed = set()
+    for n in g.nodes:
+        n = ren(n)
+        p = n.prim
+        out = n.outputs[0] if n.outputs else None
+        src = None
+        if p in (E.mul_p, E.add_p, E.sub_p, E.div_p):
+            src = _identity_operand(n, E)
+        elif p is E.convert_p:
+            x = n.inputs[0]
+            if x.dtype == n.params["dtype"] and x.shape == out.shape:
+                src = x
+        elif p is S.transpose_p:
+            x, perm = n.inputs[0], n.params["perm"]
+            inner = producer.get(x.id)
+            if inner is not None and inner.prim is S.transpose_p:
+                q = inner.params["perm"]
+                perm = tuple(q[i] for i in perm)
+                x = inner.inputs[0]
+                n = Node(p, (x,), {"perm": perm}, n.outputs, n.loc)
+            if perm == tuple(range(len(perm))):
+                src = x
+        elif p is S.reshape_p and not n.params.get("keep"):
+            x = n.inputs[0]
+            inner = producer.get(x.id)
+            if inner is not None and inner.prim is S.reshape_p and not inner.params.get("keep"):
+                x = inner.inputs[0]
+                n = Node(p, (x,), n.params, n.outputs, n.loc)
+            if x.shape == out.shape and None not in x.shape:
+                src = x
+        elif p is E.pow_p and n.inputs[1].kind == "c":
+            x, k = n.inputs
+            src = _integer_power(x, np.asarray(k.const._v), out, nodes, producer, consts, n.loc,
+                                 E)
+            if src is out:          # rewritten into new nodes that define `out` itself
+                continue
+        elif p in (E.zeros_like_p, E.ones_like_p, E.full_like_p):
+            if out.id not in returned and None not in out.shape:
+                fill = {E.zeros_like_p: 0, E.ones_like_p: 1}.get(p, n.params.get("fill_value"))
+                src = _filled_const(out, fill)
+                consts.append(src)
+        if src is not None and out.id in returned and p not in (S.transpose_p, S.reshape_p):
+            # a returned value must stay a buffer of its own: only a fresh value, made by a
+            # node that is no view and returned nowhere else, may take its place
+            fresh = src.kind == "v" and src.id not in returned and src.id not in claimed \
+                and producer[src.id].prim not in views \
+                and not producer[src.id].prim.multiple_results
+            if fresh:
+                claimed.add(src.id)
+            else:
+                src = None
+        if src is None and _broadcasting_elementwise(p, E):
+            n = _drop_broadcasts(n, producer, S)
+        if src is not None:
+            rename[out.id] = src
+            continue
+        for o in n.outputs:
+            producer[o.id] = n
+        nodes.append(n)
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
+
+
+def _integer_power(x, k, out, nodes, producer, consts, loc, E):
+    """x ** k for a constant k of small whole numbers, as multiplications: NumPy's float power
+    is slow (30x for negative bases) and exact for none of them. Returns the replacement: `x`
+    (k == 1), `out` itself when new nodes define it, or None (not rewritten)."""
+    from ..core.ndarray import _wrap
+    dt = np.dtype(x.dtype)
+    if (dt.kind != "f" or k.size == 0 or k.size > 4096 or k.dtype.kind not in "fiu"
+            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 4)) or None in out.shape
+            or out.dtype != dt):
+        return None
+    top = int(k.max())
+    if k.min() == top:                      # one exponent for every element
+        if top == 1:
+            return x if x.shape == out.shape else None
+        if top == 0 or x.shape != out.shape:
+            return None
+        chain = {2: [(x, x)], 3: [(x, x), ("sq", x)], 4: [(x, x), ("sq", "sq")]}[top]
+    else:
+        # x**k = prod_j where(k >= j, x, 1), j = 1..max(k)
+        if _bshape(k.shape, x.shape) != out.shape:
+            return None
+        one = Var((), dt, kind="c", const=_wrap(np.ones((), dt)))
+        consts.append(one)
+        terms = []
+        for j in range(1, top + 1):
+            mask = np.asarray(k >= j)
+            m = Var(mask.shape, np.dtype(bool), kind="c", const=_wrap(mask))
+            consts.append(m)
+            t = out if top == 1 else Var(out.shape, dt)
+            nodes.append(Node(E.select_p, (m, x, one), {}, (t,), loc))
+            producer[t.id] = nodes[-1]
+            terms.append(t)
+        if top == 1:
+            return out
+        chain = [(terms[0], terms[1])] + [("sq", t) for t in terms[2:]]
+    prev = None
+    for i, (a, b) in enumerate(chain):
+        a = prev if a == "sq" else a
+        b = prev if b == "sq" else b
+        o = out if i == len(chain) - 1 else Var(out.shape, dt)
+        nodes.append(Node(E.mul_p, (a, b), {}, (o,), loc))
+        producer[o.id] = nodes[-1]
+        prev = o
+    return out
+
+
+def _bshape(a, b):
+    from ..primitives._util import broadcast_shapes
+    return broadcast_shapes(a, b)
+
+
+def _filled_const(like, value):
+    """A constant of `like`'s shape and dtype filled with `value`: a broadcast view of one
+    element, so its size costs no memory."""
+    from ..core.ndarray import _wrap
+    buf = np.broadcast_to(np.full((), value, dtype=like.dtype), like.shape)
+    return Var(like.shape, like.dtype, kind="c", const=_wrap(buf))
+
+
+def _drop_broadcasts(n, producer, S):
+    from ..primitives._util import broadcast_shapes
+    ins = list(n.inputs)
+    changed = False
+    for i, v in enumerate(ins):
+        b = producer.get(v.id)
+        if b is None or b.prim is not S.broadcast_to_p:
+            continue
+        trial = ins[:i] + [b.inputs[0]] + ins[i + 1:]
+        try:
+            shape = broadcast_shapes(*[t.shape for t in trial])
+        except ValueError:
+            continue
+        if shape == n.outputs[0].shape and None not in shape:
+            ins = trial
+            changed = True
+    return n.with_inputs(ins) if changed else n
+
+
+# ------------------------------------------------------------------ layout
+def _view_prims():
+    from ..primitives import shape as S, indexing as I, elementwise as E
+    return {S.reshape_p, S.transpose_p, S.expand_dims_p, S.squeeze_p, S.broadcast_to_p,
+            I.getitem_p, E.real_p, E.imag_p, E.copy_p}
+
+
+OUTER_MIN = 16     # an outer product as a broadcast multiply pays off from rows this long
+
+
+def layout_choices(g: Graph) -> Graph:
+    """Layout choices that save copies, strided views or many small kernel calls where it is
+    cheap to see:
+
+    copy(x) -> x            when x is a fresh buffer made by a node (not a view of an argument,
+                            a constant or another value) that nothing else uses
+    transpose(x, p) -> reshape(x, ...)   when p only moves axes of size 1: a plain contiguous
+                            view that later reshapes merge with, never a strided one
+    matmul(a (...,m,k), b (k,n)) -> one (prod(...)*m, k) @ (k, n) product, reshaped: NumPy
+                            runs a stack of small products one by one (vectorized models
+                            make such stacks)
+    matmul(a (...,m,1), b (...,1,n)) -> a * b   (an outer product: a broadcast multiply, the
+                            same numbers, instead of one tiny product per stacked matrix;
+                            when rows are at least OUTER_MIN long)"""
+    from ..primitives.linalg import matmul_p
+    E, S = _prims()
+    views = _view_prims()
+    uses = {}
+    for n in g.nodes:
+        for v in n.inputs:
+            uses[v.id] = uses.get(v.id, 0) + 1
+    for v in g.outputs:
+        uses[v.id] = uses.get(v.id, 0) + 1
+    producer = {o.id: n for n in g.nodes for o in n.outputs}
+    rename = {}
+    ren = _renamer(rename)
+    nodes = []
+    for n in g.nodes:
+        n = ren(n)
+        if n.prim is E.copy_p:
+            x = n.inputs[0]
+            src = producer.get(x.id)
+            if (x.kind == "v" and src is not None and src.prim not in views
+                    and not src.prim.multiple_results and uses.get(x.id) == 1
+                    and not _has_effect(src)):
+                rename[n.outputs[0].id] = x
+                continue
+        elif n.prim is S.transpose_p and None not in n.inputs[0].shape:
+            x, perm = n.inputs[0], n.params["perm"]
+            moved = [a for a in perm if x.shape[a] != 1]
+            if moved == sorted(moved) and perm != tuple(range(len(perm))):
+                n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
+        elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, E, S):
+            continue
+        nodes.append(n)
     return g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
 
 
-DEFAULT_PASSES = (common_subexpression_elimination, dead_code_elimination)
+def _matmul_layout(n, nodes, E, S):
+    """Append a cheaper form of matmul node `n` to `nodes`; False when there is none."""
+    from ..primitives.linalg import matmul_p
+    a, b = n.inputs
+    out = n.outputs[0]
+    if None in a.shape or None in b.shape or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype:
+        return False
+    if a.shape[-1] == 1 and b.shape[-2] == 1 and out.shape[-1] >= OUTER_MIN \
+            and a.ndim + b.ndim > 4:
+        nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
+        return True
+    if a.ndim >= 3 and b.ndim == 2:
+        rows = int(np.prod(a.shape[:-1]))
+        flat = Var((rows, a.shape[-1]), a.dtype)
+        prod = Var((rows, b.shape[-1]), out.dtype)
+        nodes.append(Node(S.reshape_p, (a,), {"shape": flat.shape}, (flat,), n.loc))
+        nodes.append(Node(matmul_p, (flat, b), {}, (prod,), n.loc))
+        nodes.append(Node(S.reshape_p, (prod,), {"shape": out.shape}, (out,), n.loc))
+        return True
+    return False
 
 # ---- fusion hook (ndflow/graph/fusion.py, memory.py): elementwise regions become one node,
 # then results are written into dead buffers; both last
@@ -56,7 +457,73 @@ from .memory import reuse_buffers  # noqa: E402
 DEFAULT_PASSES = DEFAULT_PASSES + (elementwise_fusion, reuse_buffers)
 
 
-def optimize(g, passes=DEFAULT_PASSES):
-    for p in passes:
+# ------------------------------------------------------------------ control flow
+def inline_constant_branches(g: Graph) -> Graph:
+    """A cond / switch_case whose branch index is a constant (after folding) becomes the
+    chosen branch's nodes, inlined."""
+    from ..primitives import control as C
+    nodes, rename = [], {}
+    ren = _renamer(rename)
+    consts = list(g.consts)
+    changed = False
+    for n in g.nodes:
+        n = ren(n)
+        if n.prim in (C.cond_p, C.cond_effect_p) and n.inputs[0].kind == "c":
+            branches = n.params["branches"]
+            i = C.branch_for(int(np.asarray(n.inputs[0].const._v)), len(branches))
+            _inline(branches[i].graph, n.inputs[1:], n.outputs, nodes, rename, consts)
+            changed = True
+            continue
+        nodes.append(n)
+    if not changed:
+        return g
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
+
+
+def _inline(sub, args, outs, nodes, rename, consts):
+    local = {v.id: a for v, a in zip(sub.inputs, args)}
+    for c in sub.consts:
+        local[c.id] = c
+        consts.append(c)
+    for n in sub.nodes:
+        new_outs = tuple(Var(o.shape, o.dtype) for o in n.outputs)
+        for o, no in zip(n.outputs, new_outs):
+            local[o.id] = no
+        nodes.append(Node(n.prim, [local[v.id] for v in n.inputs], n.params, new_outs, n.loc))
+    for o, r in zip(outs, sub.outputs):
+        rename[o.id] = local[r.id]
+
+
+# folding and simplification feed each other (a ones_like becomes a constant, its broadcast
+# folds, then x * ones simplifies), hence each twice
+PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, constant_folding,
+          algebraic_simplification, layout_choices, common_subexpression_elimination,
+          dead_code_elimination]
+DEFAULT_PASSES = PASSES
+
+
+def optimize(g, passes=None):
+    """Run the passes in order (default: `PASSES`), verifying after each under NDFLOW_VERIFY
+    and printing each pass's changes under NDFLOW_DEBUG=opt."""
+    show = "opt" in _dbg.FLAGS
+    check = _dbg.VERIFY
+    if check:
+        verify(g, "(traced)")
+    for p in (PASSES if passes is None else passes):
+        before = format_graph(g) if show else None
         g = p(g)
+        if check:
+            verify(g, p.__name__)
+        if show:
+            diff = list(difflib.unified_diff(before.splitlines(), format_graph(g).splitlines(),
+                                             lineterm="", n=0))
+            _dbg.log("--- pass %s on %r: %s" % (p.__name__, g.name,
+                                                  "%d lines changed" % sum(
+                                                      1 for d in diff[2:] if d[:1] in "+-")
+                                                  if diff else "no change"))
+            for d in diff[2:]:
+                if not d.startswith("@@"):
+                    _dbg.log("  " + d)
     return g

@@ -1,10 +1,14 @@
-"""The tracing interpreter: primitives on symbolic values append nodes to a graph."""
+"""The tracing interpreter: primitives on symbolic values append nodes to a graph.
+
+`GraphTrace` traces an `nf.function`; `SubGraphTrace` traces a control-flow body (a branch, a
+loop body) into a closed sub-graph: values of enclosing traces it uses become extra inputs.
+"""
 import itertools
 
-from ..core.ndarray import ndarray, symbolic, _user_line
-from ..core.primitive import Aval
+from ..core.ndarray import symbolic, _user_line
 from ..core.state import STATE
-from .ir import Graph, Node, Var
+from ..core import tree
+from .ir import Graph, Node, Var, SubGraph
 
 _levels = itertools.count(1)
 
@@ -15,6 +19,7 @@ def next_level():
 
 class GraphTrace:
     is_graph = True
+    dynamic = False     # see SubGraphTrace
     kind = "symbolic"
 
     def __init__(self, name="f"):
@@ -117,3 +122,143 @@ def innermost_graph_trace():
         if t.is_graph:
             return t
     return None
+
+
+class SubGraphTrace(GraphTrace):
+    """Traces a control-flow body into a closed graph. It is 'dynamic': every operation run
+    while it is the innermost graph trace is recorded here, even one whose inputs all belong to
+    enclosing traces or are eager (`find_top_trace`), so the body's work happens each time the
+    control-flow op runs it. Values of enclosing traces become extra inputs ('captures').
+
+    Variables: a read inside the body becomes a read in the enclosing trace, captured (so tapes
+    there see it and can differentiate through the body), unless the body assigns the variable
+    too and is a loop (`own_vars`): then the body reads and writes it itself, every iteration."""
+    dynamic = True
+
+    def __init__(self, name, own_vars=()):
+        super().__init__(name)
+        self.captured = []      # the enclosing values, in the order of their inputs
+        self._cap = {}          # capture key -> Var
+        self.cap_keys = []
+        self.own_vars = set(own_vars)
+        self.redirected = set()     # id(Variable) read through the enclosing trace
+        self.assigned = {}          # id(Variable) -> Variable assigned in here
+
+    def to_var(self, a):
+        t = a._t
+        if t is self:
+            return a._v
+        if t is None:
+            return super().to_var(a)
+        if t.level > self.level:
+            raise ValueError(
+                "a symbolic value from a nested nf.function, vectorized_map or control-flow "
+                f"body leaked into this one (at {_user_line()}); return it instead of capturing it")
+        key = capture_key(a)
+        v = self._cap.get(key)
+        if v is None:
+            v = Var(a.shape, a.dtype, kind="a")
+            self.graph.inputs.append(v)
+            self.captured.append(a)
+            self.cap_keys.append(key)
+            self._cap[key] = v
+        return v
+
+    def process(self, prim, args, params):
+        var = params.get("var")
+        if var is not None and prim.name == "read_variable" and id(var) not in self.assigned \
+                and id(var) not in self.own_vars:
+            return symbolic(self, self.to_var(self._read_outside(var)))
+        if var is not None and prim.name == "assign_variable":
+            self.assigned[id(var)] = var
+        return super().process(prim, args, params)
+
+    def _read_outside(self, var):
+        st = STATE
+        i = st.traces.index(self)
+        above = st.traces[i:]
+        del st.traces[i:]
+        st.refresh()
+        try:
+            val = var.value()       # tapes of the enclosing level see this read
+        finally:
+            st.traces.extend(above)
+            st.refresh()
+        self.redirected.add(id(var))
+        return val
+
+
+def capture_key(a):
+    """Identity of a value of an enclosing trace (two wrappers of one value are one capture)."""
+    return (id(a._t), id(a._v), getattr(a, "_aux", None))
+
+
+def trace_body(fn, avals, name, in_def=None, own_vars=()):
+    """Run `fn` on fresh symbolic inputs of `avals` [(shape, dtype)] (structured by `in_def`)
+    inside a SubGraphTrace. Returns (trace, output leaves, output structure); `close` makes the
+    graph."""
+    trace = SubGraphTrace(name, own_vars)
+    st = STATE
+    st.traces.append(trace)
+    st.refresh()
+    try:
+        ins = [trace.new_input(s, d) for s, d in avals]
+        out = fn(*(ins if in_def is None else tree.unflatten(in_def, ins)))
+        leaves, d = tree.flatten_with_def(out)
+        from ..train.variable import Variable
+        leaves = [x.value() if isinstance(x, Variable) else x for x in leaves]
+    finally:
+        st.traces.remove(trace)
+        st.refresh()
+    for a in trace.captured:
+        if a._t is trace:
+            raise ValueError(f"an array of the enclosing code was changed in place inside the "
+                             f"control-flow body {name!r}; return the new value instead")
+    return trace, leaves, d
+
+
+def close(trace, outputs, inputs=None):
+    """The SubGraph of a finished body trace with `outputs` (arrays). `inputs`: the capture
+    keys of every operand of the control-flow op, in order, after the explicit inputs; a key
+    this body did not capture gets an unused input."""
+    g = trace.graph
+    outs = []
+    for o in outputs:
+        v = trace.to_var(o)
+        if v.kind == "c":
+            # a fresh array at every run, as the body makes one when it runs eagerly (a
+            # constant's buffer returned to the caller could be changed in place)
+            from ..primitives.elementwise import copy_p
+            v = trace.process(copy_p, [o], {})._v
+        outs.append(v)
+    g.outputs = outs
+    n_explicit = len(g.inputs) - len(trace.captured)
+    if inputs is not None:
+        own = dict(zip(trace.cap_keys, g.inputs[n_explicit:]))
+        extra = []
+        for key, a in inputs:
+            v = own.get(key)
+            extra.append(v if v is not None else Var(a.shape, a.dtype, kind="a"))
+        g.inputs = g.inputs[:n_explicit] + extra
+    return SubGraph(g)
+
+
+def union_captures(*traces):
+    """[(key, value)] of everything the traces captured, each once, in first-seen order."""
+    seen, out = set(), []
+    for t in traces:
+        for k, a in zip(t.cap_keys, t.captured):
+            if k not in seen:
+                seen.add(k)
+                out.append((k, a))
+    return out
+
+
+def forget_assigned(*traces):
+    """After a body that assigns Variables: the enclosing graph trace must read them again."""
+    outer = innermost_graph_trace()
+    if outer is None:
+        return
+    for t in traces:
+        for vid in t.assigned:
+            outer.var_values.pop(vid, None)

@@ -1,7 +1,7 @@
 """`nf.Variable`: mutable state that tapes watch and `nf.function` reads and writes by reference."""
 import numpy as np
 
-from ..core.ndarray import ndarray, symbolic
+from ..core.ndarray import ndarray, symbolic, _wrap
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -16,7 +16,6 @@ read_var_p = Primitive("read_variable", _read_impl,
 
 
 def _assign_impl(value, var=None):
-    from ..core.ndarray import _wrap
     var._value = _wrap(value)
     return value
 
