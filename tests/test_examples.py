@@ -90,6 +90,9 @@ def test_performance_compiled_and_per_example(run_example):
         np.testing.assert_allclose(p.numpy(), m.numpy(), rtol=1e-5, atol=1e-5)
 
 
+# the guide's benchmark traced the compiled sigmoid for 5 sizes already: a 6th retrace warns,
+# as tf.function does
+@pytest.mark.filterwarnings("ignore:nf.function 'compiled_tnp_sigmoid' has been traced")
 def test_performance_devices_and_sigmoid(run_example):
     r = run_example("tf_numpy_performance")
     _, prediction, prediction_cpu = r["devices"]

@@ -450,11 +450,6 @@ def _matmul_layout(n, nodes, E, S):
         return True
     return False
 
-# ---- fusion hook (ndflow/graph/fusion.py, memory.py): elementwise regions become one node,
-# then results are written into dead buffers; both last
-from .fusion import elementwise_fusion  # noqa: E402
-from .memory import reuse_buffers  # noqa: E402
-DEFAULT_PASSES = DEFAULT_PASSES + (elementwise_fusion, reuse_buffers)
 
 
 # ------------------------------------------------------------------ control flow
@@ -501,6 +496,12 @@ def _inline(sub, args, outs, nodes, rename, consts):
 PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, constant_folding,
           algebraic_simplification, layout_choices, common_subexpression_elimination,
           dead_code_elimination]
+
+# fusion (ndflow/graph/fusion.py, memory.py): elementwise regions become one node, then results
+# are written into dead buffers; both last, on the simplified graph
+from .fusion import elementwise_fusion  # noqa: E402
+from .memory import reuse_buffers  # noqa: E402
+PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 
 

@@ -5,7 +5,7 @@ loop body) into a closed sub-graph: values of enclosing traces it uses become ex
 """
 import itertools
 
-from ..core.ndarray import symbolic, _user_line
+from ..core.ndarray import ndarray, symbolic, _user_line
 from ..core.state import STATE
 from ..core import tree
 from .ir import Graph, Node, Var, SubGraph
