@@ -19,6 +19,7 @@ from ..primitives import elementwise as E, reduction as R, cumulative as C, sort
 from ..primitives._util import norm_axis, norm_axes
 from ._core import asarray
 from .sorting import eager, host, to_nf
+from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
 from . import math as M
 from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
                            broadcast_to, transpose)
@@ -853,16 +854,6 @@ def _nan_extremum(name, npf, red, fill):
     return f
 
 
-def _max(*a, **k):
-    from .reductions import max as m
-    return m(*a, **k)
-
-
-def _min(*a, **k):
-    from .reductions import min as m
-    return m(*a, **k)
-
-
 nanmax = _nan_extremum("nanmax", np.nanmax, _max, -np.inf)
 nanmin = _nan_extremum("nanmin", np.nanmin, _min, np.inf)
 
@@ -881,16 +872,6 @@ def _nan_arg(name, npf, argf, fill):
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the index of the extremum ignoring NaNs."
     return f
-
-
-def _argmax(*a, **k):
-    from .reductions import argmax as m
-    return m(*a, **k)
-
-
-def _argmin(*a, **k):
-    from .reductions import argmin as m
-    return m(*a, **k)
 
 
 nanargmax = _nan_arg("nanargmax", np.nanargmax, _argmax, -np.inf)
