@@ -42,28 +42,34 @@ def _rate_and_step(rate, step):
     return lr, tnp.asarray(step).astype(lr.dtype)
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """`initial_learning_rate * decay_rate ** (step / decay_steps)`; with `staircase` the
-    exponent is floored (the rate drops every `decay_steps` steps)."""
+class _StepDecay(LearningRateSchedule):
+    """Decays driven by `step / decay_steps` (floored with `staircase`)."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="ExponentialDecay"):
+                 name=None):
         _check_steps("decay_steps", decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps, self.decay_rate, self.staircase = decay_steps, decay_rate, staircase
-        self.name = name
+        self.name = name or type(self).__name__
 
-    def __call__(self, step):
+    def _progress(self, step):
         lr, step = _rate_and_step(self.initial_learning_rate, step)
         p = step / tnp.asarray(self.decay_steps, lr.dtype)
-        if self.staircase:
-            p = tnp.floor(p)
-        return lr * tnp.power(tnp.asarray(self.decay_rate, lr.dtype), p)
+        return lr, (tnp.floor(p) if self.staircase else p)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate,
                 "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
                 "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_StepDecay):
+    """`initial_learning_rate * decay_rate ** (step / decay_steps)`; with `staircase` the
+    exponent is floored (the rate drops every `decay_steps` steps)."""
+
+    def __call__(self, step):
+        lr, p = self._progress(step)
+        return lr * tnp.power(tnp.asarray(self.decay_rate, lr.dtype), p)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -128,25 +134,10 @@ class CosineDecay(LearningRateSchedule):
                 "warmup_target": self.warmup_target, "warmup_steps": self.warmup_steps}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepDecay):
     """`initial_learning_rate / (1 + decay_rate * step / decay_steps)`; with `staircase`
     `step / decay_steps` is floored."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name="InverseTimeDecay"):
-        _check_steps("decay_steps", decay_steps)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps, self.decay_rate, self.staircase = decay_steps, decay_rate, staircase
-        self.name = name
-
     def __call__(self, step):
-        lr, step = _rate_and_step(self.initial_learning_rate, step)
-        p = step / tnp.asarray(self.decay_steps, lr.dtype)
-        if self.staircase:
-            p = tnp.floor(p)
+        lr, p = self._progress(step)
         return lr / (1 + tnp.asarray(self.decay_rate, lr.dtype) * p)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
