@@ -103,22 +103,14 @@ def iterable(y):
 def packbits(a, /, axis=None, bitorder="big"):
     """Pack the truth values of an integer or boolean array into uint8 bytes (zero-padded to a
     multiple of 8), as `numpy.packbits`."""
-    from .manipulation import ravel, moveaxis, reshape
+    from .manipulation import moveaxis, reshape
     from .shaping import pad
     from .math import not_equal
     from .reductions import sum as sum_
     x = asarray(a)
     if x.dtype.kind not in "biu":
         raise TypeError("Expected an input array of integer or boolean data type")
-    if bitorder not in ("big", "little"):
-        raise ValueError("'order' must be either 'little' or 'big'")
-    if axis is None:
-        x = ravel(x)
-        axis = 0
-    if x.ndim == 0:
-        x = reshape(x, (1,))
-    from ..primitives._util import norm_axis
-    axis = norm_axis(operator.index(axis), x.ndim)
+    x, axis = _bits_axis(x, axis, bitorder)
     bits = not_equal(x, 0).astype(np.uint8)
     n = x.shape[axis]
     if n is None:
@@ -136,6 +128,19 @@ def packbits(a, /, axis=None, bitorder="big"):
     return moveaxis(packed, -1, axis)
 
 
+def _bits_axis(x, axis, bitorder):
+    """packbits/unpackbits: check bitorder; axis None flattens; a 0-d input is one element."""
+    from .manipulation import ravel, reshape
+    from ..primitives._util import norm_axis
+    if bitorder not in ("big", "little"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    if axis is None:
+        x, axis = ravel(x), 0
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    return x, norm_axis(operator.index(axis), x.ndim)
+
+
 def _split_last(v, k):
     from ..core.primitive import bind
     from ..primitives import shape as S
@@ -145,22 +150,13 @@ def _split_last(v, k):
 def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     """Unpack uint8 bytes into bits, as `numpy.unpackbits` (`count` keeps the first bits, or
     drops from the end when negative)."""
-    from .manipulation import ravel, moveaxis
+    from .manipulation import moveaxis
     from .math import right_shift, bitwise_and
     from . import _axes as A
     x = asarray(a)
     if x.dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
-    if bitorder not in ("big", "little"):
-        raise ValueError("'order' must be either 'little' or 'big'")
-    if axis is None:
-        x = ravel(x)
-        axis = 0
-    if x.ndim == 0:
-        from .manipulation import reshape
-        x = reshape(x, (1,))
-    from ..primitives._util import norm_axis
-    axis = norm_axis(operator.index(axis), x.ndim)
+    x, axis = _bits_axis(x, axis, bitorder)
     shifts = asarray(np.array([7, 6, 5, 4, 3, 2, 1, 0] if bitorder == "big" else
                               [0, 1, 2, 3, 4, 5, 6, 7], dtype=np.uint8))
     v = moveaxis(x, axis, -1)
