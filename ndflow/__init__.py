@@ -32,3 +32,6 @@ from . import nn, losses, random  # noqa: F401
 
 Tensor = ndarray
 __version__ = "0.1.0"
+
+# issue 9, keep/ship/see: ONNX export (the onnx package itself is imported only by export)
+from . import onnx  # noqa: F401,E402

@@ -8,6 +8,6 @@ mobile and server runtimes).
 Needs the optional `onnx` package (`pip install ndflow[onnx]`, which also brings onnxruntime to
 run the files); it is imported only when `export` runs.
 """
-from .export import export, supported_primitives, UnsupportedOperationError, DEFAULT_OPSET
+from .exporter import export, supported_primitives, UnsupportedOperationError, DEFAULT_OPSET
 
 __all__ = ["export", "supported_primitives", "UnsupportedOperationError", "DEFAULT_OPSET"]

@@ -70,7 +70,7 @@ class _Ctx:
         name = self._consts.get(key)
         if name is None:
             name = self._consts[key] = self.fresh("const")
-            self.inits.append(self.onnx.numpy_helper.from_array(np.ascontiguousarray(a), name))
+            self.inits.append(self.onnx.numpy_helper.from_array(np.array(a, order="C"), name))
         return name
 
     def i64(self, values):
@@ -99,6 +99,27 @@ class _Ctx:
         if self.opset >= 18 or op_type == "ReduceSum":
             return self.op(op_type, [x, self.i64(list(axes))], keepdims=int(keepdims))
         return self.op(op_type, [x], axes=list(axes), keepdims=int(keepdims))
+
+    def where(self, c, x, y, dtype):
+        """Where(c, x, y) keeping the sign of a selected zero: onnxruntime's float Where can
+        turn -0.0 into +0.0. For floats, a zero whose sign is not the selected operand's is
+        multiplied by -1 (x * 1 and x * -1 are exact, NaN and infinities included)."""
+        r = self.op("Where", [c, x, y])
+        if np.dtype(dtype).kind != "f":
+            return r
+        zero = self.const(0, dtype)
+
+        def negative_zero(v):       # 1 / -0.0 = -inf
+            return self.op("And", [self.op("Equal", [v, zero]),
+                                   self.op("Less", [self.op("Reciprocal", [v]), zero])])
+        picked = self.op("Or", [self.op("And", [c, negative_zero(x)]),
+                                self.op("And", [self.op("Not", [c]), negative_zero(y)])])
+        # flip the zeros whose sign is not the picked one's (-0.0 and +0.0 both compare equal
+        # to 0, and only the sign of a zero can be wrong)
+        flag = self.op("Xor", [picked, negative_zero(r)])
+        sign = self.op("Sub", [self.const(1, dtype),
+                               self.op("Mul", [self.const(2, dtype), self.cast(flag, dtype)])])
+        return self.op("Mul", [r, sign])
 
     def cast(self, x, dtype):
         return self.op("Cast", [x], to=_tensor_type(self.onnx, dtype))
@@ -191,9 +212,9 @@ def _expm1(ctx, n, ins):
     u = ctx.op("Exp", [x])
     um1 = ctx.op("Sub", [u, one])
     general = ctx.op("Div", [ctx.op("Mul", [um1, x]), ctx.op("Log", [u])])
-    r = ctx.op("Where", [ctx.op("Equal", [um1, ctx.const(-1, dt)]), um1, general])
-    r = ctx.op("Where", [ctx.op("IsInf", [u], detect_negative=0), u, r])
-    return ctx.op("Where", [ctx.op("Equal", [u, one]), x, r])
+    r = ctx.where(ctx.op("Equal", [um1, ctx.const(-1, dt)]), um1, general, n.outputs[0].dtype)
+    r = ctx.where(ctx.op("IsInf", [u], detect_negative=0), u, r, n.outputs[0].dtype)
+    return ctx.where(ctx.op("Equal", [u, one]), x, r, n.outputs[0].dtype)
 
 
 def _log1p(ctx, n, ins):
@@ -204,8 +225,8 @@ def _log1p(ctx, n, ins):
     u = ctx.op("Add", [x, one])
     lu = ctx.op("Log", [u])
     general = ctx.op("Div", [ctx.op("Mul", [lu, x]), ctx.op("Sub", [u, one])])
-    r = ctx.op("Where", [ctx.op("IsInf", [u], detect_negative=0), lu, general])
-    return ctx.op("Where", [ctx.op("Equal", [u, one]), x, r])
+    r = ctx.where(ctx.op("IsInf", [u], detect_negative=0), lu, general, n.outputs[0].dtype)
+    return ctx.where(ctx.op("Equal", [u, one]), x, r, n.outputs[0].dtype)
 
 
 def _cbrt(ctx, n, ins):
@@ -213,17 +234,17 @@ def _cbrt(ctx, n, ins):
     dt = n.outputs[0].dtype
     third = ctx.const(1.0 / 3.0, dt)
     mag = ctx.op("Pow", [ctx.op("Abs", [x]), third])
-    r = ctx.op("Where", [ctx.op("Less", [x, ctx.const(0, dt)]), ctx.op("Neg", [mag]), mag])
+    r = ctx.where(ctx.op("Less", [x, ctx.const(0, dt)]), ctx.op("Neg", [mag]), mag, n.outputs[0].dtype)
     # zeros keep their sign, NaN stays NaN
-    return ctx.op("Where", [ctx.op("Equal", [x, ctx.const(0, dt)]), x, r])
+    return ctx.where(ctx.op("Equal", [x, ctx.const(0, dt)]), x, r, n.outputs[0].dtype)
 
 
 def _trunc(ctx, n, ins):
     x, = ins
     if not _is_float(n.inputs[0]):
         return ctx.op("Identity", [x])
-    return ctx.op("Where", [ctx.op("Less", [x, ctx.const(0, n.outputs[0].dtype)]),
-                            ctx.op("Ceil", [x]), ctx.op("Floor", [x])])
+    return ctx.where(ctx.op("Less", [x, ctx.const(0, n.outputs[0].dtype)]),
+                            ctx.op("Ceil", [x]), ctx.op("Floor", [x]), n.outputs[0].dtype)
 
 
 def _sign(ctx, n, ins):
@@ -232,7 +253,7 @@ def _sign(ctx, n, ins):
         return ctx.op("Identity", [x])
     s = ctx.op("Sign", [x])
     if _is_float(n.inputs[0]):      # NaN stays NaN, as in NumPy
-        s = ctx.op("Where", [ctx.op("IsNaN", [x]), x, s])
+        s = ctx.where(ctx.op("IsNaN", [x]), x, s, n.outputs[0].dtype)
     return s
 
 
@@ -335,8 +356,8 @@ def _extremum(op_type):
             return ctx.op("Or" if op_type == "Max" else "And", ins)
         r = ctx.op(op_type, [a, b])
         if _is_float(n.outputs[0]):
-            r = ctx.op("Where", [ctx.op("IsNaN", [a]), ctx.op("Add", [a, b]), r])
-            r = ctx.op("Where", [ctx.op("IsNaN", [b]), ctx.op("Add", [a, b]), r])
+            r = ctx.where(ctx.op("IsNaN", [a]), ctx.op("Add", [a, b]), r, n.outputs[0].dtype)
+            r = ctx.where(ctx.op("IsNaN", [b]), ctx.op("Add", [a, b]), r, n.outputs[0].dtype)
         return r
     return conv
 
@@ -346,7 +367,7 @@ def _int_safe_divisor(ctx, n, a, b):
     gives 0 where the divisor is 0 (with a warning), ONNX runtimes fail or return garbage."""
     dt = n.outputs[0].dtype
     zero = ctx.op("Equal", [b, ctx.const(0, dt)])
-    return ctx.op("Where", [zero, ctx.const(1, dt), b]), zero
+    return ctx.where(zero, ctx.const(1, dt), b, n.outputs[0].dtype), zero
 
 
 def _floor_divide(ctx, n, ins):
@@ -360,15 +381,15 @@ def _floor_divide(ctx, n, ins):
         fix = ctx.op("And", [ctx.op("Not", [ctx.op("Equal", [mod, ctx.const(0, dt)])]),
                              ctx.op("Xor", [ctx.op("Less", [b, ctx.const(0, dt)]),
                                             ctx.op("Less", [mod, ctx.const(0, dt)])])])
-        div = ctx.op("Where", [fix, ctx.op("Sub", [div, ctx.const(1, dt)]), div])
+        div = ctx.where(fix, ctx.op("Sub", [div, ctx.const(1, dt)]), div, n.outputs[0].dtype)
         fl = ctx.op("Floor", [div])
-        fl = ctx.op("Where", [ctx.op("Greater", [ctx.op("Sub", [div, fl]), ctx.const(0.5, dt)]),
-                              ctx.op("Add", [fl, ctx.const(1, dt)]), fl])
+        fl = ctx.where(ctx.op("Greater", [ctx.op("Sub", [div, fl]), ctx.const(0.5, dt)]),
+                              ctx.op("Add", [fl, ctx.const(1, dt)]), fl, n.outputs[0].dtype)
         # a zero quotient takes the sign of a / b (NumPy: copysign(0, a / b)); b == 0: a / b
         plain = ctx.op("Div", [a, b])
-        fl = ctx.op("Where", [ctx.op("Equal", [div, ctx.const(0, dt)]),
-                              ctx.op("Mul", [ctx.const(0, dt), plain]), fl])
-        return ctx.op("Where", [ctx.op("Equal", [b, ctx.const(0, dt)]), plain, fl])
+        fl = ctx.where(ctx.op("Equal", [div, ctx.const(0, dt)]),
+                              ctx.op("Mul", [ctx.const(0, dt), plain]), fl, n.outputs[0].dtype)
+        return ctx.where(ctx.op("Equal", [b, ctx.const(0, dt)]), plain, fl, n.outputs[0].dtype)
     if np.dtype(dt).kind not in "iu":
         ctx.fail(f"floor_divide of dtype {dt}")
     sb, zero = _int_safe_divisor(ctx, n, a, b)
@@ -378,8 +399,8 @@ def _floor_divide(ctx, n, ins):
         adjust = ctx.op("And", [ctx.op("Not", [ctx.op("Equal", [r, ctx.const(0, dt)])]),
                                 ctx.op("Xor", [ctx.op("Less", [r, ctx.const(0, dt)]),
                                                ctx.op("Less", [sb, ctx.const(0, dt)])])])
-        q = ctx.op("Where", [adjust, ctx.op("Sub", [q, ctx.const(1, dt)]), q])
-    return ctx.op("Where", [zero, ctx.const(0, dt), q])
+        q = ctx.where(adjust, ctx.op("Sub", [q, ctx.const(1, dt)]), q, n.outputs[0].dtype)
+    return ctx.where(zero, ctx.const(0, dt), q, n.outputs[0].dtype)
 
 
 def _remainder(ctx, n, ins):
@@ -390,16 +411,16 @@ def _remainder(ctx, n, ins):
         fix = ctx.op("And", [ctx.op("Not", [ctx.op("Equal", [m, ctx.const(0, dt)])]),
                              ctx.op("Xor", [ctx.op("Less", [b, ctx.const(0, dt)]),
                                             ctx.op("Less", [m, ctx.const(0, dt)])])])
-        m = ctx.op("Where", [fix, ctx.op("Add", [m, b]), m])
+        m = ctx.where(fix, ctx.op("Add", [m, b]), m, n.outputs[0].dtype)
         # a zero result takes the divisor's sign (NumPy: copysign(0, b))
         zero_m = ctx.op("Equal", [m, ctx.const(0, dt)])
-        signed0 = ctx.op("Where", [ctx.op("Less", [b, ctx.const(0, dt)]),
-                                   ctx.const(-0.0, dt), ctx.const(0.0, dt)])
-        return ctx.op("Where", [zero_m, signed0, m])
+        signed0 = ctx.where(ctx.op("Less", [b, ctx.const(0, dt)]),
+                                   ctx.const(-0.0, dt), ctx.const(0.0, dt), n.outputs[0].dtype)
+        return ctx.where(zero_m, signed0, m, n.outputs[0].dtype)
     if np.dtype(dt).kind not in "iu":
         ctx.fail(f"remainder of dtype {dt}")
     sb, zero = _int_safe_divisor(ctx, n, a, b)
-    return ctx.op("Where", [zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=0)])
+    return ctx.where(zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=0), n.outputs[0].dtype)
 
 
 def _fmod(ctx, n, ins):
@@ -408,7 +429,7 @@ def _fmod(ctx, n, ins):
     if _is_float(n.outputs[0]):
         return ctx.op("Mod", ins, fmod=1)
     sb, zero = _int_safe_divisor(ctx, n, a, b)
-    return ctx.op("Where", [zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=1)])
+    return ctx.where(zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=1), n.outputs[0].dtype)
 
 
 def _not_equal(ctx, n, ins):
@@ -434,7 +455,7 @@ def _convert(ctx, n, ins):
 
 def _select(ctx, n, ins):
     c, x, y = ins
-    return ctx.op("Where", [_as_bool(ctx, n.inputs[0], c), x, y])
+    return ctx.where(_as_bool(ctx, n.inputs[0], c), x, y, n.outputs[0].dtype)
 
 
 def _like(value):
@@ -457,8 +478,8 @@ def _reduction(op_type):
         if op_type in ("ReduceMax", "ReduceMin") and _is_float(n.inputs[0]):
             # NumPy's max/min propagate NaN
             nan = ctx.reduce("ReduceMax", ctx.cast(ctx.op("IsNaN", [x]), np.int32), axes, keep)
-            r = ctx.op("Where", [ctx.cast(nan, np.bool_), ctx.const(np.nan, n.outputs[0].dtype),
-                                 r])
+            r = ctx.where(ctx.cast(nan, np.bool_), ctx.const(np.nan, n.outputs[0].dtype),
+                                 r, n.outputs[0].dtype)
         return r
     return conv
 
@@ -486,7 +507,7 @@ def _argext(op_type):
             isn = ctx.cast(ctx.op("IsNaN", [x]), np.int32)
             first_nan = ctx.op("ArgMax", [isn], axis=axis, keepdims=int(keep))
             any_nan = ctx.cast(ctx.reduce("ReduceMax", isn, (axis,), keep), np.bool_)
-            r = ctx.op("Where", [any_nan, first_nan, r])
+            r = ctx.where(any_nan, first_nan, r, n.outputs[0].dtype)
         return r
     return conv
 
@@ -699,7 +720,7 @@ def _topk_sort(which):
             vals, idx = ctx.op("TopK", [x, k], n_out=2, axis=axis, largest=0, sorted=1)
             return vals if which == "values" else idx
         isnan = ctx.op("IsNaN", [x])
-        key = ctx.op("Where", [isnan, ctx.const(np.inf, v.dtype), x])
+        key = ctx.where(isnan, ctx.const(np.inf, v.dtype), x, n.inputs[0].dtype)
         _, idx1 = ctx.op("TopK", [key, k], n_out=2, axis=axis, largest=0, sorted=1)
         nan1 = ctx.cast(ctx.op("GatherElements", [isnan, idx1], axis=axis), np.int32)
         _, idx2 = ctx.op("TopK", [nan1, k], n_out=2, axis=axis, largest=0, sorted=1)

@@ -1,0 +1,439 @@
+"""nf.onnx.export: every exported file passes onnx.checker and gives, in onnxruntime, what
+ndflow gives (float32 tolerance; NaN, infinities and signed zeros where they matter), for the
+seed programs' models and for a sweep over every primitive the exporter claims. Inputs with
+None sizes are run at two sizes."""
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import ndflow as nf  # noqa: E402
+import ndflow.numpy as tnp  # noqa: E402
+from ndflow.onnx import exporter as _export_mod  # noqa: E402
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+F32, F64, I32, I64, B = np.float32, np.float64, np.int32, np.int64, np.bool_
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-9, -1e-9, 0.25, -0.25, 0.5, -0.5,
+                    0.75, 1.0, -1.0, 1.5, -2.5, 2.5, 3.0, -7.0, 30.0, -30.0, 1e6], F32)
+
+
+def _run_onnx(model_path, feeds):
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, feeds)))
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        r = []
+        for o in out:
+            r += _flat(o)
+        return r
+    return [np.asarray(out)]
+
+
+def _same(got, want, rtol, atol, signed_zeros=False):
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        if signed_zeros:
+            z = want == 0
+            assert np.array_equal(np.signbit(got[z]), np.signbit(want[z])), (got, want)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def check(tmp_path, fn, specs, arg_sets, rtol=2e-6, atol=1e-6, signed_zeros=False, opset=None):
+    """Export `fn` for `specs`, check the model, and compare onnxruntime with ndflow on each
+    argument tuple of `arg_sets`. Returns the set of primitive names the exported graph holds."""
+    py = getattr(fn, "python_function", fn)
+    f = nf.function(py, input_signature=specs) if specs else nf.function(py)
+    if _TRACE_ONLY:
+        return _prims(_export_mod._export_graph(f.get_concrete_function(*specs).traced_graph))
+    path = str(tmp_path / "m.onnx")
+    model = nf.onnx.export(f, specs, path, opset=opset)
+    onnx.checker.check_model(model, full_check=True)
+    for args in arg_sets:
+        want = _flat(f(*args))
+        got = _run_onnx(path, [np.asarray(a) for a in args])
+        assert len(got) == len(want)
+        for g_, w_ in zip(got, want):
+            _same(g_, w_, rtol, atol, signed_zeros)
+    cf = f.get_concrete_function(*specs)
+    return _prims(_export_mod._export_graph(cf.traced_graph))
+
+
+def _prims(g):
+    out = set()
+    for n in g.nodes:
+        out.add(n.prim.name)
+        for s in n.subgraphs():
+            out |= _prims(s.graph)
+    return out
+
+
+SEEN = set()          # primitives seen by the sweep (filled by the completeness test)
+_TRACE_ONLY = False   # set by the completeness test: `check` only traces
+
+
+def _r(*shape, dtype=F32, seed=0, lo=-3, hi=3):
+    rng = np.random.default_rng(seed + sum(shape))
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(lo, hi, shape).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    return rng.integers(lo, hi + 1, shape).astype(dtype)
+
+
+def S(*shape, dtype=F32):
+    return nf.TensorSpec(shape, dtype)
+
+
+# ------------------------------------------------------------------ seed programs
+def _import_example(name):
+    sys.path.insert(0, EXAMPLES)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(EXAMPLES)
+
+
+def test_guide_mlp_prediction(tmp_path):
+    guide = _import_example("tf_numpy_guide")
+    model = guide.Model()
+    model.predict(tnp.ones((2, 32), dtype=tnp.float32))      # creates the weights
+    SEEN.update(check(tmp_path, model.predict, [S(None, 32)],
+                      [(_r(5, 32),), (_r(1, 32),), (_r(0, 32),)], rtol=1e-5, atol=1e-5))
+
+
+def test_digits_classifier_forward(tmp_path):
+    lesson = _import_example("tf_function_lesson")
+    model = lesson.SequentialModule()
+    model(tnp.zeros((1, 784), dtype=tnp.float32))
+    (x, _), _ = lesson.load_synthetic_digits(16, 1)
+    x = np.reshape(x / 255, (-1, 784)).astype(F32)
+    prims = check(tmp_path, model, [S(None, 784)], [(x,), (x[:3],)], rtol=1e-5, atol=1e-6)
+    assert {"matmul", "reduce_max", "exp", "read_variable"} <= prims
+    SEEN.update(prims)
+
+
+def test_sigmoid(tmp_path):
+    @nf.function
+    def compiled_tnp_sigmoid(y):
+        return 1. / (1. + tnp.exp(-y))
+    SEEN.update(check(tmp_path, compiled_tnp_sigmoid, [S(None)],
+                      [(SPECIAL,), (_r(1000, lo=-50, hi=50),)], signed_zeros=True))
+
+
+def test_curve_fit_model(tmp_path):
+    w = nf.Variable(nf.random.normal([3, 1]))
+
+    def model(x):
+        f = nf.stack([nf.square(x), x, nf.ones_like(x)], 1)
+        return nf.squeeze(nf.matmul(f, w), 1)
+    SEEN.update(check(tmp_path, model, [S(None)], [(_r(100, lo=-10, hi=10),), (_r(7),)],
+                      rtol=1e-5, atol=1e-5))
+
+
+def test_gradient_of_a_loss_exports(tmp_path):
+    """A training step's gradient computation is a graph like any other."""
+    w = nf.Variable(_r(4, 3, seed=3))
+
+    def grads(x, y):
+        with nf.GradientTape() as tape:
+            loss = tnp.mean((tnp.tanh(x @ w) - y) ** 2)
+        return loss, tape.gradient(loss, w)
+    SEEN.update(check(tmp_path, grads, [S(8, 4), S(8, 3)], [(_r(8, 4), _r(8, 3, seed=1))],
+                      rtol=1e-5, atol=1e-6))
+
+
+# ------------------------------------------------------------------ per-primitive sweep
+UNARY = ["negative", "positive", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+         "cbrt", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+         "arcsinh", "arccosh", "arctanh", "reciprocal", "absolute", "sign", "floor", "ceil",
+         "trunc", "rint", "isnan", "isinf", "isfinite", "logical_not", "real", "imag",
+         "conjugate", "square"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary(tmp_path, name):
+    fn = getattr(tnp, name)
+    x2 = (SPECIAL * 0.37).astype(F32)
+    with np.errstate(all="ignore"):
+        SEEN.update(check(tmp_path, lambda x: fn(x), [S(None)], [(SPECIAL,), (x2[:5],)],
+                          rtol=3e-6, atol=0, signed_zeros=True))
+
+
+def _pairs():
+    a = np.repeat(SPECIAL, len(SPECIAL))
+    b = np.tile(SPECIAL, len(SPECIAL))
+    return a, b
+
+
+BINARY = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "fmod",
+          "power", "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
+          "greater_equal", "logical_and", "logical_or", "logical_xor"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_float(tmp_path, name):
+    fn = getattr(tnp, name)
+    a, b = _pairs()
+    with np.errstate(all="ignore"):
+        SEEN.update(check(tmp_path, lambda x, y: fn(x, y), [S(None), S(None)],
+                          [(a, b), (a[:9], b[:9])], rtol=3e-6, atol=0, signed_zeros=True))
+
+
+INTEGER_OPS = ["add", "subtract", "multiply", "floor_divide", "remainder", "fmod", "maximum",
+               "minimum", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "absolute",
+               "negative", "sign", "power", "equal", "less"]
+
+
+@pytest.mark.parametrize("name", INTEGER_OPS)
+@pytest.mark.parametrize("dtype", [I32, I64])
+def test_integer_ops(tmp_path, name, dtype):
+    fn = getattr(tnp, name)
+    v = np.array([-7, -3, -1, 0, 1, 2, 3, 7, 100], dtype)
+    a, b = np.repeat(v, len(v)), np.tile(v, len(v))
+    if name == "power":
+        b = np.abs(b) % 4
+    if name in ("invert", "absolute", "negative", "sign"):
+        SEEN.update(check(tmp_path, lambda x: fn(x), [S(None, dtype=dtype)], [(a,), (v,)]))
+        return
+    with np.errstate(all="ignore"):
+        SEEN.update(check(tmp_path, lambda x, y: fn(x, y), [S(None, dtype=dtype)] * 2,
+                          [(a, b), (a[:4], b[:4])]))
+
+
+def test_bool_ops(tmp_path):
+    def f(x, y):
+        return (x & y, x | y, x ^ y, ~x, tnp.logical_not(x), x == y, tnp.sum(x),
+                tnp.any(x, axis=0), tnp.all(x, axis=0), tnp.where(x, 1.0, 2.0),
+                x.astype(tnp.float32), tnp.maximum(x, y), tnp.argmax(x, axis=0))
+    a, b = _r(5, 3, dtype=B), _r(5, 3, dtype=B, seed=1)
+    SEEN.update(check(tmp_path, f, [S(None, 3, dtype=B)] * 2, [(a, b), (a[:2], b[:2])]))
+
+
+def test_broadcasting_and_where(tmp_path):
+    def f(x, b, c):
+        return x * b + c, tnp.where(x > 0, x, b), tnp.clip(x, -1, 1), tnp.where(x > 0, x, 0.0)
+    SEEN.update(check(tmp_path, f, [S(None, 3), S(3), S()],
+                      [(_r(4, 3), _r(3), np.float32(2)), (_r(1, 3), _r(3), np.float32(-1))]))
+
+
+def test_casts(tmp_path):
+    def f(x, i):
+        return (x.astype(tnp.int32), x.astype(tnp.float64), x.astype(tnp.bool_),
+                i.astype(tnp.float32), i.astype(tnp.bool_), i.astype(tnp.int8),
+                tnp.zeros_like(x), tnp.ones_like(i), tnp.full_like(x, 7.5))
+    x = np.array([0.0, -0.0, 1.5, -2.7, 3.99, np.nan], F32)
+    i = np.array([0, 1, -5, 300, 2, 7], I64)
+    with np.errstate(all="ignore"):
+        x_ok = x[:-1]          # NaN to int is undefined in C, NumPy and ONNX alike
+        def g(x, i):
+            return f(x, i)
+        SEEN.update(check(tmp_path, g, [S(None), S(None, dtype=I64)],
+                          [(x_ok, i[:5]), (x_ok[:2], i[:2])]))
+
+
+def test_float64(tmp_path):
+    def f(x, y):
+        return tnp.exp(x) @ y, tnp.sum(tnp.sin(x), axis=1), tnp.maximum(x, 0.5)
+    SEEN.update(check(tmp_path, f, [S(None, 3, dtype=F64), S(3, 2, dtype=F64)],
+                      [(_r(4, 3, dtype=F64), _r(3, 2, dtype=F64)),
+                       (_r(2, 3, dtype=F64), _r(3, 2, dtype=F64))], rtol=1e-12, atol=1e-12))
+
+
+def test_reductions(tmp_path):
+    def f(x):
+        return (tnp.sum(x), tnp.sum(x, axis=0), tnp.sum(x, axis=1, keepdims=True),
+                tnp.max(x, axis=1), tnp.min(x, axis=0), tnp.prod(x, axis=1), tnp.mean(x, axis=0),
+                tnp.argmax(x, axis=1), tnp.argmin(x, axis=0), tnp.any(x > 1, axis=1),
+                tnp.all(x > -2, axis=0), tnp.std(x, axis=0), tnp.max(x, axis=(0, 1)),
+                tnp.argmax(x, axis=1, keepdims=True), tnp.sum(x, axis=()))
+    x = _r(6, 4)
+    xn = x.copy()
+    xn[1, 2] = np.nan
+    xn[3, 0] = np.nan
+    SEEN.update(check(tmp_path, f, [S(None, 4)], [(x,), (xn,), (x[:1],)], rtol=1e-5, atol=1e-5))
+
+
+def test_shapes(tmp_path):
+    def f(x, y):
+        return (tnp.reshape(x, (-1,)), tnp.reshape(x, (-1, 2, 2)), x.T,
+                tnp.transpose(y[None], (2, 0, 1)), tnp.expand_dims(x, 1),
+                tnp.squeeze(tnp.expand_dims(x, 0), 0), tnp.broadcast_to(y, (2, 3, 4)),
+                tnp.concatenate([x, x * 2], axis=0), tnp.concatenate([x, x], axis=1),
+                tnp.stack([x, x]), tnp.tile(y, (2, 1)), tnp.pad(y, ((1, 0), (2, 1))),
+                tnp.flip(x, 0), tnp.repeat(y, 2, axis=1), tnp.moveaxis(y, 0, 1),
+                tnp.reshape(y, (0, -1)) if False else tnp.ravel(y))
+    SEEN.update(check(tmp_path, f, [S(None, 4), S(3, 4)],
+                      [(_r(5, 4), _r(3, 4)), (_r(2, 4), _r(3, 4))]))
+
+
+def test_indexing(tmp_path):
+    def f(x, i):
+        return (x[1:], x[::-1], x[:, ::2], x[-1], x[0, 1:3], x[..., 1], x[None, :, None],
+                x[:, -3:-1], x[2::-2], x[i], x[:, i], tnp.take(x, i, axis=1), x[x > 0],
+                x[:, 3], x[-2:, ...])
+    i = np.array([0, -1, 2, 2], I64)
+    SEEN.update(check(tmp_path, f, [S(None, 4), S(None, dtype=I64)],
+                      [(_r(5, 4), i), (_r(3, 4), i[:1])]))
+
+
+def test_linalg(tmp_path):
+    def f(a, b, v):
+        return (a @ b, tnp.matmul(a, v), tnp.dot(v, v), tnp.einsum("ij,jk->ik", a, b),
+                tnp.einsum("ij->j", a), tnp.einsum("bij,jk->bik", a[None], b),
+                tnp.tensordot(a, b, axes=1), tnp.outer(v, v), tnp.einsum("i,i->", v, v))
+    SEEN.update(check(tmp_path, f, [S(None, 3), S(3, 5), S(3)],
+                      [(_r(4, 3), _r(3, 5), _r(3)), (_r(1, 3), _r(3, 5), _r(3))],
+                      rtol=1e-5, atol=1e-5))
+
+
+def test_cumsum_and_sorting(tmp_path):
+    def f(x):
+        return (tnp.cumsum(x, axis=0), tnp.cumsum(x, axis=1), tnp.sort(x, axis=1),
+                tnp.sort(x, axis=0), tnp.argsort(x, axis=1, kind="stable"))
+    x = _r(5, 6)
+    x[1, :3] = 1.0
+    x[2, 1] = np.nan
+    x[2, 3] = np.inf
+    x[2, 4] = np.nan
+    x[3, 0] = -0.0
+    SEEN.update(check(tmp_path, f, [S(None, 6)], [(x,), (x[2:4],)], rtol=1e-5, atol=1e-6))
+
+
+def test_integer_sort(tmp_path):
+    def f(x):
+        return tnp.sort(x), tnp.argsort(x, kind="stable"), tnp.cumsum(x)
+    x = np.array([3, 1, 2, 1, 3, -5, 0], I32)
+    SEEN.update(check(tmp_path, f, [S(None, dtype=I32)], [(x,), (x[:3],)]))
+
+
+def test_dynamic_shapes(tmp_path):
+    def f(x):
+        n = nf.shape(x)
+        return n, tnp.take_along_axis(x, tnp.argsort(x, axis=1, kind="stable"), axis=1), \
+            tnp.diff(x, axis=1), tnp.zeros_like(x)
+    SEEN.update(check(tmp_path, f, [S(None, None)], [(_r(3, 5),), (_r(4, 2),)]))
+
+
+def test_cond_and_switch(tmp_path):
+    def f(x, k):
+        a = nf.cond(tnp.sum(x) > 0, lambda: x * 2, lambda: -x)
+        b = nf.switch_case(k, [lambda: x + 1, lambda: x * x, lambda: tnp.exp(x)])
+        return a, b
+    x = _r(4)
+    SEEN.update(check(tmp_path, f, [S(None), S(dtype=I32)],
+                      [(x, np.int32(0)), (-np.abs(x), np.int32(1)), (x[:2], np.int32(2)),
+                       (x, np.int32(7)), (x, np.int32(-1))]))
+
+
+def test_while_loop(tmp_path):
+    def f(x, n):
+        def body(i, acc):
+            return i + 1, acc * 0.5 + tnp.sin(x)
+        _, out = nf.while_loop(lambda i, acc: i < n, body, (tnp.asarray(0), tnp.zeros_like(x)))
+        return out, nf.fori_loop(0, 3, lambda i, s: s + x * i.astype(x.dtype), x)
+    SEEN.update(check(tmp_path, f, [S(None), S(dtype=I64)],
+                      [(_r(4), np.int64(5)), (_r(2), np.int64(0))], rtol=1e-5, atol=1e-6))
+
+
+def test_random_draws(tmp_path):
+    """Fresh draws at every run, with the distribution's moments (statistical bounds)."""
+    def f():
+        return (tnp.random.randn(20000).astype(tnp.float32),
+                tnp.random.uniform(2.0, 4.0, size=(20000,)), tnp.random.rand(3, 2))
+    path = str(tmp_path / "r.onnx")
+    model = nf.onnx.export(f, [], path)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    a1, u1, r1 = sess.run(None, {})
+    a2, _, _ = sess.run(None, {})
+    want = [np.asarray(v) for v in nf.function(f)()]
+    assert [a.dtype for a in (a1, u1, r1)] == [w.dtype for w in want]
+    assert r1.shape == (3, 2) and u1.shape == (20000,)
+    assert abs(a1.mean()) < 0.05 and abs(a1.std() - 1) < 0.05
+    assert 2 <= u1.min() and u1.max() < 4 and abs(u1.mean() - 3) < 0.05
+    assert not np.array_equal(a1, a2)
+    cf = nf.function(f).get_concrete_function()
+    SEEN.update(_prims(_export_mod._export_graph(cf.traced_graph)))
+
+
+SWEEP = [test_bool_ops, test_broadcasting_and_where, test_casts, test_float64, test_reductions,
+         test_shapes, test_indexing, test_linalg, test_cumsum_and_sorting, test_integer_sort,
+         test_dynamic_shapes, test_cond_and_switch, test_while_loop, test_random_draws,
+         test_gradient_of_a_loss_exports, test_sigmoid, test_curve_fit_model]
+
+
+def test_every_claimed_primitive_is_exercised(tmp_path):
+    """The sweep covers every primitive `supported_primitives` claims (the sweep's functions
+    are traced again here, without running them)."""
+    global _TRACE_ONLY
+    SEEN.clear()
+    _TRACE_ONLY = True
+    try:
+        for name in UNARY:
+            test_unary(tmp_path, name)
+        for name in BINARY:
+            test_binary_float(tmp_path, name)
+        for name in INTEGER_OPS:
+            test_integer_ops(tmp_path, name, I64)
+        for t in SWEEP:
+            t(tmp_path)
+    finally:
+        _TRACE_ONLY = False
+    missing = set(nf.onnx.supported_primitives()) - SEEN
+    assert not missing, sorted(missing)
+
+
+# ------------------------------------------------------------------ errors and API
+def test_unsupported_primitive_names_it_and_the_line(tmp_path):
+    def f(x):
+        return tnp.cumprod(x)   # the line the error must point at
+    line = f.__code__.co_firstlineno + 1
+    with pytest.raises(nf.onnx.UnsupportedOperationError) as e:
+        nf.onnx.export(f, [S(None)], str(tmp_path / "x.onnx"))
+    msg = str(e.value)
+    assert "'cumprod'" in msg and "test_onnx.py:%d" % line in msg
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def test_variable_assignment_is_refused(tmp_path):
+    v = nf.Variable(np.zeros(3, F32))
+
+    def f(x):
+        v.assign_add(x)
+        return v.read_value()
+    with pytest.raises(nf.onnx.UnsupportedOperationError, match="assign"):
+        nf.onnx.export(f, [S(3)], str(tmp_path / "x.onnx"))
+
+
+def test_signature_and_names(tmp_path):
+    with pytest.raises(TypeError, match="TensorSpec"):
+        nf.onnx.export(lambda x: x, [np.zeros(3)], None)
+    with pytest.raises(ValueError, match="opset"):
+        nf.onnx.export(lambda x: x, [S(3)], None, opset=9)
+    m = nf.onnx.export(lambda x, y: (x + y, {"k": y * 2}) and (x + y, y * 2),
+                       [nf.TensorSpec([None, 2], F32, name="a"), nf.TensorSpec([2], F32, "b")],
+                       str(tmp_path / "n.onnx"), output_names=["s", "d"])
+    assert [i.name for i in m.graph.input] == ["a", "b"]
+    assert [o.name for o in m.graph.output] == ["s", "d"]
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "a_dim0" and dims[1].dim_value == 2
+    got = _run_onnx(str(tmp_path / "n.onnx"), [np.ones((3, 2), F32), np.ones(2, F32)])
+    np.testing.assert_array_equal(got[0], np.full((3, 2), 2, F32))
+
+
+def test_opset_13(tmp_path):
+    def f(x):
+        return tnp.max(x, axis=0), tnp.sum(x, axis=1), tnp.any(x > 0, axis=0)
+    check(tmp_path, f, [S(None, 3)], [(_r(4, 3),)], opset=13)
