@@ -269,16 +269,10 @@ def _abs(ctx, n, ins):
     return ctx.op("Abs", ins)
 
 
-def _real(ctx, n, ins):
+def _conj(ctx, n, ins):
     if np.dtype(n.inputs[0].dtype).kind == "c":
         ctx.fail("complex numbers")
     return ctx.op("Identity", ins)
-
-
-def _imag(ctx, n, ins):
-    if np.dtype(n.inputs[0].dtype).kind == "c":
-        ctx.fail("complex numbers")
-    return _zeros_like_value(ctx, ins[0], n.outputs[0].dtype)
 
 
 def _zeros_like_value(ctx, x, dtype, value=0):
@@ -513,17 +507,46 @@ def _argext(op_type):
 
 
 def _sum_to(ctx, n, ins):
+    """ct summed down to like's shape (NumPy's broadcasting undone): the extra leading axes
+    always; an axis where like has size 1 always (summing a size-1 axis changes nothing); an
+    axis whose size in like is unknown while tracing, when it is 1 at run time (an If)."""
+    h = ctx.h
     ct, like = n.inputs
     keep, like_keep = n.params.get("keep", 0), n.params.get("like_keep", 0)
     body, target = ct.shape[keep:], like.shape[like_keep:]
-    if None in body or None in target:
-        ctx.fail("sum_to with sizes unknown while tracing")
-    from ..primitives.reduction import _sum_to_axes
-    axes, target = _sum_to_axes(ct.shape, like.shape, keep, like_keep)
+    lead = len(body) - len(target)
     x = ins[0]
-    if axes:
-        x = ctx.reduce("ReduceSum", x, axes, True)
-    return ctx.op("Reshape", [x, ctx.i64([0] * keep + list(target))])
+    static = list(range(keep, keep + lead)) + [keep + lead + i for i, d in enumerate(target)
+                                               if d == 1 and body[lead + i] != 1]
+    if static:
+        x = ctx.reduce("ReduceSum", x, static, True)
+    dt = _tensor_type(ctx.onnx, ct.dtype)
+    for i, d in enumerate(target):
+        if d is not None or body[lead + i] == 1:
+            continue
+        axis = keep + lead + i
+        one = ctx.op("Equal", [ctx.dim(ins[1], like_keep + i), ctx.i64([1])])
+        one = ctx.op("Squeeze", [one, ctx.i64([0])])
+
+        def branch(make):
+            saved, ctx.nodes = ctx.nodes, []
+            try:
+                out = make()
+                return h.make_graph(ctx.nodes, ctx.fresh("sum_to"), [],
+                                    [h.make_tensor_value_info(out, dt, None)])
+            finally:
+                ctx.nodes = saved
+        x_now = x
+        x = ctx.op("If", [one],
+                   then_branch=branch(lambda: ctx.reduce("ReduceSum", x_now, [axis], True)),
+                   else_branch=branch(lambda: ctx.op("Identity", [x_now])))
+    if None in target or None in ct.shape[:keep]:
+        tail = ctx.op("Shape", [ins[1]], start=like_keep)
+        if keep:
+            tail = ctx.op("Concat", [ctx.op("Shape", [ins[0]], start=0, end=keep), tail], axis=0)
+    else:
+        tail = ctx.i64(list(ct.shape[:keep]) + list(target))
+    return ctx.op("Reshape", [x, tail])
 
 
 # ------------------------------------------------------------------ shape
@@ -605,7 +628,7 @@ def _getitem(ctx, n, ins):
             if np.dtype(n.inputs[1].dtype) != np.int64:
                 idx = ctx.cast(idx, np.int64)
             return ctx.op("Gather", [x, idx], axis=axis)
-        ctx.fail("advanced indexing other than one integer array along one axis")
+        return _advanced_getitem(ctx, n, x, arrays)
     # basic indexing: an Ellipsis expands to whole slices
     entries = []
     used = sum(1 for k in kinds if k in "si")
@@ -655,6 +678,149 @@ def _getitem(ctx, n, ins):
     if r is x:
         r = ctx.op("Identity", [x])
     return r
+
+
+def _expand_ellipsis(spec, ndim):
+    used = sum(1 for e in spec if e[0] in "sia")
+    out = []
+    for e in spec:
+        if e[0] == "e":
+            out.extend([("s", None, None, None)] * (ndim - used))
+            used = ndim
+        else:
+            out.append(e)
+    out.extend([("s", None, None, None)] * (ndim - sum(1 for e in out if e[0] in "sia")))
+    return out
+
+
+def _advanced_getitem(ctx, n, x, arrays):
+    """Integer arrays (and integers) on several axes, every other axis whole: the indexed axes
+    go first, the index arrays broadcast and stack into a GatherND, and the result block goes
+    back in place when the indexed axes were adjacent (NumPy's rule)."""
+    xv = n.inputs[0]
+    entries = _expand_ellipsis(n.params["spec"], xv.ndim)
+    if any(e[0] == "n" for e in entries) or any(e[0] == "s" and not _full(e) for e in entries):
+        ctx.fail("advanced indexing mixed with slices or newaxis")
+    adv, idx, it = [], [], iter(zip(arrays, n.inputs[1:]))
+    for d, e in enumerate(entries):
+        if e[0] == "a":
+            a, v = next(it)
+            idx.append(a if np.dtype(v.dtype) == np.int64 else ctx.cast(a, np.int64))
+            adv.append(d)
+        elif e[0] == "i":
+            idx.append(ctx.const(np.int64(e[1])))
+            adv.append(d)
+    rest = [d for d in range(xv.ndim) if d not in adv]
+    xt = x if adv + rest == list(range(xv.ndim)) else \
+        ctx.op("Transpose", [x], perm=adv + rest)
+    # the common shape of the index arrays, read at run time
+    total = idx[0]
+    for a in idx[1:]:
+        total = ctx.op("Add", [total, a])
+    shape = ctx.op("Shape", [total])
+    last = ctx.i64([-1])
+    cols = [ctx.op("Unsqueeze", [ctx.op("Expand", [a, shape]), last]) for a in idx]
+    r = ctx.op("GatherND", [xt, ctx.op("Concat", cols, axis=-1)])
+    adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
+    if adjacent and adv[0] > 0:
+        nb = n.outputs[0].ndim - len(rest)
+        p = adv[0]
+        perm = list(range(nb, nb + p)) + list(range(nb)) + list(range(nb + p, nb + len(rest)))
+        r = ctx.op("Transpose", [r], perm=perm)
+    return r
+
+
+def _basic_positions(ctx, n, x):
+    """For an index of slices, integers, newaxis and Ellipsis (no arrays): the positions it
+    selects in `x` as an int64 tensor (*region, ndim), read at run time (each axis's indices
+    are arange(size)[slice], so NumPy's slice clamping holds), and the region's shape."""
+    xv = n.inputs[0]
+    entries = [e for e in _expand_ellipsis(n.params["spec"], xv.ndim) if e[0] != "n"]
+    vecs = []
+    for d, e in enumerate(entries):
+        r = ctx.op("Range", [ctx.const(np.int64(0)),
+                             ctx.op("Squeeze", [ctx.dim(x, d), ctx.i64([0])]),
+                             ctx.const(np.int64(1))])
+        if e[0] == "i":
+            k = e[1]
+            r = ctx.op("Slice", [r, ctx.i64([k]), ctx.i64([_BIG if k == -1 else k + 1])])
+        elif not _full(e):
+            _, a, b, st = e
+            st = 1 if st is None else st
+            lo = (0 if a is None else a) if st > 0 else (_BIG if a is None else a)
+            hi = (_BIG if b is None else b) if st > 0 else (_SMALL if b is None else b)
+            r = ctx.op("Slice", [r, ctx.i64([lo]), ctx.i64([hi]), ctx.i64([0]), ctx.i64([st])])
+        vecs.append(r)
+    region = ctx.op("Concat", [ctx.op("Shape", [v]) for v in vecs], axis=0)
+    cols = []
+    for d, v in enumerate(vecs):
+        shape = [1] * len(vecs)
+        shape[d] = -1
+        grid = ctx.op("Expand", [ctx.op("Reshape", [v, ctx.i64(shape)]), region])
+        cols.append(ctx.op("Unsqueeze", [grid, ctx.i64([-1])]))
+    return ctx.op("Concat", cols, axis=-1), region
+
+
+class _Fake:
+    """A stand-in node for reusing a converter on part of another node's work."""
+    def __init__(self, x, params):
+        self.inputs, self.params = (x,), params
+
+
+def _scatter_one_array(ctx, n, ins, reduction):
+    """x[..., idx, ...] = v (or +=, duplicates summed) for one index array on one axis, every
+    other axis whole: that axis goes first, a ScatterND writes rows, and it goes back."""
+    xv = n.inputs[0]
+    entries = _expand_ellipsis(n.params["spec"], xv.ndim)
+    axis = [e[0] for e in entries].index("a")
+    x, v, idx = ins[0], ins[1], ins[2]
+    if np.dtype(n.inputs[2].dtype) != np.int64:
+        idx = ctx.cast(idx, np.int64)
+    size = ctx.dim(x, axis)
+    idx = ctx.op("Where", [ctx.op("Less", [idx, ctx.const(np.int64(0))]),
+                           ctx.op("Add", [idx, size]), idx])
+    perm = [axis] + [d for d in range(xv.ndim) if d != axis]
+    inv = list(np.argsort(perm))
+    # the values broadcast to the shape of x[..., idx, ...]
+    vals = ctx.op("Expand", [v, ctx.op("Shape", [ctx.op("Gather", [x, idx], axis=axis)])])
+    if n.inputs[2].ndim != 1:
+        ctx.fail(f"{n.prim.name} with a {n.inputs[2].ndim}-d index array")
+    xt = ctx.op("Transpose", [x], perm=perm) if axis else x
+    vt = ctx.op("Transpose", [vals], perm=perm) if axis else vals
+    kw = {"reduction": "add"} if reduction == "add" else {}
+    r = ctx.op("ScatterND", [xt, ctx.op("Unsqueeze", [idx, ctx.i64([-1])]), vt], **kw)
+    return ctx.op("Transpose", [r], perm=inv) if axis else r
+
+
+def _scatter(reduction):
+    """x[index] = v (or += v) for an index of slices and integers into a static shape: the
+    positions are computed now, the values broadcast to them, and one ScatterND writes them.
+    One index array on one axis (the gradient of a gather) is written by rows."""
+    def conv(ctx, n, ins):
+        x, v = ins[0], ins[1]
+        spec = n.params["spec"]
+        kinds = [e[0] for e in spec]
+        if ctx.opset < 16:
+            ctx.fail(f"{n.prim.name} below opset 16")
+        if kinds.count("a") == 1 and kinds.count("e") <= 1 and all(
+                k in "ae" or _full(e) for k, e in zip(kinds, spec)):
+            if reduction is None:
+                # duplicates: NumPy keeps the last write, ScatterND leaves it unspecified
+                ctx.fail("index_update with an index array (repeated indices)")
+            return _scatter_one_array(ctx, n, ins, reduction)
+        if "a" in kinds:
+            ctx.fail(f"{n.prim.name} with index arrays mixed with other indices")
+        pos, region = _basic_positions(ctx, n, x)
+        # v broadcast to x[index], then laid out as the region (a reshape: integers keep a
+        # size-1 axis there, newaxis entries have size 1)
+        selected = _getitem(ctx, _Fake(n.inputs[0], n.params), [x])
+        vals = ctx.op("Reshape", [ctx.op("Expand", [v, ctx.op("Shape", [selected])]), region])
+        if reduction == "add":
+            if np.dtype(n.outputs[0].dtype).kind == "b":
+                ctx.fail("index_add of booleans")
+            return ctx.op("ScatterND", [x, pos, vals], reduction="add")
+        return ctx.op("ScatterND", [x, pos, vals])
+    return conv
 
 
 def _iota(ctx, n, ins):
@@ -856,6 +1022,54 @@ def _while(ctx, n, ins):
     return res if len(init) > 1 else [res]
 
 
+def _scan(ctx, n, ins):
+    """scan as an ONNX Loop: the carries are loop values, each step reads xs[i] by Gather, the
+    per-step results are the Loop's scan outputs (flipped back for a reverse scan)."""
+    h = ctx.h
+    p = n.params
+    if p["record"]:
+        ctx.fail("a scan recording its carries (a gradient of a scan)")
+    nc, ncar = p["n_consts"], p["n_carry"]
+    consts, init, xs = ins[:nc], ins[nc:nc + ncar], ins[nc + ncar:]
+    body_g = p["body"].graph
+    if xs:
+        length = ctx.dim(xs[0], 0)
+    else:
+        length = ctx.i64([p["length"]])
+    length = ctx.op("Squeeze", [length, ctx.i64([0])])
+    it_name, c_name = ctx.fresh("iter"), ctx.fresh("cond_in")
+    carried = [ctx.fresh("carried") for _ in init]
+    cvars = n.inputs[nc:nc + ncar]
+    formals = [h.make_tensor_value_info(it_name, ctx.onnx.TensorProto.INT64, []),
+               h.make_tensor_value_info(c_name, ctx.onnx.TensorProto.BOOL, [])] + [
+        h.make_tensor_value_info(nm, _tensor_type(ctx.onnx, v.dtype), None)
+        for nm, v in zip(carried, cvars)]
+    saved, ctx.nodes = ctx.nodes, []
+    try:
+        i = it_name
+        if p["reverse"]:
+            i = ctx.op("Sub", [ctx.op("Sub", [length, ctx.const(np.int64(1))]), it_name])
+        steps = [ctx.op("Gather", [x, i], axis=0) for x in xs]
+        benv = {v.id: x for v, x in zip(body_g.inputs, list(consts) + carried + steps)}
+        _emit_graph(ctx, body_g, benv, _table())
+        res = [ctx.op("Identity", [benv[o.id]]) for o in body_g.outputs]
+        keep = ctx.op("Identity", [c_name])
+        outs = [h.make_tensor_value_info(keep, ctx.onnx.TensorProto.BOOL, [])] + [
+            h.make_tensor_value_info(nm, _tensor_type(ctx.onnx, o.dtype), None)
+            for nm, o in zip(res, body_g.outputs)]
+        body = h.make_graph(ctx.nodes, ctx.fresh("scan_body"), formals, outs)
+    finally:
+        ctx.nodes = saved
+    true = ctx.const(np.bool_(True))
+    trip = ctx.op("Reshape", [length, ctx.i64([])])
+    out = ctx.op("Loop", [trip, true] + list(init), n_out=len(body_g.outputs), body=body)
+    out = out if isinstance(out, list) else [out]
+    if p["reverse"]:
+        out = out[:ncar] + [ctx.op("Slice", [y, ctx.i64([-1]), ctx.i64([_SMALL]), ctx.i64([0]),
+                                             ctx.i64([-1])]) for y in out[ncar:]]
+    return out
+
+
 # ================================================================== the table
 _TABLE = None
 
@@ -882,7 +1096,7 @@ def _table():
         E.arccosh_p: _float_only("Acosh"), E.arctanh_p: _float_only("Atanh"),
         E.reciprocal_p: _float_only("Reciprocal"), E.abs_p: _abs, E.sign_p: _sign,
         E.floor_p: _float_only("Floor"), E.ceil_p: _float_only("Ceil"), E.trunc_p: _trunc,
-        E.rint_p: _float_only("Round"), E.conj_p: _real, E.real_p: _real, E.imag_p: _imag,
+        E.rint_p: _float_only("Round"), E.conj_p: _conj,
         E.logical_not_p: _logical_not, E.invert_p: _invert, E.isnan_p: _isnan_isinf("IsNaN"),
         E.isinf_p: _isnan_isinf("IsInf"), E.isfinite_p: _isfinite,
         E.convert_p: _convert, E.copy_p: _identity,
@@ -904,12 +1118,14 @@ def _table():
         S.reshape_p: _reshape, S.reshape_like_p: _reshape_like, S.transpose_p: _transpose,
         S.expand_dims_p: _expand_dims, S.squeeze_p: _squeeze, S.broadcast_to_p: _broadcast_to,
         S.concatenate_p: _concatenate, S.split_like_p: _split_like,
-        I.getitem_p: _getitem, I.iota_p: _iota, I.nonzero_p: _nonzero,
+        I.getitem_p: _getitem, I.index_update_p: _scatter(None),
+        I.index_add_p: _scatter("add"), I.iota_p: _iota, I.nonzero_p: _nonzero,
         L.matmul_p: _matmul, L.einsum_p: _einsum, C.cumsum_p: _cumsum,
         So.sort_p: _topk_sort("values"), So.argsort_p: _topk_sort("indices"),
         Rn.random_draw_p: _random, M.stop_gradient_p: _identity, shape_p: _shape,
         read_var_p: _read_variable, assign_var_p: _assign_variable,
         Cf.cond_p: _cond, Cf.cond_effect_p: _cond, Cf.while_p: _while, Cf.while_effect_p: _while,
+        Cf.scan_p: _scan, Cf.scan_effect_p: _scan,
     }
     _TABLE = t
     return t
