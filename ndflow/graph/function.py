@@ -156,6 +156,20 @@ class ConcreteFunction:
     def pretty_printed(self):
         return format_graph(self.graph)
 
+    def to_dot(self, optimized=True):
+        """The graph as Graphviz DOT text: after the compiler's passes (`optimized=True`, fused
+        regions outlined as clusters) or as traced. Nodes show primitive, parameters, shapes
+        and dtypes. Not in TensorFlow (which shows graphs in TensorBoard)."""
+        g = self.graph if optimized else self.traced_graph
+        return g.to_dot("%s (%s)" % (self.name, "optimized" if optimized else "traced"))
+
+    def render(self, path, format=None, optimized=True):
+        """Draw the graph (`to_dot`) into an image file with Graphviz's `dot` program
+        (`format`: 'svg', 'png'...; default from the path's extension). Raises RuntimeError
+        saying how to install Graphviz when `dot` is missing. Returns the path."""
+        from .dot import render
+        return render(self.to_dot(optimized), path, format)
+
     def memory_report(self):
         """Peak live bytes, bytes allocated and reused per call (ndflow/graph/memory.py)."""
         from .memory import memory_report

@@ -70,6 +70,11 @@ class Graph:
     def __str__(self):
         return format_graph(self)
 
+    def to_dot(self, title=None):
+        """This graph as Graphviz DOT text (ndflow/graph/dot.py)."""
+        from .dot import to_dot
+        return to_dot(self, title)
+
 
 class SubGraph:
     """A closed graph used as a parameter (a branch, a loop body): called with buffers, it
