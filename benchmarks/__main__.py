@@ -1,5 +1,10 @@
 """Run the benchmark table:  python -m benchmarks [--quick] [--systems numpy,ndflow,tf,jax,torch]
 
+The raw results go to benchmarks/results/results.json, and the figures (the sigmoid's time
+against size, the comparison bars; matplotlib) to benchmarks/results/*.png.
+``python -m benchmarks --plot-only benchmarks/results/results.json`` redraws the figures from
+saved results without running anything.
+
 Rows are workloads x sizes; columns are the median time per call for each system
 (NumPy, ndflow eager, ndflow ``nf.function``, and TensorFlow, JAX and PyTorch when
 installed), followed by the ratio of each column to NumPy.  Each system runs in its own
@@ -26,6 +31,7 @@ from . import systems, workloads
 from .run_one import MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
 
 SHORT = {"numpy": "np", "ndflow": "nf eager", "ndflow_fn": "nf.function",
          "tf": "tf eager", "tf_fn": "tf.function", "jax_jit": "jax.jit",
@@ -116,6 +122,11 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds per subprocess (default 900, quick 300)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write raw results here")
+    p.add_argument("--plot-only", default=None, metavar="RESULTS.json",
+                   help="draw the figures from saved results (a --json file) and exit")
+    p.add_argument("--no-plot", action="store_true", help="draw no figures")
+    p.add_argument("--out", default=str(RESULTS), metavar="DIR",
+                   help="where results.json and the figures go (default: benchmarks/results)")
     p.add_argument("-v", "--verbose", action="store_true", help="show subprocess stderr (tracebacks of n/a cells)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every system's kernels (BLAS, Eigen, OpenMP); default: each "
@@ -124,6 +135,11 @@ def main(argv=None) -> int:
                    help="interpreter of an environment holding TensorFlow / JAX / PyTorch "
                         "(default: $NDFLOW_PEER_PYTHON)")
     args = p.parse_args(argv)
+    if args.plot_only:
+        from .plots import plot_results
+        for path in plot_results(args.plot_only, args.out):
+            print(f"[bench] wrote {path}", file=sys.stderr)
+        return 0
     if args.timeout is None:
         args.timeout = 300.0 if args.quick else 900.0
 
@@ -206,11 +222,15 @@ def main(argv=None) -> int:
             print(f"  - {msg}  ({scope})")
     print(f"total {elapsed:.0f} s")
 
-    if args.json:
-        path = Path(args.json)
+    data = {"argv": sys.argv[1:] if argv is None else list(argv),
+            "runs": list(results.values())}
+    for path in [Path(args.out) / "results.json"] + ([Path(args.json)] if args.json else []):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"argv": sys.argv[1:], "runs": list(results.values())},
-                                   indent=1))
+        path.write_text(json.dumps(data, indent=1))
+    if not args.no_plot:
+        from .plots import plot_results
+        for path in plot_results(data, args.out):
+            print(f"[bench] wrote {path}", file=sys.stderr)
     return 0
 
 

@@ -38,6 +38,9 @@ WORKLOADS: dict[str, list[Case]] = {
     ],
     "sigmoid": [
         Case("sigmoid", "1", "1", {"n": 1}),
+        # sizes between, for the guide's figure of time against size
+        Case("sigmoid", "1024", "2**10", {"n": 2**10}),
+        Case("sigmoid", "32768", "2**15", {"n": 2**15}),
         Case("sigmoid", "1048576", "2**20", {"n": 2**20}),
         Case("sigmoid", "16777216", "2**24", {"n": 2**24}, quick=False),
     ],
