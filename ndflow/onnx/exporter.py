@@ -134,6 +134,7 @@ def _tensor_type(onnx, dtype):
 
 def _emit_graph(ctx, g, env, table):
     """Convert the nodes of `g` (env: var id -> ONNX name, its inputs already there)."""
+    outer = ctx.node           # a control-flow node whose body this is
     for c in g.consts:
         env[c.id] = ctx.const(np.asarray(c.const))
     for n in g.nodes:
@@ -148,7 +149,7 @@ def _emit_graph(ctx, g, env, table):
             outs = [outs]
         for o, name in zip(n.outputs, outs):
             env[o.id] = name
-    ctx.node = None
+    ctx.node = outer
 
 
 def _subgraph(ctx, g, env, table, name, prefix_inputs=()):
@@ -343,16 +344,23 @@ def _power(ctx, n, ins):
 
 
 def _extremum(op_type):
-    """NumPy's maximum/minimum propagate NaN from either operand."""
+    """NumPy's maximum/minimum propagate NaN from either operand (ONNX leaves NaN
+    unspecified). The NaN test is skipped for a constant operand that holds none (relu's 0)."""
     def conv(ctx, n, ins):
         a, b = ins
         if np.dtype(n.outputs[0].dtype).kind == "b":
             return ctx.op("Or" if op_type == "Max" else "And", ins)
         r = ctx.op(op_type, [a, b])
-        if _is_float(n.outputs[0]):
-            r = ctx.where(ctx.op("IsNaN", [a]), ctx.op("Add", [a, b]), r, n.outputs[0].dtype)
-            r = ctx.where(ctx.op("IsNaN", [b]), ctx.op("Add", [a, b]), r, n.outputs[0].dtype)
-        return r
+        if not _is_float(n.outputs[0]):
+            return r
+        tests = [ctx.op("IsNaN", [x]) for x, v in zip(ins, n.inputs)
+                 if not (v.kind == "c" and not np.isnan(np.asarray(v.const)).any())]
+        if not tests:
+            return r
+        nan = tests[0] if len(tests) == 1 else ctx.op("Or", tests)
+        # NaN is selected as the first operand: the sign of a zero maximum (NumPy's own
+        # depends on its SIMD loop) is not the point here, NaN is
+        return ctx.op("Where", [nan, ctx.op("Add", [a, b]), r])
     return conv
 
 
