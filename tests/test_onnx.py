@@ -302,7 +302,7 @@ def test_indexing(tmp_path):
     def f(x, i):
         return (x[1:], x[::-1], x[:, ::2], x[-1], x[0, 1:3], x[..., 1], x[None, :, None],
                 x[:, -3:-1], x[2::-2], x[i], x[:, i], tnp.take(x, i, axis=1), x[x > 0],
-                x[:, 3], x[-2:, ...])
+                x[:, 3], x[-2:, ...], x[i, -i], x[-1, i], tnp.take(x, i))
     i = np.array([0, -1, 2, 2], I64)
     SEEN.update(check(tmp_path, f, [S(None, 4), S(None, dtype=I64)],
                       [(_r(5, 4), i), (_r(3, 4), i[:1])]))

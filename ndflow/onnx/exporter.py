@@ -87,14 +87,6 @@ class _Ctx:
         return self.op("Shape", [x], start=axis, end=axis + 1) if axis != -1 else \
             self.op("Shape", [x], start=-1)
 
-    def shape_vector(self, x, var, sizes):
-        """A 1-D int64 shape tensor for `sizes` (a tuple with None = that axis of `var`/`x`,
-        which must have the same rank)."""
-        if None not in sizes:
-            return self.i64(list(sizes))
-        parts = [self.dim(x, i) if d is None else self.i64([d]) for i, d in enumerate(sizes)]
-        return self.op("Concat", parts, axis=0)
-
     def reduce(self, op_type, x, axes, keepdims):
         if self.opset >= 18 or op_type == "ReduceSum":
             return self.op(op_type, [x, self.i64(list(axes))], keepdims=int(keepdims))
@@ -152,10 +144,9 @@ def _emit_graph(ctx, g, env, table):
     ctx.node = outer
 
 
-def _subgraph(ctx, g, env, table, name, prefix_inputs=()):
-    """An ONNX GraphProto for the ndflow graph `g` used as an If branch or Loop body: the values
-    of `g`'s inputs are the outer names in `env` (ONNX bodies read outer scope by name), or, for
-    `prefix_inputs` [(var, value_info)], the body's own formal inputs."""
+def _subgraph(ctx, g, env, table, name):
+    """An ONNX GraphProto for the ndflow graph `g` used as an If branch: the values of `g`'s
+    inputs are the outer names in `env` (ONNX bodies read the enclosing scope by name)."""
     h = ctx.h
     saved, ctx.nodes = ctx.nodes, []
     env = dict(env)
@@ -166,7 +157,7 @@ def _subgraph(ctx, g, env, table, name, prefix_inputs=()):
             # a body's outputs must be its own values, not outer or input names
             nm = ctx.op("Identity", [env[o.id]])
             outs.append(h.make_tensor_value_info(nm, _tensor_type(ctx.onnx, o.dtype), None))
-        body = h.make_graph(ctx.nodes, ctx.fresh(name), [vi for _, vi in prefix_inputs], outs)
+        body = h.make_graph(ctx.nodes, ctx.fresh(name), [], outs)
     finally:
         ctx.nodes = saved
     return body
@@ -718,6 +709,9 @@ def _advanced_getitem(ctx, n, x, arrays):
         elif e[0] == "i":
             idx.append(ctx.const(np.int64(e[1])))
             adv.append(d)
+    # negative indices count from the end (NumPy); GatherND's support for them varies
+    idx = [ctx.op("Where", [ctx.op("Less", [a, ctx.const(np.int64(0))]),
+                            ctx.op("Add", [a, ctx.dim(x, d)]), a]) for a, d in zip(idx, adv)]
     rest = [d for d in range(xv.ndim) if d not in adv]
     xt = x if adv + rest == list(range(xv.ndim)) else \
         ctx.op("Transpose", [x], perm=adv + rest)
