@@ -155,6 +155,22 @@ def test_gradient_of_a_loss_exports(tmp_path):
                       rtol=1e-5, atol=1e-6))
 
 
+def test_per_example_gradients(tmp_path):
+    """The guide's vectorized per-example gradients: batching gives an ordinary graph."""
+    w = nf.Variable(_r(4, 3, seed=5))
+
+    def per_example(x, y):
+        def one(arg):
+            xi, yi = arg
+            with nf.GradientTape() as tape:
+                loss = tnp.sum((tnp.tanh(xi @ w) - yi) ** 2)
+            return tape.gradient(loss, w)
+        return nf.vectorized_map(one, (x, y))
+    SEEN.update(check(tmp_path, per_example, [S(None, 4), S(None, 3)],
+                      [(_r(5, 4), _r(5, 3, seed=1)), (_r(2, 4), _r(2, 3, seed=2))],
+                      rtol=1e-5, atol=1e-5))
+
+
 # ------------------------------------------------------------------ per-primitive sweep
 def test_gradient_with_unknown_sizes(tmp_path):
     """Gradients under None sizes use the run-time shape primitives (sum_to, reshape_like,
@@ -362,9 +378,12 @@ def test_while_loop(tmp_path):
         def body(i, acc):
             return i + 1, acc * 0.5 + tnp.sin(x)
         _, out = nf.while_loop(lambda i, acc: i < n, body, (tnp.asarray(0), tnp.zeros_like(x)))
+        _, capped = nf.while_loop(lambda i, acc: i < n, body, (tnp.asarray(0), x),
+                                  maximum_iterations=3)
         ys = nf.scan(lambda c, e: c * 0.5 + e, x * 2, initializer=tnp.float32(1))
         rev = scan_carry(lambda c, e: (c + e, c * e), tnp.float32(0), x, reverse=True)
-        return out, nf.fori_loop(0, 3, lambda i, s: s + x * i.astype(x.dtype), x), ys, rev
+        return out, nf.fori_loop(0, 3, lambda i, s: s + x * i.astype(x.dtype), x), ys, rev, \
+            capped
     SEEN.update(check(tmp_path, f, [S(None), S(dtype=I64)],
                       [(_r(4), np.int64(5)), (_r(2), np.int64(0))], rtol=1e-5, atol=1e-6))
 
@@ -393,7 +412,7 @@ def test_random_draws(tmp_path):
 SWEEP = [test_bool_ops, test_broadcasting_and_where, test_casts, test_float64, test_reductions,
          test_shapes, test_indexing, test_linalg, test_cumsum_and_sorting, test_integer_sort,
          test_dynamic_shapes, test_cond_and_switch, test_while_loop, test_random_draws,
-         test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes, test_sigmoid, test_curve_fit_model]
+         test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes, test_per_example_gradients, test_sigmoid, test_curve_fit_model]
 
 
 def test_every_claimed_primitive_is_exercised(tmp_path):
