@@ -12,7 +12,8 @@ from benchmarks.__main__ import main
 def _runs():
     sizes = {"1": 1, "1024": 2**10, "32768": 2**15, "1048576": 2**20}
     runs = []
-    for system, cols in (("numpy", {"numpy": 1.0}), ("ndflow", {"ndflow": 2.0, "ndflow_fn": 0.5})):
+    for system, cols in (("numpy", {"numpy": 1.0}),
+                         ("ndflow", {"ndflow": 2.0, "ndflow_fn": 0.5})):
         for w in ("sigmoid", "add"):
             res = {}
             for key, n in sizes.items():
@@ -28,8 +29,9 @@ def _runs():
 
 def test_times_from_json():
     t = plots._times(_runs()["runs"])
+    t0 = 1e-6 + 1024e-9
     assert t[("sigmoid", "1024")] == pytest.approx(
-        {"numpy": 1e-6 + 1024e-9, "ndflow": 2 * (1e-6 + 1024e-9), "ndflow_fn": 0.5 * (1e-6 + 1024e-9)})
+        {"numpy": t0, "ndflow": 2 * t0, "ndflow_fn": 0.5 * t0})
     assert "ndflow_fn" not in t[("add", "1")]
 
 

@@ -412,7 +412,8 @@ def test_random_draws(tmp_path):
 SWEEP = [test_bool_ops, test_broadcasting_and_where, test_casts, test_float64, test_reductions,
          test_shapes, test_indexing, test_linalg, test_cumsum_and_sorting, test_integer_sort,
          test_dynamic_shapes, test_cond_and_switch, test_while_loop, test_random_draws,
-         test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes, test_per_example_gradients, test_sigmoid, test_curve_fit_model]
+         test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes,
+         test_per_example_gradients, test_sigmoid, test_curve_fit_model]
 
 
 def test_every_claimed_primitive_is_exercised(tmp_path):

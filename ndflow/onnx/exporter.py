@@ -226,7 +226,7 @@ def _cbrt(ctx, n, ins):
     dt = n.outputs[0].dtype
     third = ctx.const(1.0 / 3.0, dt)
     mag = ctx.op("Pow", [ctx.op("Abs", [x]), third])
-    r = ctx.where(ctx.op("Less", [x, ctx.const(0, dt)]), ctx.op("Neg", [mag]), mag, n.outputs[0].dtype)
+    r = ctx.where(ctx.op("Less", [x, ctx.const(0, dt)]), ctx.op("Neg", [mag]), mag, dt)
     # zeros keep their sign, NaN stays NaN
     return ctx.where(ctx.op("Equal", [x, ctx.const(0, dt)]), x, r, n.outputs[0].dtype)
 
