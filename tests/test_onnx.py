@@ -334,6 +334,22 @@ def test_linalg(tmp_path):
                       rtol=1e-5, atol=1e-5))
 
 
+def test_det(tmp_path):
+    def f(a):
+        return tnp.linalg.det(a)
+    a = _r(4, 3, 3)
+    a[1] = [[1, 2, 3], [2, 4, 6], [0, 1, 1]]        # singular
+    SEEN.update(check(tmp_path, f, [S(None, 3, 3)], [(a,), (a[:1],)], rtol=1e-4, atol=1e-5))
+
+
+def test_unsigned_shifts(tmp_path):
+    def f(x, k):
+        return x << k, x >> k
+    x = np.array([0, 1, 5, 255, 1 << 20, 12345], np.uint32)
+    k = np.array([0, 1, 3, 4, 2, 7], np.uint32)
+    SEEN.update(check(tmp_path, f, [S(None, dtype=np.uint32)] * 2, [(x, k), (x[:2], k[:2])]))
+
+
 def test_cumsum_and_sorting(tmp_path):
     def f(x):
         return (tnp.cumsum(x, axis=0), tnp.cumsum(x, axis=1), tnp.sort(x, axis=1),
@@ -413,7 +429,8 @@ SWEEP = [test_bool_ops, test_broadcasting_and_where, test_casts, test_float64, t
          test_shapes, test_indexing, test_linalg, test_cumsum_and_sorting, test_integer_sort,
          test_dynamic_shapes, test_cond_and_switch, test_while_loop, test_random_draws,
          test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes,
-         test_per_example_gradients, test_sigmoid, test_curve_fit_model]
+         test_per_example_gradients, test_sigmoid, test_curve_fit_model, test_det,
+         test_unsigned_shifts]
 
 
 def test_every_claimed_primitive_is_exercised(tmp_path):

@@ -425,6 +425,15 @@ def _fmod(ctx, n, ins):
     return ctx.where(zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=1), n.outputs[0].dtype)
 
 
+def _shift(direction):
+    def conv(ctx, n, ins):
+        if np.dtype(n.outputs[0].dtype).kind != "u":
+            # ONNX BitShift is defined for unsigned integers only
+            ctx.fail(f"{n.prim.name} of dtype {n.outputs[0].dtype}")
+        return ctx.op("BitShift", ins, direction=direction)
+    return conv
+
+
 def _not_equal(ctx, n, ins):
     return ctx.op("Not", [ctx.op("Equal", ins)])
 
@@ -1084,6 +1093,7 @@ def _table():
     from ..primitives import elementwise as E, elementwise_extra as X, reduction as R
     from ..primitives import shape as S, indexing as I, linalg as L, cumulative as C
     from ..primitives import sorting as So, random as Rn, misc as M, control as Cf
+    from ..primitives import linalg_decomp as D
     from ..graph.function import shape_p
     from ..train.variable import read_var_p, assign_var_p
     t = {
@@ -1122,7 +1132,8 @@ def _table():
         S.concatenate_p: _concatenate, S.split_like_p: _split_like,
         I.getitem_p: _getitem, I.index_update_p: _scatter(None),
         I.index_add_p: _scatter("add"), I.iota_p: _iota, I.nonzero_p: _nonzero,
-        L.matmul_p: _matmul, L.einsum_p: _einsum, C.cumsum_p: _cumsum,
+        L.matmul_p: _matmul, L.einsum_p: _einsum, D.det_p: _float_only("Det"),
+        E.left_shift_p: _shift("LEFT"), E.right_shift_p: _shift("RIGHT"), C.cumsum_p: _cumsum,
         So.sort_p: _topk_sort("values"), So.argsort_p: _topk_sort("indices"),
         Rn.random_draw_p: _random, M.stop_gradient_p: _identity, shape_p: _shape,
         read_var_p: _read_variable, assign_var_p: _assign_variable,
