@@ -1,12 +1,17 @@
 """The benchmark's figures: drawn from saved results (--plot-only), PNG files that hold the
 systems' data; skipped with a note when matplotlib is absent."""
 import json
+import os
 import sys
 
 import pytest
 
-from benchmarks import plots
-from benchmarks.__main__ import main
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:         # benchmarks/ is not installed with the package
+    sys.path.insert(0, ROOT)
+
+from benchmarks import plots  # noqa: E402
+from benchmarks.__main__ import main  # noqa: E402
 
 
 def _runs():
