@@ -8,6 +8,12 @@ mobile and server runtimes).
 Needs the optional `onnx` package (`pip install ndflow[onnx]`, which also brings onnxruntime to
 run the files); it is imported only when `export` runs.
 """
-from .exporter import export, supported_primitives, UnsupportedOperationError, DEFAULT_OPSET
-
 __all__ = ["export", "supported_primitives", "UnsupportedOperationError", "DEFAULT_OPSET"]
+
+
+def __getattr__(name):
+    # the exporter (a thousand lines of converters) loads on first use, not with `import ndflow`
+    if name in __all__:
+        from . import exporter
+        return getattr(exporter, name)
+    raise AttributeError(f"module 'ndflow.onnx' has no attribute {name!r}")
