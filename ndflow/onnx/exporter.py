@@ -480,8 +480,9 @@ def _reduction(op_type):
         if op_type in ("ReduceMax", "ReduceMin") and _is_float(n.inputs[0]):
             # NumPy's max/min propagate NaN
             nan = ctx.reduce("ReduceMax", ctx.cast(ctx.op("IsNaN", [x]), np.int32), axes, keep)
-            r = ctx.where(ctx.cast(nan, np.bool_), ctx.const(np.nan, n.outputs[0].dtype),
-                                 r, n.outputs[0].dtype)
+            # (NaN in Where's first operand: the extremum, second, keeps its sign of zero)
+            r = ctx.op("Where", [ctx.cast(nan, np.bool_), ctx.const(np.nan, n.outputs[0].dtype),
+                                 r])
         return r
     return conv
 
