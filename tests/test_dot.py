@@ -129,3 +129,16 @@ def test_graph_method_and_values_unchanged():
     after = [np.asarray(v) for v in f(x, y)]
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a, b)
+
+
+def test_buffer_reuse_edges_are_dashed():
+    def f(x, w):
+        return tnp.exp(tnp.tanh(x @ w) @ w.T) * 2 + 1
+    cf = nf.function(f).get_concrete_function(nf.TensorSpec([256, 256]),
+                                              nf.TensorSpec([256, 256]))
+    donated = sum(len(getattr(n.prim.impl, "donated", None) or {}) for n in cf.graph.nodes)
+    assert donated, "large intermediates should be reused"
+    text = cf.to_dot()
+    assert text.count("style=dashed") == donated
+    # the traced graph has no reuse
+    assert "style=dashed" not in cf.to_dot(optimized=False)
