@@ -84,7 +84,12 @@ class _Into:
 
 
 def _prim_like(p, impl, donated_to):
-    q = Primitive(p.name, impl, p.abstract, multiple_results=p.multiple_results)
+    # the donated buffers are extra trailing inputs: the shape rule (which the graph verifier
+    # runs) sees only the real operands
+    n_extra = len(donated_to)
+    abstract = None if p.abstract is None else \
+        (lambda *a, **k: p.abstract(*a[:len(a) - n_extra], **k))
+    q = Primitive(p.name, impl, abstract, multiple_results=p.multiple_results)
     try:
         REGISTRY.remove(q)    # per graph, not a primitive anyone binds
     except ValueError:
