@@ -82,7 +82,7 @@ def encode(tensors, metadata=None):
         a = np.asarray(a)
         if a.dtype == _C128:
             extra[name] = "complex128"
-            a = _le(a).view(np.float64).reshape(a.shape + (2,))
+            a = _le(a).reshape(-1).view(np.float64).reshape(a.shape + (2,))
         elif a.dtype not in _CODES:
             raise TypeError(f"cannot store tensor {name!r} of dtype {a.dtype}; storable dtypes: "
                             + ", ".join(sorted(d.name for d in _CODES)) + ", complex128")
