@@ -75,10 +75,11 @@ class SubGraph:
     """A closed graph used as a parameter (a branch, a loop body): called with buffers, it
     runs its optimized, generated code (compiled on first use). Hashable by identity, so nodes
     holding it stay hashable for CSE."""
-    __slots__ = ("graph", "name", "effect", "_run", "cache", "__weakref__")
+    __slots__ = ("graph", "source", "name", "effect", "_run", "cache", "__weakref__")
 
     def __init__(self, graph, name=None):
         self.graph = graph
+        self.source = graph       # as traced, before `compile` optimizes and fuses it
         self.name = name or graph.name
         self.effect = any(n.prim.effect or any(s.effect for s in n.subgraphs())
                           for n in graph.nodes)
