@@ -111,7 +111,7 @@ class Encoder:
         if isinstance(v, Variable):
             return {"$": "variable", "v": self.variable(v)}
         if isinstance(v, SubGraph):
-            return {"$": "graph", "v": self.graph(v.source)}
+            return {"$": "graph", "v": self.graph(v.graph)}
         raise TypeError(f"{where} is a {type(v).__module__}.{type(v).__qualname__}, which a "
                         f"saved model cannot hold (only numbers, strings, dtypes, slices, "
                         f"tuples, arrays, Variables and sub-graphs are data; a Python function "
