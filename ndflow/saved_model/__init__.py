@@ -42,7 +42,6 @@ older tensor files: a crash leaves the previous model loadable.
 """
 import json
 import os
-import secrets
 
 import numpy as np
 
@@ -198,6 +197,7 @@ def save(obj, export_dir, signatures=None, options=None):
         tensors["variables/%d" % i] = v.numpy()
         variables.append({"name": v._name, "shape": list(v.shape), "dtype": v.dtype.name,
                           "trainable": bool(v.trainable)})
+    import secrets          # here, not at import time: `import ndflow` stays fast
     os.makedirs(export_dir, exist_ok=True)
     data = "data-%s.safetensors" % secrets.token_hex(8)
     _tensorfile.write(os.path.join(export_dir, data), tensors, {"format": FORMAT + ".tensors"})

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 import ml_dtypes
@@ -43,6 +42,7 @@ def atomic_write(path, mode="wb"):
     """Open a temporary file beside `path`; on a clean exit flush, fsync and rename it over
     `path` (then fsync the directory, so the rename itself survives a power cut). On an error
     the temporary file is removed and `path` is untouched."""
+    import tempfile         # here, not at import time: `import ndflow` stays fast
     path = os.fspath(path)
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
