@@ -344,3 +344,25 @@ def test_resave_is_atomic(tmp_path, monkeypatch):
     nf.saved_model.save(g, d)
     np.testing.assert_array_equal(nf.saved_model.load(d)(np.ones(2)).numpy(), [10.0, 10.0])
     assert len([p for p in os.listdir(d) if p.endswith(".safetensors")]) == 1
+
+
+def test_random_draws_use_the_global_stream_at_run_time(tmp_path):
+    f = nf.function(lambda x: x + tnp.random.normal(size=(2, 3)) * tnp.random.uniform(),
+                    input_signature=[nf.TensorSpec([None, 3], "float64")])
+    loaded = _save_load(tmp_path, f)
+    x = np.zeros((2, 3))
+    tnp.random.seed(7)
+    want = f(x).numpy()
+    tnp.random.seed(7)
+    np.random.seed(7)
+    oracle = np.random.normal(size=(2, 3)) * np.random.uniform()
+    tnp.random.seed(7)
+    got = loaded(x).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, oracle)
+    assert not np.array_equal(loaded(x).numpy(), got)    # fresh numbers at every call
+    # a draw from a stream the user holds is live state, not data: refused when saving
+    rng = tnp.random.default_rng(0)
+    g = nf.function(lambda x: x + rng.normal(size=3), input_signature=[nf.TensorSpec([3])])
+    with pytest.raises(TypeError, match="parameter 'rs' of primitive 'random_draw'.*Generator"):
+        nf.saved_model.save(g, str(tmp_path / "rng"))
