@@ -366,3 +366,26 @@ def test_random_draws_use_the_global_stream_at_run_time(tmp_path):
     g = nf.function(lambda x: x + rng.normal(size=3), input_signature=[nf.TensorSpec([3])])
     with pytest.raises(TypeError, match="parameter 'rs' of primitive 'random_draw'.*Generator"):
         nf.saved_model.save(g, str(tmp_path / "rng"))
+
+
+def test_a_loaded_model_saves_again(tmp_path):
+    class M(nf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nf.Variable(np.array([2.0, 3.0]))
+
+        @nf.function(input_signature=[nf.TensorSpec([None, 2], "float64")])
+        def __call__(self, x):
+            return x * self.w
+
+    m = M()
+    once = _save_load(tmp_path, m, signatures={"serving_default": m.__call__})
+    d2 = str(tmp_path / "again")
+    nf.saved_model.save(once, d2)
+    twice = nf.saved_model.load(d2)
+    x = np.array([[1.0, -1.0], [0.5, 4.0]])
+    np.testing.assert_array_equal(twice(x).numpy(), m(x).numpy())
+    np.testing.assert_array_equal(twice.signatures["serving_default"](x).numpy(), m(x).numpy())
+    np.testing.assert_array_equal(twice.w.numpy(), [2.0, 3.0])
+    twice.w.assign([1.0, 1.0])
+    np.testing.assert_array_equal(twice(x).numpy(), x)

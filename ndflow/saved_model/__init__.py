@@ -82,6 +82,8 @@ def _concretes(name, f):
     """[(ConcreteFunction, input structure or None)] to save for attribute `name`."""
     if isinstance(f, ConcreteFunction):
         return [(f, None)]
+    if isinstance(f, LoadedFunction):       # re-saving a loaded model
+        return [(c.function.get_concrete_function(), c.function._sig) for c in f._concretes]
     if f._sig is not None:
         return [(f.get_concrete_function(), f._sig)]
     out, seen = [], set()
@@ -100,14 +102,14 @@ def _concretes(name, f):
 
 def _functions_of(obj):
     found = {}
-    if isinstance(obj, (Function, ConcreteFunction)):
+    if isinstance(obj, (Function, ConcreteFunction, LoadedFunction)):
         found["__call__"] = obj
         return found
     for k in sorted(dir(type(obj))):
         if isinstance(getattr(type(obj), k, None), Function):
             found[k] = getattr(obj, k)
     for k, v in sorted(vars(obj).items()) if hasattr(obj, "__dict__") else ():
-        if isinstance(v, (Function, ConcreteFunction)):
+        if isinstance(v, (Function, ConcreteFunction, LoadedFunction)):
             found[k] = v
     return found
 
@@ -146,18 +148,20 @@ def save(obj, export_dir, signatures=None, options=None):
     a user-held random stream)."""
     export_dir = os.fspath(export_dir)
     enc = Encoder()
-    objects = None if isinstance(obj, (Function, ConcreteFunction)) else \
+    objects = None if isinstance(obj, (Function, ConcreteFunction, LoadedFunction)) else \
         _object_tree(obj, enc, set())
     attrs = {k: _concretes(k, f) for k, f in _functions_of(obj).items()}
+    if signatures is None and isinstance(obj, LoadedModel) and obj.signatures:
+        signatures = obj.signatures
     if signatures is not None:
-        if isinstance(signatures, (Function, ConcreteFunction)):
+        if isinstance(signatures, (Function, ConcreteFunction, LoadedFunction)):
             signatures = {"serving_default": signatures}
         if not isinstance(signatures, dict):
             raise TypeError(f"signatures must be an nf.function, a concrete function or a dict "
                             f"of them, got {type(signatures).__name__}")
         sigs = {}
         for name, f in signatures.items():
-            if not isinstance(f, (Function, ConcreteFunction)):
+            if not isinstance(f, (Function, ConcreteFunction, LoadedFunction)):
                 raise TypeError(f"signature {name!r} is a {type(f).__name__}, not an "
                                 f"nf.function or a concrete function")
             sigs[name] = _concretes(name, f)[0]
