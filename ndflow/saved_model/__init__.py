@@ -384,9 +384,8 @@ def load(export_dir, tags=None, options=None):
     if not isinstance(version, int):
         raise FormatError(f"{gpath!r}: unreadable format version {version!r}")
     if version > VERSION:
-        raise FormatError(f"{gpath!r} was saved in format version {version} (by ndflow "
-                          f"{doc.get('ndflow_version', 'a newer version')}), newer than this ndflow reads "
-                          f"({VERSION}); upgrade ndflow")
+        raise FormatError(f"{gpath!r} was saved in format version {version}, newer than "
+                          f"this ndflow reads ({VERSION}); upgrade ndflow")
     data = doc.get("tensors")
     if not isinstance(data, str) or os.path.basename(data) != data:
         raise FormatError(f"{gpath!r}: malformed tensor file name {data!r}")
