@@ -34,6 +34,7 @@ _CODES = {
 }
 _DTYPES = {c: d for d, c in _CODES.items()}
 _C128 = np.dtype(np.complex128)
+_DTYPES_KEY = "ndflow.dtypes"
 _MAX_HEADER = 1 << 30     # a larger header is a corrupted size field, not a real file
 
 
@@ -88,8 +89,10 @@ def encode(tensors, metadata=None):
                             + ", ".join(sorted(d.name for d in _CODES)) + ", complex128")
         arrays[name] = _le(a)
     meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+    if _DTYPES_KEY in meta:
+        raise ValueError(f"metadata key {_DTYPES_KEY!r} is reserved for ndflow's own use")
     if extra:
-        meta["ndflow.dtypes"] = json.dumps(extra, sort_keys=True)
+        meta[_DTYPES_KEY] = json.dumps(extra, sort_keys=True)
     # largest items first, so every tensor starts aligned to its itemsize (as the package does)
     order = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, k))
     header, off = {}, 0
@@ -149,7 +152,7 @@ def read(path, names=None, with_metadata=False):
         size = os.fstat(f.fileno()).st_size
         header, meta, start = read_header(path, f, size)
         try:
-            extra = json.loads(meta.get("ndflow.dtypes", "{}"))
+            extra = json.loads(meta.pop(_DTYPES_KEY, "{}"))
         except json.JSONDecodeError:
             raise _bad(path, "its 'ndflow.dtypes' metadata is not valid JSON") from None
         out = {}
