@@ -384,3 +384,24 @@ def test_tensor_file_round_trips_any_bits(tmp_path, tensors, meta):
     assert set(got) == set(tensors)
     for k, a in tensors.items():
         assert _bits(got[k]) == _bits(a)
+
+
+def test_manager_interval_and_preserved_checkpoints(tmp_path):
+    step = nf.Variable(0, dtype="int64")
+    ck = nf.train.Checkpoint(step=step)
+    mgr = nf.train.CheckpointManager(ck, str(tmp_path / "a"), max_to_keep=1, step_counter=step,
+                                     checkpoint_interval=10)
+    saved = []
+    for s in range(0, 35, 5):
+        step.assign(s)
+        saved.append(mgr.save(checkpoint_number=s) is not None)
+    assert saved == [True, False, True, False, True, False, True]
+    assert mgr.save(checkpoint_number=99, check_interval=False) is not None
+    # keep_checkpoint_every_n_hours=0: a checkpoint leaving the window stays on disk
+    mgr = nf.train.CheckpointManager(ck, str(tmp_path / "b"), max_to_keep=1,
+                                     keep_checkpoint_every_n_hours=0.0)
+    paths = [mgr.save() for _ in range(3)]
+    assert mgr.checkpoints == paths[-1:]
+    assert all(os.path.exists(p + ".safetensors") for p in paths)
+    with pytest.raises(ValueError, match="step_counter"):
+        nf.train.CheckpointManager(ck, str(tmp_path / "c"), 1, checkpoint_interval=5)
