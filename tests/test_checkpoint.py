@@ -405,3 +405,25 @@ def test_manager_interval_and_preserved_checkpoints(tmp_path):
     assert all(os.path.exists(p + ".safetensors") for p in paths)
     with pytest.raises(ValueError, match="step_counter"):
         nf.train.CheckpointManager(ck, str(tmp_path / "c"), 1, checkpoint_interval=5)
+
+
+@pytest.fixture
+def two_cpus():
+    from ndflow.backends import device as D
+    saved = list(D._cpu_devices)
+    nf.config.set_logical_device_configuration(
+        nf.config.list_physical_devices("CPU")[0],
+        [nf.config.LogicalDeviceConfiguration(), nf.config.LogicalDeviceConfiguration()])
+    yield
+    D._cpu_devices[:] = saved
+
+
+def test_restore_keeps_each_variable_on_its_device(tmp_path, two_cpus):
+    with nf.device("CPU:1"):
+        v = nf.Variable(np.arange(3.0))
+    p = nf.train.Checkpoint(v=v).write(str(tmp_path / "c"))
+    with nf.device("CPU:1"):
+        w = nf.Variable(np.zeros(3))
+    nf.train.Checkpoint(v=w).restore(p).assert_consumed()
+    assert w.device.endswith("CPU:1")
+    np.testing.assert_array_equal(w.numpy(), [0.0, 1.0, 2.0])

@@ -423,8 +423,10 @@ class Checkpoint:
             check(key, value, owner.shape, owner.dtype)
             deferred.append((opt, owner, slot_name.replace("%2F", "/").replace("%25", "%"),
                              value))
+        from ..backends.device import device
         for var, value in plan:
-            var.assign(value)
+            with device(var.device):        # the value goes where the Variable lives
+                var.assign(value)
         for opt, owner, name, value in deferred:
             opt._deferred_slots[(id(owner), name)] = (value, owner)
         return CheckpointLoadStatus(self, save_path, list(tensors))
