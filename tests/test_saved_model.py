@@ -425,3 +425,38 @@ def test_every_op_table_function_round_trips(tmp_path, rec):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
+
+
+def test_functions_of_nested_modules_come_back_on_them(tmp_path):
+    class Encoder(nf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nf.Variable(np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+        @nf.function(input_signature=[nf.TensorSpec([None, 2], "float64")])
+        def __call__(self, x):
+            return x @ self.w
+
+        @nf.function
+        def untraced(self, x):
+            return x
+
+    class Outer(nf.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoders = {"a": Encoder()}
+
+        @nf.function(input_signature=[nf.TensorSpec([None, 2], "float64")])
+        def __call__(self, x):
+            return self.encoders["a"](x) + 1.0
+
+    m = Outer()
+    loaded = _save_load(tmp_path, m)
+    x = np.array([[1.0, 0.0], [0.5, -2.0]])
+    np.testing.assert_array_equal(loaded(x).numpy(), m(x).numpy())
+    enc = loaded.encoders["a"]
+    np.testing.assert_array_equal(enc(x).numpy(), m.encoders["a"](x).numpy())
+    assert enc.w is loaded.encoders["a"].w and "untraced" not in vars(enc)
+    enc.w.assign(np.eye(2))                   # one Variable shared by both loaded functions
+    np.testing.assert_array_equal(enc(x).numpy(), x)
+    np.testing.assert_array_equal(loaded(x).numpy(), x + 1.0)

@@ -9,9 +9,12 @@ What is saved. The concrete functions of `obj`: each `nf.function` attribute of 
 methods included) that has an `input_signature`, or else the graphs it has already traced for
 positional array arguments; `ConcreteFunction` attributes; and `signatures` (one function, or a
 dict {name: function}; a single one is named "serving_default"). `obj` may itself be an
-`nf.function` (saved as `__call__`). The Variables the graphs read or write are saved with
-them; those reachable from `obj` through Modules, lists and dicts come back at the same
-attributes on the loaded object, and every one is in `loaded.variables`.
+`nf.function` (saved as `__call__`), or a loaded model (saved again). The functions of the
+Modules below `obj` are saved too and come back on the loaded sub-objects (one without a graph
+to save, untraced and without a signature, is left out there; at the top it is an error).
+The Variables the graphs read or write are saved with them; those reachable from `obj`
+through Modules, lists and dicts come back at the same attributes on the loaded object, and
+every one is in `loaded.variables`.
 
 The graph saved is the optimized one (constant folding, common subexpressions, dead code,
 algebraic simplification, layout choices) before elementwise fusion and buffer planning: those
@@ -114,27 +117,40 @@ def _functions_of(obj):
     return found
 
 
-def _object_tree(obj, enc, seen):
-    """The Variables reachable from `obj` as a JSON tree (None where there are none)."""
+def _object_tree(obj, enc, seen, add, root=True):
+    """The Variables reachable from `obj`, and the functions of the Modules below it, as a JSON
+    tree (None where there are none). `add(concrete, signature)` saves a concrete function and
+    returns its id; a nested Module's function with no graph to save is left out."""
     if isinstance(obj, Variable):
         return {"$": "variable", "v": enc.variable(obj)}
     if id(obj) in seen:
         return None
     if isinstance(obj, Module):
         seen.add(id(obj))
-        attrs = {}
+        attrs, fns = {}, {}
         for k, v in sorted(vars(obj).items()):
-            t = _object_tree(v, enc, seen)
+            t = _object_tree(v, enc, seen, add, False)
             if t is not None:
                 attrs[k] = t
-        return {"$": "module", "v": attrs} if attrs else None
+        if not root:
+            for k, f in _functions_of(obj).items():
+                try:
+                    fns[k] = [add(cf, sig) for cf, sig in _concretes(k, f)]
+                except ValueError:
+                    pass
+        if not attrs and not fns:
+            return None
+        out = {"$": "module", "v": attrs}
+        if fns:
+            out["functions"] = fns
+        return out
     if isinstance(obj, (list, tuple)):
-        items = [_object_tree(e, enc, seen) for e in obj]
+        items = [_object_tree(e, enc, seen, add, False) for e in obj]
         if all(i is None for i in items):
             return None
         return {"$": "list" if isinstance(obj, list) else "tuple", "v": items}
     if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
-        items = {k: _object_tree(v, enc, seen) for k, v in obj.items()}
+        items = {k: _object_tree(v, enc, seen, add, False) for k, v in obj.items()}
         items = {k: v for k, v in items.items() if v is not None}
         return {"$": "dict", "v": items} if items else None
     return None
@@ -148,8 +164,6 @@ def save(obj, export_dir, signatures=None, options=None):
     a user-held random stream)."""
     export_dir = os.fspath(export_dir)
     enc = Encoder()
-    objects = None if isinstance(obj, (Function, ConcreteFunction, LoadedFunction)) else \
-        _object_tree(obj, enc, set())
     attrs = {k: _concretes(k, f) for k, f in _functions_of(obj).items()}
     if signatures is None and isinstance(obj, LoadedModel) and obj.signatures:
         signatures = obj.signatures
@@ -167,9 +181,6 @@ def save(obj, export_dir, signatures=None, options=None):
             sigs[name] = _concretes(name, f)[0]
     else:
         sigs = {}
-    if not attrs and not sigs:
-        raise ValueError(f"nf.saved_model.save: {type(obj).__name__} has no nf.function or "
-                         f"concrete function to save (and no signatures were given)")
     functions, ids = {}, {}
 
     def add(cf, sig):
@@ -195,6 +206,11 @@ def save(obj, export_dir, signatures=None, options=None):
 
     attributes = {k: [add(cf, s) for cf, s in lst] for k, lst in attrs.items()}
     signatures_ = {k: add(cf, s) for k, (cf, s) in sigs.items()}
+    objects = None if isinstance(obj, (Function, ConcreteFunction, LoadedFunction)) else \
+        _object_tree(obj, enc, set(), add)
+    if not functions:
+        raise ValueError(f"nf.saved_model.save: {type(obj).__name__} has no nf.function or "
+                         f"concrete function to save (and no signatures were given)")
     tensors = dict(enc.tensors)
     variables = []
     for i, v in enumerate(enc.variables):
@@ -346,20 +362,23 @@ class LoadedModel(Module):
         return f(*args)
 
 
-def _rebuild(t, variables, dec):
+def _rebuild(t, variables, dec, made):
     tag = t.get("$") if isinstance(t, dict) else None
     if tag == "variable":
         return variables[t["v"]]
     if tag == "module":
-        m = Module()
+        m = LoadedModel()
         for k, v in t["v"].items():
-            setattr(m, k, _rebuild(v, variables, dec))
+            setattr(m, k, _rebuild(v, variables, dec, made))
+        for k, fids in t.get("functions", {}).items():
+            m.__dict__[k] = LoadedFunction(k, [made[i] for i in fids])
+        m.signatures = {}
         return m
     if tag in ("list", "tuple"):
-        items = [None if e is None else _rebuild(e, variables, dec) for e in t["v"]]
+        items = [None if e is None else _rebuild(e, variables, dec, made) for e in t["v"]]
         return items if tag == "list" else tuple(items)
     if tag == "dict":
-        return {k: _rebuild(v, variables, dec) for k, v in t["v"].items()}
+        return {k: _rebuild(v, variables, dec, made) for k, v in t["v"].items()}
     dec.fail(f"malformed object tree entry {t!r:.80}")
 
 
@@ -423,7 +442,7 @@ def load(export_dir, tags=None, options=None):
             if not isinstance(tree_, dict) or tree_.get("$") != "module":
                 dec.fail("malformed object tree")
             for k, v in tree_["v"].items():
-                setattr(model, k, _rebuild(v, variables, dec))
+                setattr(model, k, _rebuild(v, variables, dec, made))
         for k, fids in doc["attributes"].items():
             lf = LoadedFunction(k, [made[i] for i in fids])
             model.__dict__[k] = lf
