@@ -460,3 +460,19 @@ def test_functions_of_nested_modules_come_back_on_them(tmp_path):
     enc.w.assign(np.eye(2))                   # one Variable shared by both loaded functions
     np.testing.assert_array_equal(enc(x).numpy(), x)
     np.testing.assert_array_equal(loaded(x).numpy(), x + 1.0)
+
+
+def test_untraced_methods_are_left_out_with_a_warning(tmp_path):
+    class M(nf.Module):
+        @nf.function(input_signature=[nf.TensorSpec([2])])
+        def f(self, x):
+            return x + 1
+
+        @nf.function
+        def helper(self, x):
+            return x
+
+    with pytest.warns(UserWarning, match="'helper' has no input_signature.*not saved"):
+        loaded = _save_load(tmp_path, M())
+    np.testing.assert_array_equal(loaded.f(np.zeros(2, np.float32)).numpy(), [1, 1])
+    assert not hasattr(loaded, "helper")

@@ -11,7 +11,7 @@ positional array arguments; `ConcreteFunction` attributes; and `signatures` (one
 dict {name: function}; a single one is named "serving_default"). `obj` may itself be an
 `nf.function` (saved as `__call__`), or a loaded model (saved again). The functions of the
 Modules below `obj` are saved too and come back on the loaded sub-objects (one without a graph
-to save, untraced and without a signature, is left out there; at the top it is an error).
+to save, untraced and without a signature, is left out, with a warning at the top level).
 The Variables the graphs read or write are saved with them; those reachable from `obj`
 through Modules, lists and dicts come back at the same attributes on the loaded object, and
 every one is in `loaded.variables`.
@@ -45,6 +45,7 @@ older tensor files: a crash leaves the previous model loadable.
 """
 import json
 import os
+import warnings
 
 import numpy as np
 
@@ -164,7 +165,14 @@ def save(obj, export_dir, signatures=None, options=None):
     a user-held random stream)."""
     export_dir = os.fspath(export_dir)
     enc = Encoder()
-    attrs = {k: _concretes(k, f) for k, f in _functions_of(obj).items()}
+    attrs = {}
+    for k, f in _functions_of(obj).items():
+        try:
+            attrs[k] = _concretes(k, f)
+        except ValueError as e:
+            if isinstance(obj, Function):
+                raise
+            warnings.warn(f"{e}; it is not saved", stacklevel=2)
     if signatures is None and isinstance(obj, LoadedModel) and obj.signatures:
         signatures = obj.signatures
     if signatures is not None:
