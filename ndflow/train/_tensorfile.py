@@ -146,7 +146,7 @@ def read_header(path, f, size):
 
 def read(path, names=None, with_metadata=False):
     """{name: NumPy array} from a file written by `write` (or by the safetensors package).
-    `names`: read only these. Every array is a fresh, writable, aligned copy."""
+    `names`: read only these. Every array is freshly allocated, writable and aligned."""
     path = os.fspath(path)
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -173,11 +173,13 @@ def read(path, names=None, with_metadata=False):
                 raise _bad(path, f"tensor {name!r} ({info['dtype']}{list(shape)}) lies at bytes "
                                  f"[{b}, {e}) of a {data_size}-byte data section (truncated?)")
             f.seek(start + b)
-            buf = bytearray(nbytes)
-            if f.readinto(buf) != nbytes:
+            # read straight into the array (one pass over the bytes, no zero-filling)
+            a = np.empty(shape, dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt)
+            if nbytes and f.readinto(memoryview(a.reshape(-1).view(np.uint8))) != nbytes:
                 raise _bad(path, f"tensor {name!r} is cut short (truncated?)")
-            a = np.frombuffer(buf, dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt)
-            a = np.reshape(a.astype(dt, copy=False), shape)
+            a = a.astype(dt, copy=False)
+            if dt == np.bool_:
+                a = a.view(np.uint8) != 0      # a byte other than 0/1 is still a valid bool
             if extra.get(name) == "complex128":
                 if dt != np.float64 or not shape or shape[-1] != 2:
                     raise _bad(path, f"tensor {name!r} is marked complex128 but is "
