@@ -9,7 +9,8 @@ formats (the measurement behind the choice in ndflow/train/_tensorfile.py):
   nf.train.Checkpoint  end to end: walk a Module, write; restore into a fresh Module
   nf.saved_model     end to end: a forward function over the same Variables, save and load
 
-Each save is fsynced (as the atomic writer does); the best of R runs is reported. Loads read
+Each save is fsynced (ours also renames atomically and fsyncs the directory); the best and the
+median of R runs are reported. Loads read
 from the page cache right after the save, so they measure parsing and copying, not the disk.
 """
 import argparse
@@ -38,7 +39,7 @@ def _best(f, repeat):
         t = time.perf_counter()
         f()
         times.append(time.perf_counter() - t)
-    return min(times)
+    return min(times), float(np.median(times))
 
 
 def _size(path):
@@ -121,10 +122,12 @@ def main(argv=None):
                      _best(lambda: nf.saved_model.load(p), args.repeat), _size(p)))
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    print(f"{total:,} float32 parameters in {len(arrays)} tensors (best of {args.repeat})")
-    print(f"{'format':40s} {'save ms':>9s} {'load ms':>9s} {'size MB':>9s}")
+    print(f"{total:,} float32 parameters in {len(arrays)} tensors (best / median of "
+          f"{args.repeat})")
+    print(f"{'format':40s} {'save ms':>13s} {'load ms':>13s} {'size MB':>9s}")
     for name, s, l, size in rows:
-        print(f"{name:40s} {s * 1e3:9.1f} {l * 1e3:9.1f} {size / 1e6:9.2f}")
+        print(f"{name:40s} {s[0] * 1e3:6.1f}/{s[1] * 1e3:6.1f} {l[0] * 1e3:6.1f}/{l[1] * 1e3:6.1f} "
+              f"{size / 1e6:9.2f}")
 
 
 if __name__ == "__main__":
