@@ -476,3 +476,27 @@ def test_untraced_methods_are_left_out_with_a_warning(tmp_path):
         loaded = _save_load(tmp_path, M())
     np.testing.assert_array_equal(loaded.f(np.zeros(2, np.float32)).numpy(), [1, 1])
     assert not hasattr(loaded, "helper")
+
+
+def test_variables_written_inside_control_flow_are_read_again_after_it(tmp_path):
+    class M(nf.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = nf.Variable(0.0, dtype="float64")
+            self.n = nf.Variable(0, dtype="int64")
+
+        @nf.function(input_signature=[nf.TensorSpec([], "float64")])
+        def f(self, x):
+            nf.cond(x > 0, lambda: self.v.assign_add(x), lambda: self.v.assign_sub(1.0))
+            nf.while_loop(lambda i: i < 3, lambda i: (self.n.assign_add(1), i + 1)[1],
+                          [tnp.asarray(0)])
+            return self.v.value() * 1, self.n.value() + 0
+
+    m = M()
+    loaded = _save_load(tmp_path, m)
+    for x in (2.0, -5.0, 1.5):
+        want, got = m.f(x), loaded.f(x)
+        assert float(got[0]) == float(want[0]) and int(got[1]) == int(want[1])
+    with nf.GradientTape() as t:          # op by op under a tape: the same answers
+        got = loaded.f(tnp.asarray(1.0))
+    assert float(got[0]) == 3.5 and int(got[1]) == 12

@@ -53,6 +53,7 @@ from ..core import tree
 from ..core.ndarray import ndarray
 from ..graph.function import Function, ConcreteFunction, TensorSpec, function
 from ..graph import passes as _passes
+from ..graph.trace import innermost_graph_trace
 from ..train.variable import Variable, read_var_p, assign_var_p
 from ..train.module import Module
 from ..train import _tensorfile
@@ -258,6 +259,18 @@ def _decode_def(d, dec):
     dec.fail(f"unknown structure tag {tag!r}")
 
 
+def _assigned_in(node):
+    """The Variables assigned inside a node's sub-graphs (at any depth)."""
+    out, stack = [], list(node.subgraphs())
+    while stack:
+        sub = stack.pop()
+        for n in sub.graph.nodes:
+            if n.prim is assign_var_p:
+                out.append(n.params["var"])
+            stack.extend(n.subgraphs())
+    return out
+
+
 def _run_graph(g, args):
     """Evaluate `g` by binding its primitives (so tapes, traces and batching see each one).
     Variable reads and writes go through the Variables, as the traced Python code did, so a
@@ -277,6 +290,14 @@ def _run_graph(g, args):
             outs = bind(n.prim, *[env[v.id] for v in n.inputs], **n.params)
             if not n.prim.multiple_results:
                 outs = (outs,)
+            if n.prim.effect:
+                written = _assigned_in(n)
+                outer = innermost_graph_trace() if written else None
+                if outer is not None:
+                    # as after tracing a body that assigns Variables: the enclosing trace must
+                    # read them again, not reuse the value it read before this node
+                    for var in written:
+                        outer.var_values.pop(id(var), None)
         for o, val in zip(n.outputs, outs):
             env[o.id] = val
     return [env[v.id] for v in g.outputs]
