@@ -29,6 +29,7 @@ from .compat import (constant, convert_to_tensor, cast, reduce_sum, reduce_mean,
                      identity, py_function, add_n, abs, exp, log, sqrt, maximum, minimum, where,
                      clip_by_value, one_hot, size, rank)
 from . import nn, losses, random  # noqa: F401
+from . import saved_model  # noqa: F401  (nf.saved_model.save / load)
 
 Tensor = ndarray
 __version__ = "0.1.0"

@@ -80,10 +80,11 @@ class SubGraph:
     """A closed graph used as a parameter (a branch, a loop body): called with buffers, it
     runs its optimized, generated code (compiled on first use). Hashable by identity, so nodes
     holding it stay hashable for CSE."""
-    __slots__ = ("graph", "name", "effect", "_run", "cache", "__weakref__")
+    __slots__ = ("graph", "optimized", "name", "effect", "_run", "cache", "__weakref__")
 
     def __init__(self, graph, name=None):
-        self.graph = graph
+        self.graph = graph        # as traced: what gradient and batching rules re-enter
+        self.optimized = None     # what `compile` made of it (fused kernels: not re-bindable)
         self.name = name or graph.name
         self.effect = any(n.prim.effect or any(s.effect for s in n.subgraphs())
                           for n in graph.nodes)
@@ -102,8 +103,11 @@ class SubGraph:
         if self._run is None:
             from .passes import optimize
             from .codegen import generate
-            self.graph = optimize(self.graph)
-            self._run = generate(self.graph)[0]
+            # the optimized graph is kept apart: its fused nodes have no gradient or batching
+            # rules, and a rule may re-enter this body after it ran (a saved function
+            # differentiated after a call)
+            self.optimized = optimize(self.graph)
+            self._run = generate(self.optimized)[0]
         return self._run
 
     def __call__(self, *bufs):

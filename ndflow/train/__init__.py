@@ -1,1 +1,3 @@
-"""Training state: Variables, Modules and optimizers."""
+"""Training state: Variables, Modules, optimizers and checkpoints (`nf.train.Checkpoint`,
+`nf.train.CheckpointManager`, `nf.train.latest_checkpoint`)."""
+from .checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: F401

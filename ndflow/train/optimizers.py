@@ -51,6 +51,7 @@ class Optimizer:
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self._slots = {}
+        self._deferred_slots = {}     # (id(var), name) -> (value, var): from a checkpoint
         self._exclude_ids = set()
         self._exclude_pattern = None
 
@@ -103,7 +104,11 @@ class Optimizer:
         s = self._slots.get(key)
         if s is None:
             from .. import numpy as tnp
-            s = Variable(tnp.full(var.shape, initial, dtype=var.dtype), trainable=False,
+            restored = self._deferred_slots.pop(key, None)
+            # a checkpoint restored before this slot existed gave its value (deferred
+            # restoration, as TensorFlow): start from it instead of `initial`
+            s = Variable(tnp.full(var.shape, initial, dtype=var.dtype) if restored is None
+                         else tnp.asarray(restored[0], dtype=var.dtype), trainable=False,
                          name=name)
             self._slots[key] = (s, var)
             return s
