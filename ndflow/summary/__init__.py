@@ -278,7 +278,9 @@ def _histogram_buckets(data, buckets):
         counts[-1] = x.size
         edges = np.full(k, hi)
         return np.stack([edges, edges, counts], axis=1)
-    if np.isfinite(hi - lo):
+    with np.errstate(over="ignore"):
+        finite_range = np.isfinite(hi - lo)
+    if finite_range:
         width = (hi - lo) / k
         idx = np.floor((x - lo) / width)
         edges = np.linspace(lo, hi, k + 1)
