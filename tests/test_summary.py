@@ -71,8 +71,8 @@ def _accumulator(logdir):
 def _records(logdir):
     """{tag: [(step, value ndarray)]} as TensorBoard's reader sees them, and the plugin of
     each tag."""
-    from tensorboard.util import tensor_util
     acc = _accumulator(logdir)
+    from tensorboard.util import tensor_util
     out, plugins = {}, {}
     for tag in acc.Tags()["tensors"]:
         if tag == "__run_graph__":
