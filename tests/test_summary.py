@@ -235,6 +235,7 @@ def test_histogram_matches_tensorboard_algorithm(tmp_path, writer):
     with writer.as_default(step=4):
         for tag, (data, buckets) in cases.items():
             assert bool(nf.summary.histogram(tag, data, buckets=buckets))
+        assert bool(nf.summary.histogram("variable", nf.Variable(np.arange(10.0)), buckets=2))
     rec, plugins = _records(tmp_path)
     assert set(plugins.values()) == {"histograms"}
     for tag, (data, buckets) in cases.items():
@@ -253,6 +254,7 @@ def test_histogram_matches_tensorboard_algorithm(tmp_path, writer):
             np.testing.assert_allclose(got[:, :2], ref[:, :2], rtol=1e-12)
             np.testing.assert_array_equal(got[:, 2], ref[:, 2])
             assert got[-1, 1] == data.max() and got[0, 0] == data.min()
+    np.testing.assert_array_equal(rec["variable"][0][1], [[0, 4.5, 5], [4.5, 9, 5]])
     # the counts are NumPy's for data away from bucket edges
     counts, _ = np.histogram(cases["normal"][0], bins=30)
     np.testing.assert_array_equal(rec["normal"][0][1][:, 2], counts)

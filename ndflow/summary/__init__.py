@@ -30,6 +30,7 @@ TensorFlow, no tensorboard package needed to write.
 import contextlib
 import itertools
 import os
+import socket
 import threading
 import time
 import weakref
@@ -38,7 +39,12 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
+from ..core.ndarray import ndarray
+from ..graph.ir import Graph
+from .. import numpy as tnp
 from . import _records as R
+from ._png import encode_png
+from ._graphdef import graph_def
 
 __all__ = ["create_file_writer", "create_noop_writer", "SummaryWriter", "scalar", "histogram",
            "image", "text", "write", "graph", "flush", "record_if", "should_record_summaries",
@@ -139,7 +145,6 @@ class SummaryWriter:
         flush_millis = 120000 if flush_millis is None else _check_count(
             "flush_millis", flush_millis, "milliseconds between flushes")
         suffix = ".v2" if filename_suffix is None else str(filename_suffix)
-        import socket
         os.makedirs(logdir, exist_ok=True)
         fname = "events.out.tfevents.%010d.%s.%d.%d%s" % (
             int(time.time()), socket.gethostname(), os.getpid(), next(_file_serial), suffix)
@@ -314,7 +319,6 @@ def _to_uint8(img):
 
 
 def _image_tensor(data, max_outputs=3):
-    from ._png import encode_png
     k, h, w, c = data.shape
     if h == 0 or w == 0:
         raise ValueError(f"image summary: images must have a nonzero height and width, got "
@@ -382,20 +386,18 @@ def _flush_impl(*, writer):
 
 
 flush_summary_p = Primitive("flush_summary", _flush_impl, _write_abstract, effect=True)
+flush_summary_p.def_vjp(lambda ct, **params: ())
+# no operands, so nothing is ever per-example: a flush under vectorized_map happens once
+flush_summary_p.def_batch(lambda args, axes, **params: (bind(flush_summary_p, **params), None))
 
 
 # ------------------------------------------------------------------ helpers
-def _tnp():
-    from .. import numpy as tnp
-    return tnp
-
-
 def _in_graph():
     return any(t.is_graph for t in STATE.traces)
 
 
 def _false():
-    return _tnp().asarray(False)
+    return tnp.asarray(False)
 
 
 def _condition():
@@ -406,7 +408,7 @@ def _condition():
         cond = cond()
     if isinstance(cond, (bool, np.bool_)):
         return bool(cond)
-    arr = _tnp().asarray(cond)
+    arr = tnp.asarray(cond)
     if arr.dtype != np.bool_ or arr.ndim != 0:
         raise TypeError(f"nf.summary.record_if: the condition must be a bool or a boolean "
                         f"scalar array, got {arr.dtype} {tuple(arr.shape)}")
@@ -421,7 +423,7 @@ def _step_array(step, fn):
     if step is None:
         raise ValueError(f"nf.summary.{fn}: no step set. Give one with the `step` argument or "
                          f"with nf.summary.experimental.set_step() (or as_default(step=...))")
-    arr = _tnp().asarray(step)
+    arr = tnp.asarray(step)
     if arr.ndim != 0:
         raise ValueError(f"nf.summary.{fn}: step must be a scalar, got shape "
                          f"{tuple(arr.shape)}")
@@ -443,14 +445,14 @@ def _write(fn, kind, tag, data, step, metadata, **options):
         return _false()
     step = _step_array(step, fn)
     if cond is True:
-        cond = _tnp().asarray(True)
+        cond = tnp.asarray(True)
     writer._check_open()
     return bind(write_summary_p, cond, step, *data, writer=writer, tag=tag, kind=kind,
                 metadata=metadata, **options)
 
 
 def _numeric(fn, data, what="data"):
-    arr = _tnp().asarray(data)
+    arr = tnp.asarray(data)
     if arr.dtype.kind not in "biuf" and arr.dtype.name != "bfloat16":
         raise TypeError(f"nf.summary.{fn}: {what} must be real numbers or booleans, got "
                         f"{arr.dtype}")
@@ -497,7 +499,7 @@ def image(name, data, step=None, max_outputs=3, description=None):
     = 1 (grayscale), 3 (RGB), 4 (RGBA) (or 2, grayscale + alpha), uint8, or floats in [0, 1]
     (scaled by 255.5, clipped and truncated, as `tf.image.convert_image_dtype`). Each image is
     stored as PNG."""
-    arr = _tnp().asarray(data)
+    arr = tnp.asarray(data)
     if arr.ndim != 4:
         raise ValueError(f"nf.summary.image({name!r}): data must have rank 4 [k, h, w, c], got "
                          f"shape {tuple(arr.shape)}")
@@ -522,7 +524,6 @@ def text(name, data, step=None, description=None):
     """Write text (`tf.summary.text`): a str (Markdown, shown by TensorBoard's text
     dashboard), bytes, or a nested list / NumPy array of them (shown as a table). The text
     is known when the summary is called; inside `nf.function` it is written at each run."""
-    from ..core.ndarray import ndarray
     if isinstance(data, ndarray):
         raise TypeError(f"nf.summary.text({name!r}): data must be str or bytes (ndflow arrays "
                         f"hold numbers), got an array of {data.dtype}")
@@ -547,7 +548,7 @@ def write(tag, tensor, step=None, metadata=None, name=None):
     elif not isinstance(metadata, bytes):
         raise TypeError(f"nf.summary.write: metadata must be bytes or a SummaryMetadata "
                         f"proto, got {type(metadata).__name__}")
-    arr = _tnp().asarray(tensor)
+    arr = tnp.asarray(tensor)
     if arr.dtype.kind not in "biufc" and arr.dtype.name != "bfloat16":
         raise TypeError(f"nf.summary.write: tensor must be numbers, got {arr.dtype}")
     return _write("write", "tensor", tag, [arr], step, metadata)
@@ -562,7 +563,6 @@ def graph(graph_data):
     if _in_graph():
         raise ValueError("nf.summary.graph() cannot be called inside nf.function (as "
                          "tf.summary.graph); call it eagerly")
-    from ..graph.ir import Graph
     if isinstance(graph_data, (bytes, bytearray)):
         gdef = bytes(graph_data)
     else:
@@ -575,14 +575,13 @@ def graph(graph_data):
         if not isinstance(g, Graph):
             raise TypeError(f"nf.summary.graph: expected an nf.function, a concrete function, "
                             f"an IR graph or GraphDef bytes, got {type(graph_data).__name__}")
-        from ._graphdef import graph_def
         gdef = graph_def(g)
     writer = _STATE.writer
     if writer is None or isinstance(writer, _NoopSummaryWriter) or _condition() is False:
         return _false()
     writer._check_open()
     writer._write_event(R.event(time.time(), 0, graph_def=gdef))
-    return _tnp().asarray(True)
+    return tnp.asarray(True)
 
 
 def flush(writer=None, name=None):
@@ -619,7 +618,7 @@ def should_record_summaries():
     if _STATE.writer is None or isinstance(_STATE.writer, _NoopSummaryWriter):
         return _false()
     cond = _condition()
-    return _tnp().asarray(cond) if isinstance(cond, bool) else cond
+    return tnp.asarray(cond) if isinstance(cond, bool) else cond
 
 
 from . import experimental  # noqa: E402,F401

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from ..graph.ir import _param
 from . import _records as R
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -33,7 +34,6 @@ class _Namer:
 
 
 def _param_text(v):
-    from ..graph.ir import _param
     s = _param(v)
     return s if len(s) <= 200 else s[:197] + "..."
 
