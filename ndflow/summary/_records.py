@@ -156,6 +156,8 @@ def read_tfrecords(buf):
 
 # ------------------------------------------------------------------ protobuf writer
 def _varint(n):
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     if n < 0:
         n += 1 << 64            # int64 fields: two's complement, ten bytes
     out = bytearray()
@@ -166,8 +168,12 @@ def _varint(n):
     return bytes(out)
 
 
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
 def _key(field, wire):
-    return _varint((field << 3) | wire)
+    k = (field << 3) | wire
+    return _SMALL[k] if k < 0x80 else _varint(k)
 
 
 def f_varint(field, n):
@@ -201,9 +207,21 @@ _DTYPES = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8
            "complex128": 18, "float16": 19, "uint32": 22, "uint64": 23}
 
 
+_BY_DTYPE = {}
+
+
 def dtype_enum(dtype):
     """TensorFlow's DataType number for a NumPy/ndflow dtype (0 = DT_INVALID when none)."""
-    return _DTYPES.get(getattr(dtype, "name", str(dtype)), 0)
+    try:
+        return _BY_DTYPE[dtype]
+    except (KeyError, TypeError):
+        pass
+    enum = _DTYPES.get(getattr(dtype, "name", str(dtype)), 0)
+    try:
+        _BY_DTYPE[dtype] = enum     # dtype.name is slow in NumPy: look each dtype up once
+    except TypeError:
+        pass
+    return enum
 
 
 def shape_proto(shape):
