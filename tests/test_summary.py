@@ -743,3 +743,69 @@ def test_summary_graph_is_not_saved_or_exported(tmp_path, writer):
     with writer.as_default():
         with pytest.raises(TypeError, match="'writer' of primitive 'write_summary'"):
             nf.saved_model.save(m, str(tmp_path / "sm"), signatures=f)
+
+
+def _graphs_plugin(logdir):
+    """TensorBoard's graph dashboard backend over `logdir`: (info, graph(tag) -> pbtxt)."""
+    pytest.importorskip("tensorboard.plugins.graph.graphs_plugin")
+    from tensorboard import context
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.graph import graphs_plugin
+    mux = pem.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(logdir))
+    mux.Reload()
+    ctx = base_plugin.TBContext(data_provider=data_provider.MultiplexerDataProvider(
+        mux, str(logdir)), multiplexer=mux, logdir=str(logdir))
+    plugin = graphs_plugin.GraphsPlugin(ctx)
+    rc = context.RequestContext()
+    return (plugin.info_impl(rc, ""),
+            lambda tag: plugin.graph_impl(rc, ".", tag, False, "")[0])
+
+
+def test_graph_dashboard_serves_the_graph(tmp_path, writer):
+    @nf.function
+    def f(x):
+        return tnp.tanh(x) * 3.0
+
+    with writer.as_default():
+        nf.summary.graph(f.get_concrete_function(tnp.ones(2)))
+    writer.flush()
+    info, graph = _graphs_plugin(tmp_path)
+    assert info["."]["run_graph"] is True
+    text = graph(None)
+    assert 'op: "tanh"' in text and 'op: "multiply"' in text and 'op: "Placeholder"' in text
+
+
+def test_trace_on_trace_export(tmp_path, writer):
+    @nf.function
+    def f(x):
+        return tnp.exp(x) - 1.0
+
+    with pytest.raises(ValueError, match="no trace to export"):
+        nf.summary.trace_export("t", step=0)
+    with pytest.raises(ValueError, match="profiler"):
+        nf.summary.trace_on(profiler=True)
+    with writer.as_default():
+        nf.summary.trace_on(graph=True)
+        f(tnp.ones(3))                          # traced now: collected
+        f(tnp.ones(3))
+        with pytest.raises(ValueError, match="no step set"):
+            nf.summary.trace_export("my_trace")
+        nf.summary.trace_on(graph=True)
+        f(tnp.ones(4))
+        nf.summary.trace_export("my_trace", step=3)
+        with pytest.raises(ValueError, match="no trace to export"):     # export ends it
+            nf.summary.trace_export("my_trace", step=4)
+        nf.summary.trace_on()
+        f(tnp.ones(4))                          # already traced: nothing new
+        with pytest.warns(UserWarning, match="no nf.function was traced"):
+            nf.summary.trace_export("empty", step=5)
+    writer.flush()
+    info, graph = _graphs_plugin(tmp_path)
+    assert info["."]["tags"]["my_trace"]["op_graph"] is True
+    text = graph("my_trace")
+    assert 'op: "exp"' in text and "size: 4" in text
+    acc = _accumulator(tmp_path)
+    assert [e.step for e in acc.Tensors("my_trace")] == [3]

@@ -33,6 +33,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -41,6 +42,7 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core.ndarray import ndarray
 from ..graph.ir import Graph
+from ..graph import function as _function
 from .. import numpy as tnp
 from . import _records as R
 from ._png import encode_png
@@ -48,7 +50,7 @@ from ._graphdef import graph_def
 
 __all__ = ["create_file_writer", "create_noop_writer", "SummaryWriter", "scalar", "histogram",
            "image", "text", "write", "graph", "flush", "record_if", "should_record_summaries",
-           "experimental"]
+           "trace_on", "trace_export", "trace_off", "experimental"]
 
 
 # ------------------------------------------------------------------ per-thread state
@@ -339,8 +341,8 @@ def _text_tensor(*, values, shape):
     return R.tensor_proto(arr.reshape(shape))
 
 
-def _raw_tensor(data):
-    return R.tensor_proto(data)
+def _raw_tensor(data=None, *, tensor=None):
+    return R.tensor_proto(data if tensor is None else tensor)
 
 
 # kind -> (encoder of the host arrays, plugin name)
@@ -619,6 +621,77 @@ def should_record_summaries():
         return _false()
     cond = _condition()
     return tnp.asarray(cond) if isinstance(cond, bool) else cond
+
+
+# ------------------------------------------------------------------ trace_on / trace_export
+class _Trace:
+    """The graphs of the functions traced since `trace_on` (process-wide, as TensorFlow's)."""
+    lock = threading.Lock()
+    graphs = None           # None: not tracing; else the list of traced IR graphs
+
+
+def _collect(cf):
+    with _Trace.lock:
+        if _Trace.graphs is not None:
+            _Trace.graphs.append(cf.traced_graph)
+
+
+def trace_on(graph=True, profiler=False, profiler_outdir=None):
+    """Start collecting the graphs of `nf.function`s, for `trace_export` (as
+    `tf.summary.trace_on`). ndflow collects a function's graph when it is traced, so turn
+    tracing on before a function's first call (for a function traced earlier use
+    `nf.summary.graph(f.get_concrete_function(...))`). ndflow has no profiler:
+    `profiler=True` is a ValueError (`NDFLOW_DEBUG=time` prints the time of every call)."""
+    if profiler:
+        raise ValueError("nf.summary.trace_on: profiler=True is not supported (ndflow has no "
+                         "profiler; NDFLOW_DEBUG=time prints compile and call times)")
+    if _in_graph():
+        warnings.warn("nf.summary.trace_on: cannot start a trace inside nf.function",
+                      stacklevel=2)
+        return
+    with _Trace.lock:
+        _Trace.graphs = [] if graph else None
+    if graph and _collect not in _function.TRACE_HOOKS:
+        _function.TRACE_HOOKS.append(_collect)
+
+
+def trace_off():
+    """Stop collecting graphs and forget those collected (`tf.summary.trace_off`)."""
+    with _Trace.lock:
+        _Trace.graphs = None
+    if _collect in _function.TRACE_HOOKS:
+        _function.TRACE_HOOKS.remove(_collect)
+
+
+def _run_metadata(gdefs):
+    """RunMetadata{function_graphs{pre_optimization_graph}} holding the graphs."""
+    return b"".join(R.f_bytes(4, R.f_bytes(2, g)) for g in gdefs)
+
+
+def trace_export(name, step=None, profiler_outdir=None):
+    """Write the graphs collected since `trace_on` under the tag `name` (TensorBoard's graph
+    dashboard lists it by that tag), then stop tracing, as `tf.summary.trace_export`."""
+    if _in_graph():
+        warnings.warn("nf.summary.trace_export: cannot export a trace inside nf.function",
+                      stacklevel=2)
+        return
+    with _Trace.lock:
+        graphs = _Trace.graphs
+    if graphs is None:
+        raise ValueError("nf.summary.trace_export: no trace to export; call "
+                         "nf.summary.trace_on() first")
+    try:
+        if not graphs:
+            warnings.warn("nf.summary.trace_export: no nf.function was traced since trace_on() "
+                          "(ndflow collects a function's graph when it traces it; for a "
+                          "function traced earlier use nf.summary.graph(f.get_concrete_"
+                          "function(...)))", stacklevel=2)
+        meta = R.summary_metadata("graph_run_metadata_graph", b"1")
+        tensor = np.empty((), dtype=object)
+        tensor[()] = _run_metadata([graph_def(g) for g in graphs])
+        _write("trace_export", "tensor", name, [], step, meta, tensor=tensor)
+    finally:
+        trace_off()
 
 
 from . import experimental  # noqa: E402,F401
