@@ -231,7 +231,8 @@ def test_histogram_matches_tensorboard_algorithm(tmp_path, writer):
     cases = {"normal": (rng.normal(size=1000), None), "ints": (np.arange(-5, 17), 7),
              "one_value": (np.full(10, 2.5), 4), "empty": (np.zeros((0, 3)), 5),
              "zero_buckets": (np.arange(4.0), 0), "negative_buckets": (np.arange(4.0), -2),
-             "huge_range": (np.array([-1e308, 0.0, 1e308]), 3)}
+             "huge_range": (np.array([-1e308, 0.0, 1e308]), 3),
+             "subnormal_range": (np.array([0.0, 5e-324, 1e-323, 1.5e-323]), 3)}
     with writer.as_default(step=4):
         for tag, (data, buckets) in cases.items():
             assert bool(nf.summary.histogram(tag, data, buckets=buckets))
@@ -248,6 +249,11 @@ def test_histogram_matches_tensorboard_algorithm(tmp_path, writer):
         if tag == "huge_range":
             np.testing.assert_array_equal(got[:, 2], [1, 1, 1])
             assert got[0, 0] == -1e308 and got[-1, 1] == 1e308
+            continue
+        if tag == "subnormal_range":
+            np.testing.assert_array_equal(got[:, 2], [1, 1, 2])
+            np.testing.assert_array_equal(got[:, :2], [[0, 5e-324], [5e-324, 1e-323],
+                                                       [1e-323, 1.5e-323]])
             continue
         if k and data.size:
             ref = tensor_util.make_ndarray(hist_v2.histogram_pb(tag, data, k).value[0].tensor)

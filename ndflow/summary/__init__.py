@@ -285,19 +285,15 @@ def _histogram_buckets(data, buckets):
         counts[-1] = x.size
         edges = np.full(k, hi)
         return np.stack([edges, edges, counts], axis=1)
-    with np.errstate(over="ignore"):
-        finite_range = np.isfinite(hi - lo)
-    if finite_range:
-        width = (hi - lo) / k
-        idx = np.floor((x - lo) / width)
-        edges = np.linspace(lo, hi, k + 1)
-    else:
-        # the range overflows float64: halve everything so no difference overflows
-        width = (hi * 0.5 - lo * 0.5) / k
-        idx = np.floor((x * 0.5 - lo * 0.5) / width)
-        t = np.arange(k + 1) / k
-        edges = lo * (1 - t) + hi * t
-    edges[-1] = hi
+    # TensorBoard's arithmetic on the data scaled by a power of two so its largest magnitude is
+    # in [0.5, 1): exact (so the same buckets), and neither the range (1e308 - -1e308) can
+    # overflow nor its k-th part (a range of a few subnormals) underflow to 0
+    e = int(np.frexp(max(abs(lo), abs(hi)))[1])
+    xs, los, his = np.ldexp(x, -e), np.ldexp(lo, -e), np.ldexp(hi, -e)
+    width = (his - los) / k
+    idx = np.floor((xs - los) / width)
+    edges = np.ldexp(np.linspace(los, his, k + 1), e)
+    edges[0], edges[-1] = lo, hi
     idx = np.minimum(idx.astype(np.int64), k - 1)
     counts = np.bincount(idx, minlength=k).astype(np.float64)
     return np.stack([edges[:-1], edges[1:], counts], axis=1)
