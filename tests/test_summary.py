@@ -266,6 +266,25 @@ def test_histogram_matches_tensorboard_algorithm(tmp_path, writer):
     np.testing.assert_array_equal(rec["normal"][0][1][:, 2], counts)
 
 
+def test_histogram_buckets_are_tensorflows_formula():
+    """Without tensorboard: the buckets are TensorBoard's formula (floor((x - min) / width),
+    clamped; edges linspace(min, max) with the last edge exactly max), bit for bit, over
+    magnitudes from 1e-300 to 1e300."""
+    from ndflow.summary import _histogram_buckets
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        x = rng.normal(size=int(rng.integers(2, 300))) * 10.0 ** int(rng.integers(-300, 300))
+        k = int(rng.integers(1, 40))
+        got = _histogram_buckets(x, k)
+        lo, hi = x.min(), x.max()
+        idx = np.minimum(np.floor((x - lo) / ((hi - lo) / k)).astype(np.int64), k - 1)
+        edges = np.linspace(lo, hi, k + 1)
+        edges[-1] = hi
+        np.testing.assert_array_equal(got[:, 2], np.bincount(idx, minlength=k))
+        np.testing.assert_array_equal(got[:, 0], edges[:-1])
+        np.testing.assert_array_equal(got[:, 1], edges[1:])
+
+
 def test_histogram_rejects_nan(writer):
     with writer.as_default(step=0):
         with pytest.raises(ValueError, match="histogram 'h'.*NaN or inf"):
