@@ -30,7 +30,6 @@ TensorFlow, no tensorboard package needed to write.
 import contextlib
 import itertools
 import os
-import socket
 import threading
 import time
 import warnings
@@ -147,6 +146,7 @@ class SummaryWriter:
         flush_millis = 120000 if flush_millis is None else _check_count(
             "flush_millis", flush_millis, "milliseconds between flushes")
         suffix = ".v2" if filename_suffix is None else str(filename_suffix)
+        import socket     # only to name the file; importing it costs `import ndflow` ~2 ms
         os.makedirs(logdir, exist_ok=True)
         fname = "events.out.tfevents.%010d.%s.%d.%d%s" % (
             int(time.time()), socket.gethostname(), os.getpid(), next(_file_serial), suffix)
