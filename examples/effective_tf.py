@@ -14,6 +14,8 @@ the placeholders' unknown dimensions with nf.function input signatures.
 Run:  python examples/effective_tf.py
       NDFLOW_QUICK=1 python examples/effective_tf.py        (a few seconds)
       NDFLOW_PLOT_DIR=/tmp/plots python examples/effective_tf.py   (also runs the visualization)
+      NDFLOW_LOGDIR=/tmp/logs python examples/effective_tf.py      (TensorBoard logs there;
+                                               then: tensorboard --logdir /tmp/logs)
 """
 # DEVIATION: imports only: `import tensorflow as tf` -> `import ndflow as nf` (every `tf.` is `nf.`).
 # DEVIATION: TF1 graph-mode code follows the author's TF2 edition: tf.random_normal /
@@ -42,11 +44,13 @@ Run:  python examples/effective_tf.py
 #            a small stand-in below built on nf.Module, nf.Variable, nf.random.uniform (Glorot
 #            uniform kernel, zero bias, like Keras) and nf.matmul. The TF1 edition's
 #            `tile_concat_dense` is the TF2 edition's `merge` (same body).
-# DEVIATION: `tf.summary.image(name, figs)` (TensorBoard) has no ndflow equivalent:
-#            visualize_labeled_images returns the uint8 image batch `figs` made by the Python op,
-#            and main() saves it as PNG files. It needs matplotlib and PIL and only runs when
-#            NDFLOW_PLOT_DIR is set (off by default). `image = tf.placeholder(...);
-#            tf.summary.image("image", image)` is dropped.
+# DEVIATION: visualize_labeled_images returns the uint8 image batch `figs` made by the Python
+#            op (main() saves it as PNG files when NDFLOW_PLOT_DIR is set); the seed's
+#            `return tf.summary.image(name, figs)` is the last section of this file,
+#            visualize_labeled_images_summary, run by tensorboard_visualization() (also inside
+#            nf.function) with `image = tf.placeholder(...); tf.summary.image("image", image)` as
+#            `nf.summary.image("image", image)` of a [k, h, w, 1] batch. It needs matplotlib (and
+#            its PIL) and writes to NDFLOW_LOGDIR (default: a new temporary directory).
 # DEVIATION: with NDFLOW_QUICK=1 the curve fit takes 200 steps (not 1000) in each of its two runs.
 # DEVIATION: the programs run inside main() (so tests can import and run this file), with
 #            4-space indentation; main() returns a dict of a few results for tests.
@@ -414,5 +418,57 @@ def main():
     return results
 
 
+
+# =================================== Visualization through a Python op, written for TensorBoard
+# The seed's visualize_labeled_images ends with `return tf.summary.image(name, figs)`: the
+# images the Python op drew (labels and all) become an image summary. nf.summary writes it.
+def visualize_labeled_images_summary(images, labels, max_outputs=3, name="image"):
+    figs = visualize_labeled_images(images, labels, max_outputs, name)
+    return nf.summary.image(name, figs, max_outputs=max_outputs)
+
+
+def tensorboard_visualization(logdir=None, steps=2):
+    """Write the seed's image summaries for TensorBoard: the input images
+    (`tf.summary.image("image", image)`) and the labelled figures drawn by matplotlib in a
+    Python op, eagerly (step 0) and from an nf.function at each call (steps 1..steps: the
+    Python op and the summary run at every call, not once when tracing). Returns
+    (logdir, results), or None (with a message) when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError:
+        print("TensorBoard visualization skipped: it draws with matplotlib "
+              "(pip install matplotlib)")
+        return None
+    import tempfile
+    logdir = logdir or os.environ.get("NDFLOW_LOGDIR") or tempfile.mkdtemp(prefix="effective_tf_")
+    writer = nf.summary.create_file_writer(logdir)
+    images = np.random.uniform(size=[3, 28, 28]).astype(np.float32)
+    labels = np.array([3, 1, 4])
+    results = {}
+    with writer.as_default(step=0):
+        image = nf.convert_to_tensor(images[..., np.newaxis])
+        results["image"] = nf.summary.image("image", image)
+        results["labeled"] = visualize_labeled_images_summary(
+            nf.convert_to_tensor(images), nf.convert_to_tensor(labels), name="labeled_image")
+
+    step = nf.Variable(0, dtype="int64", trainable=False)
+
+    @nf.function
+    def log_predictions(images, labels):
+        step.assign_add(1)
+        return visualize_labeled_images_summary(images, labels, max_outputs=2,
+                                                name="predictions")
+
+    with writer.as_default(step=step):
+        results["compiled"] = [log_predictions(nf.convert_to_tensor(images),
+                                               nf.convert_to_tensor((labels + i) % 10))
+                               for i in range(steps)]
+    writer.close()
+    print("TensorBoard logs in %s (tensorboard --logdir %s)" % (logdir, logdir))
+    return logdir, results
+
+
 if __name__ == "__main__":
     main()
+    tensorboard_visualization()

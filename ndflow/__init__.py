@@ -36,3 +36,6 @@ __version__ = "0.1.0"
 
 # issue 9, keep/ship/see: ONNX export (the onnx package itself is imported only by export)
 from . import onnx  # noqa: F401,E402
+
+# issue 9, keep/ship/see: TensorBoard summaries (event files written by ndflow itself)
+from . import summary  # noqa: F401,E402

@@ -124,3 +124,47 @@ def test_effective_tf_curve_fit(run_example):
     for key in ("fit_curve", "fit_curve_compiled"):
         w = np.asarray(r[key].numpy() if hasattr(r[key], "numpy") else r[key], dtype=np.float64).ravel()
         assert abs(w[0] - 5) < 0.2 and abs(w[1]) < 0.2
+
+
+def test_effective_tf_visualization_through_tensorboard(tmp_path):
+    """The seed's `tf.summary.image` of the input images and of the labelled figures a Python
+    op draws with matplotlib, eagerly and at each call of an nf.function, read back with
+    TensorBoard's reader."""
+    pytest.importorskip("matplotlib")
+    Image = pytest.importorskip("PIL.Image")
+    pea = pytest.importorskip("tensorboard.backend.event_processing.plugin_event_accumulator")
+    from tensorboard.util import tensor_util
+    import io
+    sys.path.insert(0, EXAMPLES)
+    try:
+        mod = importlib.import_module("effective_tf")
+    finally:
+        sys.path.remove(EXAMPLES)
+    tnp.random.seed(0)
+    np.random.seed(0)
+    state = np.random.get_state()
+    logdir, results = mod.tensorboard_visualization(str(tmp_path), steps=2)
+    np.random.set_state(state)
+    images = np.random.uniform(size=[3, 28, 28]).astype(np.float32)   # what the section drew
+    assert bool(results["image"]) and bool(results["labeled"])
+    assert [bool(r) for r in results["compiled"]] == [True, True]
+    acc = pea.EventAccumulator(logdir, size_guidance={"tensors": 0})
+    acc.Reload()
+
+    def pngs(tag):
+        return [(e.step, [np.asarray(Image.open(io.BytesIO(b)))
+                          for b in tensor_util.make_ndarray(e.tensor_proto)[2:]])
+                for e in acc.Tensors(tag)]
+
+    ((step, raw),) = pngs("image")
+    assert step == 0 and len(raw) == 3
+    expected = np.clip(images * np.float32(255.5), 0, 255).astype(np.uint8)
+    for got, want in zip(raw, expected):
+        np.testing.assert_array_equal(got, want)
+    ((step, labeled),) = pngs("labeled_image")
+    assert step == 0 and len(labeled) == 3
+    assert all(im.shape == (240, 240, 4) and im.std() > 0 for im in labeled)
+    preds = pngs("predictions")
+    assert [s for s, _ in preds] == [1, 2] and all(len(ims) == 2 for _, ims in preds)
+    # each call drew its own labels: the figures of the two calls differ
+    assert not np.array_equal(preds[0][1][0], preds[1][1][0])

@@ -50,6 +50,11 @@ def _is_array_like(x):
     return isinstance(x, (ndarray, np.ndarray))
 
 
+# Called with each new ConcreteFunction (after tracing, never on the call path): how layers
+# above watch traces without this module knowing them (nf.summary.trace_on collects graphs).
+TRACE_HOOKS = []
+
+
 class ConcreteFunction:
     """One traced graph: its code, the structure of its outputs, and how to call it."""
 
@@ -75,6 +80,8 @@ class ConcreteFunction:
             _dbg.log("nf.function %r: trace %.2f ms, optimize %.2f ms, generate %.2f ms "
                      "(%d -> %d nodes)" % (name, trace_s * 1e3, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
                                           len(graph.nodes), len(self.graph.nodes)))
+        for hook in TRACE_HOOKS:
+            hook(self)
 
     def _fail(self, e):
         """Re-raise an error from the generated code naming the node and the user's line."""
