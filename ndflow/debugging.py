@@ -7,7 +7,6 @@ the graph runs, never while tracing, also inside `nf.cond`/`nf.while_loop`/`nf.s
 code `nf.function` generates (functions traced while it is on get code with a check after each
 operation; with it off the code is unchanged).
 """
-import pprint
 import re
 import sys
 
@@ -93,6 +92,7 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
         elif _is_tensor(x):
             texts.append(repr(_replace_tensors(x, tensors)))
         else:
+            import pprint
             texts.append(pprint.pformat(_replace_tensors(x, tensors)))
     text = sep.join(texts) + end
     # cut the text at the slots: the arrays' text goes between the parts when the print runs

@@ -6,6 +6,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
 
 import ndflow as nf
 import ndflow.numpy as tnp
@@ -33,6 +35,7 @@ def _line_after():
     (np.array([1 / 3]), "[0.33333333333333331]"),               # float64: 15, else 17
     (np.array([np.nan, np.inf, -np.inf, 1e20]), "[nan inf -inf 1e+20]"),
     (np.zeros((0,)), "[]"),
+    (np.zeros((2, 0)), "[[]\n []]"),
     (np.arange(4).reshape(2, 2), "[[0 1]\n [2 3]]"),
     (np.arange(8).reshape(2, 2, 2), "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]"),
 ])
@@ -47,6 +50,35 @@ def test_format_tensor_elides_every_axis_and_summarize_minus_one_prints_all():
     assert format_tensor(a, 3) == want
     assert format_tensor(a, -1).count("\n") == 9 and "..." not in format_tensor(a, -1)
     assert format_tensor(np.arange(10), 1) == "[0 ... 9]"
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(st.sampled_from([np.float32, np.float64, np.float16, np.int8, np.int64,
+                                   np.uint16, np.bool_]),
+                  hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)))
+def test_format_tensor_full_print_reads_back_exactly(a):
+    text = format_tensor(a, -1)
+    tokens = text.replace("[", " ").replace("]", " ").split()
+    assert "..." not in tokens and len(tokens) == a.size
+    # every value reads back as itself (shortest round-trip digits; NaN as nan)
+    if a.dtype.kind == "f":
+        back = np.array([float(t) for t in tokens], dtype=np.float64)
+        np.testing.assert_array_equal(back.astype(a.dtype), a.ravel())
+    else:
+        assert [int(t) for t in tokens] == [int(v) for v in a.ravel()]
+    # one bracket pair per sub-array
+    assert text.count("[") == sum(int(np.prod(a.shape[:k])) for k in range(a.ndim))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 5))
+def test_format_tensor_keeps_summarize_entries_at_each_end(n, s):
+    text = format_tensor(np.arange(n), s)
+    tokens = text.strip("[]").split()
+    if n > 2 * s:
+        assert tokens == [str(i) for i in range(s)] + ["..."] + [str(i) for i in range(n - s, n)]
+    else:
+        assert tokens == [str(i) for i in range(n)]
 
 
 def test_print_eager_mixes_strings_values_and_structures(capsys):

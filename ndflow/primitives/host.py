@@ -86,6 +86,10 @@ def format_tensor(a, summarize=3):
     a = np.asarray(a)
     n = a.size
     limit = n if summarize is None or summarize < 0 else min(int(summarize), n)
+    if n == 0:
+        # an empty array shows its structure ([[] []]): TensorFlow's printer would elide
+        # the empty rows as `...`, as if entries were left out
+        limit = max(a.shape, default=0)
     kind = a.dtype.kind
     # half precision prints through float32, as TensorFlow's printer does
     dtype = np.dtype(np.float64) if a.dtype == np.float64 or a.dtype == np.complex128 \
