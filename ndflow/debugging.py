@@ -75,7 +75,8 @@ def _replace_tensors(x, tensors):
 def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=None):
     """Print `inputs` (`tf.print`): eagerly, now; inside `nf.function`, each time the compiled
     function runs (not when it is traced), also inside control-flow bodies; under
-    `vectorized_map`, the batched values. Arrays print as TensorFlow prints tensors (`[1 2 3]`,
+    `vectorized_map`, the batched values (a branch of a cond chosen per example runs, and
+    prints, for the whole batch). Arrays print as TensorFlow prints tensors (`[1 2 3]`,
     the first and last `summarize` entries of each axis, `-1` for all); strings print as they
     are, other values and structures holding arrays as `pprint` shows them.
 
