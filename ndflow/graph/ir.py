@@ -7,6 +7,8 @@ a form a person can follow; `verify` checks it.
 """
 import itertools
 
+from ..core.state import STATE
+
 _ids = itertools.count()
 
 
@@ -84,7 +86,6 @@ class SubGraph:
                  "__weakref__")
 
     def __init__(self, graph, name=None):
-        from ..core.state import STATE
         self.graph = graph        # as traced: what gradient and batching rules re-enter
         self.optimized = None     # what `compile` made of it (fused kernels: not re-bindable)
         self.name = name or graph.name
