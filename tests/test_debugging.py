@@ -14,7 +14,8 @@ import ndflow.numpy as tnp
 from ndflow.primitives.host import format_tensor, print_p
 
 # the NaN and infinities made on purpose here warn in NumPy; the checks are what is tested
-pytestmark = pytest.mark.filterwarnings("ignore:(invalid value|divide by zero):RuntimeWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:(invalid value|divide by zero|overflow):RuntimeWarning")
 
 
 def _line_after():
@@ -513,3 +514,21 @@ def test_readme_debugging_example_runs(capsys, monkeypatch):
     assert "'log' produced infinity from finite inputs" in cap.out
     assert "in 'log' created at README.md:7" in cap.out
     assert not nf.config.functions_run_eagerly()
+
+
+def test_check_numerics_inside_loop_bodies_can_be_differentiated():
+    @nf.function
+    def g(x):
+        with nf.GradientTape() as t:
+            t.watch(x)
+            _, s = nf.while_loop(lambda i, s: i < 2,
+                                 lambda i, s: (i + 1, nf.debugging.check_numerics(s * x, "w")),
+                                 (0, x))
+            ys = nf.scan(lambda a, e: nf.debugging.check_numerics(a * e, "s"),
+                         tnp.stack([x, x]), initializer=tnp.asarray(1.0))
+            r = s + ys[-1]
+        return t.gradient(r, x)
+
+    assert float(g(tnp.asarray(3.0))) == pytest.approx(3 * 9 + 2 * 3)   # d(x^3 + x^2)
+    with pytest.raises(nf.errors.InvalidArgumentError, match="w : Tensor had Inf"):
+        g(tnp.asarray(1e200))

@@ -23,6 +23,9 @@ inferred from a name):
                 it) leave sinks out, so the backward pass does not print again; a gradient
                 through a control-flow body holding a sink is allowed; an exporter with no
                 equivalent may drop them. `primitives/host.py` builds them (`sink_primitive`).
+    check       an effect that only inspects its inputs and may raise (`check_numerics`), its
+                outputs being its inputs' values: running it again is harmless, so a body
+                holding one can be replayed to differentiate it (implies `effect`).
 
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
@@ -48,10 +51,10 @@ class Aval:
 
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
-                 "effect", "sink", "vjp_uses_out", "__weakref__")
+                 "effect", "sink", "check", "vjp_uses_out", "__weakref__")
 
     def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
-                 sink=False):
+                 sink=False, check=False):
         self.name = name
         self.impl = impl
         self.abstract = abstract
@@ -60,8 +63,9 @@ class Primitive:
         self.batch = None
         self.fusion = None
         self.multiple_results = multiple_results
-        self.effect = effect or sink  # random draws, variable reads/writes: never folded or CSE'd
-        self.sink = sink              # output-only effect (printing, summaries): see above
+        self.effect = effect or sink or check   # never folded, merged or removed: see above
+        self.sink = sink              # output-only effect (printing, summaries)
+        self.check = check            # inspects and may raise (check_numerics)
         self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params); out: all outputs
         #                               (a tuple) for multiple_results
         REGISTRY.append(self)

@@ -57,10 +57,11 @@ def _pick(pair, *subgraphs):
 
 
 def _check_grad_effects(subgraphs, what, allowed=("read_variable",)):
-    # sinks (prints, summaries) are fine: the rules replay bodies `without_sinks`
+    # sinks (prints, summaries) are fine: the rules replay bodies `without_sinks`; checks
+    # (check_numerics) may run again
     for s in subgraphs:
         for n in s.graph.nodes:
-            if n.prim.effect and not n.prim.sink and n.prim.name not in allowed:
+            if n.prim.effect and not (n.prim.sink or n.prim.check) and n.prim.name not in allowed:
                 raise NotImplementedError(
                     f"gradient of {what} whose body has the effect '{n.prim.name}' (created at "
                     f"{n.loc}) is not supported: the body would run again to differentiate it")

@@ -16,8 +16,9 @@ stop_gradient_p.fusion = "{0}"
 
 # ------------------------------------------------------------------ check_numerics
 # The identity on values that raises InvalidArgumentError when its input holds NaN or infinity
-# (`tf.debugging.check_numerics`). An effect, so the compiler keeps it where it was written even
-# when its result is unused, and never evaluates it at compile time. Its gradient is checked too.
+# (`tf.debugging.check_numerics`). A `check` (an effect), so the compiler keeps it where it was
+# written even when its result is unused and never evaluates it at compile time, while a loop
+# body holding one can still be differentiated. Its gradient is checked too.
 def _check_numerics_impl(x, message):
     import numpy as np
     a = x if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x.get())
@@ -30,7 +31,7 @@ def _check_numerics_impl(x, message):
 
 
 check_numerics_p = Primitive("check_numerics", _check_numerics_impl,
-                             lambda x, message: same_aval(x), effect=True)
+                             lambda x, message: same_aval(x), check=True)
 check_numerics_p.def_vjp(lambda ct, x, message: (bind(
     check_numerics_p, ct, message="Not a number (NaN) or infinity (Inf) values detected in "
                                   "gradient. " + message),))
