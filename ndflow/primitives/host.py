@@ -14,7 +14,7 @@ A *sink* (`Primitive(..., sink=True)`) is the output-only kind of effect: it han
 the host and returns nothing. Gradient rules leave sinks out when they replay a body (the
 backward pass does not print again; `graph.ir.without_sinks`), and a body holding one can be
 differentiated. `sink_primitive(name, write)` makes one from a function of host NumPy arrays:
-`nf.print` below, and TensorBoard summaries written at run time, are built this way.
+`nf.print` below is one; run-time summary writers can be built the same way.
 """
 import sys
 
