@@ -157,6 +157,11 @@ def _check_numerics(prim, args, outs, params):
     from .ndarray import _user_line
     err = nonfinite_error(prim.name, [o._v for o in (outs if prim.multiple_results else (outs,))],
                           [a._v for a in args])
-    if err is not None and not any(hasattr(v, "in_avals") for v in params.values()):
+    if err is not None and not any(_is_body(v) for v in params.values()):
         # (a control-flow op is not blamed: its bodies' operations are checked themselves)
         raise type(err)(f"{err}\n  in '{prim.name}' at {_user_line()}") from None
+
+
+def _is_body(v):
+    """A control-flow body parameter (a SubGraph, or a tuple of them: switch_case)."""
+    return hasattr(v, "in_avals") or (type(v) is tuple and bool(v) and hasattr(v[0], "in_avals"))
