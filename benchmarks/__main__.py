@@ -127,6 +127,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-plot", action="store_true", help="draw no figures")
     p.add_argument("--out", default=str(RESULTS), metavar="DIR",
                    help="where results.json and the figures go (default: benchmarks/results)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (it shows only on a terminal, on stderr)")
     p.add_argument("-v", "--verbose", action="store_true", help="show subprocess stderr (tracebacks of n/a cells)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every system's kernels (BLAS, Eigen, OpenMP); default: each "
@@ -167,10 +169,18 @@ def main(argv=None) -> int:
     # --- run every (system, workload) pair in its own subprocess, one at a time
     results = {}
     t0 = time.perf_counter()
-    for w in names:
-        for s in chosen:
-            print(f"[bench] {s:>6} {w} ...", file=sys.stderr, flush=True)
-            results[(s, w)] = run_subprocess(s, w, args, pythons[s])
+    from ndflow.utils.progress import progress, enabled
+    show = enabled(disable=True if args.no_progress else None)
+    with progress(total=len(names) * len(chosen), desc="bench", unit="run",
+                  disable=not show) as bar:
+        for w in names:
+            for s in chosen:
+                if show:
+                    bar.set_description(f"{w} / {s}")
+                else:
+                    print(f"[bench] {s:>6} {w} ...", file=sys.stderr, flush=True)
+                results[(s, w)] = run_subprocess(s, w, args, pythons[s])
+                bar.update()
     elapsed = time.perf_counter() - t0
 
     # --- columns: times, then ratios to NumPy

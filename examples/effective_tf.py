@@ -13,7 +13,8 @@ the placeholders' unknown dimensions with nf.function input signatures.
 
 Run:  python examples/effective_tf.py
       NDFLOW_QUICK=1 python examples/effective_tf.py        (a few seconds)
-      NDFLOW_PLOT_DIR=/tmp/plots python examples/effective_tf.py   (also runs the visualization)
+      NDFLOW_PLOT_DIR=/tmp/plots python examples/effective_tf.py   (also runs the visualization
+                                          and saves the loss curves; or --plot-dir /tmp/plots)
       NDFLOW_LOGDIR=/tmp/logs python examples/effective_tf.py      (TensorBoard logs there;
                                                then: tensorboard --logdir /tmp/logs)
 """
@@ -51,6 +52,9 @@ Run:  python examples/effective_tf.py
 #            nf.function) with `image = tf.placeholder(...); tf.summary.image("image", image)` as
 #            `nf.summary.image("image", image)` of a [k, h, w, 1] batch. It needs matplotlib (and
 #            its PIL) and writes to NDFLOW_LOGDIR (default: a new temporary directory).
+# DEVIATION: the curve fit shows a progress bar on a terminal (ndflow.utils.progress), records
+#            each step's loss, and with NDFLOW_PLOT_DIR saves both runs' loss curves as
+#            effective_tf_fit_loss.png (matplotlib, optional).
 # DEVIATION: with NDFLOW_QUICK=1 the curve fit takes 200 steps (not 1000) in each of its two runs.
 # DEVIATION: the programs run inside main() (so tests can import and run this file), with
 #            4-space indentation; main() returns a dict of a few results for tests.
@@ -59,6 +63,7 @@ import os
 
 import numpy as np
 import ndflow as nf
+from ndflow.utils.progress import progress
 
 
 def _quick():
@@ -85,7 +90,7 @@ def ndflow_matmul():
     return x, y, z
 
 
-def fit_curve(steps=1000, compiled=False):
+def fit_curve(steps=1000, compiled=False, losses=None):
     # Assuming we know that the desired function is a polynomial of 2nd degree, we
     # allocate a vector of size 3 to hold the coefficients and initialize it with
     # random noise.
@@ -115,21 +120,27 @@ def fit_curve(steps=1000, compiled=False):
 
     def train_step():
         x, y = generate_data()
+        seen = []   # DEVIATION: the step returns its loss, for the loss curve
 
         def _loss_fn():
             yhat = model(x)
             loss = compute_loss(y, yhat)
+            seen.append(loss)
             return loss
 
         opt.minimize(_loss_fn, [w])
+        return seen[-1]
 
     if compiled:
         # "To get all those benefits we simply need to decorate the train_step function with
         # nf.function decorator."
         train_step = nf.function(train_step)
 
-    for _ in range(steps):
-        train_step()
+    for _ in progress(range(steps), desc="fit 5x^2+3" + (" (nf.function)" if compiled else ""),
+                      unit="step"):
+        loss = train_step()
+        if losses is not None:
+            losses.append(float(loss))
 
     print(w.numpy())
     return w
@@ -390,8 +401,17 @@ def main():
     # ------------------------------------------------------------------------------ Basics
     results["numpy_matmul"] = numpy_matmul()
     results["ndflow_matmul"] = ndflow_matmul()
-    results["fit_curve"] = fit_curve(steps)
-    results["fit_curve_compiled"] = fit_curve(steps, compiled=True)
+    curves = {"eager": [], "nf.function": []}
+    results["fit_curve"] = fit_curve(steps, losses=curves["eager"])
+    results["fit_curve_compiled"] = fit_curve(steps, compiled=True, losses=curves["nf.function"])
+    results["fit_curve_losses"] = curves
+    if os.environ.get("NDFLOW_PLOT_DIR"):
+        from ndflow.utils.plotting import save_loss_curve
+        path = save_loss_curve(None, os.path.join(os.environ["NDFLOW_PLOT_DIR"],
+                                                  "effective_tf_fit_loss.png"),
+                               title="fitting 5x^2 + 3 with Adam", series=curves)
+        if path:
+            print("loss curve saved:", path)
 
     # ------------------------------------------------------------- Static and dynamic shapes
     results["shapes"] = static_and_dynamic_shapes()
@@ -470,5 +490,8 @@ def tensorboard_visualization(logdir=None, steps=2):
 
 
 if __name__ == "__main__":
+    import sys
+    if len(sys.argv) == 3 and sys.argv[1] == "--plot-dir":      # as NDFLOW_PLOT_DIR
+        os.environ["NDFLOW_PLOT_DIR"] = sys.argv[2]
     main()
     tensorboard_visualization()

@@ -8,6 +8,8 @@ called from a compiled function are compiled too, and that print() runs only whi
 
 Run:  python examples/tf_function_lesson.py
       NDFLOW_QUICK=1 python examples/tf_function_lesson.py     (a few seconds)
+      python examples/tf_function_lesson.py --plot-dir /tmp/plots   (or NDFLOW_PLOT_DIR=/tmp/plots:
+                                                                also saves the loss curve)
 """
 # DEVIATION: imports only: `import tensorflow as tf` -> `import ndflow as nf` (every `tf.` is `nf.`).
 # DEVIATION: the lesson's `os.environ['TF_CPP_MIN_LOG_LEVEL'] = '2'` (TensorFlow logging) dropped.
@@ -25,6 +27,10 @@ Run:  python examples/tf_function_lesson.py
 #            1024-element buffer) each time it is iterated and yields (x_batch, y_batch) slices.
 # DEVIATION: with NDFLOW_QUICK=1: 2048 train / 512 test images and EPOCHS = 2 (not 10), and
 #            SIZE = 100 (not 1000) for the timed matrix function.
+# DEVIATION: the training loop shows a progress bar per epoch on a terminal
+#            (ndflow.utils.progress: tqdm when installed), keeps each batch's loss, and saves the
+#            loss curve as tf_function_lesson_loss.png when NDFLOW_PLOT_DIR (or --plot-dir) names
+#            a directory (matplotlib, optional).
 # DEVIATION: each stage of the lesson (it redefines `function_tf` and `test_function` as it goes)
 #            is one helper function, run in order by main(); indentation normalized to 4 spaces;
 #            main() returns a dict of a few results for tests. The Russian messages are kept.
@@ -33,6 +39,7 @@ import time
 
 import numpy as np
 import ndflow as nf
+from ndflow.utils.progress import progress
 
 
 def _quick():
@@ -157,20 +164,42 @@ def train_digits_classifier(quick):
         return f_loss
 
     epoch_losses = []
+    batch_losses = []
+    n_batches = -(-x_train.shape[0] // BATCH_SIZE)
     for n in range(EPOCHS):
         loss = 0
-        for x_batch, y_batch in train_dataset:
-            loss += train_batch(x_batch, y_batch)
+        bar = progress(train_dataset, total=n_batches, desc=f"epoch {n + 1}/{EPOCHS}",
+                       unit="batch")
+        for x_batch, y_batch in bar:
+            batch_loss = train_batch(x_batch, y_batch)
+            loss += batch_loss
+            batch_losses.append(float(batch_loss))
+            if len(batch_losses) % 50 == 0:
+                bar.set_postfix(loss=batch_losses[-1], refresh=False)
 
         print(loss.numpy())
         epoch_losses.append(float(loss.numpy()))
+    plot_losses(batch_losses, "tf_function_lesson_loss.png",
+                "digits classifier: cross-entropy per batch", "batch")
 
     y = model(x_test)
     y2 = nf.argmax(y, axis=1).numpy()
     acc = len(y_test[y_test == y2])/y_test.shape[0] * 100
     print(acc)
 
-    return dict(model=model, epoch_losses=epoch_losses, accuracy=acc)
+    return dict(model=model, epoch_losses=epoch_losses, batch_losses=batch_losses, accuracy=acc)
+
+
+def plot_losses(losses, filename, title, xlabel):
+    """Save the loss curve under NDFLOW_PLOT_DIR, when it is set (matplotlib: optional)."""
+    out_dir = os.environ.get("NDFLOW_PLOT_DIR")
+    if not out_dir:
+        return None
+    from ndflow.utils.plotting import save_loss_curve
+    path = save_loss_curve(losses, os.path.join(out_dir, filename), title=title, xlabel=xlabel)
+    if path:
+        print("loss curve saved:", path)
+    return path
 
 
 # ================================================================ Stage 2: one call, eager vs graph
@@ -294,4 +323,10 @@ def main():
 
 
 if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description="The tf.function lesson on ndflow.")
+    parser.add_argument("--plot-dir", help="save the loss curve here (as NDFLOW_PLOT_DIR)")
+    args = parser.parse_args()
+    if args.plot_dir:
+        os.environ["NDFLOW_PLOT_DIR"] = args.plot_dir
     main()

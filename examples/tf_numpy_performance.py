@@ -29,6 +29,8 @@ Run:  python examples/tf_numpy_performance.py
 #            $NDFLOW_PLOT_DIR/tf_numpy_performance_sigmoid.png instead of showing it.
 # DEVIATION: the benchmark's times are also printed as a table (the guide only plots them), since
 #            plotting is off by default.
+# DEVIATION: on a terminal, benchmark() shows a progress bar over the sizes (stderr;
+#            ndflow.utils.progress).
 # DEVIATION: the notebook cells run inside main() (so tests can import and run this file, and
 #            the helper functions close over `model` as the notebook's globals did); indentation
 #            normalized to 4 spaces; main() returns a dict of a few results for tests.
@@ -38,6 +40,7 @@ import timeit
 import numpy as np
 import ndflow as nf
 import ndflow.numpy as tnp
+from ndflow.utils.progress import progress
 
 
 def _quick():
@@ -260,7 +263,8 @@ def main():
     def benchmark(f, inputs, number=30, force_gpu_sync=False):
         """Utility to benchmark `f` on each value in `inputs`."""
         times = []
-        for inp in inputs:
+        for inp in progress(inputs, desc=getattr(f, "__name__", "benchmark"), unit="size",
+                            leave=False):
             def _g():
                 if force_gpu_sync:
                     one = tnp.asarray(1)

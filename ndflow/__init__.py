@@ -30,6 +30,8 @@ from .compat import (constant, convert_to_tensor, cast, reduce_sum, reduce_mean,
                      clip_by_value, one_hot, size, rank)
 from . import nn, losses, random  # noqa: F401
 from . import saved_model  # noqa: F401  (nf.saved_model.save / load)
+from . import debugging, errors  # noqa: F401  (nf.debugging, nf.errors)
+from .debugging import print_ as print  # noqa: F401,A001  (tf.print)
 
 Tensor = ndarray
 __version__ = "0.1.0"

@@ -77,3 +77,20 @@ def test_without_matplotlib_a_note(tmp_path, monkeypatch, capsys):
     assert plots.plot_results(_runs(), tmp_path) == []
     assert "matplotlib is not installed" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("no_progress", [False, True])
+def test_benchmark_progress_bar(monkeypatch, tmp_path, capsys, no_progress):
+    import benchmarks.__main__ as bm
+    monkeypatch.setenv("NDFLOW_PROGRESS", "1")            # as on a terminal
+    monkeypatch.setitem(sys.modules, "tqdm", None)         # the plain bar: predictable text
+    runs = {(r["system"], r["workload"]): r for r in _runs()["runs"]}
+    monkeypatch.setattr(bm, "run_subprocess", lambda s, w, args, python=None: runs[(s, w)])
+    argv = ["--systems", "numpy,ndflow", "--workloads", "sigmoid,add", "--no-plot",
+            "--out", str(tmp_path)] + (["--no-progress"] if no_progress else [])
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    if no_progress:
+        assert "[bench]  numpy sigmoid ..." in err and "4/4 run" not in err
+    else:
+        assert "add / ndflow: 4/4 run" in err and "[bench]  numpy" not in err

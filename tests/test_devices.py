@@ -45,11 +45,59 @@ def test_device_scope_accepts_logical_device_and_none():
         assert tnp.zeros(1).device == CPU0
 
 
+@pytest.fixture
+def hard_placement():
+    prev = nf.config.get_soft_device_placement()
+    nf.config.set_soft_device_placement(False)
+    yield
+    nf.config.set_soft_device_placement(prev)
+
+
+# a missing GPU falls back to the CPU under soft placement (TensorFlow's default, tested below):
+# without it, every unknown device is an error
 @pytest.mark.parametrize("spec", ["TPU:0", "CPU:9", "GPU:99", "not a device"])
-def test_unknown_devices_raise(spec):
+def test_unknown_devices_raise(spec, hard_placement):
     with pytest.raises(ValueError):
         with nf.device(spec):
             pass
+
+
+@pytest.mark.parametrize("spec", ["TPU:0", "CPU:9", "not a device"])
+def test_unknown_devices_raise_under_soft_placement(spec):
+    assert nf.config.get_soft_device_placement() is True       # TensorFlow's default
+    with pytest.raises(ValueError):
+        with nf.device(spec):
+            pass
+
+
+def test_soft_placement_falls_back_to_cpu_with_one_warning_per_name(monkeypatch):
+    monkeypatch.setattr(D, "_warned_soft", set())
+    n_gpus = len(nf.config.list_physical_devices("GPU"))
+    spec = "GPU:%d" % (n_gpus + 3)                  # a GPU this machine does not have
+    with pytest.warns(RuntimeWarning, match=r"GPU:%d.*CPU:0 instead" % (n_gpus + 3)):
+        with nf.device(spec):
+            x = tnp.arange(4.0) * 2
+            f = nf.function(lambda a: tnp.sum(a * a))
+            y = f(x)
+    assert x.device == CPU0 and y.device == CPU0 and float(y) == 56.0
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the same name warns only once
+        with nf.device(spec):
+            z = tnp.ones(2) + 1
+    assert z.device == CPU0
+    with pytest.warns(RuntimeWarning, match="/device:GPU:%d" % (n_gpus + 7)):
+        with nf.device("/device:GPU:%d" % (n_gpus + 7)):    # another name warns again
+            pass
+
+
+def test_hard_placement_error_names_the_device(hard_placement):
+    spec = "GPU:%d" % (len(nf.config.list_physical_devices("GPU")) + 3)
+    with pytest.raises(ValueError, match=spec):
+        with nf.device(spec):
+            pass
+    nf.config.set_soft_device_placement(True)
+    assert nf.config.get_soft_device_placement() is True
 
 
 def test_everything_works_inside_a_device_scope():

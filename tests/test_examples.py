@@ -111,6 +111,12 @@ def test_tf_function_lesson(run_example):
     assert len(t["epoch_losses"]) >= 2
     assert t["epoch_losses"][-1] < t["epoch_losses"][0]
     assert t["accuracy"] > 90
+    # the loss curve: one loss per batch, summing to each epoch's printed loss
+    per_epoch = len(t["batch_losses"]) // len(t["epoch_losses"])
+    assert per_epoch * len(t["epoch_losses"]) == len(t["batch_losses"])
+    for k, total in enumerate(t["epoch_losses"]):
+        assert sum(t["batch_losses"][k * per_epoch:(k + 1) * per_epoch]) == pytest.approx(
+            total, rel=1e-4)
 
 
 @pytest.mark.parametrize("name", ["tf_numpy_interop", "effective_tf"])
@@ -124,6 +130,8 @@ def test_effective_tf_curve_fit(run_example):
     for key in ("fit_curve", "fit_curve_compiled"):
         w = np.asarray(r[key].numpy() if hasattr(r[key], "numpy") else r[key], dtype=np.float64).ravel()
         assert abs(w[0] - 5) < 0.2 and abs(w[1]) < 0.2
+    for losses in r["fit_curve_losses"].values():
+        assert len(losses) >= 200 and losses[-1] < losses[0] / 100
 
 
 def test_effective_tf_visualization_through_tensorboard(tmp_path):

@@ -147,16 +147,56 @@ def resolve(spec):
     return pool[idx]
 
 
+_SOFT_PLACEMENT = True
+_warned_soft = set()
+
+
+def set_soft_device_placement(enabled):
+    """Whether `nf.device` may place work elsewhere when the device asked for is missing
+    (`tf.config.set_soft_device_placement`). On (TensorFlow's default): a scope naming a GPU
+    that this machine does not have places its work on the CPU, with a warning once per device
+    name. Off: such a scope raises ValueError. Process-wide, as in TensorFlow."""
+    global _SOFT_PLACEMENT
+    _SOFT_PLACEMENT = bool(enabled)
+
+
+def get_soft_device_placement():
+    """Whether soft device placement is on (see `set_soft_device_placement`)."""
+    return _SOFT_PLACEMENT
+
+
+def _place(spec):
+    """The device a scope for `spec` uses: `resolve(spec)`, or under soft placement the CPU for
+    a GPU that does not exist."""
+    try:
+        return resolve(spec)
+    except ValueError:
+        if not _SOFT_PLACEMENT or _parse(spec)[0] != "GPU":
+            raise
+    import warnings
+    key = spec.name if isinstance(spec, (LogicalDevice, PhysicalDevice)) else str(spec)
+    if key not in _warned_soft:
+        _warned_soft.add(key)
+        have = len(_gpus())
+        warnings.warn(f"nf.device({key!r}): this machine has {have or 'no'} GPU"
+                      f"{'' if have == 1 else 's'}{'' if have else ' (or CuPy is not installed)'};"
+                      f" running on {DEFAULT.name} instead (soft device placement; "
+                      f"nf.config.set_soft_device_placement(False) makes this an error)",
+                      RuntimeWarning, stacklevel=4)
+    return DEFAULT
+
+
 @contextlib.contextmanager
 def device(spec):
     """Place the operations of this scope (and the arrays they create) on `spec`.
 
     Accepts TensorFlow's spellings: 'CPU:0', '/device:GPU:0', '/GPU:0', a LogicalDevice, or None
-    (no change)."""
+    (no change). A GPU this machine lacks means the CPU, with a warning, while soft device
+    placement is on (the default; `nf.config.set_soft_device_placement`)."""
     if spec is None:
         yield
         return
-    dev = resolve(spec)
+    dev = _place(spec)
     st = STATE
     prev, prev_scope = st.device, st.scope
     # the default device keeps the eager fast path (its arrays carry _dev None)

@@ -11,6 +11,22 @@ A primitive is declared once with its rules:
     batch(args, axes, **params)                -> (out, out_axis); axes[i] None = unbatched
     fusion                                     elementwise expression template (compiler)
 
+Traits (what the compiler, the memory planner and the rules need to know; declared here, never
+inferred from a name):
+
+    effect      the primitive does something besides computing its outputs (random draws,
+                Variable reads and writes, host callbacks, printing): never constant-folded,
+                merged (CSE), removed when unused, fused, or moved across another effect.
+    sink        an output effect (implies `effect`): it only sends its inputs out of the program
+                (`nf.print`, summaries) and returns nothing the program uses, so no later value
+                depends on it. Gradient rules and replays (a loop run again to differentiate
+                it) leave sinks out, so the backward pass does not print again; a gradient
+                through a control-flow body holding a sink is allowed; an exporter with no
+                equivalent may drop them. `primitives/host.py` builds them (`sink_primitive`).
+    check       an effect that only inspects its inputs and may raise (`check_numerics`), its
+                outputs being its inputs' values: running it again is harmless, so a body
+                holding one can be replayed to differentiate it (implies `effect`).
+
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
@@ -35,9 +51,10 @@ class Aval:
 
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
-                 "effect", "vjp_uses_out", "__weakref__")
+                 "effect", "sink", "check", "vjp_uses_out", "__weakref__")
 
-    def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False):
+    def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
+                 sink=False, check=False):
         self.name = name
         self.impl = impl
         self.abstract = abstract
@@ -46,7 +63,9 @@ class Primitive:
         self.batch = None
         self.fusion = None
         self.multiple_results = multiple_results
-        self.effect = effect          # random draws, variable reads/writes: never folded or CSE'd
+        self.effect = effect or sink or check   # never folded, merged or removed: see above
+        self.sink = sink              # output-only effect (printing, summaries)
+        self.check = check            # inspects and may raise (check_numerics)
         self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params); out: all outputs
         #                               (a tuple) for multiple_results
         REGISTRY.append(self)
@@ -123,9 +142,26 @@ def bind_slow(prim, args, params):
     top = find_top_trace(prim, args)
     if top is None:
         outs = _eager_apply(prim, args, params)
+        if st.check_numerics and not prim.sink:
+            _check_numerics(prim, args, outs, params)
     else:
         outs = top.process(prim, args, params)
     if st.tapes:
         for tape in st.tapes:
             tape._record(prim, args, outs, params)
     return outs
+
+
+def _check_numerics(prim, args, outs, params):
+    from .errors import nonfinite_error
+    from .ndarray import _user_line
+    err = nonfinite_error(prim.name, [o._v for o in (outs if prim.multiple_results else (outs,))],
+                          [a._v for a in args])
+    if err is not None and not any(_is_body(v) for v in params.values()):
+        # (a control-flow op is not blamed: its bodies' operations are checked themselves)
+        raise type(err)(f"{err}\n  in '{prim.name}' at {_user_line()}") from None
+
+
+def _is_body(v):
+    """A control-flow body parameter (a SubGraph, or a tuple of them: switch_case)."""
+    return hasattr(v, "in_avals") or (type(v) is tuple and bool(v) and hasattr(v[0], "in_avals"))

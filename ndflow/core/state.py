@@ -2,7 +2,8 @@
 
 `bind` reads `STATE.fast` on every call: it is True only when nothing but plain eager NumPy
 execution can happen (no trace, no batching, no tape, no device scope, NumPy promotion), so
-the eager path costs one attribute read. Everything that changes the state recomputes it.
+the eager path costs one attribute read (checking numerics also takes the general path, which
+checks each result). Everything that changes the state recomputes it.
 """
 import threading
 
@@ -15,12 +16,14 @@ class _State(threading.local):
         self.scope = None         # the scope's device as written, CPU:0 included (tnp.copy)
         self.promotion = "legacy"  # 'legacy' (NumPy 2), 'all', 'safe'
         self.prefer_float32 = False
+        self.check_numerics = False   # nf.debugging.enable_check_numerics (per thread, as TF)
         self.fast = True
         self.level = 0            # next interpreter level
 
     def refresh(self):
         self.fast = (not self.traces and not self.tapes and self.device is None
-                     and self.promotion == "legacy" and not self.prefer_float32)
+                     and self.promotion == "legacy" and not self.prefer_float32
+                     and not self.check_numerics)
         if self.fast:
             _SLOW_THREADS.discard(id(self))
         else:

@@ -18,9 +18,31 @@ def _kernel(node):
     return impl
 
 
-def generate(graph):
+def _checker(node):
+    """The numerics check of one node's results (enable_check_numerics): raises where the
+    generated code calls it, so the error names the node and the user's line like any other."""
+    from ..core.errors import nonfinite_error
+    name = node.prim.name
+
+    def check(outs, ins):
+        err = nonfinite_error(name, outs, ins)
+        if err is not None:
+            raise err
+    return check
+
+
+def _checked(node):
+    """Whether check_numerics code checks this node: it makes floating values from inputs and
+    is not a control-flow op (its bodies check their own operations) nor a sink."""
+    return (node.inputs and not node.prim.sink and not any(True for _ in node.subgraphs())
+            and any(o.dtype.kind in "fcV" for o in node.outputs))
+
+
+def generate(graph, check_numerics=False):
     """Returns (run, source, line -> node, filename); `run(*input buffers)` returns the tuple
-    of output buffers."""
+    of output buffers. With `check_numerics`, a line after each operation that makes floating
+    values raises InvalidArgumentError when they hold NaN or infinity from finite inputs
+    (without it the code has no trace of the check)."""
     ns = {}
     names = {}
     for i, v in enumerate(graph.inputs):
@@ -50,6 +72,11 @@ def generate(graph):
             target = "_"
         lines.append("    %s = %s(%s)" % (target, f, args))
         line_nodes[len(lines)] = n
+        if check_numerics and _checked(n):
+            ns["chk%d" % k] = _checker(n)
+            lines.append("    chk%d((%s), (%s))" % (k, "".join(o + ", " for o in outs),
+                                                   "".join(names[v.id] + ", " for v in n.inputs)))
+            line_nodes[len(lines)] = n
         dead = sorted({names[v.id] for v in n.inputs if v.kind == "v" and last_use[v.id] == k
                        and v.id not in returned})
         dead += [names[o.id] for o in n.outputs if o.id not in last_use and o.id not in returned]

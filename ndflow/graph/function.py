@@ -58,15 +58,20 @@ TRACE_HOOKS = []
 class ConcreteFunction:
     """One traced graph: its code, the structure of its outputs, and how to call it."""
 
-    def __init__(self, name, graph, out_def, out_kinds, out_consts, trace_s=0.0):
+    def __init__(self, name, graph, out_def, out_kinds, out_consts, trace_s=0.0,
+                 check_numerics=False):
         self.name = name
         self.traced_graph = graph
         if "graph" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: traced graph\n%s" % (name, format_graph(graph)))
         t0 = time.perf_counter()
-        self.graph = _passes.optimize(graph)
+        # traced with nf.debugging.enable_check_numerics on: every operation's result is
+        # checked at run time (a graph of its own: code traced with it off has no check)
+        self.check_numerics = check_numerics
+        self.graph = _passes.optimize(graph, _passes.checked_passes() if check_numerics else None)
         t1 = time.perf_counter()
-        self.run, self.source, self._line_nodes, self._filename = generate(self.graph)
+        self.run, self.source, self._line_nodes, self._filename = generate(
+            self.graph, check_numerics=check_numerics)
         t2 = time.perf_counter()
         self.out_def = out_def
         self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
@@ -212,6 +217,27 @@ def get_function_cache_size():
     return _DEFAULT_CACHE_SIZE
 
 
+_RUN_EAGERLY = False
+
+
+def run_functions_eagerly(run_eagerly):
+    """Make every `nf.function` call run its Python function eagerly, op by op, instead of a
+    traced graph (`tf.config.run_functions_eagerly`): for debugging with print and pdb. Python
+    side effects then happen at every call, and nothing is traced. Process-wide, as in
+    TensorFlow."""
+    global _RUN_EAGERLY
+    _RUN_EAGERLY = bool(run_eagerly)
+    if _RUN_EAGERLY:
+        # the fast call path serves known signatures without reaching `_call`: empty it
+        for f in list(_dbg._functions):
+            f._fast.clear()
+
+
+def functions_run_eagerly():
+    """Whether `run_functions_eagerly(True)` is in effect."""
+    return _RUN_EAGERLY
+
+
 class Function:
     """A compiled Python function, as `tf.function` (see `function`)."""
 
@@ -277,7 +303,8 @@ class Function:
                     parts.append(("O", x))
                 except TypeError:
                     parts.append(("I", id(x)))
-        return (repr(d), tuple(parts), STATE.promotion, STATE.prefer_float32, STATE.device), leaves, d
+        return (repr(d), tuple(parts), STATE.promotion, STATE.prefer_float32, STATE.device,
+                STATE.check_numerics), leaves, d
 
     # ------------------------------------------------------------------ calls
     def __call__(self, *args, **kwargs):
@@ -305,8 +332,9 @@ class Function:
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
-        if STATE.traces:
-            # inside another trace or a vectorized_map: trace into the same graph / batch
+        if _RUN_EAGERLY or STATE.traces:
+            # run eagerly (nf.config.run_functions_eagerly), or inside another trace or a
+            # vectorized_map: trace into the same graph / batch
             return self._fn(*args, **kwargs)
         raw = args
         if self._sig is not None:
@@ -470,7 +498,7 @@ class Function:
                 consts.append(o)
         trace.graph.outputs = outs
         return ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
-                                time.perf_counter() - t0)
+                                time.perf_counter() - t0, check_numerics=STATE.check_numerics)
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

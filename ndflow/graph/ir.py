@@ -7,6 +7,8 @@ a form a person can follow; `verify` checks it.
 """
 import itertools
 
+from ..core.state import STATE
+
 _ids = itertools.count()
 
 
@@ -80,7 +82,8 @@ class SubGraph:
     """A closed graph used as a parameter (a branch, a loop body): called with buffers, it
     runs its optimized, generated code (compiled on first use). Hashable by identity, so nodes
     holding it stay hashable for CSE."""
-    __slots__ = ("graph", "optimized", "name", "effect", "_run", "cache", "__weakref__")
+    __slots__ = ("graph", "optimized", "name", "effect", "_run", "cache", "check_numerics",
+                 "__weakref__")
 
     def __init__(self, graph, name=None):
         self.graph = graph        # as traced: what gradient and batching rules re-enter
@@ -90,6 +93,8 @@ class SubGraph:
                           for n in graph.nodes)
         self._run = None
         self.cache = {}           # derived graphs (gradients, batched versions), by purpose
+        # made while tracing with nf.debugging.enable_check_numerics on: its code checks too
+        self.check_numerics = STATE.check_numerics
 
     @property
     def in_avals(self):
@@ -101,13 +106,14 @@ class SubGraph:
 
     def compile(self):
         if self._run is None:
-            from .passes import optimize
+            from .passes import optimize, checked_passes
             from .codegen import generate
             # the optimized graph is kept apart: its fused nodes have no gradient or batching
             # rules, and a rule may re-enter this body after it ran (a saved function
             # differentiated after a call)
-            self.optimized = optimize(self.graph)
-            self._run = generate(self.optimized)[0]
+            chk = self.check_numerics
+            self.optimized = optimize(self.graph, checked_passes() if chk else None)
+            self._run = generate(self.optimized, check_numerics=chk)[0]
         return self._run
 
     def __call__(self, *bufs):
@@ -116,6 +122,46 @@ class SubGraph:
 
     def __repr__(self):
         return "{%s}" % self.name
+
+
+def without_sinks(sub):
+    """`sub` (a SubGraph) with its sinks (`prim.sink`: prints, summaries) left out, nested
+    bodies too: what a gradient rule runs when it replays a body to differentiate it, so an
+    output effect happens once, in the forward pass. The same SubGraph when it holds none."""
+    hit = sub.cache.get("without_sinks")
+    if hit is not None:
+        return hit
+    g = _strip_sinks(sub.graph)
+    out = sub if g is sub.graph else SubGraph(g, sub.name)
+    out.check_numerics = sub.check_numerics
+    sub.cache["without_sinks"] = out
+    return out
+
+
+def _strip_sinks(g):
+    nodes, changed = [], False
+    for n in g.nodes:
+        if n.prim.sink:
+            changed = True
+            continue
+        params = None
+        for k, v in n.params.items():
+            if isinstance(v, SubGraph):
+                w = without_sinks(v)
+            elif isinstance(v, tuple) and v and isinstance(v[0], SubGraph):
+                w = tuple(without_sinks(e) for e in v)
+                w = v if all(a is b for a, b in zip(w, v)) else w
+            else:
+                continue
+            if w is not v:
+                params = dict(n.params if params is None else params)
+                params[k] = w
+        if params is not None:
+            # (the node keeps its effectful primitive: harmless, it only forgoes rewrites)
+            n = Node(n.prim, n.inputs, params, n.outputs, n.loc)
+            changed = True
+        nodes.append(n)
+    return g.copy_with(nodes=nodes) if changed else g
 
 
 def _aval(v):

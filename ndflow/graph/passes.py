@@ -505,6 +505,15 @@ PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 
 
+def checked_passes():
+    """The passes for code that checks every operation's result (enable_check_numerics): not
+    constant folding (an operation evaluated at compile time would go unchecked), fusion (a
+    fused kernel hides the operation that made a NaN) or buffer reuse (an input must still be
+    there to tell whether it was finite)."""
+    skip = (constant_folding, elementwise_fusion, reuse_buffers)
+    return [p for p in PASSES if p not in skip]
+
+
 def optimize(g, passes=None):
     """Run the passes in order (default: `PASSES`), verifying after each under NDFLOW_VERIFY
     and printing each pass's changes under NDFLOW_DEBUG=opt."""

@@ -130,6 +130,8 @@ def _emit_graph(ctx, g, env, table):
     for c in g.consts:
         env[c.id] = ctx.const(np.asarray(c.const))
     for n in g.nodes:
+        if n.prim.sink:
+            continue        # prints and other output-only effects: ONNX has no host output
         ctx.node = n
         conv = table.get(n.prim)
         if conv is None:

@@ -25,7 +25,7 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.ndarray import ndarray
 from ..core.state import STATE
 from ..core import tree, dtypes as _dt
-from ..graph.ir import eval_graph
+from ..graph.ir import eval_graph, without_sinks
 from ..graph.trace import trace_body, close, union_captures, forget_assigned
 from ._util import move_to_front
 
@@ -57,9 +57,11 @@ def _pick(pair, *subgraphs):
 
 
 def _check_grad_effects(subgraphs, what, allowed=("read_variable",)):
+    # sinks (prints, summaries) are fine: the rules replay bodies `without_sinks`; checks
+    # (check_numerics) may run again
     for s in subgraphs:
         for n in s.graph.nodes:
-            if n.prim.effect and n.prim.name not in allowed:
+            if n.prim.effect and not (n.prim.sink or n.prim.check) and n.prim.name not in allowed:
                 raise NotImplementedError(
                     f"gradient of {what} whose body has the effect '{n.prim.name}' (created at "
                     f"{n.loc}) is not supported: the body would run again to differentiate it")
@@ -158,7 +160,7 @@ def _cond_vjp(cts, index, *ops, branches):
     in_avals = out_avals + _aval_list(ops)
     n_out = len(out_avals)
     vjps = []
-    for b in branches:
+    for b in map(without_sinks, branches):
         key = ("vjp", wrt, tuple(in_avals))
         g = b.cache.get(key)
         if g is None:
@@ -390,6 +392,7 @@ def _while_vjp(cts, *args, cond_graph, body_graph, n_consts, max_iter, record):
     wrt_c = [i for i in range(n_consts) if _diff(consts[i])]
     if not wrt_v and not wrt_c:
         return (None,) * len(args)
+    cond_graph, body_graph = without_sinks(cond_graph), without_sinks(body_graph)
     # forward again, keeping the state at the start of every iteration
     outs = bind(_pick(WHILE, cond_graph, body_graph), *consts, *init, cond_graph=cond_graph,
                 body_graph=body_graph, n_consts=n_consts, max_iter=max_iter, record=True)
@@ -708,6 +711,7 @@ def _scan_vjp(cts, *args, body, n_consts, n_carry, length, reverse, record):
         return (None,) * len(args)
     ct_stacks = [cts[n_carry + ny + i] for i in wrt_v] if record else []
     cts = list(cts[:n_carry + ny])
+    body = without_sinks(body)
     outs = bind(_pick(SCAN, body), *args, body=body, n_consts=n_consts, n_carry=n_carry,
                 length=length, reverse=reverse, record=True)
     stacks = list(outs[n_carry + ny:])

@@ -1,0 +1,2 @@
+"""`nf.errors`: TensorFlow's error types (`tf.errors`) that ndflow raises."""
+from .core.errors import OpError, InvalidArgumentError  # noqa: F401
