@@ -30,6 +30,7 @@ from .compat import (constant, convert_to_tensor, cast, reduce_sum, reduce_mean,
                      clip_by_value, one_hot, size, rank)
 from . import nn, losses, random  # noqa: F401
 from . import saved_model  # noqa: F401  (nf.saved_model.save / load)
+from . import distribute  # noqa: F401  (strategies; mpi4py and dask load on first use)
 
 Tensor = ndarray
 __version__ = "0.1.0"
