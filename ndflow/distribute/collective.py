@@ -363,19 +363,24 @@ def install_abort_on_error(group):
     import atexit
     previous = sys.excepthook
 
-    def hook(tp, value, tb):
-        previous(tp, value, tb)
+    def abort():
         try:
-            sys.stderr.flush()
             sys.stdout.flush()
+            sys.stderr.flush()
+            # the launcher forwards output asynchronously and stops once the job aborts: give
+            # it a moment, so the error that explains the abort reaches the terminal
+            time.sleep(0.5)
         finally:
             group.comm.Abort(1)
+
+    def hook(tp, value, tb):
+        previous(tp, value, tb)
+        abort()
 
     sys.excepthook = hook
 
     def at_exit():
         if group.failed:
-            sys.stderr.flush()
-            group.comm.Abort(1)
+            abort()
 
     atexit.register(at_exit)

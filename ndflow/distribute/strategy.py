@@ -659,8 +659,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         if var._value._t is not None:
             raise ValueError("MultiWorkerMirroredStrategy: a Variable's initial value must be "
                              "concrete")
-        host = np.ascontiguousarray(_dev.device_of(var._value).backend.to_host(var._value._v))
-        host = host.copy()
+        # np.array, not ascontiguousarray: that one turns a 0-d value (a step counter) into 1-d
+        host = np.array(_dev.device_of(var._value).backend.to_host(var._value._v), order="C")
         wire = host if host.dtype in _col._MPI_SAFE else host.view(np.uint8)
         g.broadcast(wire)
         # set the value itself, not through assign: inside nf.function (an optimizer slot made
@@ -713,3 +713,6 @@ class _DefaultStrategy(Strategy):
     @contextlib.contextmanager
     def scope(self):
         yield self
+
+    def _create_variable(self, *args, **kwargs):
+        return Variable(*args, **kwargs)
