@@ -375,6 +375,12 @@ class Strategy:
         if axis is not None:
             counts = [p.shape[axis] for p in parts]
             parts = [tnp.sum(p, axis=axis) for p in parts]
+        for p in parts[1:]:
+            if p.shape != parts[0].shape or p.dtype != parts[0].dtype:
+                raise ValueError(f"reduce: the replicas' values have shapes "
+                                 f"{tuple(parts[0].shape)} and {tuple(p.shape)} (dtypes "
+                                 f"{parts[0].dtype.name}, {p.dtype.name}) after reducing axis "
+                                 f"{axis}; they must match")
         total = parts[0]
         for p in parts[1:]:
             total = total + p
@@ -414,7 +420,8 @@ class Strategy:
     def distribute_datasets_from_function(self, dataset_fn, options=None):
         """`dataset_fn(InputContext)` is called once for this worker and returns an iterable
         of per-replica batches (see `InputContext.get_per_replica_batch_size`); each step
-        takes one batch per local replica, consecutive batches to consecutive replicas."""
+        takes one batch per local replica, consecutive batches to consecutive replicas (at
+        the end, replicas left without one get an empty batch)."""
         ctx = InputContext(self._num_workers, self._first_replica_id // len(self._devices),
                            self.num_replicas_in_sync)
         return _DatasetFromFunction(self, dataset_fn(ctx))
@@ -561,11 +568,10 @@ class _DatasetFromFunction(_Batches):
                 try:
                     vals.append(s._place(next(it), i))
                 except StopIteration:
-                    if vals:
-                        raise ValueError(
-                            f"the dataset of distribute_datasets_from_function ended after "
-                            f"{len(vals)} of the {nloc} batches of a step") from None
-                    return
+                    if not vals:
+                        return
+                    # the last step: replicas without a batch get an empty one (as TF)
+                    vals.append(s._place(tree.map_structure(lambda x: x[:0], vals[0]), i))
             yield vals[0] if nloc == 1 else _per_replica_structure(vals)
 
 

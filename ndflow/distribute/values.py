@@ -1,6 +1,6 @@
 """Distributed values: `PerReplica` (one value per local replica) and `MirroredVariable` (one
 Variable per replica, kept equal by the updates every replica applies)."""
-from ..backends.device import to_device, device_of
+from ..backends.device import to_device, device_of, device
 from ..train.variable import Variable
 from .collective import LOCAL
 
@@ -67,7 +67,9 @@ class MirroredVariable(Variable):
             v = tnp.asarray(value, dtype=self.dtype)
             for comp in self._values:
                 # each component gets its own buffer on its own device
-                comp.assign(v if v._t is not None else to_device(v, device_of(comp._value)))
+                d = device_of(comp._value)
+                with device(d):
+                    comp.assign(v if v._t is not None else to_device(v, d))
         return self if read_value else None
 
     def __repr__(self):
