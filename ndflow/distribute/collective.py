@@ -248,6 +248,7 @@ class MPIGroup:
         self.bytes_per_pack = int(bytes_per_pack) if bytes_per_pack else 16 << 20
         self.timeout = float(timeout_seconds) if timeout_seconds else default_timeout()
         self.failed = False
+        self._buffers = {}
         self.stats = {"calls": 0, "buckets": 0, "bytes": 0, "seconds": 0.0}
 
     def __repr__(self):
@@ -272,13 +273,26 @@ class MPIGroup:
                     f"has died, stalled or runs a different program. This job will be "
                     f"aborted (MPI_Abort) so that no worker hangs. (The limit is "
                     f"CommunicationOptions(timeout_seconds=...) or NDFLOW_COLLECTIVE_TIMEOUT.)")
-            # poll tightly while a partner is probably about to arrive, then back off to
-            # leave the cores to the workers that are still computing
-            if now - start > 2e-4:
+            # MPI progresses only while we call Test, and a large all-reduce takes many rounds
+            # that each need both sides: poll, yielding the core between polls (busy spinning
+            # starves the partner when workers share cores); only after a second, when a
+            # partner is evidently stuck, back off to sleeps of up to 1 ms
+            if now - start < 1.0:
+                time.sleep(0)
+            else:
                 pause = min(1e-3, pause * 1.5 + 2e-5)
                 time.sleep(pause)
 
     # ---------------------------------------------------------------- collectives
+    def _buffer(self, j, dtype, n):
+        # the same bucket memory every step: MPI's shared-memory and network transports are
+        # many times slower on memory they have not seen before (registration, page faults)
+        key = (j, dtype)
+        buf = self._buffers.get(key)
+        if buf is None or buf.size < n:
+            buf = self._buffers[key] = np.empty(n, dtype)
+        return buf[:n]
+
     def all_reduce_sum(self, bufs):
         t0 = time.perf_counter()
         hosts, backs = [], []
@@ -307,8 +321,8 @@ class MPIGroup:
             if cur:
                 buckets.append((wire, cur))
         flats, reqs, total = [], [], 0
-        for wire, ks in buckets:
-            flat = np.empty(sum(hosts[k].size for k in ks), wire)
+        for j, (wire, ks) in enumerate(buckets):
+            flat = self._buffer(j, wire, sum(hosts[k].size for k in ks))
             off = 0
             for k in ks:
                 n = hosts[k].size
@@ -324,11 +338,9 @@ class MPIGroup:
             off = 0
             for k in ks:
                 h = hosts[k]
-                piece = flat[off:off + h.size].reshape(h.shape)
+                # a copy: the bucket is reused by the next all-reduce
+                out[k] = flat[off:off + h.size].reshape(h.shape).astype(h.dtype, copy=True)
                 off += h.size
-                if piece.dtype != h.dtype:
-                    piece = piece.astype(h.dtype)
-                out[k] = piece
         for k, back in enumerate(backs):
             if back is not None:           # a device buffer: back where it came from
                 import importlib
