@@ -182,6 +182,22 @@ def test_all_reduce_is_differentiable_and_compiles(two_cpus):
             np.testing.assert_allclose(g.values[r].numpy(), coef[0] + coef[1])
 
 
+def test_all_reduce_under_vectorized_map(two_cpus):
+    s = nf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    parts = [np.arange(6.0).reshape(3, 2), -np.arange(6.0).reshape(3, 2) ** 2]
+    v = nf.distribute.PerReplica([tnp.asarray(p) for p in parts])
+
+    def fn(x):
+        ctx = nf.distribute.get_replica_context()
+        return nf.vectorized_map(lambda row: ctx.all_reduce("SUM", [row * 2, tnp.sum(row)]), x)
+
+    for f in (fn, nf.function(fn)):
+        rows, sums = s.run(f, args=(v,))
+        for r in range(2):
+            np.testing.assert_array_equal(rows.values[r].numpy(), 2 * (parts[0] + parts[1]))
+            np.testing.assert_array_equal(sums.values[r].numpy(), (parts[0] + parts[1]).sum(1))
+
+
 def test_mismatched_collectives_and_errors_do_not_hang(two_cpus):
     s = nf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
 
@@ -220,6 +236,8 @@ def test_contexts_and_scopes(two_cpus):
     default = nf.distribute.get_strategy()
     assert default.num_replicas_in_sync == 1
     assert nf.distribute.get_replica_context().num_replicas_in_sync == 1
+    assert default.run(nf.distribute.has_strategy) is False
+    assert type(default.run(lambda: nf.Variable(1.0))) is nf.Variable
     s = nf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
     plain = nf.Variable(1.0)
     with s.scope():

@@ -74,6 +74,13 @@ def _all_reduce_jvp(tangents, *primals, group):
         bind(all_reduce_sum_p, *tangents, group=group)
 
 
+@all_reduce_sum_p.def_batch
+def _all_reduce_batch(args, axes, group):
+    """Summing across replicas is elementwise, so a batch axis is one more axis of the buffer
+    (every replica batches alike: they run the same program)."""
+    return bind(all_reduce_sum_p, *args, group=group), tuple(axes)
+
+
 def all_reduce_sum(values, group):
     """Sum each array of `values` (a list) over the replicas of `group`; one collective."""
     if not values:
@@ -210,8 +217,15 @@ class ThreadGroup:
             for h in hosts[1:]:
                 total += h
             for r, d in enumerate(self.devices):
-                results[r].append(d.backend.from_host(total if r == 0 else total.copy()))
+                results[r].append(_on_device(d, total if r == 0 else total.copy()))
         return [tuple(rs) for rs in results]
+
+
+def _on_device(d, host):
+    if d.backend.xp is np:
+        return host
+    with d.backend.xp.cuda.Device(d.gpu_id):      # this replica's GPU, not the current one
+        return d.backend.from_host(host)
 
 
 def _describe(bufs):

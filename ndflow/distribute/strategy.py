@@ -149,12 +149,12 @@ def get_strategy():
 
 def has_strategy():
     """Whether a strategy other than the default one is active."""
-    return LOCAL.replica is not None or bool(LOCAL.strategies)
+    return not isinstance(get_strategy(), _DefaultStrategy)
 
 
 def in_cross_replica_context():
     """True inside a strategy's scope but outside `strategy.run`."""
-    return LOCAL.replica is None and bool(LOCAL.strategies)
+    return LOCAL.replica is None and has_strategy()
 
 
 @contextlib.contextmanager
