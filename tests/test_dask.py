@@ -13,23 +13,20 @@ import ndflow.numpy as tnp  # noqa: E402
 from ndflow.distribute import dask as nfd  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
+def test_array_examples_on_a_local_cluster_with_two_worker_processes():
+    # one test, so that pytest-xdist starts one cluster (its workers start in seconds)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=40)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
-@pytest.fixture
-def data():
     rng = np.random.default_rng(0)
-    return rng.standard_normal((600, 6)), rng.standard_normal(600), rng.standard_normal(6)
+    data = rng.standard_normal((600, 6)), rng.standard_normal(600), rng.standard_normal(6)
+    with cluster, distributed.Client(cluster):
+        ndflow_arrays_are_dask_chunks(data)
+        map_blocks_runs_compiled_functions_on_the_workers(data)
+        vectorized_map_per_block(data)
+        gradient_of_a_per_block_loss_summed_over_blocks(data)
 
 
-def test_ndflow_arrays_are_dask_chunks(client, data):
+def ndflow_arrays_are_dask_chunks(data):
     X, _, _ = data
     x = da.from_array(tnp.asarray(X), chunks=(150, 6))       # Dask's own from_array
     assert isinstance(x._meta, nf.ndarray) and "chunktype=ndflow.ndarray" in repr(x)
@@ -47,7 +44,7 @@ def test_ndflow_arrays_are_dask_chunks(client, data):
     np.testing.assert_allclose(float(y.sum().compute()), X.sum(), rtol=1e-12)
 
 
-def test_map_blocks_runs_compiled_functions_on_the_workers(client, data):
+def map_blocks_runs_compiled_functions_on_the_workers(data):
     X, _, w = data
     wt = tnp.asarray(w)
     f = nf.function(lambda b: tnp.tanh(b @ wt))
@@ -63,7 +60,7 @@ def test_map_blocks_runs_compiled_functions_on_the_workers(client, data):
     assert len(set(np.asarray(pids).tolist())) >= 1
 
 
-def test_vectorized_map_per_block(client, data):
+def vectorized_map_per_block(data):
     X, _, w = data
     x = nfd.from_array(X, chunks=(128, 6))
     out = nfd.vectorized_map_blocks(lambda row: tnp.outer(row, row)[:2] * tnp.sum(row * w), x)
@@ -75,7 +72,7 @@ def test_vectorized_map_per_block(client, data):
         nfd.vectorized_map_blocks(lambda r: r, nfd.from_array(X, chunks=(100, 3)))
 
 
-def test_gradient_of_a_per_block_loss_summed_over_blocks(client, data):
+def gradient_of_a_per_block_loss_summed_over_blocks(data):
     X, Y, w = data
 
     def loss(p, xb, yb):
@@ -94,16 +91,3 @@ def test_gradient_of_a_per_block_loss_summed_over_blocks(client, data):
     np.testing.assert_allclose(grads["w"].numpy(), g1["w"].numpy(), rtol=1e-10)
     with pytest.raises(ValueError, match="chunks along axis 0 differ"):
         vg({"w": w, "b": 0.0}, x, nfd.from_array(Y, chunks=100))
-
-
-def test_compiled_functions_pickle_by_their_python_function():
-    import pickle
-    f = nf.function(lambda_free_square)
-    f(tnp.ones(3))
-    g = pickle.loads(pickle.dumps(f))
-    assert isinstance(g, type(f)) and g.experimental_get_tracing_count() == 0
-    np.testing.assert_array_equal(g(tnp.arange(3.0)).numpy(), [0.0, 1.0, 4.0])
-
-
-def lambda_free_square(x):
-    return x * x

@@ -35,14 +35,6 @@ def mpirun(mode, out, n=2, timeout=120, env=None):
     return p.returncode, p.stdout + p.stderr, time.monotonic() - t0
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mwms")
-    rc, log, _ = mpirun("train", out)
-    assert rc == 0, log
-    rc, log, _ = mpirun("resume", out)
-    assert rc == 0, log
-    return out
 
 
 def single_process_run(steps_then_resume=False):
@@ -55,7 +47,17 @@ def single_process_run(steps_then_resume=False):
     return model, losses
 
 
-def test_two_workers_train_like_one_process_on_the_global_batch(trained):
+def test_two_workers_train_like_one_process_and_checkpoint_once(tmp_path):
+    # one test for both launches, so that pytest-xdist does not run the training twice
+    rc, log, _ = mpirun("train", tmp_path)
+    assert rc == 0, log
+    rc, log, _ = mpirun("resume", tmp_path)
+    assert rc == 0, log
+    two_workers_train_like_one_process_on_the_global_batch(tmp_path)
+    checkpoint_written_once_restores_into_any_number_of_workers(tmp_path)
+
+
+def two_workers_train_like_one_process_on_the_global_batch(trained):
     w0, w1 = (np.load(trained / ("weights-%d.npz" % r)) for r in (0, 1))
     model, losses = single_process_run()
     assert len(model.trainable_variables) == 4
@@ -71,7 +73,7 @@ def test_two_workers_train_like_one_process_on_the_global_batch(trained):
     assert not np.allclose(fresh.trainable_variables[1].numpy(), w1["1"], atol=1e-2)
 
 
-def test_checkpoint_written_once_restores_into_any_number_of_workers(trained):
+def checkpoint_written_once_restores_into_any_number_of_workers(trained):
     files = sorted(os.listdir(trained / "ckpt"))
     assert files == ["checkpoint", "ckpt-1.safetensors"], files      # worker 0 wrote, once
     # into one plain process
