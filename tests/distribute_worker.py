@@ -137,6 +137,14 @@ def collectives(strategy, rank):
     np.testing.assert_allclose(got.numpy(), sum(r_[:2] for r_ in rows))
     np.testing.assert_array_equal(strategy.gather(tnp.asarray(part), axis=0).numpy(),
                                   np.concatenate(rows))
+    # different shapes on different workers: a clear error on every worker, not a wrong sum
+    try:
+        strategy.run(lambda: nf.distribute.get_replica_context().all_reduce(
+            "SUM", tnp.ones(3 + rank)))
+    except ValueError as e:
+        assert "another worker reduces different ones" in str(e), e
+    else:
+        raise AssertionError("mismatched all-reduce passed")
     open(os.path.join(OUT, "collectives-ok-%d" % rank), "w").close()
 
 

@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import time
+import zlib
 
 import numpy as np
 
@@ -263,6 +264,7 @@ class MPIGroup:
         self.timeout = float(timeout_seconds) if timeout_seconds else default_timeout()
         self.failed = False
         self._buffers = {}
+        self._layouts = set()
         self.stats = {"calls": 0, "buckets": 0, "bytes": 0, "seconds": 0.0}
 
     def __repr__(self):
@@ -307,6 +309,24 @@ class MPIGroup:
             buf = self._buffers[key] = np.empty(n, dtype)
         return buf[:n]
 
+    def _check_layout(self, hosts):
+        """The first time this worker reduces a list of shapes and dtypes, check that every
+        worker reduces the same one (a mismatch would otherwise pair unrelated buffers)."""
+        layout = tuple((h.shape, h.dtype.str) for h in hosts)
+        if layout in self._layouts:
+            return
+        code = zlib.crc32(repr(layout).encode())
+        probe = np.array([code, -code], np.int64)
+        self.wait([self.comm.Iallreduce(self.MPI.IN_PLACE, probe, op=self.MPI.MAX)],
+                  "the check that all workers all-reduce the same arrays")
+        if probe[0] != code or probe[1] != -code:
+            raise ValueError(
+                f"all_reduce: worker {self.rank} reduces arrays "
+                f"{[(tuple(sh), np.dtype(dt).name) for sh, dt in layout]} but another worker "
+                f"reduces different ones; every worker must make the same collective calls "
+                f"with the same shapes and dtypes (the same model, the same gradients)")
+        self._layouts.add(layout)
+
     def all_reduce_sum(self, bufs):
         t0 = time.perf_counter()
         hosts, backs = [], []
@@ -317,6 +337,7 @@ class MPIGroup:
                                                               else b)
             backs.append(None if isinstance(b, np.ndarray) else type(b))
             hosts.append(h)
+        self._check_layout(hosts)
         # buckets: (wire dtype, [(index, size)], flat buffer)
         by_dtype = {}
         for k, h in enumerate(hosts):
