@@ -53,6 +53,9 @@ def map_blocks_runs_compiled_functions_on_the_workers(data):
     got = y.compute()
     assert isinstance(got, nf.ndarray) and got.shape == (600,)
     np.testing.assert_allclose(got.numpy(), np.tanh(X @ w), rtol=1e-12)
+    # arrays that are not Dask arrays reach every block whole
+    y2 = nfd.map_blocks(nf.function(lambda b, v: tnp.tanh(b @ v)), x, w, drop_axis=1)
+    np.testing.assert_allclose(y2.compute().numpy(), np.tanh(X @ w), rtol=1e-12)
     # the blocks ran in the worker processes
     pids = nfd.map_blocks(lambda b: tnp.full(b.shape[:1], os.getpid()), x, drop_axis=1,
                           dtype=np.int64).compute()

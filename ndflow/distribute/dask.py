@@ -73,16 +73,20 @@ class _OnNdflowBlocks:
 
 def map_blocks(fn, *arrays, dtype=None, **kwargs):
     """`dask.array.map_blocks(fn, *arrays, ...)` with ndflow chunks: each block reaches `fn`
-    as an ndflow array and `fn`'s result is one. `fn` may be an `nf.function` (compiled once
+    as an ndflow array and `fn`'s result is one; arguments that are not Dask arrays reach
+    every call whole (NumPy arrays as ndflow arrays). `fn` may be an `nf.function` (compiled once
     per worker process and block shape). Without `dtype`, the result dtype is NumPy's
     promotion of the inputs' dtypes: pass `dtype=` when `fn` changes it, and `chunks=`,
     `drop_axis=`, `new_axis=` when it changes shapes, as for Dask."""
-    arrays = [from_array(a) if isinstance(a, (np.ndarray, ndarray)) else a for a in arrays]
+    blocked = [a for a in arrays if isinstance(a, da.Array)]
+    if not blocked:
+        raise TypeError("map_blocks: give at least one Dask array (other arguments are passed "
+                        "whole to every call)")
     if dtype is None:
         dtype = np.result_type(*[a.dtype for a in arrays if hasattr(a, "dtype")])
     ndim = kwargs.pop("ndim", None)
     if ndim is None:
-        ndim = max(a.ndim for a in arrays if hasattr(a, "ndim"))
+        ndim = max(a.ndim for a in blocked)
         drop = kwargs.get("drop_axis", ())
         new = kwargs.get("new_axis", ())
         ndim += len(new if isinstance(new, (list, tuple)) else [new]) - \
