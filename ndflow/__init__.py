@@ -32,6 +32,7 @@ from . import nn, losses, random  # noqa: F401
 from . import saved_model  # noqa: F401  (nf.saved_model.save / load)
 from . import debugging, errors  # noqa: F401  (nf.debugging, nf.errors)
 from .debugging import print_ as print  # noqa: F401,A001  (tf.print)
+from . import distribute  # noqa: F401  (strategies; mpi4py and dask load on first use)
 
 Tensor = ndarray
 __version__ = "0.1.0"

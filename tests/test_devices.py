@@ -224,3 +224,31 @@ def test_gpu_dlpack_and_variables():
     cx = cupy.from_dlpack(x)
     assert isinstance(cx, cupy.ndarray) and float(cx.sum()) == 3.0
     np.testing.assert_array_equal(v.numpy(), [1.0, 1.0, 1.0])
+
+
+def test_a_thread_leaving_its_scope_keeps_another_threads_scope(two_cpus):
+    # the eager fast path is global: one thread turning fast must not switch it on while
+    # another thread is still inside a device scope
+    import threading
+    x = tnp.ones(2)
+    entered, left = threading.Event(), threading.Event()
+    out = {}
+
+    def scoped():
+        with nf.device("CPU:1"):
+            entered.set()
+            left.wait(10)
+            out["device"] = (x * 1).device
+
+    def other():
+        entered.wait(10)
+        with nf.device("CPU:1"):
+            pass
+        left.set()
+
+    threads = [threading.Thread(target=scoped), threading.Thread(target=other)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out["device"].endswith("CPU:1")

@@ -489,3 +489,17 @@ def test_boolean_masks_on_traced_values():
     np.testing.assert_array_equal(where.numpy(), np.argwhere(n > 0))
     g = nf.function(nf.grad(lambda a: tnp.sum(a[a > 0] ** 2)))(tnp.asarray(n))
     np.testing.assert_array_equal(g.numpy(), np.where(n > 0, 2 * n, 0))
+
+
+def test_compiled_functions_pickle_by_their_python_function():
+    # how Dask and multiprocessing ship them: the Python function travels, the receiver traces
+    import pickle
+    f = nf.function(lambda_free_square)
+    f(tnp.ones(3))
+    g = pickle.loads(pickle.dumps(f))
+    assert isinstance(g, type(f)) and g.experimental_get_tracing_count() == 0
+    np.testing.assert_array_equal(g(tnp.arange(3.0)).numpy(), [0.0, 1.0, 4.0])
+
+
+def lambda_free_square(x):
+    return x * x

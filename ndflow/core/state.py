@@ -24,10 +24,12 @@ class _State(threading.local):
         self.fast = (not self.traces and not self.tapes and self.device is None
                      and self.promotion == "legacy" and not self.prefer_float32
                      and not self.check_numerics)
+        # keyed by thread: `self` is one thread-local object, the same id in every thread, so
+        # one thread turning fast must not clear another thread's slow mark
         if self.fast:
-            _SLOW_THREADS.discard(id(self))
+            _SLOW_THREADS.discard(threading.get_ident())
         else:
-            _SLOW_THREADS.add(id(self))
+            _SLOW_THREADS.add(threading.get_ident())
         GLOBAL.fast = not _SLOW_THREADS
 
 

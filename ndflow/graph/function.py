@@ -262,6 +262,11 @@ class Function:
     def python_function(self):
         return self._fn
 
+    def __reduce__(self):
+        # pickling (Dask and multiprocessing ship functions this way) sends the Python function
+        # and the options; traced graphs are per process, so the receiver traces anew
+        return (Function, (self._fn, self._sig, self._reduce_retracing, None, True, self._name))
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self

@@ -60,6 +60,11 @@ def _should_write():
     return True
 
 
+def _written():
+    """Called by every process after a save or write; a strategy replaces it with a barrier so
+    that no process reads a checkpoint before the writing process has finished it."""
+
+
 # ------------------------------------------------------------------ the object graph
 def _seg(k):
     return str(k).replace("%", "%25").replace("/", "%2F")
@@ -339,7 +344,9 @@ class Checkpoint:
     def write(self, file_prefix):
         """Write the state to `file_prefix` (file `<file_prefix>.safetensors`) and return
         `file_prefix`; no numbering and no state file (see `save`)."""
-        return self._write(file_prefix)
+        path = self._write(file_prefix)
+        _written()
+        return path
 
     def _write(self, file_prefix, _fail_after=None):
         file_prefix = os.fspath(file_prefix)
@@ -370,6 +377,7 @@ class Checkpoint:
         keep = [(p, t) for p, t in zip(paths, stamps) if os.path.abspath(p) != ap]
         keep.append((ap, time.time()))
         _write_state(directory, ap, [p for p, _ in keep], [t for _, t in keep])
+        _written()
         return path
 
     # -------------------------------------------------------------- reading
@@ -523,6 +531,7 @@ class CheckpointManager:
         self._sweep()
         _write_state(self._directory, ap, self.checkpoints, [t for _, t in self._kept],
                      self._preserved)
+        _written()
         return path
 
     def _sweep(self):

@@ -26,6 +26,13 @@ def _takes_step(fn):
                for p in params)
 
 
+def _aggregate_gradients(grads):
+    """The gradients every replica applies. Outside a distribution strategy, `grads` itself;
+    `ndflow.distribute` replaces this function with one that all-reduces (sums) them across
+    the replicas when called inside `strategy.run` (as TensorFlow's optimizers do)."""
+    return grads
+
+
 class Optimizer:
     """Base class. Subclasses define `_update(grad, var, lr)` for one variable; `lr` is the
     current learning rate in the variable's dtype.
@@ -140,6 +147,9 @@ class Optimizer:
         pairs = [(g, v) for g, v in pairs if g is not None]
         grads = [tnp.asarray(g, dtype=v.dtype) for g, v in pairs]
         variables = [v for _, v in pairs]
+        # inside a distribution strategy's replica the gradients are summed over all replicas
+        # first (one bucketed all-reduce), so every replica applies the same update
+        grads = _aggregate_gradients(grads)
         grads = self._clip(grads)
         lr = self.learning_rate
         lrs = [tnp.asarray(lr, dtype=v.dtype) for v in variables]

@@ -1,7 +1,9 @@
 """`nf.Variable`: mutable state that tapes watch and `nf.function` reads and writes by reference."""
+import threading
+
 import numpy as np
 
-from ..core.ndarray import ndarray, symbolic, _wrap
+from ..core.ndarray import ndarray, symbolic, _wrap, wrap_on
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -16,7 +18,10 @@ read_var_p = Primitive("read_variable", _read_impl,
 
 
 def _assign_impl(value, var=None):
-    var._value = _wrap(value)
+    # a compiled step's write keeps the Variable on its device (logical CPUs share buffers'
+    # type, so only the wrapper says where the value lives)
+    d = var._value._dev
+    var._value = _wrap(value) if d is None else wrap_on(value, d)
     return value
 
 
@@ -31,7 +36,30 @@ def _graph_trace():
     return None
 
 
-class Variable:
+class _Creators(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+# Variable creators, innermost last (TensorFlow's `variable_creator_scope`): a distribution
+# strategy's scope pushes one so that `nf.Variable(...)` inside it makes a mirrored variable.
+# Per thread: a strategy's replica threads push their own.
+CREATORS = _Creators()
+
+
+class _VariableMeta(type):
+    def __call__(cls, *args, **kwargs):
+        stack = CREATORS.stack
+        if stack and cls is Variable:
+            creator = stack.pop()
+            try:        # the creator makes its component Variables without itself
+                return creator(*args, **kwargs)
+            finally:
+                stack.append(creator)
+        return super().__call__(*args, **kwargs)
+
+
+class Variable(metaclass=_VariableMeta):
     """A mutable array, as `tf.Variable`: `assign`, `assign_add`, `assign_sub`, `read_value`.
     Operations on it use its current value; tapes watch trainable Variables they see read."""
 
