@@ -25,24 +25,13 @@ import numpy as np
 import ndflow as nf
 import ndflow.numpy as tnp
 
+from ndflow.utils.plotting import save_loss_curve
+from ndflow.utils.progress import progress
 from tf_function_lesson import load_synthetic_digits
 
 
 def _quick():
     return os.environ.get("NDFLOW_QUICK", "") == "1"
-
-
-def _progress(iterable, total, desc):
-    """Progress bar on stderr when tqdm is installed and stderr is a terminal (or forced with
-    NDFLOW_PROGRESS=1); the plain iterable otherwise."""
-    want = os.environ.get("NDFLOW_PROGRESS")
-    if want == "0" or (want != "1" and not sys.stderr.isatty()):
-        return iterable
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return iterable
-    return tqdm(iterable, total=total, desc=desc, leave=False)
 
 
 class Classifier(nf.Module):
@@ -83,25 +72,6 @@ json.dump(res, sys.stdout)
 """
 
 
-def _plot_loss(losses, path):
-    try:
-        import matplotlib
-    except ImportError:
-        print("matplotlib is not installed: no loss curve picture")
-        return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot(np.arange(1, len(losses) + 1), losses)
-    ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy")
-    ax.set_title("digits classifier: training loss")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
 def main(out_dir=None):
     quick = _quick()
     out_dir = os.path.abspath(out_dir or os.environ.get("NDFLOW_EXAMPLE_OUT")
@@ -137,7 +107,7 @@ def main(out_dir=None):
     with writer.as_default():
         for epoch in range(epochs):
             order = rng.permutation(n_train)
-            for s in _progress(range(steps_per_epoch), steps_per_epoch, f"epoch {epoch + 1}"):
+            for s in progress(range(steps_per_epoch), desc=f"epoch {epoch + 1}"):
                 idx = order[s * batch:(s + 1) * batch]
                 losses.append(float(train_step(x_train[idx], onehot[idx])))
             acc = float(np.mean(np.argmax(np.asarray(model(x_test)), axis=1) == y_test))
@@ -180,7 +150,8 @@ def main(out_dir=None):
     if fresh_preds["onnx"] is not None and onnx_path is not None:
         onnx_diff = float(np.max(np.abs(np.asarray(fresh_preds["onnx"]) - ours)))
 
-    picture = _plot_loss(losses, os.path.join(out_dir, "loss.png"))
+    picture = save_loss_curve(losses, os.path.join(out_dir, "loss.png"),
+                              title="digits classifier: training loss", ylabel="cross-entropy")
 
     print(f"checkpoint restored into a fresh model gives the same predictions: {restored_equal}")
     print(f"saved function in a fresh process: max |difference| {saved_diff:.3g}")

@@ -1,8 +1,10 @@
 """A tour of ndflow: `python -m ndflow.tour`.
 
 Runs TensorFlow's NumPy guide (examples/tf_numpy_guide.py and tf_numpy_performance.py: the seed
-programs with only their imports changed) and then shows what ndflow adds: mutation, logical
-devices, the eager per-call overhead against NumPy, and a summary of the timings.
+programs with only their imports changed), then trains the digits classifier with summaries,
+checkpoints it, saves and exports it and loads both in a fresh process (examples/train_export.py;
+it prints where the files went), and shows what ndflow adds: mutation, logical devices, the eager
+per-call overhead against NumPy, and a summary of the timings.
 Set NDFLOW_QUICK=1 for a short run.
 """
 import os
@@ -45,6 +47,12 @@ def main():
         _banner("TensorFlow NumPy guide, second half (seed 000): gradients, nf.function, "
                 "vectorized_map, devices, sigmoid benchmark")
         results["perf"] = tf_numpy_performance.main()
+
+    if ex is not None:
+        import train_export
+        _banner("Keep, ship and see: train with summaries, checkpoint, save, export to ONNX, "
+                "load in a fresh process")
+        results["train_export"] = train_export.main()
 
     _banner("Mutation (TensorFlow's NumPy raises here; ndflow follows NumPy)")
     x = tnp.arange(6)

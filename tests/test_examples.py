@@ -176,3 +176,33 @@ def test_effective_tf_visualization_through_tensorboard(tmp_path):
     assert [s for s, _ in preds] == [1, 2] and all(len(ims) == 2 for _, ims in preds)
     # each call drew its own labels: the figures of the two calls differ
     assert not np.array_equal(preds[0][1][0], preds[1][1][0])
+
+
+def test_train_export_end_to_end(tmp_path):
+    """The digits classifier trained with summaries, checkpointed, saved and exported; the saved
+    function (and the ONNX file, when onnxruntime is installed) loaded in a fresh process that
+    lacks the model's source predicts what the model does; TensorBoard's reader sees one loss per
+    training step at the optimizer's step, with the value the step returned."""
+    os.environ["NDFLOW_QUICK"] = "1"
+    sys.path.insert(0, EXAMPLES)
+    try:
+        mod = importlib.import_module("train_export")
+    finally:
+        sys.path.remove(EXAMPLES)
+    r = mod.main(str(tmp_path))
+    assert r["restored_equal"] is True
+    assert r["saved_model_diff"] == 0.0           # the same graph, the same kernels
+    if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx"):
+        assert r["onnx_diff"] is not None and r["onnx_diff"] < 1e-5
+    assert r["accuracy"] > 0.5
+    assert r["losses"][-1] < r["losses"][0]
+    assert os.path.exists(os.path.join(r["out_dir"], "saved_model"))
+    assert os.path.basename(r["checkpoint"]) == "ckpt-1"
+    pea = pytest.importorskip("tensorboard.backend.event_processing.plugin_event_accumulator")
+    from tensorboard.util import tensor_util
+    acc = pea.EventAccumulator(os.path.join(r["out_dir"], "logs"), size_guidance={"tensors": 0})
+    acc.Reload()
+    loss = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in acc.Tensors("loss")]
+    assert [s for s, _ in loss] == list(range(1, len(r["losses"]) + 1))
+    np.testing.assert_allclose([v for _, v in loss], r["losses"], rtol=1e-6)
+    assert [e.step for e in acc.Tensors("test_accuracy")] == [0, 1]
