@@ -745,6 +745,18 @@ def test_graph_arguments(tmp_path, writer):
             nf.summary.graph(42)
 
         @nf.function
+        def h(x):
+            return x + 1
+
+        with pytest.raises(ValueError, match=r"'h' has 0 traced graphs.*h.get_concrete_"):
+            nf.summary.graph(h)
+        h(tnp.ones(2))
+        assert bool(nf.summary.graph(h))                          # its one trace
+        h(tnp.ones(3))
+        with pytest.raises(ValueError, match="'h' has 2 traced graphs"):
+            nf.summary.graph(h)
+
+        @nf.function
         def g(x):
             nf.summary.graph(f)
             return x

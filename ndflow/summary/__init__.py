@@ -599,7 +599,7 @@ def write(tag, tensor, step=None, metadata=None, name=None):
 
 def graph(graph_data):
     """Write a graph for TensorBoard's graph dashboard (`tf.summary.graph`): an
-    `nf.function` (its only concrete function, or the one its input_signature gives), a
+    `nf.function` (the graph its input_signature gives, or its only traced graph), a
     concrete function (`f.get_concrete_function(...)`: the graph as traced, before the
     compiler's passes), an IR graph (`cf.graph` is the optimized one), or a serialized
     GraphDef. Only eagerly, as in TensorFlow. Returns True if written."""
@@ -610,9 +610,17 @@ def graph(graph_data):
         gdef = bytes(graph_data)
     else:
         g = graph_data
-        if not isinstance(g, Graph) and not hasattr(g, "traced_graph") \
-                and hasattr(g, "get_concrete_function"):
-            g = g.get_concrete_function()
+        if isinstance(g, _function.Function):
+            traced = list(g._cache.values())
+            if g._sig is not None:
+                g = g.get_concrete_function()
+            elif len(traced) == 1:
+                g = traced[0]
+            else:
+                raise ValueError(f"nf.summary.graph: nf.function {g._name!r} has "
+                                 f"{len(traced)} traced graphs and no input_signature; pass "
+                                 f"one: {g._name}.get_concrete_function(<arguments or "
+                                 f"nf.TensorSpecs>)")
         if hasattr(g, "traced_graph"):
             g = g.traced_graph
         if not isinstance(g, Graph):
