@@ -438,7 +438,6 @@ def main():
     return results
 
 
-
 # =================================== Visualization through a Python op, written for TensorBoard
 # The seed's visualize_labeled_images ends with `return tf.summary.image(name, figs)`: the
 # images the Python op drew (labels and all) become an image summary. nf.summary writes it.

@@ -745,6 +745,18 @@ def test_graph_arguments(tmp_path, writer):
             nf.summary.graph(42)
 
         @nf.function
+        def h(x):
+            return x + 1
+
+        with pytest.raises(ValueError, match=r"'h' has 0 traced graphs.*h.get_concrete_"):
+            nf.summary.graph(h)
+        h(tnp.ones(2))
+        assert bool(nf.summary.graph(h))                          # its one trace
+        h(tnp.ones(3))
+        with pytest.raises(ValueError, match="'h' has 2 traced graphs"):
+            nf.summary.graph(h)
+
+        @nf.function
         def g(x):
             nf.summary.graph(f)
             return x
@@ -833,3 +845,69 @@ def test_trace_on_trace_export(tmp_path, writer):
     assert 'op: "exp"' in text and "size: 4" in text
     acc = _accumulator(tmp_path)
     assert [e.step for e in acc.Tensors("my_trace")] == [3]
+
+
+# ------------------------------------------------------------------ audio
+def _wav_samples(wav):
+    import wave
+    with wave.open(io.BytesIO(wav)) as w:
+        assert w.getsampwidth() == 2
+        pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+        return w.getframerate(), pcm.reshape(-1, w.getnchannels())
+
+
+def _expected_pcm(x):
+    x = np.where(np.isnan(x), 0.0, np.clip(np.asarray(x, np.float64), -1, 1)) * 32767
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int16)
+
+
+def test_wav_encoder_round_trip():
+    from ndflow.summary._wav import encode_wav
+    x = np.array([[0.0, 1.0], [-1.0, 0.5], [2.0, -3.0], [np.nan, 1 / 65534], [-1 / 65534, 0.25]])
+    rate, pcm = _wav_samples(encode_wav(x, 8000))
+    assert rate == 8000
+    np.testing.assert_array_equal(pcm, [[0, 32767], [-32767, 16384], [32767, -32767], [0, 1],
+                                        [-1, 8192]])
+
+
+def test_audio_eager_and_compiled(tmp_path, writer):
+    rng = np.random.default_rng(4)
+    clips = rng.uniform(-1.2, 1.2, (4, 50, 2)).astype(np.float32)
+
+    @nf.function
+    def f(x, rate):
+        return nf.summary.audio("compiled", x, rate, step=1, max_outputs=2)
+
+    with writer.as_default(step=0):
+        assert bool(nf.summary.audio("eager", clips, 16000))          # max_outputs=3
+        assert bool(f(tnp.asarray(clips), tnp.asarray(22050)))
+        assert bool(f(tnp.asarray(clips * 0.5), tnp.asarray(8000)))  # the rate is read per call
+        with pytest.raises(ValueError, match="rank 3"):
+            nf.summary.audio("bad", clips[0], 16000)
+        with pytest.raises(ValueError, match="only 'wav'"):
+            nf.summary.audio("bad", clips, 16000, encoding="mp3")
+        with pytest.raises(ValueError, match="positive number of Hz"):
+            nf.summary.audio("bad", clips, 0)
+    writer.flush()
+    for ev in _raw_events(str(tmp_path))[1:]:           # on disk: TF's [k, 2] (clip, label)
+        value = _decode(_decode(ev[5][0])[1][0])
+        tensor = _decode(value[8][0])
+        dims = [_decode(d).get(1, [0])[0] for d in _decode(tensor[2][0])[2]]
+        assert dims == [3 if value[1] == [b"eager"] else 2, 2]
+        assert tensor[8][1::2] == [b""] * dims[0] and tensor[8][0][:4] == b"RIFF"
+    rec, plugins = _records(tmp_path)
+    assert plugins == {"eager": "audio", "compiled": "audio"}
+    acc = _accumulator(tmp_path)
+    from tensorboard.plugins.audio import metadata as audio_meta
+    content = audio_meta.parse_plugin_metadata(acc.SummaryMetadata("eager").plugin_data.content)
+    assert content.encoding == audio_meta.Encoding.Value("WAV")
+    for tag, data, rate, step in [("eager", [clips], [16000], [0]),
+                                  ("compiled", [clips, clips * 0.5], [22050, 8000], [1, 1])]:
+        assert [s for s, _ in rec[tag]] == step
+        for (s, got), x, r in zip(rec[tag], data, rate):
+            k = 3 if tag == "eager" else 2
+            assert got.shape == (k,)        # the reader keeps the clips of our [k, 2] (clip, label)
+            for i in range(k):
+                got_rate, pcm = _wav_samples(got[i])
+                assert got_rate == r
+                np.testing.assert_array_equal(pcm, _expected_pcm(x[i]))

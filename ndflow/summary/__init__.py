@@ -5,6 +5,7 @@
         nf.summary.scalar("loss", 0.25)                       # step 0
         nf.summary.histogram("w", w, step=3)
         nf.summary.image("digits", images, step=3)            # [k, h, w, c], c in 1..4
+        nf.summary.audio("clip", waves, 16000, step=3)        # [k, t, c] in [-1, 1]
         nf.summary.text("note", "markdown **works**", step=3)
     nf.summary.graph(train_step.get_concrete_function(x))   # the graph dashboard
 
@@ -23,9 +24,9 @@ no default writer (or recording is off). With a writer but no step (neither `ste
 
 Files are TensorBoard's: `events.out.tfevents.<time>.<host>.<pid>.<n>.v2` in the log directory,
 TFRecords of `Event` protos (the first holds the file version), summaries in the tensor-based
-format of TensorBoard's scalars, histograms, images and text plugins. They are written by
-ndflow's own few hundred lines (`_records.py`: CRC32C, TFRecord, protobuf; `_png.py`); no
-TensorFlow, no tensorboard package needed to write.
+format of TensorBoard's scalars, histograms, images, audio and text plugins. They are written
+by ndflow's own few hundred lines (`_records.py`: CRC32C, TFRecord, protobuf; `_png.py`,
+`_wav.py`); no TensorFlow, no tensorboard package needed to write.
 """
 import contextlib
 import itertools
@@ -45,11 +46,12 @@ from ..graph import function as _function
 from .. import numpy as tnp
 from . import _records as R
 from ._png import encode_png
+from ._wav import encode_wav
 from ._graphdef import graph_def
 
 __all__ = ["create_file_writer", "create_noop_writer", "SummaryWriter", "scalar", "histogram",
-           "image", "text", "write", "graph", "flush", "record_if", "should_record_summaries",
-           "trace_on", "trace_export", "trace_off", "experimental"]
+           "image", "audio", "text", "write", "graph", "flush", "record_if",
+           "should_record_summaries", "trace_on", "trace_export", "trace_off", "experimental"]
 
 
 # ------------------------------------------------------------------ per-thread state
@@ -331,6 +333,18 @@ def _image_tensor(data, max_outputs=3):
     return R.tensor_proto(arr)
 
 
+def _audio_tensor(data, sample_rate, max_outputs=3):
+    rate = sample_rate.item()
+    if rate != rate or int(rate) <= 0 or int(rate) >= 2 ** 31:
+        raise ValueError(f"audio summary: sample_rate must be a positive number of Hz, got "
+                         f"{rate}")
+    clips = [encode_wav(clip, int(rate)) for clip in data[:max_outputs]]
+    arr = np.empty((len(clips), 2), dtype=object)
+    for i, wav in enumerate(clips):
+        arr[i] = (wav, b"")              # (encoded clip, label): TensorBoard's layout
+    return R.tensor_proto(arr)
+
+
 def _text_tensor(*, values, shape):
     arr = np.empty(len(values), dtype=object)
     arr[:] = [v if isinstance(v, bytes) else v.encode("utf-8") for v in values]
@@ -343,7 +357,8 @@ def _raw_tensor(data=None, *, tensor=None):
 
 # kind -> (encoder of the host arrays, plugin name)
 _KINDS = {"scalar": (_scalar_tensor, "scalars"), "histogram": (_histogram_tensor, "histograms"),
-          "image": (_image_tensor, "images"), "text": (_text_tensor, "text"),
+          "image": (_image_tensor, "images"), "audio": (_audio_tensor, "audio"),
+          "text": (_text_tensor, "text"),
           "tensor": (_raw_tensor, None)}
 
 
@@ -518,6 +533,36 @@ def image(name, data, step=None, max_outputs=3, description=None):
                   max_outputs=int(max_outputs))
 
 
+def audio(name, data, sample_rate, step=None, max_outputs=3, encoding=None, description=None):
+    """Write up to `max_outputs` sound clips (`tf.summary.audio`): `data` is [k, t, c] floats
+    in [-1, 1] (k clips of t samples, c channels), stored as 16-bit PCM WAV at `sample_rate`
+    Hz (a number, or a scalar array read when written); `encoding` may only be "wav"."""
+    if encoding not in (None, "wav"):
+        raise ValueError(f"nf.summary.audio({name!r}): unknown encoding {encoding!r} (only "
+                         f"'wav')")
+    arr = tnp.asarray(data)
+    if arr.ndim != 3:
+        raise ValueError(f"nf.summary.audio({name!r}): data must have rank 3 [k, t, c], got "
+                         f"shape {tuple(arr.shape)}")
+    if arr.dtype.kind != "f" and arr.dtype.name != "bfloat16":
+        raise TypeError(f"nf.summary.audio({name!r}): data must be floating point in [-1, 1], "
+                        f"got {arr.dtype}")
+    rate = _numeric("audio", sample_rate, "sample_rate")
+    if rate.ndim != 0:
+        raise ValueError(f"nf.summary.audio({name!r}): sample_rate must be a scalar, got shape "
+                         f"{tuple(rate.shape)}")
+    if isinstance(max_outputs, (bool, np.bool_)) or not isinstance(max_outputs,
+                                                                   (int, np.integer)):
+        raise TypeError(f"nf.summary.audio({name!r}): max_outputs must be an int, got "
+                        f"{max_outputs!r}")
+    if max_outputs < 0:
+        raise ValueError(f"nf.summary.audio({name!r}): max_outputs must be >= 0, got "
+                         f"{max_outputs}")
+    meta = R.summary_metadata("audio", R.f_varint(2, 11),         # AudioPluginData{WAV}
+                              description)
+    return _write("audio", "audio", name, [arr, rate], step, meta, max_outputs=int(max_outputs))
+
+
 def text(name, data, step=None, description=None):
     """Write text (`tf.summary.text`): a str (Markdown, shown by TensorBoard's text
     dashboard), bytes, or a nested list / NumPy array of them (shown as a table). The text
@@ -554,7 +599,7 @@ def write(tag, tensor, step=None, metadata=None, name=None):
 
 def graph(graph_data):
     """Write a graph for TensorBoard's graph dashboard (`tf.summary.graph`): an
-    `nf.function` (its only concrete function, or the one its input_signature gives), a
+    `nf.function` (the graph its input_signature gives, or its only traced graph), a
     concrete function (`f.get_concrete_function(...)`: the graph as traced, before the
     compiler's passes), an IR graph (`cf.graph` is the optimized one), or a serialized
     GraphDef. Only eagerly, as in TensorFlow. Returns True if written."""
@@ -565,9 +610,17 @@ def graph(graph_data):
         gdef = bytes(graph_data)
     else:
         g = graph_data
-        if not isinstance(g, Graph) and not hasattr(g, "traced_graph") \
-                and hasattr(g, "get_concrete_function"):
-            g = g.get_concrete_function()
+        if isinstance(g, _function.Function):
+            traced = list(g._cache.values())
+            if g._sig is not None:
+                g = g.get_concrete_function()
+            elif len(traced) == 1:
+                g = traced[0]
+            else:
+                raise ValueError(f"nf.summary.graph: nf.function {g._name!r} has "
+                                 f"{len(traced)} traced graphs and no input_signature; pass "
+                                 f"one: {g._name}.get_concrete_function(<arguments or "
+                                 f"nf.TensorSpecs>)")
         if hasattr(g, "traced_graph"):
             g = g.traced_graph
         if not isinstance(g, Graph):
