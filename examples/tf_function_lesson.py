@@ -170,12 +170,14 @@ def train_digits_classifier(quick):
         loss = 0
         bar = progress(train_dataset, total=n_batches, desc=f"epoch {n + 1}/{EPOCHS}",
                        unit="batch")
+        epoch_batch_losses = []     # arrays: read back once per epoch, not at every step
         for x_batch, y_batch in bar:
             batch_loss = train_batch(x_batch, y_batch)
             loss += batch_loss
-            batch_losses.append(float(batch_loss))
-            if len(batch_losses) % 50 == 0:
-                bar.set_postfix(loss=batch_losses[-1], refresh=False)
+            epoch_batch_losses.append(batch_loss)
+            if len(epoch_batch_losses) % 50 == 0:
+                bar.set_postfix(loss=float(batch_loss), refresh=False)
+        batch_losses += [float(v) for v in epoch_batch_losses]
 
         print(loss.numpy())
         epoch_losses.append(float(loss.numpy()))
