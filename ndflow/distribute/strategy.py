@@ -342,11 +342,10 @@ class Strategy:
 
     # ------------------------------------------------------------------ cross-replica
     def experimental_local_results(self, value):
-        """The values of this worker's replicas, as a tuple (a plain value: itself, once)."""
+        """The values of this worker's replicas, as a tuple (anything else: itself, once)."""
         if isinstance(value, PerReplica):
             return value.values
-        return tree.map_structure(lambda v: v.values if isinstance(v, PerReplica) else (v,),
-                                  value) if not isinstance(value, ndarray) else (value,)
+        return (value,)
 
     def reduce(self, reduce_op, value, axis=None):
         """Combine a per-replica value over all replicas (of all workers): SUM or MEAN, and
