@@ -304,3 +304,19 @@ def test_import_ndflow_loads_neither_mpi4py_nor_dask():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root,
                    env=dict(os.environ, PYTHONPATH=root))
+
+
+def test_example_program_gives_one_devices_answer_on_two_replicas(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    losses = []
+    for mode in ("--single", "--mirrored"):
+        cwd = tmp_path / mode.strip("-")         # each run starts without a checkpoint
+        cwd.mkdir()
+        out = subprocess.run([sys.executable, os.path.join(root, "examples",
+                                                           "distributed_training.py"), mode],
+                             cwd=cwd, capture_output=True, text=True, check=True,
+                             env=dict(os.environ, PYTHONPATH=root, NDFLOW_NUMBA="0")).stdout
+        line = [ln for ln in out.splitlines() if "final loss" in ln][-1]
+        assert ("2 replica(s)" in line) == (mode == "--mirrored"), line
+        losses.append(float(line.split("final loss ")[1].split(",")[0]))
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5) and losses[0] < 1.0
