@@ -7,7 +7,8 @@ The digits classifier of examples/tf_function_lesson.py (784 -> 128 relu -> 10 s
 trains on the synthetic digits for a few steps with global batches of GLOBAL_BATCH; every
 process writes its final weights to OUT/weights-<rank>.npz and worker 0 a checkpoint under
 OUT/ckpt. `resume OUT` restores that checkpoint into a freshly initialized model and trains
-RESUME_STEPS more steps (OUT/resumed-<rank>.npz). `collectives` checks all-reduce, reduce and
+RESUME_STEPS more steps, `strategy.run` and `strategy.reduce` inside one `nf.function` this time
+(OUT/resumed-<rank>.npz). `collectives` checks all-reduce, reduce and
 gather against NumPy (OUT/collectives-ok-<rank> when they pass). `stall` and `crash` make worker 1 stop
 taking part (it sleeps, or raises) to test that worker 0 fails fast with a clear error.
 """
@@ -89,6 +90,17 @@ def train(strategy, model, step, data):
         per_replica = strategy.run(step, args=batch)
         losses.append(float(strategy.reduce(nf.distribute.ReduceOp.SUM, per_replica, axis=None)))
     return losses
+
+
+def train_compiled(strategy, step, data):
+    """TensorFlow's pattern: run and reduce inside one compiled function."""
+    @nf.function
+    def distributed_step(x, y):
+        per_replica = strategy.run(step, args=(x, y))
+        return strategy.reduce(nf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    return [float(distributed_step(*batch))
+            for batch in strategy.experimental_distribute_dataset(data)]
 
 
 def weights(model):
@@ -173,7 +185,7 @@ def main(argv):
             manager.save()
     elif mode == "resume":
         manager.restore_or_initialize()
-        losses = train(strategy, model, step, batches(RESUME_STEPS, offset=STEPS))
+        losses = train_compiled(strategy, step, batches(RESUME_STEPS, offset=STEPS))
         np.savez(os.path.join(out, "resumed-%d.npz" % rank), losses=np.asarray(losses),
                  **weights(model))
     elif mode == "collectives":
