@@ -121,7 +121,8 @@ def collectives(strategy, rank):
                 (rng.standard_normal(7) + 1j * r).astype(np.complex64),
                 rng.standard_normal(40).astype(np.float32),
                 np.asarray([0.5, r, -2.0], np.float16),
-                np.asarray([1.5, r], ml_dtypes.bfloat16)]
+                np.asarray([1.5, r], ml_dtypes.bfloat16),
+                np.asarray([-0.0, np.inf if r else np.nan, -np.inf if r else 1.0, -0.0])]
 
     mine = values(rank)
 
@@ -134,11 +135,13 @@ def collectives(strategy, rank):
     summed, mean = strategy.run(fn)
     assert group.stats["buckets"] - calls > 2, group.stats
     want = [sum(values(r)[k].astype(np.float64 if values(r)[k].dtype.kind == "f" else
-                                    values(r)[k].dtype) for r in range(n)) for k in range(8)]
+                                    values(r)[k].dtype) for r in range(n)) for k in range(9)]
     for got, w, mine_k in zip(summed, want, mine):
         assert got.dtype == mine_k.dtype and got.shape == mine_k.shape, (got, mine_k)
         np.testing.assert_allclose(np.asarray(got).astype(w.dtype), w, rtol=1e-2 if
                                    mine_k.dtype.itemsize == 2 else 1e-6)
+    special = np.asarray(summed[8])              # -0 + -0, nan + inf, 1 - inf, NaN kept
+    assert np.signbit(special[0]) and np.isnan(special[1]) and special[2] == -np.inf
     np.testing.assert_allclose(mean.numpy(), want[0] / n, rtol=1e-6)
     # reduce with an axis: worker r holds r + 2 rows, so MEAN divides by all rows
     part = np.arange(2 * (rank + 2), dtype=np.float64).reshape(rank + 2, 2) + rank
