@@ -7,7 +7,8 @@ The digits classifier of examples/tf_function_lesson.py (784 -> 128 relu -> 10 s
 trains on the synthetic digits for a few steps with global batches of GLOBAL_BATCH; every
 process writes its final weights to OUT/weights-<rank>.npz and worker 0 a checkpoint under
 OUT/ckpt. `resume OUT` restores that checkpoint into a freshly initialized model and trains
-RESUME_STEPS more steps (OUT/resumed-<rank>.npz). `collectives` checks all-reduce, reduce and
+RESUME_STEPS more steps, `strategy.run` and `strategy.reduce` inside one `nf.function` this time
+(OUT/resumed-<rank>.npz). `collectives` checks all-reduce, reduce and
 gather against NumPy (OUT/collectives-ok-<rank> when they pass). `stall` and `crash` make worker 1 stop
 taking part (it sleeps, or raises) to test that worker 0 fails fast with a clear error.
 """
@@ -91,6 +92,17 @@ def train(strategy, model, step, data):
     return losses
 
 
+def train_compiled(strategy, step, data):
+    """TensorFlow's pattern: run and reduce inside one compiled function."""
+    @nf.function
+    def distributed_step(x, y):
+        per_replica = strategy.run(step, args=(x, y))
+        return strategy.reduce(nf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    return [float(distributed_step(*batch))
+            for batch in strategy.experimental_distribute_dataset(data)]
+
+
 def weights(model):
     return {"%d" % i: v.numpy() for i, v in enumerate(model.trainable_variables)}
 
@@ -109,7 +121,8 @@ def collectives(strategy, rank):
                 (rng.standard_normal(7) + 1j * r).astype(np.complex64),
                 rng.standard_normal(40).astype(np.float32),
                 np.asarray([0.5, r, -2.0], np.float16),
-                np.asarray([1.5, r], ml_dtypes.bfloat16)]
+                np.asarray([1.5, r], ml_dtypes.bfloat16),
+                np.asarray([-0.0, np.inf if r else np.nan, -np.inf if r else 1.0, -0.0])]
 
     mine = values(rank)
 
@@ -122,11 +135,13 @@ def collectives(strategy, rank):
     summed, mean = strategy.run(fn)
     assert group.stats["buckets"] - calls > 2, group.stats
     want = [sum(values(r)[k].astype(np.float64 if values(r)[k].dtype.kind == "f" else
-                                    values(r)[k].dtype) for r in range(n)) for k in range(8)]
+                                    values(r)[k].dtype) for r in range(n)) for k in range(9)]
     for got, w, mine_k in zip(summed, want, mine):
         assert got.dtype == mine_k.dtype and got.shape == mine_k.shape, (got, mine_k)
         np.testing.assert_allclose(np.asarray(got).astype(w.dtype), w, rtol=1e-2 if
                                    mine_k.dtype.itemsize == 2 else 1e-6)
+    special = np.asarray(summed[8])              # -0 + -0, nan + inf, 1 - inf, NaN kept
+    assert np.signbit(special[0]) and np.isnan(special[1]) and special[2] == -np.inf
     np.testing.assert_allclose(mean.numpy(), want[0] / n, rtol=1e-6)
     # reduce with an axis: worker r holds r + 2 rows, so MEAN divides by all rows
     part = np.arange(2 * (rank + 2), dtype=np.float64).reshape(rank + 2, 2) + rank
@@ -173,7 +188,7 @@ def main(argv):
             manager.save()
     elif mode == "resume":
         manager.restore_or_initialize()
-        losses = train(strategy, model, step, batches(RESUME_STEPS, offset=STEPS))
+        losses = train_compiled(strategy, step, batches(RESUME_STEPS, offset=STEPS))
         np.savez(os.path.join(out, "resumed-%d.npz" % rank), losses=np.asarray(losses),
                  **weights(model))
     elif mode == "collectives":

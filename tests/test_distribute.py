@@ -182,6 +182,24 @@ def test_all_reduce_is_differentiable_and_compiles(two_cpus):
             np.testing.assert_allclose(g.values[r].numpy(), coef[0] + coef[1])
 
 
+def test_all_reduce_special_values_and_dtypes(two_cpus):
+    s = nf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+    vals = [np.array([-0.0, np.nan, np.inf, 1.0, -0.0]), np.array([-0.0, 1.0, -np.inf, np.inf, 0.0])]
+    ints = [np.array([2**62, -3], np.int64), np.array([2**62, 5], np.int64)]
+    empty = [np.zeros((0, 3), np.float32)] * 2
+    f16 = [np.array([0.1, 2.0], np.float16), np.array([0.2, -2.0], np.float16)]
+    v = nf.distribute.PerReplica([[tnp.asarray(a[r]) for a in (vals, ints, empty, f16)]
+                                  for r in range(2)])
+    out = s.run(lambda xs: nf.distribute.get_replica_context().all_reduce("SUM", xs), args=(v,))
+    for r in range(2):
+        got = [o.values[r].numpy() for o in out]
+        want = [a[0] + a[1] for a in (vals, ints, empty, f16)]        # NumPy's sums
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+        assert np.signbit(got[0][0]) and not np.signbit(got[0][4])   # -0 + -0, -0 + 0
+
+
 def test_all_reduce_under_vectorized_map(two_cpus):
     s = nf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
     parts = [np.arange(6.0).reshape(3, 2), -np.arange(6.0).reshape(3, 2) ** 2]
@@ -304,3 +322,19 @@ def test_import_ndflow_loads_neither_mpi4py_nor_dask():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root,
                    env=dict(os.environ, PYTHONPATH=root))
+
+
+def test_example_program_gives_one_devices_answer_on_two_replicas(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    losses = []
+    for mode in ("--single", "--mirrored"):
+        cwd = tmp_path / mode.strip("-")         # each run starts without a checkpoint
+        cwd.mkdir()
+        out = subprocess.run([sys.executable, os.path.join(root, "examples",
+                                                           "distributed_training.py"), mode],
+                             cwd=cwd, capture_output=True, text=True, check=True,
+                             env=dict(os.environ, PYTHONPATH=root, NDFLOW_NUMBA="0")).stdout
+        line = [ln for ln in out.splitlines() if "final loss" in ln][-1]
+        assert ("2 replica(s)" in line) == (mode == "--mirrored"), line
+        losses.append(float(line.split("final loss ")[1].split(",")[0]))
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5) and losses[0] < 1.0

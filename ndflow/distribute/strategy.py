@@ -342,11 +342,10 @@ class Strategy:
 
     # ------------------------------------------------------------------ cross-replica
     def experimental_local_results(self, value):
-        """The values of this worker's replicas, as a tuple (a plain value: itself, once)."""
+        """The values of this worker's replicas, as a tuple (anything else: itself, once)."""
         if isinstance(value, PerReplica):
             return value.values
-        return tree.map_structure(lambda v: v.values if isinstance(v, PerReplica) else (v,),
-                                  value) if not isinstance(value, ndarray) else (value,)
+        return (value,)
 
     def reduce(self, reduce_op, value, axis=None):
         """Combine a per-replica value over all replicas (of all workers): SUM or MEAN, and
@@ -370,8 +369,8 @@ class Strategy:
                 raise ValueError(f"A non-DistributedValues value {v!r} cannot be reduced with "
                                  f"the given reduce op {op}.")
             parts = [v]
-        parts = [_dev.to_device(tnp.asarray(p.value() if isinstance(p, Variable) else p),
-                                _dev.DEFAULT) for p in parts]
+        parts = [_to_host_device(tnp.asarray(p.value() if isinstance(p, Variable) else p))
+                 for p in parts]
         if axis is not None:
             counts = [p.shape[axis] for p in parts]
             parts = [tnp.sum(p, axis=axis) for p in parts]
@@ -385,8 +384,9 @@ class Strategy:
         for p in parts[1:]:
             total = total + p
         if self._group_mpi is not None and self._group_mpi.size > 1:
-            total = _dev.to_device(total, _dev.DEFAULT)
-            total = tnp.asarray(self._group_mpi.all_reduce_sum([np.asarray(total)])[0])
+            # the primitive, not the group directly: inside nf.function (TensorFlow's
+            # `strategy.reduce(strategy.run(...))` in a tf.function) it becomes a graph node
+            total, = all_reduce_sum([total], self._group_mpi)
         if op is ReduceOp.SUM:
             return total
         if axis is None:
@@ -474,6 +474,11 @@ class _Extended:
     @property
     def worker_devices(self):
         return self._s.worker_devices
+
+
+def _to_host_device(x):
+    """x on the default device (where cross-replica results live); traced values as they are."""
+    return x if x._t is not None else _dev.to_device(x, _dev.DEFAULT)
 
 
 def _regroup(outs):
