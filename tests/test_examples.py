@@ -191,7 +191,9 @@ def test_train_export_end_to_end(tmp_path):
         sys.path.remove(EXAMPLES)
     r = mod.main(str(tmp_path))
     assert r["restored_equal"] is True
-    assert r["saved_model_diff"] == 0.0           # the same graph, the same kernels
+    # the saved graph is recompiled by the loading process (its own fusion and kernel choice):
+    # float32 rounding may differ in the last place, nothing more
+    assert r["saved_model_diff"] <= 1e-6
     if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx"):
         assert r["onnx_diff"] is not None and r["onnx_diff"] < 1e-5
     assert r["accuracy"] > 0.5
