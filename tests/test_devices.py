@@ -252,3 +252,13 @@ def test_a_thread_leaving_its_scope_keeps_another_threads_scope(two_cpus):
     for t in threads:
         t.join()
     assert out["device"].endswith("CPU:1")
+
+
+def test_compiled_variable_writes_keep_the_variables_device(two_cpus):
+    with nf.device("CPU:1"):
+        v = nf.Variable(np.zeros(3))
+    step = nf.function(lambda: v.assign_add(tnp.ones(3), read_value=False))
+    step()
+    step()
+    assert v.device.endswith("CPU:1")
+    np.testing.assert_array_equal(v.numpy(), [2.0, 2.0, 2.0])
