@@ -11,6 +11,20 @@ A primitive is declared once with its rules:
     batch(args, axes, **params)                -> (out, out_axis); axes[i] None = unbatched
     fusion                                     elementwise expression template (compiler)
 
+and its traits, which the compiler and the memory planner read (no pass identifies a primitive
+by its name):
+
+    effect          random draws, Variable reads and writes, host callbacks: never folded,
+                    merged, removed or reordered (`reorderable` is its negation)
+    variable_access 'read' / 'write' for the Variable primitives (else None)
+    returns_view    the result may share memory with an array input (a NumPy view, or the
+                    input itself): reshape, transpose, getitem, real, stop_gradient, control
+                    flow that may return an operand ... Every other primitive returns fresh
+                    buffers; tests/test_aliasing.py checks the declarations against the kernels
+    elementwise     (property) it has a fusion template: elementwise, fusible
+    blas            its kernel calls BLAS/LAPACK (threads: fused kernels leave them the cores)
+    fused           a fused elementwise region made by the compiler (supports donated outputs)
+
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
@@ -35,9 +49,11 @@ class Aval:
 
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
-                 "effect", "vjp_uses_out", "__weakref__")
+                 "effect", "vjp_uses_out", "returns_view", "blas", "fused", "variable_access",
+                 "__weakref__")
 
-    def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False):
+    def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
+                 returns_view=False, blas=False, variable_access=None):
         self.name = name
         self.impl = impl
         self.abstract = abstract
@@ -49,7 +65,21 @@ class Primitive:
         self.effect = effect          # random draws, variable reads/writes: never folded or CSE'd
         self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params); out: all outputs
         #                               (a tuple) for multiple_results
+        self.returns_view = returns_view
+        self.blas = blas
+        self.fused = False
+        self.variable_access = variable_access
         REGISTRY.append(self)
+
+    @property
+    def elementwise(self):
+        """Elementwise and fusible: it declares a fusion template."""
+        return self.fusion is not None
+
+    @property
+    def reorderable(self):
+        """May be moved, merged, folded or removed by the compiler (no effect)."""
+        return not self.effect
 
     def __repr__(self):
         return self.name

@@ -458,6 +458,12 @@ class Function:
                 kinds.append("v")
                 consts.append(None)
                 outs.append(o._v)
+            elif type(o) is ndarray and o._t is None and o._dev is None:
+                # an eager array (made while tracing, or captured): a result of the graph, so
+                # each call returns a fresh copy (`own_outputs`), never one shared buffer
+                kinds.append("v")
+                consts.append(None)
+                outs.append(trace.to_var(o))
             else:
                 kinds.append("k")
                 consts.append(o)

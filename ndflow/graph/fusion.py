@@ -38,8 +38,6 @@ class FusionError(ValueError):
 
 
 _REDUCTIONS = None
-_BLAS = ("matmul", "einsum", "dot", "tensordot", "inner", "outer", "vdot", "cholesky", "solve",
-         "inv", "qr", "svd", "eigh", "lstsq", "det", "slogdet")
 
 
 def _reductions():
@@ -224,6 +222,7 @@ def _fused_primitive(prog, kernel, outs):
     except ValueError:
         pass
     p.fusion = None
+    p.fused = True
     return p
 
 
@@ -236,7 +235,7 @@ def elementwise_fusion(g):
               and _convex(g, m)}
     if not groups:
         return g
-    uses_blas = any(n.prim.name in _BLAS for n in g.nodes)
+    uses_blas = any(n.prim.blas for n in g.nodes)
     out = _build(g, groups, uses_blas)
     if out is not None:
         return out
@@ -346,7 +345,7 @@ def explain(g):
     """One line per node of `g` that is not fused, with the reason (debugging aid)."""
     lines = []
     for n in g.nodes:
-        if n.prim.name.startswith("fused{"):
+        if n.prim.fused:
             lines.append("%s: fused" % n.prim.name)
             continue
         why = why_not_fusible(n)
@@ -357,4 +356,4 @@ def explain(g):
 
 def fused_kernels(g):
     """The FusedKernel of every fused node in `g`, in order."""
-    return [n.prim.impl for n in g.nodes if n.prim.name.startswith("fused{")]
+    return [n.prim.impl for n in g.nodes if n.prim.fused]

@@ -228,7 +228,6 @@ def algebraic_simplification(g: Graph) -> Graph:
     producer = {}
     nodes = []
     consts = list(g.consts)
-    views = _view_prims()
     claimed = set()
     for n in g.nodes:
         n = ren(n)
@@ -274,7 +273,7 @@ def algebraic_simplification(g: Graph) -> Graph:
             # a returned value must stay a buffer of its own: only a fresh value, made by a
             # node that is no view and returned nowhere else, may take its place
             fresh = src.kind == "v" and src.id not in returned and src.id not in claimed \
-                and producer[src.id].prim not in views \
+                and not producer[src.id].prim.returns_view \
                 and not producer[src.id].prim.multiple_results
             if fresh:
                 claimed.add(src.id)
@@ -372,12 +371,6 @@ def _drop_broadcasts(n, producer, S):
 
 
 # ------------------------------------------------------------------ layout
-def _view_prims():
-    from ..primitives import shape as S, indexing as I, elementwise as E
-    return {S.reshape_p, S.transpose_p, S.expand_dims_p, S.squeeze_p, S.broadcast_to_p,
-            I.getitem_p, E.real_p, E.imag_p, E.copy_p}
-
-
 OUTER_MIN = 16     # an outer product as a broadcast multiply pays off from rows this long
 
 
@@ -397,7 +390,6 @@ def layout_choices(g: Graph) -> Graph:
                             when rows are at least OUTER_MIN long)"""
     from ..primitives.linalg import matmul_p
     E, S = _prims()
-    views = _view_prims()
     uses = {}
     for n in g.nodes:
         for v in n.inputs:
@@ -413,7 +405,7 @@ def layout_choices(g: Graph) -> Graph:
         if n.prim is E.copy_p:
             x = n.inputs[0]
             src = producer.get(x.id)
-            if (x.kind == "v" and src is not None and src.prim not in views
+            if (x.kind == "v" and src is not None and not src.prim.returns_view
                     and not src.prim.multiple_results and uses.get(x.id) == 1
                     and not _has_effect(src)):
                 rename[n.outputs[0].id] = x
@@ -500,19 +492,24 @@ PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, 
 # fusion (ndflow/graph/fusion.py, memory.py): elementwise regions become one node, then results
 # are written into dead buffers; both last, on the simplified graph
 from .fusion import elementwise_fusion  # noqa: E402
-from .memory import reuse_buffers  # noqa: E402
+from .memory import reuse_buffers, output_aliasing, own_outputs  # noqa: E402
 PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 
 
 def optimize(g, passes=None):
     """Run the passes in order (default: `PASSES`), verifying after each under NDFLOW_VERIFY
-    and printing each pass's changes under NDFLOW_DEBUG=opt."""
+    and printing each pass's changes under NDFLOW_DEBUG=opt. Last, `own_outputs`: results
+    share memory only where the traced program's would (views), whatever the passes did."""
     show = "opt" in _dbg.FLAGS
     check = _dbg.VERIFY
     if check:
         verify(g, "(traced)")
-    for p in (PASSES if passes is None else passes):
+    allowed = output_aliasing(g)
+
+    def own_results(h):
+        return own_outputs(h, allowed)
+    for p in list(PASSES if passes is None else passes) + [own_results]:
         before = format_graph(g) if show else None
         g = p(g)
         if check:

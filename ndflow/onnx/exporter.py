@@ -1136,7 +1136,7 @@ def _table():
         L.matmul_p: _matmul, L.einsum_p: _einsum, D.det_p: _float_only("Det"),
         E.left_shift_p: _shift("LEFT"), E.right_shift_p: _shift("RIGHT"), C.cumsum_p: _cumsum,
         So.sort_p: _topk_sort("values"), So.argsort_p: _topk_sort("indices"),
-        Rn.random_draw_p: _random, M.stop_gradient_p: _identity, shape_p: _shape,
+        Rn.random_draw_p: _random, M.stop_gradient_p: _identity, M.own_result_p: _identity, shape_p: _shape,
         read_var_p: _read_variable, assign_var_p: _assign_variable,
         Cf.cond_p: _cond, Cf.cond_effect_p: _cond, Cf.while_p: _while, Cf.while_effect_p: _while,
         Cf.scan_p: _scan, Cf.scan_effect_p: _scan,

@@ -1,4 +1,6 @@
-"""Primitives that belong to no numeric family: `stop_gradient`."""
+"""Primitives that belong to no numeric family: `stop_gradient`, `own_result`."""
+import numpy as np
+
 from ..core.primitive import Primitive, bind
 from ._util import same_aval
 
@@ -7,8 +9,33 @@ from ._util import same_aval
 # The identity on values, a constant to every differentiation: its VJP and its JVP are zero
 # (None), so neither tapes nor forward accumulators see through it. The kernel returns its
 # input buffer: the output is a new value for the tapes, not a copy in memory.
-stop_gradient_p = Primitive("stop_gradient", lambda x: x, same_aval)
+stop_gradient_p = Primitive("stop_gradient", lambda x: x, same_aval, returns_view=True)
 stop_gradient_p.def_vjp(lambda ct, x: (None,))
 stop_gradient_p.def_jvp(lambda tangents, x: None)
 stop_gradient_p.batch = lambda args, axes: (bind(stop_gradient_p, args[0]), axes[0])
 stop_gradient_p.fusion = "{0}"
+
+
+# ------------------------------------------------------------------ own_result
+# `x`, or a copy of it where it may share memory with one of the other operands. The compiler
+# puts it before a result that may share a buffer with a constant, an argument or another
+# result where the program as written would not (ndflow/graph/memory.py, `own_outputs`): a
+# loop that ran no iteration returns its initial values, a view of a constant is still the
+# constant. Only the first operand is a value; the others are only compared with it.
+def _own_impl(x, *avoid):
+    for a in avoid:
+        if np.may_share_memory(x, a):
+            return x.copy() if hasattr(x, "copy") else np.array(x, copy=True)
+    return x
+
+
+def _own_batch(args, axes):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    return bind(own_result_p, x, *args[1:]), (None if axes[0] is None else 0)
+
+
+own_result_p = Primitive("own_result", _own_impl, lambda x, *avoid: same_aval(x))
+own_result_p.def_vjp(lambda ct, x, *avoid: (ct,) + (None,) * len(avoid))
+own_result_p.def_jvp(lambda tangents, x, *avoid: tangents[0])
+own_result_p.batch = _own_batch

@@ -12,7 +12,8 @@ def _read_impl(var=None):
 
 
 read_var_p = Primitive("read_variable", _read_impl,
-                       lambda var: Aval(var._value.shape, var._value.dtype), effect=True)
+                       lambda var: Aval(var._value.shape, var._value.dtype), effect=True,
+                       variable_access="read")
 
 
 def _assign_impl(value, var=None):
@@ -21,7 +22,8 @@ def _assign_impl(value, var=None):
 
 
 assign_var_p = Primitive("assign_variable", _assign_impl,
-                         lambda value, var: Aval(value.shape, value.dtype), effect=True)
+                         lambda value, var: Aval(value.shape, value.dtype), effect=True,
+                         variable_access="write", returns_view=True)
 
 
 def _graph_trace():
@@ -42,7 +44,9 @@ class Variable:
         from ..compat import _tensor
         if callable(initial_value):
             initial_value = initial_value()
-        v = _tensor(initial_value, dtype=dtype)   # Python data: TF's dtypes (2.0 -> float32)
+        # Python data: TF's dtypes (2.0 -> float32); a buffer of its own (never the NumPy array
+        # it was made from)
+        v = _tensor(initial_value, dtype=dtype, copy=True)
         if v._t is not None:
             # created while tracing from a value computed in the trace: lift that computation
             # out of the graph (as TF's init_scope), if it does not need the function's inputs

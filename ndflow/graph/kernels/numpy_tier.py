@@ -38,9 +38,10 @@ def _how(op):
     impl = op.prim.impl
     if isinstance(impl, np.ufunc) and not op.params and impl.nout == 1:
         return "ufunc"
-    if op.prim.name == "select":
+    from ...primitives import elementwise as E
+    if op.prim is E.select_p:
         return "select"
-    if op.prim.name == "convert_element_type":
+    if op.prim is E.convert_p:
         return "convert"
     return None
 
