@@ -188,6 +188,31 @@ def _relax(a, b):
 
 
 _DEFAULT_CACHE_SIZE = 64
+UNCACHEABLE = ("<uncacheable>",)     # a key for arguments that cannot be keyed: trace afresh
+
+
+def _value_key(x):
+    """The cache-key part of a non-array argument (see Function._key), UNCACHEABLE if none."""
+    t = type(x)
+    if t is float:
+        return (float, x.hex())
+    if t is complex:
+        return (complex, x.real.hex(), x.imag.hex())
+    if t in (int, bool, str, type(None)):
+        return (t, x)
+    if isinstance(x, np.generic):
+        return ("G", x.dtype, x.tobytes())
+    if t is slice:
+        parts = tuple(_value_key(e) for e in (x.start, x.stop, x.step))
+        return UNCACHEABLE if UNCACHEABLE in parts else ("S",) + parts
+    from ..train.variable import Variable
+    if isinstance(x, Variable):
+        return ("V", weakref.ref(x))
+    try:
+        hash(x)
+    except TypeError:
+        return UNCACHEABLE
+    return ("O", t, x)
 
 
 def set_function_cache_size(n):
@@ -250,8 +275,14 @@ class Function:
 
     # ------------------------------------------------------------------ keys
     def _key(self, args, kwargs):
+        """(cache key, leaves, structure). The key holds what the trace depends on: shapes,
+        dtypes and devices of arrays; Python values by type and exact value (0.0 and -0.0,
+        and each NaN, are different traces: a trace bakes the value in); NumPy scalars by
+        dtype and bytes; Variables and other objects by identity, holding them (weakly for
+        Variables) so that a reused address can never find a stale trace. The key is None when
+        an argument is symbolic (run inside the enclosing trace) and UNCACHEABLE when one has
+        no stable value to key by (unhashable): then every call traces afresh."""
         leaves, d = tree.flatten_with_def((args, kwargs))
-        from ..train.variable import Variable
         parts = []
         for x in leaves:
             if isinstance(x, ndarray):
@@ -260,16 +291,11 @@ class Function:
                 parts.append(("T", tuple(x.shape), x.dtype, x._dev))
             elif isinstance(x, np.ndarray):
                 parts.append(("N", x.shape, x.dtype))
-            elif isinstance(x, Variable):
-                parts.append(("V", id(x)))
-            elif type(x) in (int, float, bool, complex, str, type(None)):
-                parts.append((type(x), x))
             else:
-                try:
-                    hash(x)
-                    parts.append(("O", x))
-                except TypeError:
-                    parts.append(("I", id(x)))
+                k = _value_key(x)
+                if k is UNCACHEABLE:
+                    return UNCACHEABLE, leaves, d
+                parts.append(k)
         return (repr(d), tuple(parts), STATE.promotion, STATE.prefer_float32, STATE.device), leaves, d
 
     # ------------------------------------------------------------------ calls
@@ -310,16 +336,13 @@ class Function:
         key, leaves, d = self._key(args, kwargs)
         if key is None:
             return self._fn(*args, **kwargs)
+        if key is UNCACHEABLE:
+            return self._trace(args, kwargs, leaves, d)(self._buffers(leaves))
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
         cf = self._lookup(key, args, kwargs, leaves, d)
-        bufs = []
-        for x in leaves:
-            if isinstance(x, ndarray):
-                bufs.append(x._v)
-            elif isinstance(x, np.ndarray):
-                bufs.append(x)
+        bufs = self._buffers(leaves)
         if "time" in _dbg.FLAGS:
             t0 = time.perf_counter()
             out = cf(bufs)
@@ -340,6 +363,16 @@ class Function:
                     k += (a.shape, a.dtype, None)
             fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
         return cf(bufs)
+
+    @staticmethod
+    def _buffers(leaves):
+        bufs = []
+        for x in leaves:
+            if isinstance(x, ndarray):
+                bufs.append(x._v)
+            elif isinstance(x, np.ndarray):
+                bufs.append(x)
+        return bufs
 
     def _lookup(self, key, args, kwargs, leaves, d):
         cache = self._cache
@@ -391,12 +424,44 @@ class Function:
                             f"input_signature, got {len(flat_args)}")
         out = []
         for x, s in zip(flat_args, flat_sig):
-            x = tnp.asarray(x, dtype=s.dtype) if not isinstance(x, ndarray) else x
+            x = self._conform(x, s, tnp)
             if not s.is_compatible_with(x):
                 raise TypeError(f"{self._name}: argument of shape {tuple(x.shape)} and dtype "
                                 f"{x.dtype.name} does not match the input_signature {s}")
             out.append(x)
         return tree.unflatten(d, out)
+
+    def _conform(self, x, s, tnp):
+        """`x` as an array for TensorSpec `s`, never silently cast (as TensorFlow): an array
+        (ndflow, NumPy, a NumPy scalar, a Variable's value) must have the spec's dtype; Python
+        data converts only where its values are kept (ints into a float spec, not floats into
+        an int spec; an int that does not fit is an error)."""
+        conv = getattr(x, "_ndflow_array_", None)
+        if conv is not None:
+            x = conv()
+        if isinstance(x, (ndarray, np.ndarray, np.generic)):
+            if np.dtype(x.dtype) != s.dtype:
+                raise TypeError(f"{self._name}: argument of dtype {np.dtype(x.dtype).name} does "
+                                f"not match the input_signature {s} (no implicit cast; "
+                                f"convert it with nf.cast or .astype)")
+            return x if isinstance(x, ndarray) else tnp.asarray(x)
+        try:
+            probe = np.asarray(x)
+        except Exception as e:
+            raise TypeError(f"{self._name}: argument {x!r} cannot be converted for the "
+                            f"input_signature {s}: {e}") from None
+        src, dst = probe.dtype, s.dtype
+        ok = src.kind == dst.kind or (src.kind in "iu" and dst.kind in "iufc") or \
+            (src.kind == "f" and dst.kind == "c") or (src.kind == "b" and dst.kind == "b")
+        if not ok or src.kind not in "biufc":
+            raise TypeError(f"{self._name}: argument {x!r} (Python data of dtype {src.name}) "
+                            f"does not match the input_signature {s}")
+        with np.errstate(all="ignore"):
+            conv = probe.astype(dst)
+        if dst.kind in "iu" and not np.array_equal(conv.astype(src), probe):
+            raise ValueError(f"{self._name}: argument {x!r} does not fit the dtype "
+                             f"{dst.name} of the input_signature {s}")
+        return tnp.asarray(conv)
 
     def get_concrete_function(self, *args, **kwargs):
         if not args and self._sig is not None:
@@ -407,6 +472,8 @@ class Function:
         if self._sig is not None:
             args = self._check_signature(args)
         key, leaves, d = self._key(args, kwargs)
+        if key is UNCACHEABLE:
+            return self._trace(args, kwargs, leaves, d)
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)

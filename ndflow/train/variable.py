@@ -94,6 +94,14 @@ class Variable:
         return self._ndflow_array_()
 
     def numpy(self):
+        """The current value as a NumPy array. Not inside `nf.function`: the value there is
+        the one at each call, unknown while tracing (TensorFlow raises too)."""
+        if _graph_trace() is not None:
+            from ..core.ndarray import TracingError, _user_line
+            raise TracingError(
+                f"Variable.numpy() inside nf.function (at {_user_line()}): the value is read at "
+                f"each call and is not known while tracing; use the Variable (or "
+                f"v.read_value()) as an array, or nf.numpy_function for NumPy code")
         return self._value.numpy()
 
     @property
@@ -117,7 +125,7 @@ class Variable:
 
     def __repr__(self):
         return "<nf.Variable '%s' shape=%s dtype=%s, numpy=%r>" % (
-            self.name, tuple(self.shape), self.dtype.name, self.numpy())
+            self.name, tuple(self.shape), self.dtype.name, self._value.numpy())
 
     # ------------------------------------------------------------------ writing
     def assign(self, value, use_locking=False, name=None, read_value=True):
