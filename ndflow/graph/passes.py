@@ -155,8 +155,10 @@ def _prims():
     return E, S
 
 
-def _is_const(v, value):
-    """`v` is a constant whose every element equals `value` (checked for small constants)."""
+def _is_const(v, value, negative_zero=None):
+    """`v` is a constant whose every element equals `value` (checked for small constants);
+    with `negative_zero` True/False, every float zero (each part of a complex one) must also
+    have that sign."""
     if v.kind != "c":
         return False
     buf = np.asarray(v.const._v)
@@ -167,7 +169,12 @@ def _is_const(v, value):
             return False
         buf = buf.reshape(-1)[:1]
     with np.errstate(all="ignore"):
-        return bool(np.all(buf == value))
+        if not np.all(buf == value):
+            return False
+    if negative_zero is not None and buf.dtype.kind in "fc":
+        parts = (buf.real, buf.imag) if buf.dtype.kind == "c" else (buf,)
+        return all(bool(np.all(np.signbit(p) == negative_zero)) for p in parts)
+    return True
 
 
 def _same_aval(a, b):
@@ -175,28 +182,31 @@ def _same_aval(a, b):
 
 
 def _identity_operand(n, E):
-    """The operand `n` returns unchanged (x*1, 1*x, x+0, 0+x, x-0, x/1), or None."""
+    """The operand `n` returns unchanged, bit for bit under IEEE 754, or None: x*1, 1*x, x/1;
+    x + (-0.0), (-0.0) + x and x - (+0.0) (x + (+0.0) turns -0.0 into +0.0, so it stays; for
+    integers any zero)."""
     p, ins = n.prim, n.inputs
     if len(ins) != 2:
         return None
     x, y = ins
     out = n.outputs[0]
+    sign = None
     if p is E.mul_p:
         cands = [(x, y), (y, x)]
         unit = 1
     elif p is E.add_p:
         cands = [(x, y), (y, x)]
-        unit = 0
+        unit, sign = 0, True
     elif p is E.sub_p:
         cands = [(x, y)]
-        unit = 0
+        unit, sign = 0, False
     elif p is E.div_p:
         cands = [(x, y)]
         unit = 1
     else:
         return None
     for keep, other in cands:
-        if _same_aval(keep, out) and _is_const(other, unit):
+        if _same_aval(keep, out) and _is_const(other, unit, sign):
             return keep
     return None
 
@@ -208,11 +218,12 @@ def _broadcasting_elementwise(p, E):
 def algebraic_simplification(g: Graph) -> Graph:
     """Rewrite nodes that do nothing, or nothing a simpler node would not:
 
-    x*1, 1*x, x+0, 0+x, x-0, x/1 -> x     (same shape and dtype only; x+0 -> x differs for
-                                           x = -0.0 alone, where both compare equal)
+    x*1, 1*x, x/1, x+(-0.0), (-0.0)+x, x-(+0.0) -> x   (same shape and dtype only; exact
+                                           under IEEE 754: x+(+0.0) is not, for x = -0.0)
     convert_element_type(x, x.dtype) -> x
     zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
-    x ** k, k a constant of whole numbers 0..4 -> multiplications (and selects where k varies)
+    x ** k, k a constant of whole numbers 0..2 -> multiplications (and selects where k varies;
+                                           x*x is pow(x, 2) correctly rounded, x*x*x is not)
     transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
     reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
     broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
@@ -293,13 +304,14 @@ def algebraic_simplification(g: Graph) -> Graph:
 
 
 def _integer_power(x, k, out, nodes, producer, consts, loc, E):
-    """x ** k for a constant k of small whole numbers, as multiplications: NumPy's float power
-    is slow (30x for negative bases) and exact for none of them. Returns the replacement: `x`
-    (k == 1), `out` itself when new nodes define it, or None (not rewritten)."""
+    """x ** k for a constant k of whole numbers 0..2, as multiplications: NumPy's float power
+    is slow (30x for negative bases). Only where the product is bit for bit NumPy's power:
+    x*x is x**2 correctly rounded (also for NaN, inf and -0.0), x*x*x rounds twice. Returns
+    the replacement: `x` (k == 1), `out` itself when new nodes define it, or None."""
     from ..core.ndarray import _wrap
     dt = np.dtype(x.dtype)
     if (dt.kind != "f" or k.size == 0 or k.size > 4096 or k.dtype.kind not in "fiu"
-            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 4)) or None in out.shape
+            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 2)) or None in out.shape
             or out.dtype != dt):
         return None
     top = int(k.max())
@@ -308,7 +320,7 @@ def _integer_power(x, k, out, nodes, producer, consts, loc, E):
             return x if x.shape == out.shape else None
         if top == 0 or x.shape != out.shape:
             return None
-        chain = {2: [(x, x)], 3: [(x, x), ("sq", x)], 4: [(x, x), ("sq", "sq")]}[top]
+        chain = [(x, x)]
     else:
         # x**k = prod_j where(k >= j, x, 1), j = 1..max(k)
         if _bshape(k.shape, x.shape) != out.shape:
