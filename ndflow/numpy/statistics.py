@@ -449,7 +449,8 @@ def _median_last(x, nan):
     ax = x.ndim - 1
     n = x.shape[ax]
     cd = _mean_dtype(x.dtype)
-    if nan:
+    from ..primitives.misc import runtime_warning_p
+    if nan and n != 0:
         nans = bind(R.reduce_sum_p, _cast(M.isnan(x), _dt.I64), axes=(ax,), keepdims=False)
         cnt = M.subtract(_size_of(x, ax), nans)
         lo = M.floor_divide(M.subtract(cnt, 1), 2)
@@ -459,9 +460,9 @@ def _median_last(x, nan):
         v_lo = squeeze(take_along_axis(s, expand_dims(lo, -1), axis=ax), -1)
         v_hi = squeeze(take_along_axis(s, expand_dims(hi, -1), axis=ax), -1)
         r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
-        r = M.where_(M.equal(cnt, 0), _cast(np.nan, cd), r)
-        if r._t is None and bool(np.any(cnt.numpy() == 0)):
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        empty = M.equal(cnt, 0)
+        r = M.where_(empty, _cast(np.nan, cd), r)
+        r = bind(runtime_warning_p, r, empty, message="All-NaN slice encountered")
         return _cast(r, x.dtype if x.dtype == np.dtype(np.float16) else cd)
     if n is None:
         nn = _size_of(x, ax)
@@ -470,9 +471,9 @@ def _median_last(x, nan):
         v_lo = take(s, lo, axis=ax)
         v_hi = take(s, hi, axis=ax)
     elif n == 0:
-        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
         z = _cast(bind(R.reduce_sum_p, _cast(s, cd), axes=(ax,), keepdims=False), cd)
-        return _cast(M.multiply(z, np.nan), x.dtype if x.dtype == np.dtype(np.float16) else cd)
+        z = bind(runtime_warning_p, M.multiply(z, np.nan), message="Mean of empty slice.")
+        return _cast(z, x.dtype if x.dtype == np.dtype(np.float16) else cd)
     else:
         v_lo = _slice_along(s, ax, slice((n - 1) // 2, (n - 1) // 2 + 1))
         v_hi = _slice_along(s, ax, slice(n // 2, n // 2 + 1))

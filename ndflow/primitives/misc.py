@@ -1,4 +1,5 @@
-"""Primitives that belong to no numeric family: `stop_gradient`, `own_result`."""
+"""Primitives that belong to no numeric family: `stop_gradient`, `own_result`,
+`runtime_warning`."""
 import numpy as np
 
 from ..core.primitive import Primitive, bind
@@ -39,3 +40,28 @@ own_result_p = Primitive("own_result", _own_impl, lambda x, *avoid: same_aval(x)
 own_result_p.def_vjp(lambda ct, x, *avoid: (ct,) + (None,) * len(avoid))
 own_result_p.def_jvp(lambda tangents, x, *avoid: tangents[0])
 own_result_p.batch = _own_batch
+
+
+# ------------------------------------------------------------------ runtime_warning
+# `x`, with NumPy's RuntimeWarning `message` issued whenever it is computed (with a second
+# operand: when any of its elements is true): a composition that NumPy answers with a warning
+# (the mean of an empty slice, an all-NaN slice) warns in every mode, also at each call of a
+# compiled function, not once while tracing.
+def _warn_impl(x, *when, message):
+    if not when or np.any(when[0]):
+        import warnings
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    return x
+
+
+def _warn_batch(args, axes, message):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    return bind(runtime_warning_p, x, *args[1:], message=message), (None if axes[0] is None else 0)
+
+
+runtime_warning_p = Primitive("runtime_warning", _warn_impl,
+                              lambda x, *when, message: same_aval(x), returns_view=True)
+runtime_warning_p.def_vjp(lambda ct, x, *when, message: (ct,) + (None,) * len(when))
+runtime_warning_p.def_jvp(lambda tangents, x, *when, message: tangents[0])
+runtime_warning_p.batch = _warn_batch
