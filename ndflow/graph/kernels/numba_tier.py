@@ -36,7 +36,14 @@ from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
-FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right), no reassoc
+# NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
+# reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
+FASTMATH = {"contract"}
+
+
+def _fast_math():
+    from . import fast_math
+    return fast_math()
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
 
@@ -101,6 +108,9 @@ def _scalar_expr(op, args, in_dtype):
     def repl(m):
         f = m.group(1)
         if f in _OWN:
+            if not _fast_math():
+                raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
+                                  "(NDFLOW_FAST_MATH=1 allows it)" % f)
             if in_dtype not in _FLOATS:
                 raise _Ineligible("'%s' on %s" % (f, in_dtype))
             return "%s_%s(" % (f, in_dtype.name)
@@ -144,6 +154,9 @@ def _body(prog, in_names):
             from ...primitives.reduction import reduce_sum_p
             if o.prim is not reduce_sum_p or o.dtype not in _FLOATS:
                 raise _Ineligible("reduction '%s' on %s" % (o.prim.name, o.dtype))
+            if not _fast_math():
+                raise _Ineligible("a sum in loop order is not NumPy's pairwise sum bit for bit "
+                                  "(NDFLOW_FAST_MATH=1 allows it)")
             names.append(None)
             continue
         args = [names[a] for a in o.args]
@@ -262,7 +275,7 @@ def _kernel_source(prog, plan, parallel, name):
     outer_red = red and not full_red and not pat[-1][0]
     parallel = parallel and not outer_red
     L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', cache=True, nogil=True)"
-             % (parallel, FASTMATH))
+             % (parallel, FASTMATH if _fast_math() else set()))
     L.append("def %s(%s):" % (name, ", ".join(params)))
     ind = "    "
     if full_red:
@@ -368,7 +381,7 @@ def _dummy_args(prog, plan):
 
 
 def _compile(prog, plan, parallel):
-    key = (prog.key, plan.pattern, parallel)
+    key = (prog.key, plan.pattern, parallel, _fast_math())
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
