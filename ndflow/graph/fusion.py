@@ -254,6 +254,7 @@ def _build(g, groups, uses_blas):
     """`g` with each region of `groups` replaced by one fused node, or None if that would make
     the graph cyclic."""
     from .kernels import kernel_for
+    groups = dict(groups)
     member = {}
     for r, m in groups.items():
         for i in m:
@@ -264,12 +265,19 @@ def _build(g, groups, uses_blas):
             consumers_outside.setdefault(v.id, set()).add(member.get(i, ("n", i)))
     graph_out = {v.id for v in g.outputs}
     fused = {}
-    for r, m in groups.items():
+    for r, m in list(groups.items()):
         used = set()
         for i in m:
             o = g.nodes[i].outputs[0]
             if o.id in graph_out or any(c != r for c in consumers_outside.get(o.id, ())):
                 used.add(o.id)
+        if not used:
+            # nothing of the region is used (dead code, left to dead_code_elimination): a fused
+            # node needs a result
+            del groups[r]
+            for i in m:
+                del member[i]
+            continue
         nodes = [g.nodes[i] for i in m]
         prog, ins, outs = program_from_nodes(nodes, used)
         kernel = kernel_for(prog, uses_blas)

@@ -184,13 +184,16 @@ def _same_aval(a, b):
 def _identity_operand(n, E):
     """The operand `n` returns unchanged, bit for bit under IEEE 754, or None: x*1, 1*x, x/1;
     x + (-0.0), (-0.0) + x and x - (+0.0) (x + (+0.0) turns -0.0 into +0.0, so it stays; for
-    integers any zero)."""
+    integers any zero). Not x*1 or x/1 for complex x: (inf + 1j) * (1 + 0j) is NaN in its
+    real part (inf * 0)."""
     p, ins = n.prim, n.inputs
     if len(ins) != 2:
         return None
     x, y = ins
     out = n.outputs[0]
     sign = None
+    if p in (E.mul_p, E.div_p) and np.dtype(out.dtype).kind == "c":
+        return None
     if p is E.mul_p:
         cands = [(x, y), (y, x)]
         unit = 1

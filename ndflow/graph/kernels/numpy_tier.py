@@ -58,6 +58,8 @@ def assign_buffers(prog):
     outs = prog.outputs
     for v in outs:
         last[v] = len(prog.ops)
+    for j in range(len(prog.ops)):
+        last.setdefault(n + j, j)        # a value nothing reads dies where it is made
     slot_dtype, holder, claim = {}, {}, {}
     for k, v in enumerate(outs):
         if v >= n and _how(prog.ops[v - n]) is not None:
