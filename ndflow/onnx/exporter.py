@@ -221,6 +221,26 @@ def _log1p(ctx, n, ins):
     return ctx.where(ctx.op("Equal", [u, one]), x, r, n.outputs[0].dtype)
 
 
+def _logaddexp(base2):
+    """max(x, y) + log1p(base**-|x - y|) (over ln 2 for base 2); where x == y (both the same
+    infinity included, where x - y is NaN) x + log(2) (x + 1); NaN from either operand."""
+    def conv(ctx, n, ins):
+        x, y = ins
+        dt = n.outputs[0].dtype
+        d = ctx.op("Abs", [ctx.op("Sub", [x, y])])
+        if base2:
+            e = ctx.op("Pow", [ctx.const(2, dt), ctx.op("Neg", [d])])
+        else:
+            e = ctx.op("Exp", [ctx.op("Neg", [d])])
+        soft = _log1p(ctx, n, [e])
+        if base2:
+            soft = ctx.op("Div", [soft, ctx.const(np.log(2.0), dt)])
+        r = ctx.op("Add", [ctx.op("Max", [x, y]), soft])
+        tie = ctx.op("Add", [x, ctx.const(1.0 if base2 else np.log(2.0), dt)])
+        return ctx.where(ctx.op("Equal", [x, y]), tie, r, dt)
+    return conv
+
+
 def _cbrt(ctx, n, ins):
     x, = ins
     dt = n.outputs[0].dtype
@@ -1124,6 +1144,7 @@ def _table():
         E.logical_or_p: _logical("Or"), E.logical_xor_p: _logical("Xor"),
         E.select_p: _select, E.zeros_like_p: _like(0), E.ones_like_p: _like(1),
         E.full_like_p: _like(None), X.fmod_p: _fmod,
+        X.logaddexp_p: _logaddexp(False), X.logaddexp2_p: _logaddexp(True),
         R.reduce_sum_p: _reduction("ReduceSum"), R.reduce_max_p: _reduction("ReduceMax"),
         R.reduce_min_p: _reduction("ReduceMin"), R.reduce_prod_p: _reduction("ReduceProd"),
         R.reduce_any_p: _any_all("ReduceMax"), R.reduce_all_p: _any_all("ReduceMin"),
