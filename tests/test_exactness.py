@@ -195,3 +195,28 @@ def test_statistics_of_empty_arrays_warn_and_give_nan_on_every_path(name, shape,
     with nf.GradientTape(), pytest.warns(RuntimeWarning):
         got = f(tnp.asarray(a))
     _bits_equal(got.numpy(), np.asarray(want), f"taped {name}{shape}")
+
+
+def test_eigvals_dtype_follows_numpy_when_compiled():
+    """NumPy gives real eigenvalues when all are real: so does nf.function (one graph per case,
+    each traced once), also inside a larger computation and under a tape."""
+    sym, rot = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([[0.0, -1.0], [1.0, 0.0]])
+    f = nf.function(lambda a: tnp.linalg.eigvals(a))
+    g = nf.function(lambda a: tnp.linalg.eig(a)[1] * 2.0)
+    h = nf.function(lambda a: tnp.sum(tnp.linalg.eigvals(a)) + 1.0)
+    for m in (sym, rot, sym, rot, rot, sym):
+        for fn, npf in ((f, lambda m: np.linalg.eigvals(m)),
+                        (g, lambda m: np.linalg.eig(m)[1] * 2.0),
+                        (h, lambda m: np.sum(np.linalg.eigvals(m)) + 1.0)):
+            got, eager, want = fn(tnp.asarray(m)), fn.python_function(tnp.asarray(m)), npf(m)
+            assert got.dtype == eager.dtype == np.asarray(want).dtype
+    assert f.experimental_get_tracing_count() == 2
+    v = nf.Variable(0.0)
+
+    @nf.function
+    def writes(a):
+        v.assign_add(1.0)
+        return tnp.linalg.eigvals(a)
+    from ndflow.core.ndarray import SpecializationError
+    with pytest.raises(SpecializationError, match="complex matrix"):
+        writes(tnp.asarray(sym))

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap, wrap_on
+from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
@@ -66,6 +66,7 @@ class ConcreteFunction:
         self.out_def = out_def
         self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
         self.out_consts = out_consts
+        self.assume = None         # Function._trace: assumptions about values (site -> case)
         self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
         if "opt" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: optimized graph\n%s" % (name, format_graph(self.graph)))
@@ -79,7 +80,7 @@ class ConcreteFunction:
     def _fail(self, e):
         """Re-raise an error from the generated code naming the node and the user's line."""
         node = node_for_exception(e.__traceback__)
-        if node is None:
+        if node is None or isinstance(e, SpecializationError):
             raise e
         try:
             err = type(e)(f"{e}\n  in '{node.prim.name}' created at {node.loc} "
@@ -179,6 +180,14 @@ class ConcreteFunction:
         return format_graph(self.graph)
 
 
+def _writes_variables(g):
+    for n in g.nodes:
+        if n.prim.variable_access == "write" or any(_writes_variables(s.graph)
+                                                     for s in n.subgraphs()):
+            return True
+    return False
+
+
 def _fits(relaxed, shape):
     return all(r is None or r == s for r, s in zip(relaxed, shape))
 
@@ -244,6 +253,7 @@ class Function:
         # (GLOBAL.fast), which the general key would otherwise record
         self._fast = {}
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
+        self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
@@ -320,7 +330,10 @@ class Function:
             else:
                 call = self._fast.get(tuple(key))
                 if call is not None:
-                    return call(args)
+                    try:
+                        return call(args)
+                    except SpecializationError:
+                        self._fast.clear()      # _call runs the graph for what was observed
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -337,7 +350,8 @@ class Function:
         if key is None:
             return self._fn(*args, **kwargs)
         if key is UNCACHEABLE:
-            return self._trace(args, kwargs, leaves, d)(self._buffers(leaves))
+            return self._run(None, self._trace(args, kwargs, leaves, d), self._buffers(leaves),
+                             args, kwargs, leaves, d)[1]
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
@@ -345,9 +359,10 @@ class Function:
         bufs = self._buffers(leaves)
         if "time" in _dbg.FLAGS:
             t0 = time.perf_counter()
-            out = cf(bufs)
+            out = self._run(key, cf, bufs, args, kwargs, leaves, d)[1]
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
+        cf, out = self._run(key, cf, bufs, args, kwargs, leaves, d)
         if (GLOBAL.fast and not kwargs and len(bufs) == len(raw)
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)
@@ -362,7 +377,42 @@ class Function:
                 else:
                     k += (a.shape, a.dtype, None)
             fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
-        return cf(bufs)
+        return out
+
+    def _run(self, key, cf, bufs, args, kwargs, leaves, d):
+        """(graph used, result): `cf` on `bufs`, or, where the values contradict what the graph
+        assumed about them (SpecializationError: eigenvalues all real or not), the graph
+        traced for what was observed (traced once, kept beside the first)."""
+        for _ in range(64):
+            try:
+                return cf, cf(bufs)
+            except SpecializationError as e:
+                cf = self._respecialize(key, cf, e, args, kwargs, leaves, d)
+        raise RuntimeError(f"nf.function {self._name!r}: no graph fits these values")
+
+    def _respecialize(self, key, cf, e, args, kwargs, leaves, d):
+        assume = dict(cf.assume or {})
+        if e.site not in assume:
+            raise e
+        if _writes_variables(cf.graph):
+            raise SpecializationError(
+                f"nf.function {self._name!r}: {e} The function also assigns Variables, so it "
+                f"cannot run again with the other graph; pass a complex matrix (the result is "
+                f"then always complex) or compute the value-dependent part outside.",
+                e.site, e.observed) from None
+        if key is not None:
+            self._variants.setdefault((key, tuple(sorted(assume.items()))), cf)
+        assume[e.site] = e.observed
+        akey = (key, tuple(sorted(assume.items())))
+        alt = self._variants.get(akey)
+        if alt is None:
+            alt = self._trace(args, kwargs, leaves, d, assume=assume)
+            if key is not None:
+                self._variants[akey] = alt
+        if key is not None:
+            self._cache[key] = alt
+        self._fast.clear()
+        return alt
 
     @staticmethod
     def _buffers(leaves):
@@ -479,7 +529,7 @@ class Function:
                                               for x, p in zip(leaves, key[1])),)
         return self._lookup(key, args, kwargs, leaves, d)
 
-    def _trace(self, args, kwargs, leaves, d, shapes=None):
+    def _trace(self, args, kwargs, leaves, d, shapes=None, assume=None):
         from ..train.variable import Variable
         self._tracing_count += 1
         n = self._tracing_count
@@ -492,6 +542,9 @@ class Function:
         t0 = time.perf_counter()
         sig_leaves = tree.flatten(self._sig) if self._sig is not None else None
         trace = GraphTrace(self._name)
+        # assumptions about values the graph's dtypes depend on (site -> case), filled with
+        # the default case at each site the trace meets (numpy/linalg.py, _real_if_real)
+        trace.assume, trace.sites = dict(assume or {}), 0
         STATE.traces.append(trace)
         STATE.refresh()
         try:
@@ -535,8 +588,10 @@ class Function:
                 kinds.append("k")
                 consts.append(o)
         trace.graph.outputs = outs
-        return ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
-                                time.perf_counter() - t0)
+        cf = ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
+                              time.perf_counter() - t0)
+        cf.assume = trace.assume
+        return cf
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

@@ -406,6 +406,48 @@ eig_p.def_vjp(_eig_vjp, uses_out=True)
 eig_p.batch = _batch_front(eig_p)
 
 
+# ------------------------------------------------------------------ value-dependent dtype
+# NumPy's eig/eigvals of a real matrix give real arrays when every eigenvalue is real, complex
+# ones otherwise. A traced graph has fixed dtypes, so `nf.function` assumes one of the two at
+# each such site (`expect`) and this check makes the assumption hold or fails the call with
+# SpecializationError; `nf.function` then runs (tracing once) the graph for what it observed.
+def _expect_real_impl(w, *rest, expect, site):
+    from ..core.ndarray import SpecializationError
+    real = not np.any(np.imag(w))
+    if real != expect:
+        raise SpecializationError(
+            "eigenvalues were %s where the traced graph assumed them %s (NumPy's result dtype "
+            "depends on the values); call the nf.function again to use the graph for them"
+            % (("all real", "complex") if real else ("complex", "all real")), site, real)
+    outs = (w,) + rest
+    return tuple(np.real(o) for o in outs) if expect else outs
+
+
+def _expect_real_abstract(*xs, expect, site):
+    return tuple(Aval(x.shape, np.dtype("f%d" % (np.dtype(x.dtype).itemsize // 2)))
+                 if expect else Aval(x.shape, x.dtype) for x in xs)
+
+
+def _expect_real_vjp(cts, *xs, expect, site):
+    if not expect:
+        return tuple(cts)
+    from .elementwise import convert_p
+    return tuple(None if ct is None else bind(convert_p, ct, dtype=np.dtype(x.dtype))
+                 for ct, x in zip(cts, xs))
+
+
+def _expect_real_batch(args, axes, expect, site):
+    xs = [x if a is None else move_to_front(x, a) for x, a in zip(args, axes)]
+    outs = bind(expect_real_p, *xs, expect=expect, site=site)
+    return outs, tuple(None if a is None else 0 for a in axes)
+
+
+expect_real_p = Primitive("expect_real", _expect_real_impl, _expect_real_abstract,
+                          multiple_results=True, returns_view=True)
+expect_real_p.def_vjp(_expect_real_vjp)
+expect_real_p.batch = _expect_real_batch
+
+
 def _eigvals_vjp(gw, a):
     """dw = diag(V^-1 dA V): gA = V^-T diag(gw) V^T (V from `eig`)."""
     _, v = bind(eig_p, a)
