@@ -543,8 +543,8 @@ def _uplo(UPLO):
 def eig(a):
     """Eigenvalues and right eigenvectors (unit norm, largest component real) of each square
     matrix, as `EigResult`. Real input gives real arrays when every eigenvalue is real, as
-    NumPy, eagerly and inside nf.function (which keeps a graph for each case it meets; see
-    `_real_if_real`); inside vectorized_map outside nf.function, always complex."""
+    NumPy, eagerly, under vectorized_map and inside nf.function (which keeps a graph for
+    each case it meets; see `_real_if_real`)."""
     a = _prep(a)
     _assert_stacked_square(a)
     _assert_finite(a)
@@ -569,9 +569,14 @@ def _real_if_real(w, *rest):
     """(w, *rest) as real arrays where every eigenvalue in w is real (NumPy's rule). Concrete
     values decide at once; while `nf.function` traces, the graph assumes one case (a check
     fails the call when a value contradicts it, and nf.function then uses the graph traced
-    for the other case); elsewhere (vectorized_map) they stay complex."""
-    if _concrete(w):
-        if bool(_red.all(_m.imag(w) == 0)):
+    for the other case). Batched values over concrete ones (vectorized_map run eagerly)
+    decide on the whole batch, as stacking a loop's results would."""
+    base = w
+    while base._t is not None and not getattr(base._t, "is_graph", False) \
+            and isinstance(base._v, _ndarray):
+        base = base._v
+    if base._t is None:
+        if bool(_np.all(_np.imag(base.numpy()) == 0)):
             return (_m.real(w),) + tuple(_m.real(r) for r in rest)
         return (w,) + rest
     root = next((t for t in _STATE.traces if getattr(t, "assume", None) is not None), None)
