@@ -220,3 +220,28 @@ def test_eigvals_dtype_follows_numpy_when_compiled():
     from ndflow.core.ndarray import SpecializationError
     with pytest.raises(SpecializationError, match="complex matrix"):
         writes(tnp.asarray(sym))
+
+
+@pytest.mark.parametrize("name", ["nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanmedian",
+                                  "nanargmax"])
+def test_all_nan_slices_warn_at_every_compiled_call(name):
+    a = np.array([[np.nan, 1.0], [np.nan, 2.0]])
+
+    def f(v):
+        return getattr(tnp, name)(v, axis=0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = getattr(np, name)(a, axis=0)
+    except ValueError:
+        with pytest.raises(ValueError):
+            f(tnp.asarray(a))
+        return
+    fn = nf.function(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(tnp.asarray(a))
+    for path in (f, fn):
+        with pytest.warns(RuntimeWarning):
+            got = path(tnp.asarray(a))
+        _bits_equal(got.numpy(), np.asarray(want), name)

@@ -435,6 +435,13 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     return _out(r, out)
 
 
+def _warn_where(x, cond, message):
+    """`x`, with NumPy's RuntimeWarning `message` wherever `cond` holds anywhere: at every
+    run, also of a compiled function (not once while tracing)."""
+    from ..primitives.misc import runtime_warning_p
+    return bind(runtime_warning_p, x, asarray(cond), message=message)
+
+
 def _mean_dtype(d):
     if d.kind in "biu":
         return _dt.F64
@@ -600,9 +607,8 @@ def _quantile_core(x, q, method, weak_q, nan):
         r = _lerp(v_prev, v_next, gamma)
     if nan and supports_nans:
         empty = M.equal(n, 0)
-        if empty._t is None and bool(np.any(empty.numpy())):
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
-        r = M.where_(empty, _cast(np.nan, r.dtype), r)
+        r = _warn_where(M.where_(empty, _cast(np.nan, r.dtype), r), empty,
+                        "All-NaN slice encountered")
     elif supports_nans:
         lastv = _slice_along(s, 0, slice(-1, None))
         lastv = squeeze(lastv, 0)
@@ -774,9 +780,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, keepdims, where=where)
     tot = _sum(arr, axis, dtype, None, keepdims, where=where)
-    if cnt._t is None and bool(np.any(cnt.numpy() == 0)):
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-    return _out(_divide_keep(tot, cnt), out)
+    return _out(_warn_where(_divide_keep(tot, cnt), M.equal(cnt, 0), "Mean of empty slice"),
+                out)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -810,8 +815,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if not keepdims:
         cnt = _sum(valid, axis, np.int64, None, False, where=where)
     dof = M.subtract(cnt, ddof)
-    if dof._t is None and bool(np.any(dof.numpy() <= 0)):
-        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
+    v = _warn_where(v, M.less_equal(dof, 0), "Degrees of freedom <= 0 for slice.")
     v = _divide_keep(v, dof)
     return _out(M.where_(M.less_equal(dof, 0), _cast(np.nan, v.dtype), v), out)
 
@@ -845,9 +849,8 @@ def _nan_extremum(name, npf, red, fill):
         allnan = _all(mask, axis=axis, keepdims=keepdims) if where is None else \
             _all(M.logical_or(mask, M.logical_not(asarray(where))), axis=axis, keepdims=keepdims)
         if initial is None:
-            if allnan._t is None and bool(np.any(allnan.numpy())):
-                warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
-            r = M.where_(allnan, _cast(np.nan, r.dtype), r)
+            r = _warn_where(M.where_(allnan, _cast(np.nan, r.dtype), r), allnan,
+                            "All-NaN slice encountered")
         return _out(r, out)
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the extremum ignoring NaNs (NaN, with a warning, for all-NaN " \
@@ -950,8 +953,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = M.subtract(w_sum, M.true_divide(M.multiply(ddof, _sum(M.multiply(w, aw))),
                                                w_sum))
     if isinstance(fact, ndarray):
-        if fact._t is None and float(fact) <= 0:
-            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = _warn_where(fact, M.less_equal(fact, 0), "Degrees of freedom <= 0 for slice")
         fact = M.where_(M.less_equal(fact, 0), _cast(0.0, fact.dtype), fact)
     elif fact <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
