@@ -245,3 +245,18 @@ def test_all_nan_slices_warn_at_every_compiled_call(name):
         with pytest.warns(RuntimeWarning):
             got = path(tnp.asarray(a))
         _bits_equal(got.numpy(), np.asarray(want), name)
+
+
+def test_value_dependent_errors_are_raised_when_compiled():
+    a, w = np.arange(6.0).reshape(2, 3), np.array([1.0, -1.0])
+    with pytest.raises(ZeroDivisionError):
+        np.average(a, axis=0, weights=w)
+    f = nf.function(lambda a, w: tnp.average(a, axis=0, weights=w))
+    for fn in (f.python_function, f, f):
+        with pytest.raises(ZeroDivisionError):
+            fn(tnp.asarray(a), tnp.asarray(w))
+    np.testing.assert_allclose(f(tnp.asarray(a), tnp.asarray([1.0, 3.0])).numpy(),
+                               np.average(a, axis=0, weights=[1.0, 3.0]))
+    for fn in (lambda v: tnp.average(v, axis=0), nf.function(lambda v: tnp.average(v, axis=0))):
+        with pytest.raises(ZeroDivisionError):
+            fn(tnp.zeros((2, 0)))

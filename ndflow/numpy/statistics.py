@@ -367,6 +367,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     kd = {} if keepdims is np._NoValue else {"keepdims": keepdims}
     if weights is None:
         avg = _mean(a, axis, **kd)
+        if None not in avg.shape and int(np.prod(avg.shape)) == 0:
+            raise ZeroDivisionError("division by zero")     # NumPy: a.size / avg.size
         # the number of averaged elements, shaped like avg (sizes may be unknown)
         scl = _sum(bind(E.ones_like_p, _cast(a, avg.dtype)), axis, **kd)
     else:
@@ -375,9 +377,10 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
             rd = _dt.result_type(a.dtype, w.dtype, _dt.F64)
         else:
             rd = _dt.result_type(a.dtype, w.dtype)
+        from ..primitives.misc import runtime_error_p
         scl = _sum(w, axis, dtype=rd, **kd)
-        if scl._t is None and bool(np.any(scl.numpy() == 0.0)):
-            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        scl = bind(runtime_error_p, scl, M.equal(scl, 0), error=ZeroDivisionError,
+                   message="Weights sum to zero, can't be normalized")
         avg = M.true_divide(_sum(M.multiply(a, w, dtype=rd), axis, **kd), scl)
     if returned:
         if tuple(scl.shape) != tuple(avg.shape):

@@ -1,5 +1,5 @@
 """Primitives that belong to no numeric family: `stop_gradient`, `own_result`,
-`runtime_warning`."""
+`runtime_warning`, `runtime_error`."""
 import numpy as np
 
 from ..core.primitive import Primitive, bind
@@ -65,3 +65,28 @@ runtime_warning_p = Primitive("runtime_warning", _warn_impl,
 runtime_warning_p.def_vjp(lambda ct, x, *when, message: (ct,) + (None,) * len(when))
 runtime_warning_p.def_jvp(lambda tangents, x, *when, message: tangents[0])
 runtime_warning_p.batch = _warn_batch
+
+
+# ------------------------------------------------------------------ runtime_error
+# `x`, or NumPy's `error(message)` where any element of `cond` is true: an error that depends
+# on values (weights that sum to zero) raised on every path, also by a compiled function.
+def _error_impl(x, cond, error, message):
+    if np.any(cond):
+        raise error(message)
+    return x
+
+
+runtime_error_p = Primitive("runtime_error", _error_impl,
+                            lambda x, cond, error, message: same_aval(x), returns_view=True)
+runtime_error_p.def_vjp(lambda ct, x, cond, error, message: (ct, None))
+runtime_error_p.def_jvp(lambda tangents, x, cond, error, message: tangents[0])
+
+
+def _error_batch(args, axes, error, message):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    return bind(runtime_error_p, x, args[1], error=error, message=message), \
+        (None if axes[0] is None else 0)
+
+
+runtime_error_p.batch = _error_batch
