@@ -301,3 +301,33 @@ def test_loop_that_runs_no_iteration_returns_a_fresh_result():
     i[...] = 7
     assert int(f(tnp.asarray(0), x)[0]) == 0
     assert not np.shares_memory(y.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("numba", ["0", "sync"])
+def test_large_results_with_buffer_reuse_and_pools_stay_separate(monkeypatch, numba):
+    """Sizes where buffers are donated and pooled (>= 64 KiB): arguments are never written,
+    results of one call never change with the next call, nor with each other."""
+    monkeypatch.setenv("NDFLOW_NUMBA", numba)
+    n = 1 << 15
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    progs = [lambda a, b: (tnp.exp(a) * 2.0 + b, tnp.tanh(a) - b, a * b),
+             lambda a, b: ((a + b) * (a - b), tnp.sum((a * 2.0) ** 2), a + 0.0),
+             lambda a, b: (tnp.maximum(a * 3.0, b) + 1.0, tnp.sqrt(tnp.abs(a * b)) * 0.5),
+             lambda a, b: (tnp.matmul(tnp.reshape(a, (128, 256)), tnp.reshape(b, (256, 128))) * 2.0,
+                           b * 1.0)]
+    for prog in progs:
+        f = nf.function(prog)
+        xa, ya = tnp.asarray(x.copy()), tnp.asarray(y.copy())
+        want = [o.numpy().copy() for o in prog(tnp.asarray(x.copy()), tnp.asarray(y.copy()))]
+        results = [f(xa, ya) for _ in range(5)]
+        np.testing.assert_array_equal(xa.numpy(), x)
+        np.testing.assert_array_equal(ya.numpy(), y)
+        for r in results:
+            for o, w in zip(r, want):
+                np.testing.assert_allclose(o.numpy(), w, rtol=1e-12)
+        bufs = [o.numpy() for r in results for o in r if o.numpy().ndim]
+        for i, a in enumerate(bufs):
+            for b in bufs[i + 1:]:
+                assert not np.shares_memory(a, b)
+            assert not np.shares_memory(a, xa.numpy()) and not np.shares_memory(a, ya.numpy())
