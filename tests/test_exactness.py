@@ -260,3 +260,19 @@ def test_value_dependent_errors_are_raised_when_compiled():
     for fn in (lambda v: tnp.average(v, axis=0), nf.function(lambda v: tnp.average(v, axis=0))):
         with pytest.raises(ZeroDivisionError):
             fn(tnp.zeros((2, 0)))
+
+
+def test_run_time_checks_are_not_folded_away():
+    # zeros_like of a known shape becomes a constant, and so would everything after it
+    f = nf.function(lambda x: tnp.mean(tnp.zeros_like(x)) + 1.0)
+    x = tnp.zeros(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(x)
+    assert "runtime_warning" in [n.prim.name for n in f.get_concrete_function(x).graph.nodes]
+    with pytest.warns(RuntimeWarning):
+        assert np.isnan(float(f(x)))
+    g = nf.function(lambda w: tnp.average(tnp.ones(2), weights=tnp.ones_like(w) * -1.0 + w) * 2)
+    for _ in range(2):
+        with pytest.raises(ZeroDivisionError):
+            g(tnp.asarray([1.0, 1.0]))

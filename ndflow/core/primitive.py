@@ -24,6 +24,9 @@ by its name):
     elementwise     (property) it has a fusion template: elementwise, fusible
     blas            its kernel calls BLAS/LAPACK (threads: fused kernels leave them the cores)
     fused           a fused elementwise region made by the compiler (supports donated outputs)
+    run_time_check  the kernel warns or raises depending on values (NumPy's warnings, value-
+                    dependent errors and dtypes): it runs at every call, never once at
+                    compile time (constant folding leaves it)
 
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
@@ -50,10 +53,10 @@ class Aval:
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
                  "effect", "vjp_uses_out", "returns_view", "blas", "fused", "variable_access",
-                 "__weakref__")
+                 "run_time_check", "__weakref__")
 
     def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
-                 returns_view=False, blas=False, variable_access=None):
+                 returns_view=False, blas=False, variable_access=None, run_time_check=False):
         self.name = name
         self.impl = impl
         self.abstract = abstract
@@ -69,6 +72,7 @@ class Primitive:
         self.blas = blas
         self.fused = False
         self.variable_access = variable_access
+        self.run_time_check = run_time_check
         REGISTRY.append(self)
 
     @property

@@ -116,7 +116,7 @@ def constant_folding(g: Graph) -> Graph:
     nodes = []
     for n in g.nodes:
         n = ren(n)
-        if (not _has_effect(n) and n.prim.impl is not None
+        if (not _has_effect(n) and n.prim.impl is not None and not n.prim.run_time_check
                 and all(v.kind == "c" for v in n.inputs)
                 and not any(o.id in returned for o in n.outputs)
                 and all(None not in o.shape for o in n.outputs)):

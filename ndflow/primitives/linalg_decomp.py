@@ -443,7 +443,7 @@ def _expect_real_batch(args, axes, expect, site):
 
 
 expect_real_p = Primitive("expect_real", _expect_real_impl, _expect_real_abstract,
-                          multiple_results=True, returns_view=True)
+                          multiple_results=True, returns_view=True, run_time_check=True)
 expect_real_p.def_vjp(_expect_real_vjp)
 expect_real_p.batch = _expect_real_batch
 

@@ -61,7 +61,8 @@ def _warn_batch(args, axes, message):
 
 
 runtime_warning_p = Primitive("runtime_warning", _warn_impl,
-                              lambda x, *when, message: same_aval(x), returns_view=True)
+                              lambda x, *when, message: same_aval(x), returns_view=True,
+                              run_time_check=True)
 runtime_warning_p.def_vjp(lambda ct, x, *when, message: (ct,) + (None,) * len(when))
 runtime_warning_p.def_jvp(lambda tangents, x, *when, message: tangents[0])
 runtime_warning_p.batch = _warn_batch
@@ -77,7 +78,8 @@ def _error_impl(x, cond, error, message):
 
 
 runtime_error_p = Primitive("runtime_error", _error_impl,
-                            lambda x, cond, error, message: same_aval(x), returns_view=True)
+                            lambda x, cond, error, message: same_aval(x), returns_view=True,
+                            run_time_check=True)
 runtime_error_p.def_vjp(lambda ct, x, cond, error, message: (ct, None))
 runtime_error_p.def_jvp(lambda tangents, x, cond, error, message: tangents[0])
 
