@@ -276,3 +276,20 @@ def test_run_time_checks_are_not_folded_away():
     for _ in range(2):
         with pytest.raises(ZeroDivisionError):
             g(tnp.asarray([1.0, 1.0]))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_compiled_products_are_eagers_bits(dt):
+    rng = np.random.default_rng(4)
+    sp = _specials(dt)
+    for sa, sb in [((16, 7, 33), (33, 9)), ((4, 1, 100), (100, 3)), ((3, 20, 1), (3, 1, 24)),
+                   ((2, 32, 1), (1, 40))]:
+        a = rng.standard_normal(sa).astype(dt)
+        b = rng.standard_normal(sb).astype(dt)
+        a.reshape(-1)[:len(sp)] = sp[:a.size]
+        b.reshape(-1)[:len(sp)] = sp[:b.size][::-1]
+        for f in (lambda x, y: tnp.matmul(x, y), lambda x, y: tnp.matmul(x, y) * 2.0 + 1.0):
+            with np.errstate(all="ignore"):
+                want = f(tnp.asarray(a), tnp.asarray(b)).numpy()
+                got = nf.function(f)(tnp.asarray(a), tnp.asarray(b)).numpy()
+            _bits_equal(got, want, f"matmul {sa} @ {sb}")

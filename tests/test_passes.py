@@ -358,10 +358,13 @@ def test_other_powers_stay():
     assert "power" in prims(P.algebraic_simplification(g))
 
 
-def test_stacked_products_with_a_matrix_become_one_product():
+def test_stacked_products_with_a_matrix_become_one_product(monkeypatch):
     a, w = np.arange(24.0).reshape(4, 2, 3), np.arange(6.0).reshape(3, 2)
     g = body_graph(lambda x, w: tnp.exp(tnp.matmul(x, w) / 100), ((4, 2, 3), np.float64),
                    ((3, 2), np.float64))
+    # by default the stack stays: one big BLAS product rounds differently in the last bits
+    assert "reshape" not in prims(P.layout_choices(g))
+    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
     out = apply(P.layout_choices, g, a, w)
     assert prims(out) == ["reshape", "matmul", "reshape", "true_divide", "exp"]
     assert out.nodes[1].inputs[0].shape == (8, 3)
@@ -372,7 +375,10 @@ def test_outer_products_become_broadcast_multiplies():
     g = body_graph(lambda x, y: tnp.exp(tnp.matmul(x, y) / 1000), ((2, 32, 1), np.float64),
                    ((2, 1, 20), np.float64))
     out = apply(P.layout_choices, g, a, b)
-    assert prims(out)[0] == "multiply"
+    assert prims(out)[:2] == ["multiply", "add"]      # + 0.0: BLAS's -0.0 * 1 is +0.0
+    neg = np.full((2, 32, 1), -0.0)
+    got = nf.function(lambda x, y: tnp.matmul(x, y))(tnp.asarray(neg), tnp.asarray(b))
+    assert not np.signbit(got.numpy()).any() and not np.signbit(np.matmul(neg, b)).any()
     # short rows: the product stays (a broadcast multiply with 2-long rows is slower)
     g = body_graph(lambda x, y: tnp.matmul(x, y), ((2, 32, 1), np.float64), ((2, 1, 2), np.float64))
     assert prims(P.layout_choices(g)) == ["matmul"]

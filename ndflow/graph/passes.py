@@ -399,10 +399,13 @@ def layout_choices(g: Graph) -> Graph:
                             view that later reshapes merge with, never a strided one
     matmul(a (...,m,k), b (k,n)) -> one (prod(...)*m, k) @ (k, n) product, reshaped: NumPy
                             runs a stack of small products one by one (vectorized models
-                            make such stacks)
-    matmul(a (...,m,1), b (...,1,n)) -> a * b   (an outer product: a broadcast multiply, the
-                            same numbers, instead of one tiny product per stacked matrix;
-                            when rows are at least OUTER_MIN long)"""
+                            make such stacks). Only under NDFLOW_FAST_MATH=1: BLAS rounds one
+                            big product differently from the stack in the last bits
+    matmul(a (...,m,1), b (...,1,n)) -> a * b + 0.0   (an outer product: a broadcast multiply,
+                            the same numbers (+ 0.0: the product's sum starts at +0.0, so
+                            -0.0 becomes +0.0 as in BLAS), instead of one tiny product per
+                            stacked matrix; when rows are at least OUTER_MIN long; real and
+                            integer dtypes)"""
     from ..primitives.linalg import matmul_p
     E, S = _prims()
     uses = {}
@@ -415,6 +418,7 @@ def layout_choices(g: Graph) -> Graph:
     rename = {}
     ren = _renamer(rename)
     nodes = []
+    consts = list(g.consts)
     for n in g.nodes:
         n = ren(n)
         if n.prim is E.copy_p:
@@ -430,24 +434,36 @@ def layout_choices(g: Graph) -> Graph:
             moved = [a for a in perm if x.shape[a] != 1]
             if moved == sorted(moved) and perm != tuple(range(len(perm))):
                 n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
-        elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, E, S):
+        elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, consts, E, S):
             continue
         nodes.append(n)
-    return g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
 
 
-def _matmul_layout(n, nodes, E, S):
+def _matmul_layout(n, nodes, consts, E, S):
     """Append a cheaper form of matmul node `n` to `nodes`; False when there is none."""
     from ..primitives.linalg import matmul_p
     a, b = n.inputs
     out = n.outputs[0]
     if None in a.shape or None in b.shape or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype:
         return False
+    kind = np.dtype(out.dtype).kind
     if a.shape[-1] == 1 and b.shape[-2] == 1 and out.shape[-1] >= OUTER_MIN \
-            and a.ndim + b.ndim > 4:
-        nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
+            and a.ndim + b.ndim > 4 and kind in "biuf":
+        if kind == "f":
+            from ..core.ndarray import _wrap
+            prod = Var(out.shape, out.dtype)
+            nodes.append(Node(E.mul_p, (a, b), {}, (prod,), n.loc))
+            zero = Var((), out.dtype, kind="c", const=_wrap(np.zeros((), out.dtype)))
+            consts.append(zero)
+            nodes.append(Node(E.add_p, (prod, zero), {}, (out,), n.loc))
+        else:
+            nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
         return True
-    if a.ndim >= 3 and b.ndim == 2:
+    from .kernels import fast_math
+    if a.ndim >= 3 and b.ndim == 2 and fast_math():
         rows = int(np.prod(a.shape[:-1]))
         flat = Var((rows, a.shape[-1]), a.dtype)
         prod = Var((rows, b.shape[-1]), out.dtype)
