@@ -426,7 +426,9 @@ def test_numba_tier_is_bit_exact_by_default(monkeypatch, dtype):
     y = np.concatenate([_specials(dtype)[::-1], rng.standard_normal(3000)]).astype(dtype)
     exact = [lambda a, b: tnp.sqrt(tnp.abs(a)) + a * b,
              lambda a, b: tnp.maximum(a, -0.0) * 2 + tnp.minimum(b, 0.0) - a / (b + 3.0),
-             lambda a, b: tnp.where(a > b, a * b - 1.0, tnp.minimum(a, b) * 0.5)]
+             lambda a, b: tnp.where(a > b, a * b - 1.0, tnp.minimum(a, b) * 0.5),
+             lambda a, b: tnp.sign(a) * tnp.floor(b) + tnp.rint(a) - tnp.trunc(b) * tnp.ceil(a),
+             lambda a, b: -tnp.abs(a) + (a <= b) * 1.0 - tnp.isnan(b) + tnp.isfinite(a)]
     for fn in exact + [lambda a, b: tnp.exp(a) * b + 1.0]:
         f = nf.function(fn)
         fk, got = _tier1(f, tnp.asarray(x), tnp.asarray(y))
