@@ -57,13 +57,15 @@ def _is_python_data(value):
     return False
 
 
-def _tensor(value, dtype=None):
-    """`value` as an ndarray: arrays and Variables keep their dtype; Python data gets TF's."""
-    if type(value) is ndarray and dtype is None:
+def _tensor(value, dtype=None, copy=None):
+    """`value` as an ndarray: arrays and Variables keep their dtype; Python data gets TF's.
+    `copy=True`: never the buffer of `value` (of a NumPy array, an ndarray or a Variable)."""
+    if type(value) is ndarray and dtype is None and not copy:
         return value
     if dtype is None and _is_python_data(value):
         dtype = _tf_dtype_of_python(value)
-    return tnp.asarray(value, dtype=dtype)
+        copy = None         # a new array anyway
+    return tnp.asarray(value, dtype=dtype, copy=copy)
 
 
 def constant(value, dtype=None, shape=None, name=None):
@@ -75,9 +77,9 @@ def constant(value, dtype=None, shape=None, name=None):
     >>> nf.constant([1, 2]).dtype.name
     'int32'
     """
-    x = _tensor(value, _dtype(dtype))
-    if type(value) is ndarray and x is value:
-        x = tnp.copy(x)
+    # a buffer of its own, as tf.constant: later writes into a NumPy array (or ndarray) it was
+    # made from do not change it
+    x = _tensor(value, _dtype(dtype), copy=True)
     if shape is not None:
         shape = _shape_list(shape)
         n = int(np.prod(shape, dtype=np.int64))

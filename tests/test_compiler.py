@@ -188,6 +188,9 @@ def test_numpy_arguments_take_the_fast_path_too(monkeypatch):
 def test_arguments_converted_by_the_input_signature_are_converted_every_call():
     f = nf.function(lambda x: x * 2, input_signature=[nf.TensorSpec([None], tnp.float32)])
     for k in range(3):
-        out = f(np.arange(3.0) + k)               # float64 NumPy data: converted to float32
+        out = f((np.arange(3.0) + k).astype(np.float32))    # NumPy data: converted every call
         assert out.dtype == np.float32
         np.testing.assert_allclose(out.numpy(), (np.arange(3.0) + k) * 2)
+    # an array of another dtype is never cast silently (TensorFlow: incompatible input)
+    with pytest.raises(TypeError, match="input_signature"):
+        f(np.arange(3.0))

@@ -406,7 +406,40 @@ def test_numba_off_keeps_tier_0(numpy_only):
 # ------------------------------------------------------------------ the numba tier
 @pytest.fixture
 def numba_sync(monkeypatch):
+    """Tier 1 at once, with our own math (NDFLOW_FAST_MATH=1: within a few ulps of NumPy)."""
     monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_tier_is_bit_exact_by_default(monkeypatch, dtype):
+    """Without NDFLOW_FAST_MATH, tier 1 runs only what it computes as NumPy does, bit for bit
+    (no FMA contraction; maximum/minimum of -0.0 and +0.0 give the second, as NumPy); regions
+    with transcendental math or sums stay with NumPy's loops (tier 0)."""
+    from ndflow.graph.kernels import numba_tier
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.standard_normal(3000) * 7, _specials(dtype)]).astype(dtype)
+    y = np.concatenate([_specials(dtype)[::-1], rng.standard_normal(3000)]).astype(dtype)
+    exact = [lambda a, b: tnp.sqrt(tnp.abs(a)) + a * b,
+             lambda a, b: tnp.maximum(a, -0.0) * 2 + tnp.minimum(b, 0.0) - a / (b + 3.0),
+             lambda a, b: tnp.where(a > b, a * b - 1.0, tnp.minimum(a, b) * 0.5),
+             lambda a, b: tnp.sign(a) * tnp.floor(b) + tnp.rint(a) - tnp.trunc(b) * tnp.ceil(a),
+             lambda a, b: -tnp.abs(a) + (a <= b) * 1.0 - tnp.isnan(b) + tnp.isfinite(a)]
+    for fn in exact + [lambda a, b: tnp.exp(a) * b + 1.0]:
+        f = nf.function(fn)
+        fk, got = _tier1(f, tnp.asarray(x), tnp.asarray(y))
+        with np.errstate(all="ignore"):
+            want = fn(tnp.asarray(x), tnp.asarray(y)).numpy()
+        got = got.numpy()
+        assert fk.tier() == (1 if fn in exact else 0)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_array_equal(got[ok], want[ok])
+        np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(want[ok]))
 
 
 def _tier1(f, *args, n=4):

@@ -5,6 +5,7 @@ None sizes are run at two sizes."""
 import importlib
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -133,6 +134,14 @@ def test_sigmoid(tmp_path):
                       [(SPECIAL,), (_r(1000, lo=-50, hi=50),)], signed_zeros=True))
 
 
+def test_mean_of_empty_slices(tmp_path):
+    # NumPy's RuntimeWarning is ndflow's business (a `runtime_warning` node): ONNX gives NaN
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        SEEN.update(check(tmp_path, lambda x: tnp.mean(x, axis=0), [S(0, 3)],
+                          [(np.zeros((0, 3), F32),)]))
+
+
 def test_curve_fit_model(tmp_path):
     w = nf.Variable(nf.random.normal([3, 1]))
 
@@ -213,7 +222,7 @@ def _pairs():
 
 BINARY = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder", "fmod",
           "power", "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
-          "greater_equal", "logical_and", "logical_or", "logical_xor"]
+          "greater_equal", "logical_and", "logical_or", "logical_xor", "logaddexp", "logaddexp2"]
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -427,6 +436,7 @@ def test_random_draws(tmp_path):
 
 SWEEP = [test_bool_ops, test_broadcasting_and_where, test_casts, test_float64, test_reductions,
          test_shapes, test_indexing, test_linalg, test_cumsum_and_sorting, test_integer_sort,
+         test_mean_of_empty_slices,
          test_dynamic_shapes, test_cond_and_switch, test_while_loop, test_random_draws,
          test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes,
          test_per_example_gradients, test_sigmoid, test_curve_fit_model, test_det,

@@ -111,14 +111,29 @@ def test_constant_folding_leaves_failing_kernels_for_run_time():
 
 
 # ------------------------------------------------------------------ algebraic simplification
-@pytest.mark.parametrize("expr", [lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + 0.0,
-                                  lambda x: 0.0 + x, lambda x: x - 0.0, lambda x: x / 1.0,
+@pytest.mark.parametrize("expr", [lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + -0.0,
+                                  lambda x: -0.0 + x, lambda x: x - 0.0, lambda x: x / 1.0,
                                   lambda x: x * tnp.ones(3)],
-                         ids=["x*1", "1*x", "x+0", "0+x", "x-0", "x/1", "x*ones"])
+                         ids=["x*1", "1*x", "x+(-0)", "(-0)+x", "x-0", "x/1", "x*ones"])
 def test_arithmetic_identities_vanish(expr):
     g = body_graph(lambda x: tnp.exp(expr(x)), X3)
     out = apply(P.algebraic_simplification, g, x3)
     assert prims(out) == ["exp"]
+
+
+@pytest.mark.parametrize("expr", [lambda x: x + 0.0, lambda x: 0.0 + x, lambda x: x - -0.0,
+                                  lambda x: x + tnp.zeros(3)],
+                         ids=["x+0", "0+x", "x-(-0)", "x+zeros"])
+def test_identities_that_are_not_exact_under_ieee_stay(expr):
+    # -0.0 + (+0.0) is +0.0: the sum is not x for x = -0.0
+    g = body_graph(lambda x: tnp.exp(expr(x)), X3)
+    out = apply(P.algebraic_simplification, g, x3)
+    assert prims(out) != ["exp"]
+    x = np.array([-0.0, 1.0, -2.0])
+    got = nf.function(lambda x: expr(x * 2.0))(tnp.asarray(x)).numpy()
+    want = expr(tnp.asarray(x) * 2.0).numpy()
+    assert not np.signbit(got[0]) and not np.signbit(want[0])
+    np.testing.assert_array_equal(got, want)
 
 
 def test_identities_that_change_shape_stay():
@@ -323,29 +338,33 @@ def test_passes_can_be_appended_to_the_pipeline():
     assert seen == [1]
 
 
-@pytest.mark.parametrize("k", [1.0, 2.0, 3.0, 4.0, [0.0, 1.0, 2.0, 3.0], [[0.0], [1.0]],
+@pytest.mark.parametrize("k", [1.0, 2.0, [0.0, 1.0, 2.0, 2.0], [[0.0], [1.0]],
                                [1.0, 0.0, 1.0, 1.0]],
-                         ids=["1", "2", "3", "4", "0..3", "column 0..1", "0/1"])
+                         ids=["1", "2", "0..2", "column 0..1", "0/1"])
 def test_small_whole_powers_become_multiplications(k):
     x = np.array([-1.5, -0.0, 0.5, 2.0])
     g = body_graph(lambda x: tnp.exp(x ** tnp.asarray(k)), ((4,), np.float64))
     out = apply(P.dead_code_elimination, apply(P.algebraic_simplification, g, x), x)
     assert "power" not in prims(out)
-    np.testing.assert_allclose(run(out, x)[0], np.exp(x ** np.asarray(k)), rtol=1e-15)
+    np.testing.assert_array_equal(run(out, x)[0], np.exp(x ** np.asarray(k)))
 
 
 def test_other_powers_stay():
-    for k in (0.5, -1.0, 5.0, [0.0, 2.5, 1.0, 1.0]):
+    # x*x*x rounds twice, pow(x, 3) once: they differ in the last bit for about 1 value in 4
+    for k in (0.5, -1.0, 3.0, 4.0, 5.0, [0.0, 1.0, 2.0, 3.0], [0.0, 2.5, 1.0, 1.0]):
         g = body_graph(lambda x: tnp.exp(x ** tnp.asarray(k)), ((4,), np.float64))
         assert "power" in prims(P.algebraic_simplification(g))
     g = body_graph(lambda x: tnp.exp(x ** 2), ((4,), np.int64))
     assert "power" in prims(P.algebraic_simplification(g))
 
 
-def test_stacked_products_with_a_matrix_become_one_product():
+def test_stacked_products_with_a_matrix_become_one_product(monkeypatch):
     a, w = np.arange(24.0).reshape(4, 2, 3), np.arange(6.0).reshape(3, 2)
     g = body_graph(lambda x, w: tnp.exp(tnp.matmul(x, w) / 100), ((4, 2, 3), np.float64),
                    ((3, 2), np.float64))
+    # by default the stack stays: one big BLAS product rounds differently in the last bits
+    assert "reshape" not in prims(P.layout_choices(g))
+    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
     out = apply(P.layout_choices, g, a, w)
     assert prims(out) == ["reshape", "matmul", "reshape", "true_divide", "exp"]
     assert out.nodes[1].inputs[0].shape == (8, 3)
@@ -356,7 +375,10 @@ def test_outer_products_become_broadcast_multiplies():
     g = body_graph(lambda x, y: tnp.exp(tnp.matmul(x, y) / 1000), ((2, 32, 1), np.float64),
                    ((2, 1, 20), np.float64))
     out = apply(P.layout_choices, g, a, b)
-    assert prims(out)[0] == "multiply"
+    assert prims(out)[:2] == ["multiply", "add"]      # + 0.0: BLAS's -0.0 * 1 is +0.0
+    neg = np.full((2, 32, 1), -0.0)
+    got = nf.function(lambda x, y: tnp.matmul(x, y))(tnp.asarray(neg), tnp.asarray(b))
+    assert not np.signbit(got.numpy()).any() and not np.signbit(np.matmul(neg, b)).any()
     # short rows: the product stays (a broadcast multiply with 2-long rows is slower)
     g = body_graph(lambda x, y: tnp.matmul(x, y), ((2, 32, 1), np.float64), ((2, 1, 2), np.float64))
     assert prims(P.layout_choices(g)) == ["matmul"]

@@ -119,10 +119,12 @@ def _np_fn_abstract(*avals, func, Tout):
     return Aval(res.shape, res.dtype)
 
 
-numpy_function_p = Primitive("numpy_function", _np_fn_impl, _np_fn_abstract, effect=True)
+# the user's function may return one of its arguments
+numpy_function_p = Primitive("numpy_function", _np_fn_impl, _np_fn_abstract, effect=True,
+                             returns_view=True)
 numpy_function_p.def_vjp(lambda ct, *args, func, Tout: (None,) * len(args))
 numpy_function_multi_p = Primitive("numpy_function_multi", _np_fn_impl, _np_fn_abstract,
-                                   multiple_results=True, effect=True)
+                                   multiple_results=True, effect=True, returns_view=True)
 numpy_function_multi_p.def_vjp(lambda ct, *args, func, Tout: (None,) * len(args))
 
 

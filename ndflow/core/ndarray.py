@@ -31,6 +31,18 @@ class TracingError(TypeError):
     of a symbolic value inside `nf.function` or `nf.vectorized_map`."""
 
 
+class SpecializationError(TracingError):
+    """A compiled graph assumed something about values that a call's values contradict (the
+    eigenvalues of a real matrix are all real, so NumPy's result is real): `nf.function`
+    catches it and runs the graph traced for what was observed (`site`: which assumption of
+    the trace, `observed`: the value seen). Raised to the user only by a graph that cannot be
+    retraced (a concrete or saved function)."""
+
+    def __init__(self, msg, site=None, observed=None):
+        super().__init__(msg)
+        self.site, self.observed = site, observed
+
+
 def _wrap(buf):
     o = _new(ndarray)
     o._v = buf

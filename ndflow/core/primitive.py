@@ -11,21 +11,31 @@ A primitive is declared once with its rules:
     batch(args, axes, **params)                -> (out, out_axis); axes[i] None = unbatched
     fusion                                     elementwise expression template (compiler)
 
-Traits (what the compiler, the memory planner and the rules need to know; declared here, never
-inferred from a name):
+and its traits, which the compiler and the memory planner read (no pass identifies a primitive
+by its name):
 
-    effect      the primitive does something besides computing its outputs (random draws,
-                Variable reads and writes, host callbacks, printing): never constant-folded,
-                merged (CSE), removed when unused, fused, or moved across another effect.
-    sink        an output effect (implies `effect`): it only sends its inputs out of the program
-                (`nf.print`, summaries) and returns nothing the program uses, so no later value
-                depends on it. Gradient rules and replays (a loop run again to differentiate
-                it) leave sinks out, so the backward pass does not print again; a gradient
-                through a control-flow body holding a sink is allowed; an exporter with no
-                equivalent may drop them. `primitives/host.py` builds them (`sink_primitive`).
-    check       an effect that only inspects its inputs and may raise (`check_numerics`), its
-                outputs being its inputs' values: running it again is harmless, so a body
-                holding one can be replayed to differentiate it (implies `effect`).
+    effect          random draws, Variable reads and writes, host callbacks: never folded,
+                    merged, removed or reordered (`reorderable` is its negation)
+    variable_access 'read' / 'write' for the Variable primitives (else None)
+    returns_view    the result may share memory with an array input (a NumPy view, or the
+                    input itself): reshape, transpose, getitem, real, stop_gradient, control
+                    flow that may return an operand ... Every other primitive returns fresh
+                    buffers; tests/test_aliasing.py checks the declarations against the kernels
+    elementwise     (property) it has a fusion template: elementwise, fusible
+    blas            its kernel calls BLAS/LAPACK (threads: fused kernels leave them the cores)
+    fused           a fused elementwise region made by the compiler (supports donated outputs)
+    run_time_check  the kernel warns or raises depending on values (NumPy's warnings, value-
+                    dependent errors and dtypes): it runs at every call, never once at
+                    compile time (constant folding leaves it)
+    sink            an output effect (implies `effect`): it only sends its inputs out of the
+                    program (`nf.print`, summaries) and returns nothing the program uses, so no
+                    later value depends on it. Gradient rules and replays (a loop run again to
+                    differentiate it) leave sinks out, so the backward pass does not print again;
+                    a gradient through a control-flow body holding a sink is allowed; an exporter
+                    with no equivalent may drop them. `primitives/host.py` builds them.
+    check           an effect that only inspects its inputs and may raise (`check_numerics`),
+                    its outputs being its inputs' values: running it again is harmless, so a
+                    body holding one can be replayed to differentiate it (implies `effect`)
 
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
@@ -51,10 +61,12 @@ class Aval:
 
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
-                 "effect", "sink", "check", "vjp_uses_out", "__weakref__")
+                 "effect", "sink", "check", "vjp_uses_out", "returns_view", "blas", "fused",
+                 "variable_access", "run_time_check", "__weakref__")
 
     def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
-                 sink=False, check=False):
+                 sink=False, check=False, returns_view=False, blas=False, variable_access=None,
+                 run_time_check=False):
         self.name = name
         self.impl = impl
         self.abstract = abstract
@@ -68,7 +80,22 @@ class Primitive:
         self.check = check            # inspects and may raise (check_numerics)
         self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params); out: all outputs
         #                               (a tuple) for multiple_results
+        self.returns_view = returns_view
+        self.blas = blas
+        self.fused = False
+        self.variable_access = variable_access
+        self.run_time_check = run_time_check
         REGISTRY.append(self)
+
+    @property
+    def elementwise(self):
+        """Elementwise and fusible: it declares a fusion template."""
+        return self.fusion is not None
+
+    @property
+    def reorderable(self):
+        """May be moved, merged, folded or removed by the compiler (no effect)."""
+        return not self.effect
 
     def __repr__(self):
         return self.name

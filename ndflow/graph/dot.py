@@ -80,7 +80,7 @@ class _Writer:
             self.emit(indent, '%s [label="%s = %s\\n%s", shape=note, fontsize=9];' % (
                 nid, c, _esc(_const_text(c)), _aval(c.shape, c.dtype)))
         for n in g.nodes:
-            prog = _program(n.prim.impl) if n.prim.name.startswith("fused{") else None
+            prog = _program(n.prim.impl) if n.prim.fused else None
             if prog is not None:
                 self.fused(n, prog, indent, src, prefix)
             elif any(True for _ in n.subgraphs()):

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap, wrap_on
+from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
@@ -76,6 +76,7 @@ class ConcreteFunction:
         self.out_def = out_def
         self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
         self.out_consts = out_consts
+        self.assume = None         # Function._trace: assumptions about values (site -> case)
         self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
         if "opt" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: optimized graph\n%s" % (name, format_graph(self.graph)))
@@ -91,7 +92,7 @@ class ConcreteFunction:
     def _fail(self, e):
         """Re-raise an error from the generated code naming the node and the user's line."""
         node = node_for_exception(e.__traceback__)
-        if node is None:
+        if node is None or isinstance(e, SpecializationError):
             raise e
         try:
             err = type(e)(f"{e}\n  in '{node.prim.name}' created at {node.loc} "
@@ -191,6 +192,14 @@ class ConcreteFunction:
         return format_graph(self.graph)
 
 
+def _writes_variables(g):
+    for n in g.nodes:
+        if n.prim.variable_access == "write" or any(_writes_variables(s.graph)
+                                                     for s in n.subgraphs()):
+            return True
+    return False
+
+
 def _fits(relaxed, shape):
     return all(r is None or r == s for r, s in zip(relaxed, shape))
 
@@ -200,6 +209,31 @@ def _relax(a, b):
 
 
 _DEFAULT_CACHE_SIZE = 64
+UNCACHEABLE = ("<uncacheable>",)     # a key for arguments that cannot be keyed: trace afresh
+
+
+def _value_key(x):
+    """The cache-key part of a non-array argument (see Function._key), UNCACHEABLE if none."""
+    t = type(x)
+    if t is float:
+        return (float, x.hex())
+    if t is complex:
+        return (complex, x.real.hex(), x.imag.hex())
+    if t in (int, bool, str, type(None)):
+        return (t, x)
+    if isinstance(x, np.generic):
+        return ("G", x.dtype, x.tobytes())
+    if t is slice:
+        parts = tuple(_value_key(e) for e in (x.start, x.stop, x.step))
+        return UNCACHEABLE if UNCACHEABLE in parts else ("S",) + parts
+    from ..train.variable import Variable
+    if isinstance(x, Variable):
+        return ("V", weakref.ref(x))
+    try:
+        hash(x)
+    except TypeError:
+        return UNCACHEABLE
+    return ("O", t, x)
 
 
 def set_function_cache_size(n):
@@ -252,6 +286,7 @@ class Function:
         # (GLOBAL.fast), which the general key would otherwise record
         self._fast = {}
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
+        self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
@@ -288,8 +323,14 @@ class Function:
 
     # ------------------------------------------------------------------ keys
     def _key(self, args, kwargs):
+        """(cache key, leaves, structure). The key holds what the trace depends on: shapes,
+        dtypes and devices of arrays; Python values by type and exact value (0.0 and -0.0,
+        and each NaN, are different traces: a trace bakes the value in); NumPy scalars by
+        dtype and bytes; Variables and other objects by identity, holding them (weakly for
+        Variables) so that a reused address can never find a stale trace. The key is None when
+        an argument is symbolic (run inside the enclosing trace) and UNCACHEABLE when one has
+        no stable value to key by (unhashable): then every call traces afresh."""
         leaves, d = tree.flatten_with_def((args, kwargs))
-        from ..train.variable import Variable
         parts = []
         for x in leaves:
             if isinstance(x, ndarray):
@@ -298,16 +339,11 @@ class Function:
                 parts.append(("T", tuple(x.shape), x.dtype, x._dev))
             elif isinstance(x, np.ndarray):
                 parts.append(("N", x.shape, x.dtype))
-            elif isinstance(x, Variable):
-                parts.append(("V", id(x)))
-            elif type(x) in (int, float, bool, complex, str, type(None)):
-                parts.append((type(x), x))
             else:
-                try:
-                    hash(x)
-                    parts.append(("O", x))
-                except TypeError:
-                    parts.append(("I", id(x)))
+                k = _value_key(x)
+                if k is UNCACHEABLE:
+                    return UNCACHEABLE, leaves, d
+                parts.append(k)
         return (repr(d), tuple(parts), STATE.promotion, STATE.prefer_float32, STATE.device,
                 STATE.check_numerics), leaves, d
 
@@ -333,7 +369,10 @@ class Function:
             else:
                 call = self._fast.get(tuple(key))
                 if call is not None:
-                    return call(args)
+                    try:
+                        return call(args)
+                    except SpecializationError:
+                        self._fast.clear()      # _call runs the graph for what was observed
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -350,21 +389,20 @@ class Function:
         key, leaves, d = self._key(args, kwargs)
         if key is None:
             return self._fn(*args, **kwargs)
+        if key is UNCACHEABLE:
+            return self._run(None, self._trace(args, kwargs, leaves, d), self._buffers(leaves),
+                             args, kwargs, leaves, d)[1]
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
         cf = self._lookup(key, args, kwargs, leaves, d)
-        bufs = []
-        for x in leaves:
-            if isinstance(x, ndarray):
-                bufs.append(x._v)
-            elif isinstance(x, np.ndarray):
-                bufs.append(x)
+        bufs = self._buffers(leaves)
         if "time" in _dbg.FLAGS:
             t0 = time.perf_counter()
-            out = cf(bufs)
+            out = self._run(key, cf, bufs, args, kwargs, leaves, d)[1]
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
+        cf, out = self._run(key, cf, bufs, args, kwargs, leaves, d)
         if (GLOBAL.fast and not kwargs and len(bufs) == len(raw)
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)
@@ -379,7 +417,52 @@ class Function:
                 else:
                     k += (a.shape, a.dtype, None)
             fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
-        return cf(bufs)
+        return out
+
+    def _run(self, key, cf, bufs, args, kwargs, leaves, d):
+        """(graph used, result): `cf` on `bufs`, or, where the values contradict what the graph
+        assumed about them (SpecializationError: eigenvalues all real or not), the graph
+        traced for what was observed (traced once, kept beside the first)."""
+        for _ in range(64):
+            try:
+                return cf, cf(bufs)
+            except SpecializationError as e:
+                cf = self._respecialize(key, cf, e, args, kwargs, leaves, d)
+        raise RuntimeError(f"nf.function {self._name!r}: no graph fits these values")
+
+    def _respecialize(self, key, cf, e, args, kwargs, leaves, d):
+        assume = dict(cf.assume or {})
+        if e.site not in assume:
+            raise e
+        if _writes_variables(cf.graph):
+            raise SpecializationError(
+                f"nf.function {self._name!r}: {e} The function also assigns Variables, so it "
+                f"cannot run again with the other graph; pass a complex matrix (the result is "
+                f"then always complex) or compute the value-dependent part outside.",
+                e.site, e.observed) from None
+        if key is not None:
+            self._variants.setdefault((key, tuple(sorted(assume.items()))), cf)
+        assume[e.site] = e.observed
+        akey = (key, tuple(sorted(assume.items())))
+        alt = self._variants.get(akey)
+        if alt is None:
+            alt = self._trace(args, kwargs, leaves, d, assume=assume)
+            if key is not None:
+                self._variants[akey] = alt
+        if key is not None:
+            self._cache[key] = alt
+        self._fast.clear()
+        return alt
+
+    @staticmethod
+    def _buffers(leaves):
+        bufs = []
+        for x in leaves:
+            if isinstance(x, ndarray):
+                bufs.append(x._v)
+            elif isinstance(x, np.ndarray):
+                bufs.append(x)
+        return bufs
 
     def _lookup(self, key, args, kwargs, leaves, d):
         cache = self._cache
@@ -431,12 +514,44 @@ class Function:
                             f"input_signature, got {len(flat_args)}")
         out = []
         for x, s in zip(flat_args, flat_sig):
-            x = tnp.asarray(x, dtype=s.dtype) if not isinstance(x, ndarray) else x
+            x = self._conform(x, s, tnp)
             if not s.is_compatible_with(x):
                 raise TypeError(f"{self._name}: argument of shape {tuple(x.shape)} and dtype "
                                 f"{x.dtype.name} does not match the input_signature {s}")
             out.append(x)
         return tree.unflatten(d, out)
+
+    def _conform(self, x, s, tnp):
+        """`x` as an array for TensorSpec `s`, never silently cast (as TensorFlow): an array
+        (ndflow, NumPy, a NumPy scalar, a Variable's value) must have the spec's dtype; Python
+        data converts only where its values are kept (ints into a float spec, not floats into
+        an int spec; an int that does not fit is an error)."""
+        conv = getattr(x, "_ndflow_array_", None)
+        if conv is not None:
+            x = conv()
+        if isinstance(x, (ndarray, np.ndarray, np.generic)):
+            if np.dtype(x.dtype) != s.dtype:
+                raise TypeError(f"{self._name}: argument of dtype {np.dtype(x.dtype).name} does "
+                                f"not match the input_signature {s} (no implicit cast; "
+                                f"convert it with nf.cast or .astype)")
+            return x if isinstance(x, ndarray) else tnp.asarray(x)
+        try:
+            probe = np.asarray(x)
+        except Exception as e:
+            raise TypeError(f"{self._name}: argument {x!r} cannot be converted for the "
+                            f"input_signature {s}: {e}") from None
+        src, dst = probe.dtype, s.dtype
+        ok = src.kind == dst.kind or (src.kind in "iu" and dst.kind in "iufc") or \
+            (src.kind == "f" and dst.kind == "c") or (src.kind == "b" and dst.kind == "b")
+        if not ok or src.kind not in "biufc":
+            raise TypeError(f"{self._name}: argument {x!r} (Python data of dtype {src.name}) "
+                            f"does not match the input_signature {s}")
+        with np.errstate(all="ignore"):
+            conv = probe.astype(dst)
+        if dst.kind in "iu" and not np.array_equal(conv.astype(src), probe):
+            raise ValueError(f"{self._name}: argument {x!r} does not fit the dtype "
+                             f"{dst.name} of the input_signature {s}")
+        return tnp.asarray(conv)
 
     def get_concrete_function(self, *args, **kwargs):
         if not args and self._sig is not None:
@@ -447,12 +562,14 @@ class Function:
         if self._sig is not None:
             args = self._check_signature(args)
         key, leaves, d = self._key(args, kwargs)
+        if key is UNCACHEABLE:
+            return self._trace(args, kwargs, leaves, d)
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
         return self._lookup(key, args, kwargs, leaves, d)
 
-    def _trace(self, args, kwargs, leaves, d, shapes=None):
+    def _trace(self, args, kwargs, leaves, d, shapes=None, assume=None):
         from ..train.variable import Variable
         self._tracing_count += 1
         n = self._tracing_count
@@ -465,6 +582,9 @@ class Function:
         t0 = time.perf_counter()
         sig_leaves = tree.flatten(self._sig) if self._sig is not None else None
         trace = GraphTrace(self._name)
+        # assumptions about values the graph's dtypes depend on (site -> case), filled with
+        # the default case at each site the trace meets (numpy/linalg.py, _real_if_real)
+        trace.assume, trace.sites = dict(assume or {}), 0
         STATE.traces.append(trace)
         STATE.refresh()
         try:
@@ -498,12 +618,20 @@ class Function:
                 kinds.append("v")
                 consts.append(None)
                 outs.append(o._v)
+            elif type(o) is ndarray and o._t is None and o._dev is None:
+                # an eager array (made while tracing, or captured): a result of the graph, so
+                # each call returns a fresh copy (`own_outputs`), never one shared buffer
+                kinds.append("v")
+                consts.append(None)
+                outs.append(trace.to_var(o))
             else:
                 kinds.append("k")
                 consts.append(o)
         trace.graph.outputs = outs
-        return ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
-                                time.perf_counter() - t0, check_numerics=STATE.check_numerics)
+        cf = ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
+                              time.perf_counter() - t0, check_numerics=STATE.check_numerics)
+        cf.assume = trace.assume
+        return cf
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

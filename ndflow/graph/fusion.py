@@ -38,8 +38,6 @@ class FusionError(ValueError):
 
 
 _REDUCTIONS = None
-_BLAS = ("matmul", "einsum", "dot", "tensordot", "inner", "outer", "vdot", "cholesky", "solve",
-         "inv", "qr", "svd", "eigh", "lstsq", "det", "slogdet")
 
 
 def _reductions():
@@ -224,6 +222,7 @@ def _fused_primitive(prog, kernel, outs):
     except ValueError:
         pass
     p.fusion = None
+    p.fused = True
     return p
 
 
@@ -236,7 +235,7 @@ def elementwise_fusion(g):
               and _convex(g, m)}
     if not groups:
         return g
-    uses_blas = any(n.prim.name in _BLAS for n in g.nodes)
+    uses_blas = any(n.prim.blas for n in g.nodes)
     out = _build(g, groups, uses_blas)
     if out is not None:
         return out
@@ -255,6 +254,7 @@ def _build(g, groups, uses_blas):
     """`g` with each region of `groups` replaced by one fused node, or None if that would make
     the graph cyclic."""
     from .kernels import kernel_for
+    groups = dict(groups)
     member = {}
     for r, m in groups.items():
         for i in m:
@@ -265,12 +265,19 @@ def _build(g, groups, uses_blas):
             consumers_outside.setdefault(v.id, set()).add(member.get(i, ("n", i)))
     graph_out = {v.id for v in g.outputs}
     fused = {}
-    for r, m in groups.items():
+    for r, m in list(groups.items()):
         used = set()
         for i in m:
             o = g.nodes[i].outputs[0]
             if o.id in graph_out or any(c != r for c in consumers_outside.get(o.id, ())):
                 used.add(o.id)
+        if not used:
+            # nothing of the region is used (dead code, left to dead_code_elimination): a fused
+            # node needs a result
+            del groups[r]
+            for i in m:
+                del member[i]
+            continue
         nodes = [g.nodes[i] for i in m]
         prog, ins, outs = program_from_nodes(nodes, used)
         kernel = kernel_for(prog, uses_blas)
@@ -346,7 +353,7 @@ def explain(g):
     """One line per node of `g` that is not fused, with the reason (debugging aid)."""
     lines = []
     for n in g.nodes:
-        if n.prim.name.startswith("fused{"):
+        if n.prim.fused:
             lines.append("%s: fused" % n.prim.name)
             continue
         why = why_not_fusible(n)
@@ -357,4 +364,4 @@ def explain(g):
 
 def fused_kernels(g):
     """The FusedKernel of every fused node in `g`, in order."""
-    return [n.prim.impl for n in g.nodes if n.prim.name.startswith("fused{")]
+    return [n.prim.impl for n in g.nodes if n.prim.fused]

@@ -266,16 +266,16 @@ def verify(g, where=None):
             fail(len(g.nodes), "graph output %r is never defined" % o)
 
 
-def eval_graph(g, *args, skip=()):
+def eval_graph(g, *args, skip=None):
     """Run `g` by binding its primitives (so the current tapes, traces and batching see every
-    operation): how rules re-enter a sub-graph to differentiate or batch it. Nodes of the
-    primitives named in `skip` are not run: their output is their first input."""
+    operation): how rules re-enter a sub-graph to differentiate or batch it. Nodes whose
+    primitive `skip(prim)` accepts are not run: their output is their first input."""
     from ..core.primitive import bind
     env = {v.id: a for v, a in zip(g.inputs, args)}
     for c in g.consts:
         env[c.id] = c.const
     for n in g.nodes:
-        if n.prim.name in skip:
+        if skip is not None and skip(n.prim):
             env[n.outputs[0].id] = env[n.inputs[0].id]
             continue
         outs = bind(n.prim, *[env[v.id] for v in n.inputs], **n.params)

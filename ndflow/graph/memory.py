@@ -23,14 +23,10 @@ from ..core.primitive import Primitive, REGISTRY
 
 MIN_BYTES = 1 << 16
 
-# consumers that read their inputs and keep no reference (results are fresh arrays)
-_READERS = {"matmul", "einsum", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
-            "reduce_any", "reduce_all", "argmax", "argmin", "sum_to", "select",
-            "convert_element_type", "copy", "zeros_like", "ones_like", "full_like"}
 
 
 def _is_fused(n):
-    return n.prim.name.startswith("fused{")
+    return n.prim.fused
 
 
 def _is_ufunc(n):
@@ -49,8 +45,11 @@ def _nbytes(v):
 
 
 def _reads_only(n):
-    return _is_fused(n) or _is_ufunc(n) or n.prim.name in _READERS or \
-        getattr(n.prim.impl, "ndflow_reads_only", False)
+    """`n` reads its inputs and keeps no reference to them: its results are fresh arrays (no
+    view, the `returns_view` trait) and it stores nothing (no Variable write)."""
+    p = n.prim
+    return _is_fused(n) or _is_ufunc(n) or getattr(p.impl, "ndflow_reads_only", False) or \
+        (not p.returns_view and p.variable_access is None)
 
 
 class _InPlace:
@@ -90,6 +89,7 @@ def _prim_like(p, impl, donated_to):
     abstract = None if p.abstract is None else \
         (lambda *a, **k: p.abstract(*a[:len(a) - n_extra], **k))
     q = Primitive(p.name, impl, abstract, multiple_results=p.multiple_results)
+    q.fused = p.fused
     try:
         REGISTRY.remove(q)    # per graph, not a primitive anyone binds
     except ValueError:
@@ -112,7 +112,9 @@ def reuse_buffers(g):
     def donatable(v):
         p = producer.get(v.id)
         return (p is not None and v.id not in outs
-                and (_is_fused(p) or _is_ufunc(p) or p.prim.name == "matmul")
+                and (_is_fused(p) or _is_ufunc(p)
+                     or (p.prim.blas and not p.prim.returns_view
+                         and not p.prim.multiple_results))
                 and all(_reads_only(c) for c in consumers.get(v.id, ())))
 
     dead = []           # (var) dead buffers not yet given away, most recent last
@@ -209,11 +211,6 @@ def _fmt(b):
         b /= 1024
 
 
-# primitives whose result may be a view of their first input (it keeps that buffer alive)
-_VIEWS = {"reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "moveaxis",
-          "swapaxes", "slice", "real", "imag", "diagonal", "getitem", "stop_gradient"}
-
-
 def memory_report(g):
     """Walk `g` as the generated code runs it (results freed after their last use) and
     account the bytes of intermediate values and results."""
@@ -238,7 +235,7 @@ def memory_report(g):
             if b is None:
                 unknown += 1
                 continue
-            if n.prim.name in _VIEWS and n.inputs:
+            if n.prim.returns_view and n.inputs:
                 src = n.inputs[0]
                 own = alias.get(src.id, src.id)
                 alias[o.id] = own
@@ -265,3 +262,81 @@ def memory_report(g):
                 (" (into %s)" % ", ".join("%r" % d for d in donated.values())) if donated
                 else ""))
     return MemoryReport(peak, alloc, reused, input_bytes, unknown, lines)
+
+
+# ------------------------------------------------------------------ who may share a buffer
+def alias_roots(g):
+    """var id -> the ids of the values whose buffers it may share: graph inputs, constants and
+    fresh node results. A node result is fresh unless its primitive `returns_view` (then it
+    may share with every operand) or it was written into a donated buffer (then it shares
+    with that buffer). Conservative: "may", never "does"."""
+    roots = {}
+    for v in g.inputs:
+        roots[v.id] = frozenset((v.id,))
+    for c in g.consts:
+        roots[c.id] = frozenset((c.id,))
+    for n in g.nodes:
+        donated = getattr(n.prim.impl, "donated", None) or {}
+        if n.prim.returns_view:
+            shared = frozenset().union(*[roots.get(v.id, frozenset((v.id,))) for v in n.inputs])
+        else:
+            shared = frozenset()
+        for k, o in enumerate(n.outputs):
+            r = shared | {o.id}
+            d = donated.get(k)
+            if d is not None:
+                r |= roots.get(d.id, frozenset((d.id,)))
+            roots[o.id] = r
+    return roots
+
+
+def output_aliasing(g):
+    """What the results of `g` may share, as `own_outputs` compares it: per output, the ids of
+    the graph inputs it may share a buffer with, and the pairs (i, j) of outputs that may
+    share one."""
+    roots = alias_roots(g)
+    ins = {v.id for v in g.inputs}
+    outs = [roots.get(v.id, frozenset((v.id,))) for v in g.outputs]
+    pairs = {(i, j) for i in range(len(outs)) for j in range(i) if outs[i] & outs[j]}
+    return [r & ins for r in outs], pairs
+
+
+def own_outputs(g, allowed):
+    """`g` with a copy added before each result that may share memory where the program as
+    written (its `allowed = output_aliasing(traced graph)`) would not: a result never shares a
+    buffer with a constant (else the next call, or the caller writing into it, would see it),
+    with another result, or with an argument, unless the traced program made it a view of it
+    (NumPy's rule: only views share). Passes that fold constants, merge equal values or drop
+    `x * 1` may otherwise hand out one buffer twice."""
+    from ..primitives.elementwise import copy_p
+    from ..primitives.misc import own_result_p
+    allowed_in, allowed_pairs = allowed
+    roots = alias_roots(g)
+    var = {v.id: v for v in list(g.inputs) + list(g.consts)}
+    outs = list(g.outputs)
+    nodes = None
+    final = []
+    for i, v in enumerate(outs):
+        r = roots.get(v.id, frozenset((v.id,)))
+        ok_in = allowed_in[i] if i < len(allowed_in) else frozenset()
+        avoid = [var[x] for x in sorted(r)
+                 if x in var and (var[x].kind == "c" or x not in ok_in)]
+        avoid += [outs[j] for j in range(i) if final[j] & r and (i, j) not in allowed_pairs]
+        if avoid:
+            if nodes is None:
+                nodes = list(g.nodes)
+            o = type(v)(v.shape, v.dtype)
+            if v.kind != "v" or any(a is v for a in avoid):
+                # certainly the same buffer: copy
+                nodes.append(Node(copy_p, (v,), {}, (o,), "result of %s" % g.name))
+            else:
+                # may share (a view, a loop that ran no iteration): decided at run time
+                nodes.append(Node(own_result_p, (v,) + tuple(avoid), {}, (o,),
+                                  "result of %s" % g.name))
+            outs[i] = o
+            r = frozenset((o.id,))
+        final.append(r)
+    if nodes is None:
+        return g
+    return g.copy_with(nodes=nodes, outputs=outs)
+

@@ -116,7 +116,7 @@ def constant_folding(g: Graph) -> Graph:
     nodes = []
     for n in g.nodes:
         n = ren(n)
-        if (not _has_effect(n) and n.prim.impl is not None
+        if (not _has_effect(n) and n.prim.impl is not None and not n.prim.run_time_check
                 and all(v.kind == "c" for v in n.inputs)
                 and not any(o.id in returned for o in n.outputs)
                 and all(None not in o.shape for o in n.outputs)):
@@ -155,8 +155,10 @@ def _prims():
     return E, S
 
 
-def _is_const(v, value):
-    """`v` is a constant whose every element equals `value` (checked for small constants)."""
+def _is_const(v, value, negative_zero=None):
+    """`v` is a constant whose every element equals `value` (checked for small constants);
+    with `negative_zero` True/False, every float zero (each part of a complex one) must also
+    have that sign."""
     if v.kind != "c":
         return False
     buf = np.asarray(v.const._v)
@@ -167,7 +169,12 @@ def _is_const(v, value):
             return False
         buf = buf.reshape(-1)[:1]
     with np.errstate(all="ignore"):
-        return bool(np.all(buf == value))
+        if not np.all(buf == value):
+            return False
+    if negative_zero is not None and buf.dtype.kind in "fc":
+        parts = (buf.real, buf.imag) if buf.dtype.kind == "c" else (buf,)
+        return all(bool(np.all(np.signbit(p) == negative_zero)) for p in parts)
+    return True
 
 
 def _same_aval(a, b):
@@ -175,28 +182,34 @@ def _same_aval(a, b):
 
 
 def _identity_operand(n, E):
-    """The operand `n` returns unchanged (x*1, 1*x, x+0, 0+x, x-0, x/1), or None."""
+    """The operand `n` returns unchanged, bit for bit under IEEE 754, or None: x*1, 1*x, x/1;
+    x + (-0.0), (-0.0) + x and x - (+0.0) (x + (+0.0) turns -0.0 into +0.0, so it stays; for
+    integers any zero). Not x*1 or x/1 for complex x: (inf + 1j) * (1 + 0j) is NaN in its
+    real part (inf * 0)."""
     p, ins = n.prim, n.inputs
     if len(ins) != 2:
         return None
     x, y = ins
     out = n.outputs[0]
+    sign = None
+    if p in (E.mul_p, E.div_p) and np.dtype(out.dtype).kind == "c":
+        return None
     if p is E.mul_p:
         cands = [(x, y), (y, x)]
         unit = 1
     elif p is E.add_p:
         cands = [(x, y), (y, x)]
-        unit = 0
+        unit, sign = 0, True
     elif p is E.sub_p:
         cands = [(x, y)]
-        unit = 0
+        unit, sign = 0, False
     elif p is E.div_p:
         cands = [(x, y)]
         unit = 1
     else:
         return None
     for keep, other in cands:
-        if _same_aval(keep, out) and _is_const(other, unit):
+        if _same_aval(keep, out) and _is_const(other, unit, sign):
             return keep
     return None
 
@@ -208,11 +221,12 @@ def _broadcasting_elementwise(p, E):
 def algebraic_simplification(g: Graph) -> Graph:
     """Rewrite nodes that do nothing, or nothing a simpler node would not:
 
-    x*1, 1*x, x+0, 0+x, x-0, x/1 -> x     (same shape and dtype only; x+0 -> x differs for
-                                           x = -0.0 alone, where both compare equal)
+    x*1, 1*x, x/1, x+(-0.0), (-0.0)+x, x-(+0.0) -> x   (same shape and dtype only; exact
+                                           under IEEE 754: x+(+0.0) is not, for x = -0.0)
     convert_element_type(x, x.dtype) -> x
     zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
-    x ** k, k a constant of whole numbers 0..4 -> multiplications (and selects where k varies)
+    x ** k, k a constant of whole numbers 0..2 -> multiplications (and selects where k varies;
+                                           x*x is pow(x, 2) correctly rounded, x*x*x is not)
     transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
     reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
     broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
@@ -228,7 +242,6 @@ def algebraic_simplification(g: Graph) -> Graph:
     producer = {}
     nodes = []
     consts = list(g.consts)
-    views = _view_prims()
     claimed = set()
     for n in g.nodes:
         n = ren(n)
@@ -274,7 +287,7 @@ def algebraic_simplification(g: Graph) -> Graph:
             # a returned value must stay a buffer of its own: only a fresh value, made by a
             # node that is no view and returned nowhere else, may take its place
             fresh = src.kind == "v" and src.id not in returned and src.id not in claimed \
-                and producer[src.id].prim not in views \
+                and not producer[src.id].prim.returns_view \
                 and not producer[src.id].prim.multiple_results
             if fresh:
                 claimed.add(src.id)
@@ -294,13 +307,14 @@ def algebraic_simplification(g: Graph) -> Graph:
 
 
 def _integer_power(x, k, out, nodes, producer, consts, loc, E):
-    """x ** k for a constant k of small whole numbers, as multiplications: NumPy's float power
-    is slow (30x for negative bases) and exact for none of them. Returns the replacement: `x`
-    (k == 1), `out` itself when new nodes define it, or None (not rewritten)."""
+    """x ** k for a constant k of whole numbers 0..2, as multiplications: NumPy's float power
+    is slow (30x for negative bases). Only where the product is bit for bit NumPy's power:
+    x*x is x**2 correctly rounded (also for NaN, inf and -0.0), x*x*x rounds twice. Returns
+    the replacement: `x` (k == 1), `out` itself when new nodes define it, or None."""
     from ..core.ndarray import _wrap
     dt = np.dtype(x.dtype)
     if (dt.kind != "f" or k.size == 0 or k.size > 4096 or k.dtype.kind not in "fiu"
-            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 4)) or None in out.shape
+            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 2)) or None in out.shape
             or out.dtype != dt):
         return None
     top = int(k.max())
@@ -309,7 +323,7 @@ def _integer_power(x, k, out, nodes, producer, consts, loc, E):
             return x if x.shape == out.shape else None
         if top == 0 or x.shape != out.shape:
             return None
-        chain = {2: [(x, x)], 3: [(x, x), ("sq", x)], 4: [(x, x), ("sq", "sq")]}[top]
+        chain = [(x, x)]
     else:
         # x**k = prod_j where(k >= j, x, 1), j = 1..max(k)
         if _bshape(k.shape, x.shape) != out.shape:
@@ -372,12 +386,6 @@ def _drop_broadcasts(n, producer, S):
 
 
 # ------------------------------------------------------------------ layout
-def _view_prims():
-    from ..primitives import shape as S, indexing as I, elementwise as E
-    return {S.reshape_p, S.transpose_p, S.expand_dims_p, S.squeeze_p, S.broadcast_to_p,
-            I.getitem_p, E.real_p, E.imag_p, E.copy_p}
-
-
 OUTER_MIN = 16     # an outer product as a broadcast multiply pays off from rows this long
 
 
@@ -391,13 +399,15 @@ def layout_choices(g: Graph) -> Graph:
                             view that later reshapes merge with, never a strided one
     matmul(a (...,m,k), b (k,n)) -> one (prod(...)*m, k) @ (k, n) product, reshaped: NumPy
                             runs a stack of small products one by one (vectorized models
-                            make such stacks)
-    matmul(a (...,m,1), b (...,1,n)) -> a * b   (an outer product: a broadcast multiply, the
-                            same numbers, instead of one tiny product per stacked matrix;
-                            when rows are at least OUTER_MIN long)"""
+                            make such stacks). Only under NDFLOW_FAST_MATH=1: BLAS rounds one
+                            big product differently from the stack in the last bits
+    matmul(a (...,m,1), b (...,1,n)) -> a * b + 0.0   (an outer product: a broadcast multiply,
+                            the same numbers (+ 0.0: the product's sum starts at +0.0, so
+                            -0.0 becomes +0.0 as in BLAS), instead of one tiny product per
+                            stacked matrix; when rows are at least OUTER_MIN long; real and
+                            integer dtypes)"""
     from ..primitives.linalg import matmul_p
     E, S = _prims()
-    views = _view_prims()
     uses = {}
     for n in g.nodes:
         for v in n.inputs:
@@ -408,12 +418,13 @@ def layout_choices(g: Graph) -> Graph:
     rename = {}
     ren = _renamer(rename)
     nodes = []
+    consts = list(g.consts)
     for n in g.nodes:
         n = ren(n)
         if n.prim is E.copy_p:
             x = n.inputs[0]
             src = producer.get(x.id)
-            if (x.kind == "v" and src is not None and src.prim not in views
+            if (x.kind == "v" and src is not None and not src.prim.returns_view
                     and not src.prim.multiple_results and uses.get(x.id) == 1
                     and not _has_effect(src)):
                 rename[n.outputs[0].id] = x
@@ -423,24 +434,36 @@ def layout_choices(g: Graph) -> Graph:
             moved = [a for a in perm if x.shape[a] != 1]
             if moved == sorted(moved) and perm != tuple(range(len(perm))):
                 n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
-        elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, E, S):
+        elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, consts, E, S):
             continue
         nodes.append(n)
-    return g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
+    out.consts = consts
+    return out
 
 
-def _matmul_layout(n, nodes, E, S):
+def _matmul_layout(n, nodes, consts, E, S):
     """Append a cheaper form of matmul node `n` to `nodes`; False when there is none."""
     from ..primitives.linalg import matmul_p
     a, b = n.inputs
     out = n.outputs[0]
     if None in a.shape or None in b.shape or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype:
         return False
+    kind = np.dtype(out.dtype).kind
     if a.shape[-1] == 1 and b.shape[-2] == 1 and out.shape[-1] >= OUTER_MIN \
-            and a.ndim + b.ndim > 4:
-        nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
+            and a.ndim + b.ndim > 4 and kind in "biuf":
+        if kind == "f":
+            from ..core.ndarray import _wrap
+            prod = Var(out.shape, out.dtype)
+            nodes.append(Node(E.mul_p, (a, b), {}, (prod,), n.loc))
+            zero = Var((), out.dtype, kind="c", const=_wrap(np.zeros((), out.dtype)))
+            consts.append(zero)
+            nodes.append(Node(E.add_p, (prod, zero), {}, (out,), n.loc))
+        else:
+            nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
         return True
-    if a.ndim >= 3 and b.ndim == 2:
+    from .kernels import fast_math
+    if a.ndim >= 3 and b.ndim == 2 and fast_math():
         rows = int(np.prod(a.shape[:-1]))
         flat = Var((rows, a.shape[-1]), a.dtype)
         prod = Var((rows, b.shape[-1]), out.dtype)
@@ -500,7 +523,7 @@ PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, 
 # fusion (ndflow/graph/fusion.py, memory.py): elementwise regions become one node, then results
 # are written into dead buffers; both last, on the simplified graph
 from .fusion import elementwise_fusion  # noqa: E402
-from .memory import reuse_buffers  # noqa: E402
+from .memory import reuse_buffers, output_aliasing, own_outputs  # noqa: E402
 PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 
@@ -516,12 +539,17 @@ def checked_passes():
 
 def optimize(g, passes=None):
     """Run the passes in order (default: `PASSES`), verifying after each under NDFLOW_VERIFY
-    and printing each pass's changes under NDFLOW_DEBUG=opt."""
+    and printing each pass's changes under NDFLOW_DEBUG=opt. Last, `own_outputs`: results
+    share memory only where the traced program's would (views), whatever the passes did."""
     show = "opt" in _dbg.FLAGS
     check = _dbg.VERIFY
     if check:
         verify(g, "(traced)")
-    for p in (PASSES if passes is None else passes):
+    allowed = output_aliasing(g)
+
+    def own_results(h):
+        return own_outputs(h, allowed)
+    for p in list(PASSES if passes is None else passes) + [own_results]:
         before = format_graph(g) if show else None
         g = p(g)
         if check:

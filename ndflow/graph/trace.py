@@ -86,7 +86,7 @@ class GraphTrace:
                 continue
             seen.add(v.id)
             n = producer.get(v.id)
-            if v.kind == "a" or n is None or n.prim.name == "assign_variable":
+            if v.kind == "a" or n is None or n.prim.variable_access == "write":
                 return None
             need.add(id(n))
             stack.extend(n.inputs)
@@ -166,10 +166,10 @@ class SubGraphTrace(GraphTrace):
 
     def process(self, prim, args, params):
         var = params.get("var")
-        if var is not None and prim.name == "read_variable" and id(var) not in self.assigned \
+        if var is not None and prim.variable_access == "read" and id(var) not in self.assigned \
                 and id(var) not in self.own_vars:
             return symbolic(self, self.to_var(self._read_outside(var)))
-        if var is not None and prim.name == "assign_variable":
+        if var is not None and prim.variable_access == "write":
             self.assigned[id(var)] = var
         return super().process(prim, args, params)
 

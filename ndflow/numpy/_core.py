@@ -21,8 +21,16 @@ def _place(buf):
     return wrap_on(buf, dev)
 
 
+def _no_copy(a):
+    return ValueError(f"Unable to avoid a copy while creating an array from "
+                      f"{type(a).__name__} as requested (copy=False); use copy=None to allow "
+                      f"a copy when needed")
+
+
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    """Convert to an ndflow array (no copy when `a` already is one of the requested dtype);
+    """Convert to an ndflow array, as `numpy.asarray`: `copy=None` copies only when needed (an
+    array of the requested dtype is returned as is, a NumPy array's buffer is shared),
+    `copy=True` always copies, `copy=False` never does (ValueError where it would be needed);
     with `device`, on that device."""
     if device is not None:
         from .array_api import on_device
@@ -31,12 +39,16 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         dtype = _dt.canonical(dtype)
     if type(a) is ndarray:
         if dtype is not None and a.dtype != dtype:
+            if copy is False:
+                raise _no_copy(a)
             return bind(E.convert_p, a, dtype=dtype)
         return bind(E.copy_p, a) if copy else a
     conv = getattr(a, "_ndflow_array_", None)
     if conv is not None:                           # Variables
         return asarray(conv(), dtype, copy=copy)
     if isinstance(a, (list, tuple)) and any(isinstance(e, ndarray) for e in _flat(a)):
+        if copy is False:
+            raise _no_copy(a)
         from .manipulation import stack
         return asarray(stack([asarray(e) for e in a]), dtype)
     if dtype is None:
@@ -51,16 +63,25 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         from ..backends.device import _gpus
         buf = a if dtype is None else a.astype(dtype)
         return wrap_on(buf, _gpus()[int(a.device.id)])
-    buf = np.array(a, dtype=dtype, copy=True if copy else None) if copy is not False else np.asarray(a, dtype)
+    if copy is False:
+        try:
+            buf = np.asarray(a, dtype, copy=False)
+        except ValueError:
+            raise _no_copy(a) from None
+        dev = STATE.device
+        if dev is not None and dev.backend.xp is not np:
+            raise _no_copy(a)
+    else:
+        buf = np.array(a, dtype=dtype, copy=True if copy else None)
     if buf.dtype.kind in "OUSMmV" and buf.dtype != _dt.BFLOAT16:
         raise TypeError(f"ndflow arrays cannot hold dtype {buf.dtype} (from {type(a).__name__})")
     return _place(buf)
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
-    out = asarray(object, dtype)
-    if copy and out is object:
-        out = bind(E.copy_p, out)
+    """An ndflow array from `object`, as `numpy.array`: a copy by default (also of a NumPy or
+    ndflow array); `copy=None` copies only when needed, `copy=False` never (ValueError)."""
+    out = asarray(object, dtype, copy=copy)
     if ndmin > out.ndim:
         from .manipulation import expand_dims
         out = expand_dims(out, tuple(range(ndmin - out.ndim)))

@@ -54,12 +54,17 @@ def require(a, dtype=None, requirements=None, *, like=None):
 
 
 def asfortranarray(a, dtype=None, *, like=None):
-    """As `numpy.asfortranarray` (at least 1-d); the memory order is the backend's business."""
+    """As `numpy.asfortranarray` (at least 1-d): the array itself when it is already
+    Fortran-contiguous, else a copy (whose memory order is the backend's business)."""
     x = asarray(a, dtype)
     if x.ndim == 0:
         from .manipulation import reshape
         return reshape(x, (1,))
-    return x
+    if x._t is None and getattr(x._v, "flags", None) is not None and x._v.flags.f_contiguous:
+        return x
+    from ..primitives.elementwise import copy_p
+    from ..core.primitive import bind
+    return bind(copy_p, x)
 
 
 def asarray_chkfinite(a, dtype=None, order=None):

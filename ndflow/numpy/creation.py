@@ -193,12 +193,15 @@ def asanyarray(a, dtype=None, order=None, *, like=None):
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):
-    """As `numpy.ascontiguousarray`: at least 1-d."""
+    """As `numpy.ascontiguousarray`: at least 1-d; the array itself when it is already
+    contiguous, else a copy (inside nf.function, where layouts are not known: a copy)."""
     a = asarray(a, dtype)
     if a.ndim == 0:
         from .manipulation import reshape
         return reshape(a, (1,))
-    return a
+    if a._t is None and getattr(a._v, "flags", None) is not None and a._v.flags.c_contiguous:
+        return a
+    return bind(E.copy_p, a)
 
 
 def _astype(x, dtype, copy=True):

@@ -542,14 +542,15 @@ def _uplo(UPLO):
 
 def eig(a):
     """Eigenvalues and right eigenvectors (unit norm, largest component real) of each square
-    matrix, as `EigResult`. Real input gives real arrays when every eigenvalue is real (known
-    only for concrete values: always complex inside nf.function/vectorized_map)."""
+    matrix, as `EigResult`. Real input gives real arrays when every eigenvalue is real, as
+    NumPy, eagerly, under vectorized_map and inside nf.function (which keeps a graph for
+    each case it meets; see `_real_if_real`)."""
     a = _prep(a)
     _assert_stacked_square(a)
     _assert_finite(a)
     w, v = _bind(_D.eig_p, a)
-    if a.dtype.kind != "c" and _all_real(w):
-        w, v = _m.real(w), _m.real(v)
+    if a.dtype.kind != "c":
+        w, v = _real_if_real(w, v)
     return EigResult(w, v)
 
 
@@ -559,13 +560,32 @@ def eigvals(a):
     _assert_stacked_square(a)
     _assert_finite(a)
     w = _bind(_D.eigvals_p, a)
-    if a.dtype.kind != "c" and _all_real(w):
-        w = _m.real(w)
+    if a.dtype.kind != "c":
+        w, = _real_if_real(w)
     return w
 
 
-def _all_real(w):
-    return _concrete(w) and bool(_red.all(_m.imag(w) == 0))
+def _real_if_real(w, *rest):
+    """(w, *rest) as real arrays where every eigenvalue in w is real (NumPy's rule). Concrete
+    values decide at once; while `nf.function` traces, the graph assumes one case (a check
+    fails the call when a value contradicts it, and nf.function then uses the graph traced
+    for the other case). Batched values over concrete ones (vectorized_map run eagerly)
+    decide on the whole batch, as stacking a loop's results would."""
+    base = w
+    while base._t is not None and not getattr(base._t, "is_graph", False) \
+            and isinstance(base._v, _ndarray):
+        base = base._v
+    if base._t is None:
+        if bool(_np.all(_np.imag(base.numpy()) == 0)):
+            return (_m.real(w),) + tuple(_m.real(r) for r in rest)
+        return (w,) + rest
+    root = next((t for t in _STATE.traces if getattr(t, "assume", None) is not None), None)
+    if root is None:
+        return (w,) + rest
+    site = root.sites
+    root.sites += 1
+    expect = root.assume.setdefault(site, False)
+    return tuple(_bind(_D.expect_real_p, w, *rest, expect=expect, site=site))
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):

@@ -158,22 +158,6 @@ fmin = make_ufunc(np.fmin, _fminmax(E.min_p, E.lt_p),
                   accumulate=_nan_ignoring_scan(C.cummin_p, np.inf))
 
 
-def _logaddexp(exp_p, log1p_scale, tie):
-    def fn(x, y):
-        """max(x, y) + log1p(exp(-|x - y|)): never overflows. Where x == y (both infinite
-        included, where x - y is NaN) it is the mean plus log(2), which also splits the
-        gradient evenly."""
-        m = bind(E.max_p, x, y)
-        d = bind(E.abs_p, bind(E.sub_p, x, y))
-        soft = bind(E.log1p_p, bind(exp_p, bind(E.neg_p, d)))
-        if log1p_scale != 1:
-            soft = bind(E.mul_p, soft, _const_like(soft, log1p_scale))
-        r = bind(E.add_p, m, soft)
-        mean = bind(E.mul_p, bind(E.add_p, x, y), _const_like(m, 0.5))
-        return bind(E.select_p, bind(E.eq_p, x, y), bind(E.add_p, mean, _const_like(m, tie)), r)
-    return fn
-
-
 def _logsumexp_reduce(exp_p, log_p):
     def red(x, axes, keepdims):
         """Shifted by the maximum (0 where it is infinite, so -inf stays -inf and inf, inf)."""
@@ -188,9 +172,15 @@ def _logsumexp_reduce(exp_p, log_p):
     return red
 
 
-logaddexp = make_ufunc(np.logaddexp, _logaddexp(E.exp_p, 1, _LN2),
+def _bound(prim):
+    def fn(x, y):
+        return bind(prim, x, y)
+    return fn
+
+
+logaddexp = make_ufunc(np.logaddexp, _bound(X.logaddexp_p),
                        reduce=_logsumexp_reduce(E.exp_p, E.log_p))
-logaddexp2 = make_ufunc(np.logaddexp2, _logaddexp(E.exp2_p, 1 / _LN2, 1.0),
+logaddexp2 = make_ufunc(np.logaddexp2, _bound(X.logaddexp2_p),
                         reduce=_logsumexp_reduce(E.exp2_p, E.log2_p))
 
 

@@ -184,7 +184,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
         ones = bind(E.ones_like_p, a)
         cnt = bind(R.reduce_sum_p, ones, axes=axes, keepdims=bool(keepdims))
         return _out(s / cnt, out)
-    return _out(s / n if n else s * np.nan, out)
+    if n:
+        return _out(s / n, out)
+    from ..primitives.misc import runtime_warning_p
+    return _out(bind(runtime_warning_p, s * np.nan, message="Mean of empty slice."), out)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
@@ -219,6 +222,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if n is None:      # unknown while tracing: count at run time
         n = bind(R.reduce_sum_p, bind(E.ones_like_p, sq), axes=axes, keepdims=bool(keepdims))
         return _out(s / (n - ddof), out)
+    if n - ddof <= 0:
+        from ..primitives.misc import runtime_warning_p
+        s = bind(runtime_warning_p, s, message="Degrees of freedom <= 0 for slice")
     return _out(s / builtins.max(n - ddof, 0), out)
 
 

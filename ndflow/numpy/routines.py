@@ -190,8 +190,8 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         out[1] = reshape(out[1], (-1, 1) + s0[2:])
     if not sparse:
         out = list(broadcast_arrays(*out))
-        if copy:
-            out = [bind(E.copy_p, o) for o in out]
+    if copy:
+        out = [bind(E.copy_p, o) for o in out]
     return tuple(out)
 
 

@@ -283,6 +283,10 @@ def flip(m, axis=None):
     x = asarray(m)
     axes = norm_axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
     if not axes:
+        # NumPy: m[...] of an n-d array (a view), m[()] of a 0-d one (a new scalar)
+        if x.ndim == 0:
+            from ..primitives.elementwise import copy_p
+            return bind(copy_p, x)
         return x
     from ..primitives import indexing as I
     spec = tuple(("s", None, None, -1) if i in axes else A.SLICE_ALL for i in range(x.ndim))

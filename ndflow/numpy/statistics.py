@@ -367,6 +367,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     kd = {} if keepdims is np._NoValue else {"keepdims": keepdims}
     if weights is None:
         avg = _mean(a, axis, **kd)
+        if None not in avg.shape and int(np.prod(avg.shape)) == 0:
+            raise ZeroDivisionError("division by zero")     # NumPy: a.size / avg.size
         # the number of averaged elements, shaped like avg (sizes may be unknown)
         scl = _sum(bind(E.ones_like_p, _cast(a, avg.dtype)), axis, **kd)
     else:
@@ -375,9 +377,10 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
             rd = _dt.result_type(a.dtype, w.dtype, _dt.F64)
         else:
             rd = _dt.result_type(a.dtype, w.dtype)
+        from ..primitives.misc import runtime_error_p
         scl = _sum(w, axis, dtype=rd, **kd)
-        if scl._t is None and bool(np.any(scl.numpy() == 0.0)):
-            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        scl = bind(runtime_error_p, scl, M.equal(scl, 0), error=ZeroDivisionError,
+                   message="Weights sum to zero, can't be normalized")
         avg = M.true_divide(_sum(M.multiply(a, w, dtype=rd), axis, **kd), scl)
     if returned:
         if tuple(scl.shape) != tuple(avg.shape):
@@ -435,6 +438,13 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     return _out(r, out)
 
 
+def _warn_where(x, cond, message):
+    """`x`, with NumPy's RuntimeWarning `message` wherever `cond` holds anywhere: at every
+    run, also of a compiled function (not once while tracing)."""
+    from ..primitives.misc import runtime_warning_p
+    return bind(runtime_warning_p, x, asarray(cond), message=message)
+
+
 def _mean_dtype(d):
     if d.kind in "biu":
         return _dt.F64
@@ -449,7 +459,8 @@ def _median_last(x, nan):
     ax = x.ndim - 1
     n = x.shape[ax]
     cd = _mean_dtype(x.dtype)
-    if nan:
+    from ..primitives.misc import runtime_warning_p
+    if nan and n != 0:
         nans = bind(R.reduce_sum_p, _cast(M.isnan(x), _dt.I64), axes=(ax,), keepdims=False)
         cnt = M.subtract(_size_of(x, ax), nans)
         lo = M.floor_divide(M.subtract(cnt, 1), 2)
@@ -459,9 +470,9 @@ def _median_last(x, nan):
         v_lo = squeeze(take_along_axis(s, expand_dims(lo, -1), axis=ax), -1)
         v_hi = squeeze(take_along_axis(s, expand_dims(hi, -1), axis=ax), -1)
         r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
-        r = M.where_(M.equal(cnt, 0), _cast(np.nan, cd), r)
-        if r._t is None and bool(np.any(cnt.numpy() == 0)):
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        empty = M.equal(cnt, 0)
+        r = M.where_(empty, _cast(np.nan, cd), r)
+        r = bind(runtime_warning_p, r, empty, message="All-NaN slice encountered")
         return _cast(r, x.dtype if x.dtype == np.dtype(np.float16) else cd)
     if n is None:
         nn = _size_of(x, ax)
@@ -470,9 +481,9 @@ def _median_last(x, nan):
         v_lo = take(s, lo, axis=ax)
         v_hi = take(s, hi, axis=ax)
     elif n == 0:
-        warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
         z = _cast(bind(R.reduce_sum_p, _cast(s, cd), axes=(ax,), keepdims=False), cd)
-        return _cast(M.multiply(z, np.nan), x.dtype if x.dtype == np.dtype(np.float16) else cd)
+        z = bind(runtime_warning_p, M.multiply(z, np.nan), message="Mean of empty slice.")
+        return _cast(z, x.dtype if x.dtype == np.dtype(np.float16) else cd)
     else:
         v_lo = _slice_along(s, ax, slice((n - 1) // 2, (n - 1) // 2 + 1))
         v_hi = _slice_along(s, ax, slice(n // 2, n // 2 + 1))
@@ -599,9 +610,8 @@ def _quantile_core(x, q, method, weak_q, nan):
         r = _lerp(v_prev, v_next, gamma)
     if nan and supports_nans:
         empty = M.equal(n, 0)
-        if empty._t is None and bool(np.any(empty.numpy())):
-            warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
-        r = M.where_(empty, _cast(np.nan, r.dtype), r)
+        r = _warn_where(M.where_(empty, _cast(np.nan, r.dtype), r), empty,
+                        "All-NaN slice encountered")
     elif supports_nans:
         lastv = _slice_along(s, 0, slice(-1, None))
         lastv = squeeze(lastv, 0)
@@ -773,9 +783,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, keepdims, where=where)
     tot = _sum(arr, axis, dtype, None, keepdims, where=where)
-    if cnt._t is None and bool(np.any(cnt.numpy() == 0)):
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-    return _out(_divide_keep(tot, cnt), out)
+    return _out(_warn_where(_divide_keep(tot, cnt), M.equal(cnt, 0), "Mean of empty slice"),
+                out)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -809,8 +818,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if not keepdims:
         cnt = _sum(valid, axis, np.int64, None, False, where=where)
     dof = M.subtract(cnt, ddof)
-    if dof._t is None and bool(np.any(dof.numpy() <= 0)):
-        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
+    v = _warn_where(v, M.less_equal(dof, 0), "Degrees of freedom <= 0 for slice.")
     v = _divide_keep(v, dof)
     return _out(M.where_(M.less_equal(dof, 0), _cast(np.nan, v.dtype), v), out)
 
@@ -844,9 +852,8 @@ def _nan_extremum(name, npf, red, fill):
         allnan = _all(mask, axis=axis, keepdims=keepdims) if where is None else \
             _all(M.logical_or(mask, M.logical_not(asarray(where))), axis=axis, keepdims=keepdims)
         if initial is None:
-            if allnan._t is None and bool(np.any(allnan.numpy())):
-                warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
-            r = M.where_(allnan, _cast(np.nan, r.dtype), r)
+            r = _warn_where(M.where_(allnan, _cast(np.nan, r.dtype), r), allnan,
+                            "All-NaN slice encountered")
         return _out(r, out)
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the extremum ignoring NaNs (NaN, with a warning, for all-NaN " \
@@ -949,8 +956,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = M.subtract(w_sum, M.true_divide(M.multiply(ddof, _sum(M.multiply(w, aw))),
                                                w_sum))
     if isinstance(fact, ndarray):
-        if fact._t is None and float(fact) <= 0:
-            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        fact = _warn_where(fact, M.less_equal(fact, 0), "Degrees of freedom <= 0 for slice")
         fact = M.where_(M.less_equal(fact, 0), _cast(0.0, fact.dtype), fact)
     elif fact <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)

@@ -223,6 +223,26 @@ def _log1p(ctx, n, ins):
     return ctx.where(ctx.op("Equal", [u, one]), x, r, n.outputs[0].dtype)
 
 
+def _logaddexp(base2):
+    """max(x, y) + log1p(base**-|x - y|) (over ln 2 for base 2); where x == y (both the same
+    infinity included, where x - y is NaN) x + log(2) (x + 1); NaN from either operand."""
+    def conv(ctx, n, ins):
+        x, y = ins
+        dt = n.outputs[0].dtype
+        d = ctx.op("Abs", [ctx.op("Sub", [x, y])])
+        if base2:
+            e = ctx.op("Pow", [ctx.const(2, dt), ctx.op("Neg", [d])])
+        else:
+            e = ctx.op("Exp", [ctx.op("Neg", [d])])
+        soft = _log1p(ctx, n, [e])
+        if base2:
+            soft = ctx.op("Div", [soft, ctx.const(np.log(2.0), dt)])
+        r = ctx.op("Add", [ctx.op("Max", [x, y]), soft])
+        tie = ctx.op("Add", [x, ctx.const(1.0 if base2 else np.log(2.0), dt)])
+        return ctx.where(ctx.op("Equal", [x, y]), tie, r, dt)
+    return conv
+
+
 def _cbrt(ctx, n, ins):
     x, = ins
     dt = n.outputs[0].dtype
@@ -1126,6 +1146,7 @@ def _table():
         E.logical_or_p: _logical("Or"), E.logical_xor_p: _logical("Xor"),
         E.select_p: _select, E.zeros_like_p: _like(0), E.ones_like_p: _like(1),
         E.full_like_p: _like(None), X.fmod_p: _fmod,
+        X.logaddexp_p: _logaddexp(False), X.logaddexp2_p: _logaddexp(True),
         R.reduce_sum_p: _reduction("ReduceSum"), R.reduce_max_p: _reduction("ReduceMax"),
         R.reduce_min_p: _reduction("ReduceMin"), R.reduce_prod_p: _reduction("ReduceProd"),
         R.reduce_any_p: _any_all("ReduceMax"), R.reduce_all_p: _any_all("ReduceMin"),
@@ -1138,7 +1159,8 @@ def _table():
         L.matmul_p: _matmul, L.einsum_p: _einsum, D.det_p: _float_only("Det"),
         E.left_shift_p: _shift("LEFT"), E.right_shift_p: _shift("RIGHT"), C.cumsum_p: _cumsum,
         So.sort_p: _topk_sort("values"), So.argsort_p: _topk_sort("indices"),
-        Rn.random_draw_p: _random, M.stop_gradient_p: _identity, shape_p: _shape,
+        Rn.random_draw_p: _random, M.stop_gradient_p: _identity, M.own_result_p: _identity,
+        M.runtime_warning_p: _identity, shape_p: _shape,
         read_var_p: _read_variable, assign_var_p: _assign_variable,
         Cf.cond_p: _cond, Cf.cond_effect_p: _cond, Cf.while_p: _while, Cf.while_effect_p: _while,
         Cf.scan_p: _scan, Cf.scan_effect_p: _scan,

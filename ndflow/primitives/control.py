@@ -38,14 +38,20 @@ class _LazyTnp:
 
 tnp = _LazyTnp()
 _PY_SCALARS = (bool, int, float, complex)
-_WRITES = ("assign_variable",)
+
+
+def _WRITES(prim):
+    return prim.variable_access == "write"
+
 
 
 def _control_primitives(name, impl, abstract, vjp, batch):
     """The pure primitive and its effectful twin (bodies with random draws or Variable writes:
     never folded, merged or removed); same rules."""
-    pure = Primitive(name, impl, abstract, multiple_results=True)
-    eff = Primitive(name, impl, abstract, multiple_results=True, effect=True)
+    # a body may return an operand unchanged: the result may share its buffer
+    pure = Primitive(name, impl, abstract, multiple_results=True, returns_view=True)
+    eff = Primitive(name, impl, abstract, multiple_results=True, effect=True,
+                    returns_view=True)
     for p in (pure, eff):
         p.def_vjp(vjp)
         p.batch = batch
@@ -56,12 +62,14 @@ def _pick(pair, *subgraphs):
     return pair[1] if any(s.effect for s in subgraphs) else pair[0]
 
 
-def _check_grad_effects(subgraphs, what, allowed=("read_variable",)):
-    # sinks (prints, summaries) are fine: the rules replay bodies `without_sinks`; checks
-    # (check_numerics) may run again
+def _check_grad_effects(subgraphs, what, allowed=("read",)):
+    """`allowed`: the Variable accesses (`Primitive.variable_access`) a body may hold. Sinks
+    (prints, summaries) are fine too: the rules replay bodies `without_sinks`; and so are checks
+    (check_numerics), which may run again."""
     for s in subgraphs:
         for n in s.graph.nodes:
-            if n.prim.effect and not (n.prim.sink or n.prim.check) and n.prim.name not in allowed:
+            if (n.prim.effect and not (n.prim.sink or n.prim.check)
+                    and n.prim.variable_access not in allowed):
                 raise NotImplementedError(
                     f"gradient of {what} whose body has the effect '{n.prim.name}' (created at "
                     f"{n.loc}) is not supported: the body would run again to differentiate it")
@@ -152,7 +160,7 @@ def _cond_abstract(index, *ops, branches):
 def _cond_vjp(cts, index, *ops, branches):
     # a branch runs once: re-running it to differentiate may skip its Variable writes (later
     # reads in the branch use the written value directly), not its random draws
-    _check_grad_effects(branches, "nf.cond", ("read_variable", "assign_variable"))
+    _check_grad_effects(branches, "nf.cond", ("read", "write"))
     wrt = tuple(i for i, x in enumerate(ops) if _diff(x))
     if not wrt:
         return (None,) * (1 + len(ops))

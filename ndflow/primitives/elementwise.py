@@ -123,6 +123,7 @@ real_p = unary("real", np.real, lambda ct, x: (bind(convert_p, ct, dtype=np.dtyp
 imag_p = unary("imag", np.imag,
                lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)) * -1j,),
                abstract=_real_abstract)
+real_p.returns_view = imag_p.returns_view = True    # NumPy: views of a complex array
 logical_not_p = unary("logical_not", np.logical_not, _zero_grad, "logical_not({0})",
                       abstract=lambda x: Aval(x.shape, BOOL))
 invert_p = unary("invert", np.invert, _zero_grad)

@@ -1,6 +1,6 @@
 """Elementwise primitives for the ufuncs that composition cannot express exactly: fmod, hypot,
-ldexp, frexp, spacing, gcd, lcm, bitwise_count. (logaddexp, copysign, fmax, heaviside, modf and
-the rest are compositions in the NumPy layer.)
+ldexp, frexp, spacing, gcd, lcm, bitwise_count, logaddexp, logaddexp2. (copysign, fmax,
+heaviside, modf and the rest are compositions in the NumPy layer.)
 
 As in elementwise.py, operands arrive promoted to NumPy's loop dtypes.
 """
@@ -57,6 +57,37 @@ frexp_p = Primitive("frexp", np.frexp,
                     multiple_results=True)
 frexp_p.def_vjp(_frexp_vjp)
 frexp_p.batch = lambda args, axes: (bind(frexp_p, args[0]), (axes[0], axes[0]))
+
+
+# ------------------------------------------------------------------ logaddexp, logaddexp2
+# NumPy's kernel, bit for bit, in every mode: a composition max + log1p(exp(-|x - y|)) differs
+# from it in the last bit (NumPy's SIMD exp and log1p are not its scalar ones) and, for
+# float16, computes in float16 where NumPy's loop computes in float32.
+def _logaddexp_vjp(exp_p, log_half):
+    def vjp(ct, x, y, out):
+        """d out / dx = base**(x - out) (1/2 at ties, also where both are the same infinity,
+        where x - out is NaN)."""
+        from .elementwise import select_p, eq_p, isinf_p, full_like_p, sub_p
+        inf_tie = bind(eq_p, x, y) & bind(isinf_p, x)
+
+        def share(v):
+            d = bind(sub_p, v, out)
+            d = bind(select_p, inf_tie, bind(full_like_p, d, fill_value=log_half), d)
+            return ct * bind(exp_p, d)
+        return unbroadcast(share(x), x), unbroadcast(share(y), y)
+    return vjp
+
+
+def _logaddexp_prims():
+    from .elementwise import exp_p, exp2_p
+    lae = binary("logaddexp", np.logaddexp)
+    lae.def_vjp(_logaddexp_vjp(exp_p, -float(np.log(2.0))), uses_out=True)
+    lae2 = binary("logaddexp2", np.logaddexp2)
+    lae2.def_vjp(_logaddexp_vjp(exp2_p, -1.0), uses_out=True)
+    return lae, lae2
+
+
+logaddexp_p, logaddexp2_p = _logaddexp_prims()
 
 
 # ------------------------------------------------------------------ piecewise constant / integer

@@ -215,6 +215,6 @@ def _resize_batch(args, dims, axis, n=None, like_axis=None):
     return bind(resize_p, x, *like, axis=_shift_axis(axis, bx), n=n, like_axis=like_axis), bx
 
 
-resize_p = Primitive("fft_resize", _resize_impl, _resize_abstract)
+resize_p = Primitive("fft_resize", _resize_impl, _resize_abstract, returns_view=True)
 resize_p.def_vjp(_resize_vjp)
 resize_p.batch = _resize_batch

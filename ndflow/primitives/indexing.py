@@ -107,7 +107,7 @@ def _getitem_vjp(ct, x, *arrays, spec):
     return (bind(index_add_p, bind(zeros_like_p, x), ct, *arrays, spec=spec),) + (None,) * len(arrays)
 
 
-getitem_p = Primitive("getitem", _getitem_impl, _getitem_abstract)
+getitem_p = Primitive("getitem", _getitem_impl, _getitem_abstract, returns_view=True)
 getitem_p.def_vjp(_getitem_vjp)
 
 

@@ -86,7 +86,7 @@ def _matmul_batch(args, axes):
     return out, 0
 
 
-matmul_p = Primitive("matmul", np.matmul, _matmul_abstract)
+matmul_p = Primitive("matmul", np.matmul, _matmul_abstract, blas=True)
 matmul_p.def_vjp(_matmul_vjp)
 matmul_p.batch = _matmul_batch
 
@@ -206,6 +206,8 @@ def _einsum_batch(args, axes, subscripts):
     return bind(einsum_p, *new_args, subscripts=",".join(new_ins) + "->" + free + out), 0
 
 
-einsum_p = Primitive("einsum", _einsum_impl, _einsum_abstract)
+# einsum may return a view of its operand ('ii->i', 'ij->ji'), as NumPy does
+einsum_p = Primitive("einsum", _einsum_impl, _einsum_abstract, blas=True,
+                     returns_view=True)
 einsum_p.def_vjp(_einsum_vjp)
 einsum_p.batch = _einsum_batch

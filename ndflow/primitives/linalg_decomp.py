@@ -150,7 +150,13 @@ def _inv_vjp(ct, a, out, singular="raise"):
     return (-tnp.matmul(tnp.matmul(yt, ct), yt),)
 
 
-inv_p = Primitive("inv", _inv_impl, lambda a, singular="raise": Aval(a.shape, a.dtype))
+
+def _blas(*args, **kw):
+    """A primitive whose kernel is a LAPACK/BLAS call (the `blas` trait)."""
+    return Primitive(*args, blas=True, **kw)
+
+
+inv_p = _blas("inv", _inv_impl, lambda a, singular="raise": Aval(a.shape, a.dtype))
 inv_p.def_vjp(_inv_vjp, uses_out=True)
 inv_p.batch = _batch_front(inv_p)
 
@@ -163,7 +169,7 @@ def _det_vjp(ct, a, out):
     return (tnp.expand_dims(ct * out, (-1, -2)) * _mT(bind(inv_p, a)),)
 
 
-det_p = Primitive("det", np.linalg.det, lambda a: Aval(a.shape[:-2], a.dtype))
+det_p = _blas("det", np.linalg.det, lambda a: Aval(a.shape[:-2], a.dtype))
 det_p.def_vjp(_det_vjp, uses_out=True)
 det_p.batch = _batch_front(det_p)
 
@@ -185,7 +191,7 @@ def _slogdet_vjp(cts, a, out):
     return (tnp.expand_dims(coef, (-1, -2)) * _mT(bind(inv_p, a)),)
 
 
-slogdet_p = Primitive("slogdet", _slogdet_impl, lambda a: (
+slogdet_p = _blas("slogdet", _slogdet_impl, lambda a: (
     Aval(a.shape[:-2], a.dtype), Aval(a.shape[:-2], _real_dtype(a.dtype))),
     multiple_results=True)
 slogdet_p.def_vjp(_slogdet_vjp, uses_out=True)
@@ -210,7 +216,7 @@ def _solve_batch(args, axes):
     return bind(solve_p, *align_batched(args, axes)), 0
 
 
-solve_p = Primitive("solve", np.linalg.solve, _solve_abstract)
+solve_p = _blas("solve", np.linalg.solve, _solve_abstract)
 solve_p.def_vjp(_solve_vjp, uses_out=True)
 solve_p.batch = _solve_batch
 
@@ -232,7 +238,7 @@ def _cholesky_vjp(ct, a, out, upper=False):
     return (_triangle_ct(g, lower=not upper),)
 
 
-cholesky_p = Primitive("cholesky", lambda a, upper=False: np.linalg.cholesky(a, upper=upper),
+cholesky_p = _blas("cholesky", lambda a, upper=False: np.linalg.cholesky(a, upper=upper),
                        lambda a, upper=False: Aval(a.shape, a.dtype))
 cholesky_p.def_vjp(_cholesky_vjp, uses_out=True)
 cholesky_p.batch = _batch_front(cholesky_p)
@@ -305,7 +311,7 @@ def _qr_vjp(cts, a, out, mode):
     return (tnp.matmul(gx, _mT(_selection(r, q))) + tnp.matmul(q, gv),)
 
 
-qr_p = Primitive("qr", _qr_impl, _qr_abstract, multiple_results=True)
+qr_p = _blas("qr", _qr_impl, _qr_abstract, multiple_results=True)
 qr_p.def_vjp(_qr_vjp, uses_out=True)
 qr_p.batch = _batch_front(qr_p)
 
@@ -332,7 +338,7 @@ def _eigh_vjp(cts, a, out, UPLO):
     return (_triangle_ct(g, lower=UPLO == "L"),)
 
 
-eigh_p = Primitive("eigh", _eigh_impl, _eigh_abstract, multiple_results=True)
+eigh_p = _blas("eigh", _eigh_impl, _eigh_abstract, multiple_results=True)
 eigh_p.def_vjp(_eigh_vjp, uses_out=True)
 eigh_p.batch = _batch_front(eigh_p)
 
@@ -344,7 +350,7 @@ def _eigvalsh_vjp(gw, a, UPLO):
     return (_triangle_ct(tnp.matmul(v * _row(gw), _mT(v)), lower=UPLO == "L"),)
 
 
-eigvalsh_p = Primitive("eigvalsh", lambda a, UPLO: np.linalg.eigvalsh(a, UPLO=UPLO),
+eigvalsh_p = _blas("eigvalsh", lambda a, UPLO: np.linalg.eigvalsh(a, UPLO=UPLO),
                        lambda a, UPLO: Aval(a.shape[:-1], _real_dtype(a.dtype)))
 eigvalsh_p.def_vjp(_eigvalsh_vjp)
 eigvalsh_p.batch = _batch_front(eigvalsh_p)
@@ -395,9 +401,51 @@ def _eig_vjp(cts, a, out):
     return (_finish_eig_ct(_vinv_t(v, tnp.matmul(gp, _mT(v))), a),)
 
 
-eig_p = Primitive("eig", _eig_impl, _eig_abstract, multiple_results=True)
+eig_p = _blas("eig", _eig_impl, _eig_abstract, multiple_results=True)
 eig_p.def_vjp(_eig_vjp, uses_out=True)
 eig_p.batch = _batch_front(eig_p)
+
+
+# ------------------------------------------------------------------ value-dependent dtype
+# NumPy's eig/eigvals of a real matrix give real arrays when every eigenvalue is real, complex
+# ones otherwise. A traced graph has fixed dtypes, so `nf.function` assumes one of the two at
+# each such site (`expect`) and this check makes the assumption hold or fails the call with
+# SpecializationError; `nf.function` then runs (tracing once) the graph for what it observed.
+def _expect_real_impl(w, *rest, expect, site):
+    from ..core.ndarray import SpecializationError
+    real = not np.any(np.imag(w))
+    if real != expect:
+        raise SpecializationError(
+            "eigenvalues were %s where the traced graph assumed them %s (NumPy's result dtype "
+            "depends on the values); call the nf.function again to use the graph for them"
+            % (("all real", "complex") if real else ("complex", "all real")), site, real)
+    outs = (w,) + rest
+    return tuple(np.real(o) for o in outs) if expect else outs
+
+
+def _expect_real_abstract(*xs, expect, site):
+    return tuple(Aval(x.shape, np.dtype("f%d" % (np.dtype(x.dtype).itemsize // 2)))
+                 if expect else Aval(x.shape, x.dtype) for x in xs)
+
+
+def _expect_real_vjp(cts, *xs, expect, site):
+    if not expect:
+        return tuple(cts)
+    from .elementwise import convert_p
+    return tuple(None if ct is None else bind(convert_p, ct, dtype=np.dtype(x.dtype))
+                 for ct, x in zip(cts, xs))
+
+
+def _expect_real_batch(args, axes, expect, site):
+    xs = [x if a is None else move_to_front(x, a) for x, a in zip(args, axes)]
+    outs = bind(expect_real_p, *xs, expect=expect, site=site)
+    return outs, tuple(None if a is None else 0 for a in axes)
+
+
+expect_real_p = Primitive("expect_real", _expect_real_impl, _expect_real_abstract,
+                          multiple_results=True, returns_view=True, run_time_check=True)
+expect_real_p.def_vjp(_expect_real_vjp)
+expect_real_p.batch = _expect_real_batch
 
 
 def _eigvals_vjp(gw, a):
@@ -406,7 +454,7 @@ def _eigvals_vjp(gw, a):
     return (_finish_eig_ct(_vinv_t(v, _col(gw) * _mT(v)), a),)
 
 
-eigvals_p = Primitive("eigvals",
+eigvals_p = _blas("eigvals",
                       lambda a: np.linalg.eigvals(a).astype(_complex_dtype(a.dtype), copy=False),
                       lambda a: Aval(a.shape[:-1], _complex_dtype(a.dtype)))
 eigvals_p.def_vjp(_eigvals_vjp)
@@ -465,7 +513,7 @@ def _svd_vjp(cts, a, out, full_matrices, hermitian):
     return (_triangle_ct(g, lower=True) if hermitian else g,)
 
 
-svd_p = Primitive("svd", _svd_impl, _svd_abstract, multiple_results=True)
+svd_p = _blas("svd", _svd_impl, _svd_abstract, multiple_results=True)
 svd_p.def_vjp(_svd_vjp, uses_out=True)
 svd_p.batch = _batch_front(svd_p)
 
@@ -483,7 +531,7 @@ def _svdvals_abstract(a, hermitian):
     return Aval(batch + (None if m is None or n is None else min(m, n),), _real_dtype(a.dtype))
 
 
-svdvals_p = Primitive("svdvals", lambda a, hermitian: np.linalg.svd(
+svdvals_p = _blas("svdvals", lambda a, hermitian: np.linalg.svd(
     a, compute_uv=False, hermitian=hermitian), _svdvals_abstract)
 svdvals_p.def_vjp(_svdvals_vjp)
 svdvals_p.batch = _batch_front(svdvals_p)
@@ -542,7 +590,7 @@ def _pinv_batch(args, axes, **params):
     return bind(pinv_p, a, rcond, **params), 0
 
 
-pinv_p = Primitive("pinv", _pinv_impl, _pinv_abstract)
+pinv_p = _blas("pinv", _pinv_impl, _pinv_abstract)
 pinv_p.def_vjp(_pinv_vjp, uses_out=True)
 pinv_p.batch = _pinv_batch
 
@@ -613,6 +661,6 @@ def _lstsq_batch(args, axes, rcond):
     return bind(lstsq_p, a, b, rcond=rcond), 0
 
 
-lstsq_p = Primitive("lstsq", _lstsq_impl, _lstsq_abstract, multiple_results=True)
+lstsq_p = _blas("lstsq", _lstsq_impl, _lstsq_abstract, multiple_results=True)
 lstsq_p.def_vjp(_lstsq_vjp, uses_out=True)
 lstsq_p.batch = _lstsq_batch

@@ -1,4 +1,7 @@
-"""Primitives that belong to no numeric family: `stop_gradient`, `check_numerics`."""
+"""Primitives that belong to no numeric family: `stop_gradient`, `check_numerics`,
+`own_result`, `runtime_warning`, `runtime_error`."""
+import numpy as np
+
 from ..core.primitive import Primitive, bind
 from ._util import same_aval
 
@@ -7,7 +10,7 @@ from ._util import same_aval
 # The identity on values, a constant to every differentiation: its VJP and its JVP are zero
 # (None), so neither tapes nor forward accumulators see through it. The kernel returns its
 # input buffer: the output is a new value for the tapes, not a copy in memory.
-stop_gradient_p = Primitive("stop_gradient", lambda x: x, same_aval)
+stop_gradient_p = Primitive("stop_gradient", lambda x: x, same_aval, returns_view=True)
 stop_gradient_p.def_vjp(lambda ct, x: (None,))
 stop_gradient_p.def_jvp(lambda tangents, x: None)
 stop_gradient_p.batch = lambda args, axes: (bind(stop_gradient_p, args[0]), axes[0])
@@ -20,7 +23,6 @@ stop_gradient_p.fusion = "{0}"
 # written even when its result is unused and never evaluates it at compile time, while a loop
 # body holding one can still be differentiated. Its gradient is checked too.
 def _check_numerics_impl(x, message):
-    import numpy as np
     a = x if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x.get())
     if a.dtype.kind in "fcV" and not np.isfinite(a).all():
         from ..core.errors import InvalidArgumentError
@@ -38,3 +40,80 @@ check_numerics_p.def_vjp(lambda ct, x, message: (bind(
 check_numerics_p.def_jvp(lambda tangents, x, message: tangents[0])
 check_numerics_p.batch = lambda args, axes, message: (
     bind(check_numerics_p, args[0], message=message), axes[0])
+
+
+# ------------------------------------------------------------------ own_result
+# `x`, or a copy of it where it may share memory with one of the other operands. The compiler
+# puts it before a result that may share a buffer with a constant, an argument or another
+# result where the program as written would not (ndflow/graph/memory.py, `own_outputs`): a
+# loop that ran no iteration returns its initial values, a view of a constant is still the
+# constant. Only the first operand is a value; the others are only compared with it.
+def _own_impl(x, *avoid):
+    for a in avoid:
+        if np.may_share_memory(x, a):
+            return x.copy() if hasattr(x, "copy") else np.array(x, copy=True)
+    return x
+
+
+def _own_batch(args, axes):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    return bind(own_result_p, x, *args[1:]), (None if axes[0] is None else 0)
+
+
+own_result_p = Primitive("own_result", _own_impl, lambda x, *avoid: same_aval(x))
+own_result_p.def_vjp(lambda ct, x, *avoid: (ct,) + (None,) * len(avoid))
+own_result_p.def_jvp(lambda tangents, x, *avoid: tangents[0])
+own_result_p.batch = _own_batch
+
+
+# ------------------------------------------------------------------ runtime_warning
+# `x`, with NumPy's RuntimeWarning `message` issued whenever it is computed (with a second
+# operand: when any of its elements is true): a composition that NumPy answers with a warning
+# (the mean of an empty slice, an all-NaN slice) warns in every mode, also at each call of a
+# compiled function, not once while tracing.
+def _warn_impl(x, *when, message):
+    if not when or np.any(when[0]):
+        import warnings
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    return x
+
+
+def _warn_batch(args, axes, message):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    return bind(runtime_warning_p, x, *args[1:], message=message), (None if axes[0] is None else 0)
+
+
+runtime_warning_p = Primitive("runtime_warning", _warn_impl,
+                              lambda x, *when, message: same_aval(x), returns_view=True,
+                              run_time_check=True)
+runtime_warning_p.def_vjp(lambda ct, x, *when, message: (ct,) + (None,) * len(when))
+runtime_warning_p.def_jvp(lambda tangents, x, *when, message: tangents[0])
+runtime_warning_p.batch = _warn_batch
+
+
+# ------------------------------------------------------------------ runtime_error
+# `x`, or NumPy's `error(message)` where any element of `cond` is true: an error that depends
+# on values (weights that sum to zero) raised on every path, also by a compiled function.
+def _error_impl(x, cond, error, message):
+    if np.any(cond):
+        raise error(message)
+    return x
+
+
+runtime_error_p = Primitive("runtime_error", _error_impl,
+                            lambda x, cond, error, message: same_aval(x), returns_view=True,
+                            run_time_check=True)
+runtime_error_p.def_vjp(lambda ct, x, cond, error, message: (ct, None))
+runtime_error_p.def_jvp(lambda tangents, x, cond, error, message: tangents[0])
+
+
+def _error_batch(args, axes, error, message):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    return bind(runtime_error_p, x, args[1], error=error, message=message), \
+        (None if axes[0] is None else 0)
+
+
+runtime_error_p.batch = _error_batch

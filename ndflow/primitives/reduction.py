@@ -126,7 +126,7 @@ def _sum_to_batch(args, axes, keep=0, like_keep=0):
 # ct summed down to like's shape (its last dims after the first `like_keep`; ct's first `keep`
 # dims stay): NumPy's broadcasting undone with the sizes known only at run time
 sum_to_p = Primitive("sum_to", _sum_to_impl, lambda ct, like, keep=0, like_keep=0: Aval(
-    tuple(ct.shape[:keep]) + tuple(like.shape[like_keep:]), ct.dtype))
+    tuple(ct.shape[:keep]) + tuple(like.shape[like_keep:]), ct.dtype), returns_view=True)
 sum_to_p.def_vjp(_sum_to_vjp)
 sum_to_p.batch = _sum_to_batch
 

@@ -56,7 +56,7 @@ def _reshape_impl(x, shape, keep=0):
     return np.reshape(x, x.shape[:keep] + shape)
 
 
-reshape_p = Primitive("reshape", _reshape_impl, _reshape_abstract)
+reshape_p = Primitive("reshape", _reshape_impl, _reshape_abstract, returns_view=True)
 reshape_p.def_vjp(_reshape_vjp)
 reshape_p.batch = _reshape_batch
 
@@ -76,7 +76,7 @@ reshape_like_p = Primitive(
     "reshape_like",
     lambda x, like, keep=0, like_keep=0: np.reshape(x, x.shape[:keep] + like.shape[like_keep:]),
     lambda x, like, keep=0, like_keep=0: Aval(tuple(x.shape[:keep]) + tuple(like.shape[like_keep:]),
-                                              x.dtype))
+                                              x.dtype), returns_view=True)
 reshape_like_p.def_vjp(lambda g, x, like, keep=0, like_keep=0: (
     bind(reshape_like_p, g, x, keep=keep, like_keep=keep), None))
 reshape_like_p.batch = _reshape_like_batch
@@ -87,7 +87,7 @@ def _transpose_abstract(x, perm):
     return Aval(tuple(x.shape[p] for p in perm), x.dtype)
 
 
-transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm), _transpose_abstract)
+transpose_p = Primitive("transpose", lambda x, perm: np.transpose(x, perm), _transpose_abstract, returns_view=True)
 transpose_p.def_vjp(lambda ct, x, perm: (bind(transpose_p, ct, perm=tuple(np.argsort(perm).tolist())),))
 transpose_p.batch = lambda args, axes, perm: (
     bind(transpose_p, move_to_front(args[0], axes[0]), perm=(0,) + tuple(p + 1 for p in perm)), 0)
@@ -115,7 +115,7 @@ def _expand_impl(x, axes):
     return np.expand_dims(x, axes)
 
 
-expand_dims_p = Primitive("expand_dims", _expand_impl, _expand_abstract)
+expand_dims_p = Primitive("expand_dims", _expand_impl, _expand_abstract, returns_view=True)
 expand_dims_p.def_vjp(lambda ct, x, axes: (bind(squeeze_p, ct, axes=axes),))
 expand_dims_p.batch = lambda args, dims, axes: (
     bind(expand_dims_p, move_to_front(args[0], dims[0]), axes=tuple(a + 1 for a in axes)), 0)
@@ -128,7 +128,7 @@ def _squeeze_abstract(x, axes):
     return Aval(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
 
 
-squeeze_p = Primitive("squeeze", lambda x, axes: np.squeeze(x, axes), _squeeze_abstract)
+squeeze_p = Primitive("squeeze", lambda x, axes: np.squeeze(x, axes), _squeeze_abstract, returns_view=True)
 squeeze_p.def_vjp(lambda ct, x, axes: (bind(expand_dims_p, ct, axes=axes),))
 squeeze_p.batch = lambda args, dims, axes: (
     bind(squeeze_p, move_to_front(args[0], dims[0]), axes=tuple(a + 1 for a in axes)), 0)
@@ -169,7 +169,7 @@ def _broadcast_batch(args, axes, shape):
     return bind(broadcast_to_p, x, shape=(x.shape[0],) + tuple(shape)), 0
 
 
-broadcast_to_p = Primitive("broadcast_to", _broadcast_impl, _broadcast_abstract)
+broadcast_to_p = Primitive("broadcast_to", _broadcast_impl, _broadcast_abstract, returns_view=True)
 broadcast_to_p.def_vjp(_broadcast_vjp)
 broadcast_to_p.batch = _broadcast_batch
 
@@ -250,7 +250,7 @@ def _split_like_batch(args, axes, axis, x_axis=None):
 
 
 split_like_p = Primitive("split_like", _split_like_impl, _split_like_abstract,
-                         multiple_results=True)
+                         multiple_results=True, returns_view=True)
 split_like_p.def_vjp(lambda cts, ct, *xs, axis, x_axis=None: (
     bind(concatenate_p, *cts, axis=axis),) + (None,) * len(xs))
 split_like_p.batch = _split_like_batch
@@ -293,7 +293,7 @@ def _diagonal_batch(args, axes, offset, axis1, axis2):
 
 
 diagonal_p = Primitive("diagonal", lambda x, offset, axis1, axis2: np.diagonal(
-    x, offset, axis1, axis2), _diagonal_abstract)
+    x, offset, axis1, axis2), _diagonal_abstract, returns_view=True)
 diagonal_p.def_vjp(_diagonal_vjp)
 diagonal_p.batch = _diagonal_batch
 

@@ -14,7 +14,8 @@ def _read_impl(var=None):
 
 
 read_var_p = Primitive("read_variable", _read_impl,
-                       lambda var: Aval(var._value.shape, var._value.dtype), effect=True)
+                       lambda var: Aval(var._value.shape, var._value.dtype), effect=True,
+                       variable_access="read")
 
 
 def _assign_impl(value, var=None):
@@ -26,7 +27,8 @@ def _assign_impl(value, var=None):
 
 
 assign_var_p = Primitive("assign_variable", _assign_impl,
-                         lambda value, var: Aval(value.shape, value.dtype), effect=True)
+                         lambda value, var: Aval(value.shape, value.dtype), effect=True,
+                         variable_access="write", returns_view=True)
 
 
 def _graph_trace():
@@ -70,7 +72,9 @@ class Variable(metaclass=_VariableMeta):
         from ..compat import _tensor
         if callable(initial_value):
             initial_value = initial_value()
-        v = _tensor(initial_value, dtype=dtype)   # Python data: TF's dtypes (2.0 -> float32)
+        # Python data: TF's dtypes (2.0 -> float32); a buffer of its own (never the NumPy array
+        # it was made from)
+        v = _tensor(initial_value, dtype=dtype, copy=True)
         if v._t is not None:
             # created while tracing from a value computed in the trace: lift that computation
             # out of the graph (as TF's init_scope), if it does not need the function's inputs
@@ -118,6 +122,14 @@ class Variable(metaclass=_VariableMeta):
         return self._ndflow_array_()
 
     def numpy(self):
+        """The current value as a NumPy array. Not inside `nf.function`: the value there is
+        the one at each call, unknown while tracing (TensorFlow raises too)."""
+        if _graph_trace() is not None:
+            from ..core.ndarray import TracingError, _user_line
+            raise TracingError(
+                f"Variable.numpy() inside nf.function (at {_user_line()}): the value is read at "
+                f"each call and is not known while tracing; use the Variable (or "
+                f"v.read_value()) as an array, or nf.numpy_function for NumPy code")
         return self._value.numpy()
 
     @property
@@ -141,7 +153,7 @@ class Variable(metaclass=_VariableMeta):
 
     def __repr__(self):
         return "<nf.Variable '%s' shape=%s dtype=%s, numpy=%r>" % (
-            self.name, tuple(self.shape), self.dtype.name, self.numpy())
+            self.name, tuple(self.shape), self.dtype.name, self._value.numpy())
 
     # ------------------------------------------------------------------ writing
     def assign(self, value, use_locking=False, name=None, read_value=True):

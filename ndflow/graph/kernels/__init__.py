@@ -6,6 +6,11 @@ Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`,
 compiled in a background thread and swapped in when ready. Settings (environment):
 
     NDFLOW_NUMBA=0      never use numba; =sync compiles in the calling thread (tests, benchmarks)
+    NDFLOW_FAST_MATH=1  let tier 1 compute exp, log, tanh ... with `mathlib` (within a few ulps
+                        of NumPy's, not bit for bit), sum in its own order and contract a*b+c
+                        into one FMA. Off by default: compiled results are then NumPy's bit for
+                        bit, and tier 1 takes only regions it computes exactly (arithmetic,
+                        sqrt, comparisons, selects, conversions); the others stay with tier 0
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
     NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
     NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves)
@@ -36,6 +41,11 @@ def numba_mode():
     if v in ("0", "off", "false", "no"):
         return "off"
     return "sync" if v == "sync" else "background"
+
+
+def fast_math():
+    """Whether tier 1 may trade exactness for speed (NDFLOW_FAST_MATH, read at each request)."""
+    return os.environ.get("NDFLOW_FAST_MATH", "0").strip().lower() in ("1", "on", "true", "yes")
 
 
 _numba_found = None
@@ -71,10 +81,11 @@ _CACHE_LOCK = threading.Lock()
 
 def kernel_for(prog, uses_blas=False):
     """The FusedKernel for `prog` (tier-0 code shared between equal programs)."""
+    key = (prog.key, fast_math())
     with _CACHE_LOCK:
-        e = _CACHE.get(prog.key)
+        e = _CACHE.get(key)
         if e is None:
-            e = _CACHE[prog.key] = _Entry(prog)
+            e = _CACHE[key] = _Entry(prog)
     return FusedKernel(e, uses_blas)
 
 

@@ -19,12 +19,13 @@ def _where(c, a, b):
 
 @njit(**_i)
 def _maximum(a, b):
-    return a if (a >= b or a != a) else b
+    # equal operands (-0.0 and +0.0): the second, as NumPy's loops give
+    return a if (a > b or a != a) else b
 
 
 @njit(**_i)
 def _minimum(a, b):
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
 
 
 @njit(**_i)

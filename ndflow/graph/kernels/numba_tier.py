@@ -36,7 +36,14 @@ from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
-FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right), no reassoc
+# NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
+# reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
+FASTMATH = {"contract"}
+
+
+def _fast_math():
+    from . import fast_math
+    return fast_math()
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
 
@@ -51,8 +58,27 @@ _HELPERS = {"abs": "_abs", "maximum": "_maximum", "minimum": "_minimum", "where"
             "logical_and": "_land", "logical_or": "_lor", "logical_xor": "_lxor",
             "logical_not": "_lnot", "zeros_like": "_zeros_like", "ones_like": "_ones_like",
             "full_like": "_full_like"}
-_FLOAT_ONLY_OPS = {"true_divide", "reciprocal", "power"}
-_NO_NUMBA = {"power": "power calls the scalar C library (NumPy's loop is as fast)"}
+_E = None
+
+
+def _prims():
+    global _E
+    if _E is None:
+        from ...primitives import elementwise as E
+        _E = E
+    return _E
+
+
+def _float_only(p):
+    E = _prims()
+    return p is E.div_p or p is E.reciprocal_p or p is E.pow_p
+
+
+def _no_numba(p):
+    """Why `p` stays with NumPy's loop, or None."""
+    if p is _prims().pow_p:
+        return "power calls the scalar C library (NumPy's loop is as fast)"
+    return None
 
 
 def _typename(dt):
@@ -62,11 +88,12 @@ def _typename(dt):
 def _scalar_expr(op, args, in_dtype):
     """The op as a scalar expression over the names `args`; raises _Ineligible."""
     name = op.prim.name
-    if name in _NO_NUMBA:
-        raise _Ineligible("'%s': %s" % (name, _NO_NUMBA[name]))
-    if name in _FLOAT_ONLY_OPS and in_dtype not in _FLOATS:
+    why = _no_numba(op.prim)
+    if why:
+        raise _Ineligible("'%s': %s" % (name, why))
+    if _float_only(op.prim) and in_dtype not in _FLOATS:
         raise _Ineligible("'%s' on %s" % (name, in_dtype))
-    if name == "convert_element_type":
+    if op.prim is _prims().convert_p:
         dst = np.dtype(op.params["dtype"])
         if dst.kind in "iu" and in_dtype.kind == "f":
             raise _Ineligible("float-to-integer conversion (NaN/inf casts are platform-defined)")
@@ -81,6 +108,9 @@ def _scalar_expr(op, args, in_dtype):
     def repl(m):
         f = m.group(1)
         if f in _OWN:
+            if not _fast_math():
+                raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
+                                  "(NDFLOW_FAST_MATH=1 allows it)" % f)
             if in_dtype not in _FLOATS:
                 raise _Ineligible("'%s' on %s" % (f, in_dtype))
             return "%s_%s(" % (f, in_dtype.name)
@@ -121,15 +151,19 @@ def _body(prog, in_names):
         if o.dtype not in ok:
             raise _Ineligible("dtype %s" % o.dtype)
         if o.reduce:
-            if o.prim.name != "reduce_sum" or o.dtype not in _FLOATS:
+            from ...primitives.reduction import reduce_sum_p
+            if o.prim is not reduce_sum_p or o.dtype not in _FLOATS:
                 raise _Ineligible("reduction '%s' on %s" % (o.prim.name, o.dtype))
+            if not _fast_math():
+                raise _Ineligible("a sum in loop order is not NumPy's pairwise sum bit for bit "
+                                  "(NDFLOW_FAST_MATH=1 allows it)")
             names.append(None)
             continue
         args = [names[a] for a in o.args]
         if any(a is None for a in args):
             raise _Ineligible("a reduction's result used inside the region")
         in_dt = prog.value_dtype(o.args[0]) if o.args else o.dtype
-        if o.prim.name == "select":
+        if o.prim is _prims().select_p:
             in_dt = prog.value_dtype(o.args[1])
         expr = _scalar_expr(o, args, in_dt)
         if o.dtype == np.bool_:
@@ -241,7 +275,7 @@ def _kernel_source(prog, plan, parallel, name):
     outer_red = red and not full_red and not pat[-1][0]
     parallel = parallel and not outer_red
     L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', cache=True, nogil=True)"
-             % (parallel, FASTMATH))
+             % (parallel, FASTMATH if _fast_math() else set()))
     L.append("def %s(%s):" % (name, ", ".join(params)))
     ind = "    "
     if full_red:
@@ -347,7 +381,7 @@ def _dummy_args(prog, plan):
 
 
 def _compile(prog, plan, parallel):
-    key = (prog.key, plan.pattern, parallel)
+    key = (prog.key, plan.pattern, parallel, _fast_math())
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:

@@ -38,9 +38,10 @@ def _how(op):
     impl = op.prim.impl
     if isinstance(impl, np.ufunc) and not op.params and impl.nout == 1:
         return "ufunc"
-    if op.prim.name == "select":
+    from ...primitives import elementwise as E
+    if op.prim is E.select_p:
         return "select"
-    if op.prim.name == "convert_element_type":
+    if op.prim is E.convert_p:
         return "convert"
     return None
 
@@ -57,6 +58,8 @@ def assign_buffers(prog):
     outs = prog.outputs
     for v in outs:
         last[v] = len(prog.ops)
+    for j in range(len(prog.ops)):
+        last.setdefault(n + j, j)        # a value nothing reads dies where it is made
     slot_dtype, holder, claim = {}, {}, {}
     for k, v in enumerate(outs):
         if v >= n and _how(prog.ops[v - n]) is not None:
