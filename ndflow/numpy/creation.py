@@ -69,16 +69,37 @@ def empty(shape, dtype=None, order="C", *, device=None, like=None):
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    """A new array of `shape` filled with `fill_value`, as `numpy.full` (an array fill value
+    broadcasts). Differentiable in an ndflow-array fill value: its gradient is the cotangent
+    summed over the copies."""
     if device is not None:
         return _on(device, full, shape, fill_value, dtype)
+    if isinstance(fill_value, ndarray):
+        return _filled(fill_value, _shape(shape), dtype)
     if dtype is None:
         fv = asarray(fill_value)
-        if fv._t is not None:
-            return bind(E.add_p, bind(E.zeros_like_p, fv), fv) if not shape else \
-                full(shape, 0, fv.dtype) + fv
         dtype = fv.dtype
         fill_value = fv.numpy()
     return _make("full", _shape(shape), fill_value, _dtype(dtype))
+
+
+def _filled(fill, shape, dtype, like=None):
+    """`fill` (an ndflow array) broadcast to `shape` as a new array of `dtype` (unsafe cast, as
+    NumPy's copyto in full/full_like), through primitives so tapes and traces see the fill
+    value. `like`: the array whose (possibly unknown while tracing) shape it is."""
+    from ..primitives.shape import broadcast_to_p
+    d = fill.dtype if dtype is None else _dt.canonical(dtype)
+    if fill.dtype != d:
+        fill = bind(E.convert_p, fill, dtype=d)
+    if like is not None and None in tuple(like.shape):
+        # sizes known only at run time: select from the fill everywhere (keeps -0.0, unlike
+        # adding zeros); the select's shape rule checks the broadcast
+        if fill.ndim > like.ndim:
+            raise ValueError(f"could not broadcast input array from shape {tuple(fill.shape)} "
+                             f"into shape {tuple(like.shape)}")
+        ok = bind(E.ones_like_p, bind(E.convert_p, like, dtype=_dt.BOOL))
+        return bind(E.select_p, ok, fill, fill)
+    return bind(E.copy_p, bind(broadcast_to_p, fill, shape=tuple(shape)))
 
 
 def _like(a, dtype, shape, prim, fill=None):
@@ -117,7 +138,9 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     if device is not None:
         return _on(device, full_like, a, fill_value, dtype, shape=shape)
     if isinstance(fill_value, ndarray):
-        fill_value = fill_value.item()
+        a = asarray(a)
+        return _filled(fill_value, a.shape if shape is None else _shape(shape),
+                       a.dtype if dtype is None else dtype, like=a if shape is None else None)
     return _like(a, dtype, shape, E.full_like_p, fill=fill_value)
 
 
