@@ -12,6 +12,7 @@ from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
+from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
 from ._core import as_operand, asarray
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
@@ -158,19 +159,31 @@ fmin = make_ufunc(np.fmin, _fminmax(E.min_p, E.lt_p),
                   accumulate=_nan_ignoring_scan(C.cummin_p, np.inf))
 
 
-def _logaddexp(exp_p, log1p_scale, tie):
+def _logaddexp(exp_p, ln_base):
     def fn(x, y):
-        """max(x, y) + log1p(exp(-|x - y|)): never overflows. Where x == y (both infinite
-        included, where x - y is NaN) it is the mean plus log(2), which also splits the
-        gradient evenly."""
+        """m + log1p(b**(x-m) + b**(y-m) - 1) with m = max(x, y) held constant (so every
+        derivative is the smooth one: softplus''(0) = 1/4 at ties, not 0 from a switch). The
+        larger operand's term is formed with expm1 (exactly 0 there), so the value is NumPy's
+        m + log1p(b**-|x-y|). Where m is infinite or NaN the result is m, and so is the
+        gradient (max's: split evenly between ties)."""
         m = bind(E.max_p, x, y)
-        d = bind(E.abs_p, bind(E.sub_p, x, y))
-        soft = bind(E.log1p_p, bind(exp_p, bind(E.neg_p, d)))
-        if log1p_scale != 1:
-            soft = bind(E.mul_p, soft, _const_like(soft, log1p_scale))
-        r = bind(E.add_p, m, soft)
-        mean = bind(E.mul_p, bind(E.add_p, x, y), _const_like(m, 0.5))
-        return bind(E.select_p, bind(E.eq_p, x, y), bind(E.add_p, mean, _const_like(m, tie)), r)
+        fin = bind(E.isfinite_p, m)
+        zero = _const_like(m, 0)
+        xs, ys = bind(E.select_p, fin, x, zero), bind(E.select_p, fin, y, zero)
+        ms = bind(stop_gradient_p, bind(E.select_p, fin, m, zero))
+        dx, dy = bind(E.sub_p, xs, ms), bind(E.sub_p, ys, ms)
+
+        def em1(d):
+            if ln_base != 1:
+                d = bind(E.mul_p, d, _const_like(d, ln_base))
+            return bind(E.expm1_p, d)
+        t = bind(E.select_p, bind(E.ge_p, xs, ys),
+                 bind(E.add_p, em1(dx), bind(exp_p, dy)),
+                 bind(E.add_p, bind(exp_p, dx), em1(dy)))
+        soft = bind(E.log1p_p, t)
+        if ln_base != 1:
+            soft = bind(E.mul_p, soft, _const_like(soft, 1 / ln_base))
+        return bind(E.select_p, fin, bind(E.add_p, ms, soft), m)
     return fn
 
 
@@ -188,9 +201,9 @@ def _logsumexp_reduce(exp_p, log_p):
     return red
 
 
-logaddexp = make_ufunc(np.logaddexp, _logaddexp(E.exp_p, 1, _LN2),
+logaddexp = make_ufunc(np.logaddexp, _logaddexp(E.exp_p, 1),
                        reduce=_logsumexp_reduce(E.exp_p, E.log_p))
-logaddexp2 = make_ufunc(np.logaddexp2, _logaddexp(E.exp2_p, 1 / _LN2, 1.0),
+logaddexp2 = make_ufunc(np.logaddexp2, _logaddexp(E.exp2_p, _LN2),
                         reduce=_logsumexp_reduce(E.exp2_p, E.log2_p))
 
 
