@@ -75,6 +75,15 @@ def _shift(s_args, pos, dirs, eps):
     return args
 
 
+def _lipschitz(f0, fp, fm, fp2, fm2, k):
+    """Whether f is (piecewise) linear to first order at the scale of the steps: the one-sided
+    difference quotients at steps h and h/k agree. A jump (floor at 0), an infinite slope
+    (cbrt at 0) or a pole fail it: no derivative to compare there."""
+    tol = 1e-9 * (1 + abs(f0))
+    return (abs((fp - f0) - k * (fp2 - f0)) <= 1e-3 * abs(fp - f0) + tol
+            and abs((f0 - fm) - k * (f0 - fm2)) <= 1e-3 * abs(f0 - fm) + tol)
+
+
 def _consistent(an, f0, fp, fm, h, what):
     """an (a directional derivative) against f(x), f(x + h d), f(x - h d)."""
     central = (fp - fm) / (2 * h)
@@ -131,11 +140,12 @@ def _check_record_at_edges(rec, dt, second_order):
             for i in pos]
         f0 = _value(rec, s, args, cts)
         try:
-            fp = _value(rec, s, _shift(args, pos, dirs, H), cts)
-            fm = _value(rec, s, _shift(args, pos, dirs, -H), cts)
+            fp, fm, fp2, fm2 = (_value(rec, s, _shift(args, pos, dirs, e), cts)
+                                for e in (H, -H, H / 16, -H / 16))
         except Exception:      # noqa: BLE001  (an edge of the domain: no two-sided difference)
             continue
-        if not np.isfinite([f0, fp, fm]).all() or max(abs(fp - f0), abs(fm - f0)) > 1e3:
+        if not np.isfinite([f0, fp, fm, fp2, fm2]).all() or not _lipschitz(
+                f0, fp, fm, fp2, fm2, 16):
             continue
         xs = [tnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
         with nf.GradientTape() as tape:
@@ -157,7 +167,7 @@ def _check_record_at_edges(rec, dt, second_order):
                         if isinstance(o, tnp.ndarray) and o.dtype.kind in "fc"], cts)
         jv = acc.jvp(fl, unconnected_gradients="zero")
         fwd = float(np.real(jv.numpy()))
-        assert abs(fwd - an) <= 1e-8 * (1 + abs(an)), \
+        assert abs(fwd - an) <= 1e-6 * (1 + abs(an)), \
             f"forward mode, {what}: {fwd}, reverse mode gives {an}"
         if second_order and dt == F64:
             _check_second_order(rec, s, args, pos, cts, dirs, rng, what)
@@ -185,11 +195,11 @@ def _check_second_order(rec, s, args, pos, cts, d1, rng, what):
     d2 = [rng.standard_normal(args[i].shape) for i in pos]
     g0, hv = _grad_dot(rec, s, args, pos, cts, d2)
     try:
-        gp = _grad_dot(rec, s, _shift(args, pos, d1, 1e-5), pos, cts, d2)[0]
-        gm = _grad_dot(rec, s, _shift(args, pos, d1, -1e-5), pos, cts, d2)[0]
+        gp, gm, gp2, gm2 = (_grad_dot(rec, s, _shift(args, pos, d1, e), pos, cts, d2)[0]
+                            for e in (1e-5, -1e-5, 1e-5 / 16, -1e-5 / 16))
     except Exception:      # noqa: BLE001
         return
-    if not np.isfinite([g0, gp, gm]).all() or max(abs(gp - g0), abs(gm - g0)) > 1e2:
+    if not np.isfinite([g0, gp, gm, gp2, gm2]).all() or not _lipschitz(g0, gp, gm, gp2, gm2, 16):
         return       # the gradient jumps here (abs at 0): no second derivative to compare
     an = float(sum(np.sum(h.numpy() * d) for h, d in zip(hv, d1)))
     _consistent(an, g0, gp, gm, 1e-5, f"second order, {what}")

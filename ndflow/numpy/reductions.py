@@ -232,12 +232,16 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     """Standard deviation, as `numpy.std` (the square root of `var`, same arguments)."""
     if _fast(a) and out is None and where is None and mean is None and correction is None:
         return _wrap(np.std(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
-    from .math import sqrt, where_
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
-    # At zero variance std is not differentiable (|x| at 0, in n dimensions): the gradient there
-    # is the subgradient 0 (as for linalg.norm at 0), not sqrt's 1/0 times 0 = NaN
+    return _out(_std_from_var(v), out)
+
+
+def _std_from_var(v):
+    """sqrt(v), differentiated at zero variance with the subgradient 0: std is |x| there, in
+    n dimensions (as linalg.norm at 0), not sqrt's 1/0 times 0 = NaN."""
+    from .math import sqrt, where_
     zero = v == 0
-    return _out(where_(zero, v, sqrt(where_(zero, 1, v))), out)
+    return where_(zero, v, sqrt(where_(zero, 1, v)))
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
