@@ -733,8 +733,9 @@ NON_DIFFERENTIABLE_EDGES = {
     "complex eigen/singular vectors are fixed only up to a phase: the generic loss of the sweep "
     "depends on it (gauge-invariant losses are checked in tests/test_grad_edges.py)": (
         ("linalg.eigh", "linalg.svd", "linalg.eig"), tuple("c:" + e for e in _ALL_EDGES)),
-    "det's gradient at a singular matrix (the adjugate) raises LinAlgError: it is formed with "
-    "inv (module notes)": (("linalg.det",), _ALL_EDGES),
+    "second order of det at a matrix of rank n - 2 or less: the adjugate there comes from an "
+    "SVD with repeated zero singular values (module notes of primitives/linalg_decomp.py)": (
+        ("linalg.det",), tuple(e + "/2" for e in _ALL_EDGES)),
     "copysign(0, y): |x| at 0 times the sign of y, a kink": (("copysign",),
                                                              ("zeros", "negzero", "mixed")),
     "on the boundary between pieces (x = 0 chooses a piece)": (("piecewise",), _ALL_EDGES),

@@ -596,3 +596,30 @@ def test_custom_gradient_passes_variable_gradients():
         y = wrong_var_grads(x)
     with pytest.raises(ValueError, match="wrong_var_grads.*0 gradient.*1 variables"):
         t.gradient(y, [x, w])
+
+
+def test_det_gradient_at_singular_matrices_is_the_adjugate():
+    rng = np.random.default_rng(8)
+    mats = [np.zeros((3, 3)), np.ones((3, 3)), np.array([[1.0, 2, 3], [2, 4, 6], [0, 1, 5]]),
+            np.diag([1.0, 2.0, 0.0]), rng.standard_normal((2, 3, 3)),
+            np.array([[1.0, 2j], [0.5j, -1.0]])]
+    for a in mats:
+        x = tnp.asarray(a)
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.sum(tnp.real(tnp.linalg.det(x)))
+        g = t.gradient(y, x).numpy()
+        for d in (rng.standard_normal(a.shape), 1j * rng.standard_normal(a.shape)):
+            if a.dtype.kind != "c":
+                d = d.real
+            num = (np.sum(np.real(np.linalg.det(a + H * d)))
+                   - np.sum(np.real(np.linalg.det(a - H * d)))) / (2 * H)
+            np.testing.assert_allclose(np.real(np.sum(g * d)), num, rtol=1e-6, atol=1e-8)
+    # second order at rank n - 1: exact
+    a = np.array([[1.0, 2, 3], [2, 4, 6], [0, 1, 5]])
+    hess = nf.hessian(lambda v: tnp.linalg.det(v))(tnp.asarray(a)).numpy().reshape(9, 9)
+    gr = nf.grad(lambda v: tnp.linalg.det(v))
+    num = np.stack([(gr(tnp.asarray(a + e.reshape(3, 3))).numpy()
+                     - gr(tnp.asarray(a - e.reshape(3, 3))).numpy()).ravel() / (2 * H)
+                    for e in np.eye(9) * H], axis=1)
+    np.testing.assert_allclose(hess, num, atol=1e-6)

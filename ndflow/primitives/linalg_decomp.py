@@ -18,7 +18,9 @@ Gradient conventions (read before changing a rule):
   `where`, so no NaN reaches higher orders either): the gradient is then correct only for losses
   that do not depend on the choice of basis within a degenerate eigenspace.
 - Gradients assume the rank of the input does not change under a small perturbation (pinv,
-  lstsq).
+  lstsq). det's gradient (the adjugate) is exact at singular matrices too; its second
+  derivative there comes through the SVD, so it is exact at rank n - 1 but not where several
+  singular values are 0.
 - Complex inputs (cholesky, qr, eigh, eigvalsh, svd, svdvals, pinv, lstsq): these maps are not
   holomorphic, so their rules are written in the conjugate pairing Re(sum(conj(ct) * dx)), where
   the formulas are the real ones with conjugate transposes (`_mH`), between a conjugation of the
@@ -174,11 +176,27 @@ inv_p.batch = _batch_front(inv_p)
 
 
 # ------------------------------------------------------------------ det
+def _adjugate_svd(a):
+    """adj(A) = det(U) det(V^H) V diag(prod of the other singular values) U^H for A = U S V^H:
+    defined at singular matrices too (no division)."""
+    from .reduction import _exclusive_cumprod
+    u, s, vh = bind(svd_p, a, full_matrices=False, hermitian=False)
+    others = _exclusive_cumprod(s, s.ndim - 1) * _exclusive_cumprod(s, s.ndim - 1, reverse=True)
+    phase = tnp.expand_dims(bind(det_p, u) * bind(det_p, vh), (-1, -2))
+    return phase * tnp.matmul(_mH(vh) * _row(tnp.astype(others, a.dtype)), _mH(u))
+
+
 def _det_vjp(ct, a, out):
-    """d det(A) = det(A) tr(A^-1 dA), so gA = g det(A) A^-T (the adjugate, transposed). The
-    inverse is taken with `inv`: at a singular matrix this raises LinAlgError (the adjugate
-    there would need an SVD)."""
-    return (tnp.expand_dims(ct * out, (-1, -2)) * _mT(bind(inv_p, a)),)
+    """d det(A) = tr(adj(A) dA), so gA = g adj(A)^T: det(A) A^-T where A is invertible, and the
+    adjugate from an SVD where it is not (det is a polynomial: its gradient exists everywhere).
+    The inverse is taken of a matrix made safe (the identity where A is singular), so no NaN
+    reaches higher derivatives either."""
+    singular = tnp.any(~tnp.isfinite(bind(inv_p, a, singular="nan")), axis=(-1, -2),
+                       keepdims=True)
+    eye = tnp.astype(_mT(_iota_last(a)) == _iota_last(a), a.dtype)
+    inv = bind(inv_p, tnp.where(singular, eye, a))
+    adj_t = tnp.where(singular, _mT(_adjugate_svd(a)), tnp.expand_dims(out, (-1, -2)) * _mT(inv))
+    return (tnp.expand_dims(ct, (-1, -2)) * adj_t,)
 
 
 det_p = Primitive("det", np.linalg.det, lambda a: Aval(a.shape[:-2], a.dtype))
