@@ -229,7 +229,10 @@ _mean = mean
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """Standard deviation, as `numpy.std` (the square root of `var`, same arguments)."""
+    """Standard deviation, as `numpy.std` (the square root of `var`, same arguments).
+
+    Where the variance is 0 std is not differentiable (like a norm at 0); its gradient there is
+    the subgradient 0, as `linalg.norm`'s at 0 (JAX and TensorFlow give NaN)."""
     if _fast(a) and out is None and where is None and mean is None and correction is None:
         return _wrap(np.std(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
