@@ -747,9 +747,6 @@ NON_DIFFERENTIABLE_EDGES = {
         ("apply_along_axis",), ("zeros", "negzero", "mixed")),
     "repeated rows give correlations of exactly +-1, where NumPy's clip to [-1, 1] has a kink": (
         ("corrcoef",), ("mixed", "ties")),
-    "second order of cumprod at two or more zeros: the first-order rule is exact (the product "
-    "of the others), its own derivative drops the terms through a second zero": (
-        ("cumprod", "cumulative_prod", "nancumprod"), ("zeros/2", "negzero/2", "mixed/2")),
 }
 for _reason, (_names, _edges) in NON_DIFFERENTIABLE_EDGES.items():
     for _n in _names:

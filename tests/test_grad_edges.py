@@ -319,6 +319,16 @@ def test_cumprod_gradient_at_zeros():
             for i in range(j + 1):
                 want[j, i] = np.prod(np.delete(a[:j + 1], i))
         np.testing.assert_array_equal(jac, want)
+        # second order: d^2 sum(c * cumprod(x)) / dx_i dx_k = sum_j c_j prod_{m<=j, m!=i,k} x_m
+        c = np.array([1.0, 2.0, 3.0])
+        hess = nf.hessian(lambda x: tnp.sum(tnp.cumprod(x) * c))(tnp.asarray(a)).numpy()
+        want2 = np.zeros((3, 3))
+        for i in range(3):
+            for k in range(3):
+                if i != k:
+                    want2[i, k] = sum(c[j] * np.prod(np.delete(a[:j + 1], [i, k]))
+                                      for j in range(max(i, k), 3))
+        np.testing.assert_array_equal(hess, want2)
 
 
 def test_full_and_full_like_give_the_fill_value_its_gradient():
