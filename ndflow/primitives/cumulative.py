@@ -76,7 +76,7 @@ def _all_front(prim):
 
 
 def _linrec_impl(b, a, axis, reverse=False):
-    y = np.moveaxis(np.array(b, copy=True), axis, 0)
+    y = np.moveaxis(b, axis, 0).copy()     # (a method: CuPy buffers stay on the device)
     a = np.moveaxis(a, axis, 0)
     n = y.shape[0]
     if reverse:
