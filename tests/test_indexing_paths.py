@@ -263,3 +263,32 @@ def test_comparison_with_out_of_range_python_int(dtype, op):
     with pytest.raises(OverflowError):          # arithmetic still overflows, as in NumPy
         with nf.GradientTape():
             tnp.asarray(a) + 2 ** 70
+
+
+def test_python_int_operands_match_numpy_answers_and_errors_on_every_path():
+    """NumPy's answer or its error (OverflowError for arithmetic, for floats and bools with
+    ints beyond their conversion) eagerly, taped and compiled."""
+    def outcome(f, x):
+        try:
+            r = f(x)
+        except (OverflowError, TypeError, ValueError) as e:
+            return type(e).__name__
+        return np.asarray(r.numpy() if isinstance(r, tnp.ndarray) else r)
+
+    def same(p, q):
+        if isinstance(p, str) or isinstance(q, str):
+            return p == q if isinstance(p, str) and isinstance(q, str) else False
+        return p.dtype == q.dtype and np.array_equal(p, q)
+    for dt in (np.float16, np.float32, np.bool_, np.int8, np.uint8, np.int64, np.uint64):
+        a = np.array([0, 1], dt)
+        for v in (10 ** 40, 10 ** 5, -10 ** 400, 300, -1, 2 ** 64, -2 ** 63 - 1):
+            for op in ("<", "==", "+", ">=", "!="):
+                for f in (lambda x: eval(f"x {op} v"), lambda x: eval(f"v {op} x")):
+                    with np.errstate(all="ignore"):
+                        want = outcome(f, a)
+                        got = outcome(f, tnp.asarray(a))
+                        with nf.GradientTape():
+                            taped = outcome(f, tnp.asarray(a))
+                        compiled = outcome(nf.function(f), tnp.asarray(a))
+                    for path, r in (("eager", got), ("taped", taped), ("compiled", compiled)):
+                        assert same(want, r), f"{path}: {dt.__name__} {op} {v}: {r}, NumPy {want}"

@@ -438,8 +438,8 @@ def _out_of_range_comparison(np_ufunc, ops):
     if np_ufunc not in _COMPARISONS or len(ops) != 2:
         return None
     i = next((k for k, o in enumerate(ops) if type(o) is int), None)
-    if i is None or not isinstance(ops[1 - i], ndarray):
-        return None
+    if i is None or not isinstance(ops[1 - i], ndarray) or ops[1 - i].dtype.kind not in "iu":
+        return None          # (floats and bools: NumPy's OverflowError stands)
     big = np.inf if ops[i] > 0 else -np.inf
     const = bool(np_ufunc(big, 0) if i == 0 else np_ufunc(0, big))
     other = bind(E.convert_p, ops[1 - i], dtype=_dt.BOOL)
