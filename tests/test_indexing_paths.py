@@ -283,7 +283,7 @@ def test_python_int_operands_match_numpy_answers_and_errors_on_every_path():
         a = np.array([0, 1], dt)
         for v in (10 ** 40, 10 ** 5, -10 ** 400, 300, -1, 2 ** 64, -2 ** 63 - 1):
             for op in ("<", "==", "+", ">=", "!="):
-                for f in (lambda x: eval(f"x {op} v"), lambda x: eval(f"v {op} x")):
+                for f in (lambda x: eval(f"x {op} {v}"), lambda x: eval(f"{v} {op} x")):
                     with np.errstate(all="ignore"):
                         want = outcome(f, a)
                         got = outcome(f, tnp.asarray(a))
