@@ -633,3 +633,11 @@ def test_det_gradient_at_singular_matrices_is_the_adjugate():
                      - gr(tnp.asarray(a - e.reshape(3, 3))).numpy()).ravel() / (2 * H)
                     for e in np.eye(9) * H], axis=1)
     np.testing.assert_allclose(hess, num, atol=1e-6)
+
+
+def test_nn_activations_curvature_at_zero():
+    """softplus''(0) = 1/4, log_sigmoid''(0) = -1/4, gelu''(0) = 2 phi(0) (no switch at 0)."""
+    for f, want, tol in ((nf.nn.softplus, 0.25, 1e-12), (nf.nn.log_sigmoid, -0.25, 1e-12),
+                         (nf.nn.gelu, 2 / np.sqrt(2 * np.pi), 1e-4)):
+        h = float(nf.hessian(lambda x: f(x))(tnp.asarray(0.0)).numpy())
+        np.testing.assert_allclose(h, want, rtol=tol)

@@ -115,7 +115,8 @@ def _linrec_vjp(u, b, a, out, axis, reverse=False):
 
 # y_i = b_i + a_i y_{i-1} along `axis` (reverse: y_i = b_i + a_i y_{i+1}); a's first (last)
 # entry is unused. The exact, division-free form of cumprod's derivatives at every order.
-linrec_p = Primitive("linrec", _linrec_impl, lambda b, a, axis, reverse=False: Aval(b.shape, b.dtype))
+linrec_p = Primitive("linrec", _linrec_impl,
+                     lambda b, a, axis, reverse=False: Aval(b.shape, b.dtype))
 linrec_p.def_vjp(_linrec_vjp, uses_out=True)
 linrec_p.batch = _all_front(linrec_p)
 
