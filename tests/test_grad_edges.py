@@ -169,6 +169,7 @@ def _check_record_at_edges(rec, dt, second_order):
             gs = tape.gradient(loss, [xs[i] for i in pos], unconnected_gradients="zero")
         an = float(sum(np.real(np.sum(g.numpy() * d)) for g, d in zip(gs, dirs)))
         _consistent(an, f0, fp, fm, H, f"reverse mode, {what}")
+        _check_compiled_gradient(rec, s, args, pos, cts, gs, what)
         # forward mode: the same directional derivative
         xs = [tnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
         with np.errstate(all="ignore"), nf.ForwardAccumulator(
@@ -182,6 +183,29 @@ def _check_record_at_edges(rec, dt, second_order):
             f"forward mode, {what}: {fwd}, reverse mode gives {an}"
         if second_order and dt == F64 and not _declared(rec, dt, edge, order=2):
             _check_second_order(rec, s, args, pos, cts, dirs, rng, what)
+
+
+def _check_compiled_gradient(rec, s, args, pos, cts, want, what):
+    """The backward pass traced into a graph gives the eager gradient at the edge too (signed
+    zeros included: a rewrite like x + 0 -> x must not change them)."""
+    if not rec.jit:
+        return
+
+    def grads(*arrs):
+        xs = [tnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        for i, a in zip(pos, arrs):
+            xs[i] = a
+        with nf.GradientTape() as tape:
+            for i in pos:
+                tape.watch(xs[i])
+            loss = _loss([o for o in tree.flatten(rec.call(tnp, *xs, **s.kwargs))
+                          if isinstance(o, tnp.ndarray) and o.dtype.kind in "fc"], cts)
+        return tape.gradient(loss, [xs[i] for i in pos], unconnected_gradients="zero")
+    with np.errstate(all="ignore"):
+        got = nf.function(grads)(*[tnp.asarray(args[i]) for i in pos])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9, atol=1e-12, equal_nan=True,
+                                   err_msg=f"compiled gradient, {what}")
 
 
 def _grad_dot(rec, s, args, pos, cts, d2):
