@@ -88,15 +88,18 @@ def tanh(x, name=None):
 
 
 def softplus(features, name=None):
-    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)) (stable for large |x|)."""
-    x = _tensor(features)
-    return tnp.maximum(x, 0) + tnp.log1p(tnp.exp(-tnp.absolute(x)))
+    """log(1 + exp(x)) = logaddexp(x, 0): stable for large |x|, and smooth at every order
+    (softplus''(0) = 1/4; max(x, 0) + log1p(exp(-|x|)) would give 0 there)."""
+    return tnp.logaddexp(_tensor(features), 0)
 
 
 def _erf(x):
     # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), built from exp so it differentiates
-    s = tnp.sign(x)
-    a = tnp.absolute(x)
+    # the odd extension through where, not sign(x) * f(|x|): sign'(0) = 0 and |x|'(0) = 0 would
+    # make the derivative at 0 vanish (gelu''(0) = 0 instead of 2 phi(0))
+    pos = x >= 0
+    s = tnp.where(pos, 1.0, -1.0)
+    a = tnp.where(pos, x, -x)
     t = 1 / (1 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
                                                                           + t * 1.061405429))))

@@ -69,6 +69,10 @@ class OpRecord:
     grad_reason: str = ""
     # sample -> reason it cannot be compiled with every size unknown (None: it can)
     unknown_dims: Optional[Callable] = None
+    # edge inputs (tests/test_grad_edges.py) where the function has no derivative, so the
+    # gradient is a convention not checked there: {edge: reason}; an edge is 'zeros', 'negzero',
+    # 'ties' or 'mixed', '/2' after it for second order only, 'c:' before it for complex only
+    edge_reasons: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.call is None:
@@ -710,3 +714,42 @@ def _load_areas():
 
 
 _load_areas()
+
+
+# ------------------------------------------------------------------ non-differentiable edges
+# Where tests/test_grad_edges.py's edge inputs (zeros, -0.0, equal elements, a mix) are points
+# without a derivative, the reason (the gradient there follows the rule's convention: JAX's for
+# kinks and ties, the module notes of linalg_decomp for degenerate spectra).
+_ALL_EDGES = ("zeros", "negzero", "ties", "mixed")
+NON_DIFFERENTIABLE_EDGES = {
+    "order statistics of equal elements (sort, max, median, quantile): ties get a share of the "
+    "gradient by convention; no derivative exists there": (
+        ("sort", "partition", "max", "min", "nanmax", "nanmin", "median", "nanmedian",
+         "quantile", "nanquantile", "percentile", "nanpercentile", "clip"), _ALL_EDGES),
+    "degenerate spectrum (equal or zero eigen/singular values): the derivative does not exist; "
+    "the rules give equal values F = 0 (module notes of primitives/linalg_decomp.py)": (
+        ("linalg.eigvals", "linalg.eigvalsh", "linalg.svdvals", "linalg.cond", "linalg.eig",
+         "linalg.eigh", "linalg.svd", "linalg.pinv", "linalg.matrix_rank"), _ALL_EDGES),
+    "complex eigen/singular vectors are fixed only up to a phase: the generic loss of the sweep "
+    "depends on it (gauge-invariant losses are checked in tests/test_grad_edges.py)": (
+        ("linalg.eigh", "linalg.svd", "linalg.eig"), tuple("c:" + e for e in _ALL_EDGES)),
+    "second order of det at a matrix of rank n - 2 or less: the adjugate there comes from an "
+    "SVD with repeated zero singular values (module notes of primitives/linalg_decomp.py)": (
+        ("linalg.det",), tuple(e + "/2" for e in _ALL_EDGES)),
+    "copysign(0, y): |x| at 0 times the sign of y, a kink": (("copysign",),
+                                                             ("zeros", "negzero", "mixed")),
+    "on the boundary between pieces (x = 0 chooses a piece)": (("piecewise",), _ALL_EDGES),
+    "division by the zero polynomial (NumPy's answer is a convention)": (("polydiv",),
+                                                                          ("zeros", "negzero")),
+    "xp must increase (NumPy's precondition): equal xp is no interpolation table": (
+        ("interp",), _ALL_EDGES),
+    "the sample's own sqrt(sum(r * r)): sqrt'(0) is infinite (NaN through 0 * inf, as JAX)": (
+        ("apply_along_axis",), ("zeros", "negzero", "mixed")),
+    "repeated rows give correlations of exactly +-1, where NumPy's clip to [-1, 1] has a kink": (
+        ("corrcoef",), ("mixed", "ties")),
+}
+for _reason, (_names, _edges) in NON_DIFFERENTIABLE_EDGES.items():
+    for _n in _names:
+        for _r in (r for r in RECORDS if r.name == _n):
+            for _e in _edges:
+                _r.edge_reasons[_e] = _reason

@@ -7,6 +7,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import tree
+from ..core import dtypes as _dt
 from .tape import GradientTape, stop_all_recording
 
 
@@ -49,16 +50,44 @@ def grad(fun, argnums=0, has_aux=False):
 
 
 # ------------------------------------------------------------------ custom_gradient
-def _custom_vjp(ct, *args, grad_fn, n_out, variables):
-    upstream = ct if n_out == 1 else list(ct)
-    if variables:
-        res = grad_fn(*([upstream] if n_out == 1 else upstream), variables=variables)
-        dx, _ = res
-    else:
-        dx = grad_fn(*([upstream] if n_out == 1 else upstream))
-    dx = list(dx) if isinstance(dx, (list, tuple)) else [dx]
+def _as_list(g):
+    return list(g) if isinstance(g, (list, tuple)) else [g]
+
+
+def _checked_grads(name, what, gs, like):
+    """grad_fn's gradients for `like` (arrays): one each (None for none), of their shapes."""
     from .. import numpy as tnp
-    return tuple(None if g is None else tnp.asarray(g) for g in dx)
+    if len(gs) != len(like):
+        raise ValueError(f"custom_gradient {name}: grad_fn returned {len(gs)} gradient(s) for "
+                         f"{len(like)} {what}")
+    out = []
+    for k, (g, x) in enumerate(zip(gs, like)):
+        if g is None:
+            out.append(None)
+            continue
+        g = tnp.asarray(g)
+        if tuple(g.shape) != tuple(x.shape) and None not in tuple(g.shape) + tuple(x.shape):
+            raise ValueError(f"custom_gradient {name}: grad_fn returned a gradient of shape "
+                             f"{tuple(g.shape)} for {what[:-1]} {k} of shape {tuple(x.shape)}")
+        if g.dtype != x.dtype and _dt.is_differentiable(x.dtype):
+            g = g.astype(x.dtype)
+        out.append(g)
+    return out
+
+
+def _custom_vjp(ct, *args, grad_fn, n_out, n_in, variables, name):
+    upstream = [ct] if n_out == 1 else list(ct)
+    if variables:
+        res = grad_fn(*upstream, variables=variables)
+        if not isinstance(res, (list, tuple)) or len(res) != 2:
+            raise ValueError(f"custom_gradient {name}: a grad_fn that takes `variables` returns "
+                             f"(input gradients, variable gradients)")
+        dx, dv = res
+        dv = _checked_grads(name, "variables", _as_list(dv), args[n_in:])
+    else:
+        dx, dv = grad_fn(*upstream), []
+    dx = _checked_grads(name, "inputs", _as_list(dx), args[:n_in])
+    return tuple(dx) + tuple(dv)
 
 
 custom_gradient_p = Primitive("custom_gradient", None, None)
@@ -66,20 +95,41 @@ custom_gradient_p.def_vjp(_custom_vjp)
 
 
 def custom_gradient(f=None):
-    """Decorator: `f(*x)` returns `(y, grad_fn)`; `grad_fn(upstream)` gives the input
-    gradients, as `tf.custom_gradient`. The forward pass is not recorded."""
+    """Decorator: `f(*x)` returns `(y, grad_fn)`; `grad_fn(*upstream)` gives the input
+    gradients (one per input, None for none, each of its input's shape), as
+    `tf.custom_gradient`. When `f` reads Variables, `grad_fn(*upstream, variables=...)` gets
+    them and returns `(input gradients, variable gradients)`, and tapes get both. The forward
+    pass is not recorded."""
     if f is None:
         return custom_gradient
+    name = getattr(f, "__name__", repr(f))
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         from .. import numpy as tnp
         xs = [a if isinstance(a, ndarray) else tnp.asarray(a) for a in args]
         tapes = list(STATE.tapes)
-        with stop_all_recording():
-            y, grad_fn = f(*xs, **kwargs)
         if not tapes:
+            y, grad_fn = f(*xs, **kwargs)
             return y
+        with stop_all_recording():
+            with GradientTape() as spy:      # only to learn which Variables f reads
+                y, grad_fn = f(*xs, **kwargs)
+        variables = list(spy.watched_variables())
+        import inspect
+        try:
+            takes_vars = "variables" in inspect.signature(grad_fn).parameters or any(
+                p.kind is p.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values())
+        except (TypeError, ValueError):
+            takes_vars = False
+        if variables and not takes_vars:
+            raise TypeError(f"custom_gradient {name}: the function reads Variables "
+                            f"({', '.join(v.name for v in variables)}), so its grad_fn must "
+                            f"accept a keyword argument 'variables' and return (input "
+                            f"gradients, variable gradients)")
+        for t in tapes:
+            for v in variables:
+                t._on_variable_read(v)
         ys = tree.flatten(y)
         outs = []
         for v in ys:
@@ -89,14 +139,11 @@ def custom_gradient(f=None):
             if v._t is not None:
                 c._aux = getattr(v, "_aux", None)
             outs.append(c)
-        import inspect
-        wants_vars = "variables" in inspect.signature(grad_fn).parameters
-        params = {"grad_fn": grad_fn, "n_out": len(outs), "variables": None}
-        if wants_vars:
-            from ..train.variable import Variable
-            params["variables"] = [v for t in tapes for v in t.watched_variables()]
+        params = {"grad_fn": grad_fn, "n_out": len(outs), "n_in": len(xs),
+                  "variables": variables or None, "name": name}
+        ins = tuple(xs) + tuple(v._read_for_tape() for v in variables)
         for t in tapes:
-            t._record(custom_gradient_p, tuple(xs), tuple(outs), params)
+            t._record(custom_gradient_p, ins, tuple(outs), params)
         return tree.unflatten(tree.flatten_with_def(y)[1], outs)
     return wrapped
 

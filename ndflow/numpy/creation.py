@@ -69,16 +69,37 @@ def empty(shape, dtype=None, order="C", *, device=None, like=None):
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    """A new array of `shape` filled with `fill_value`, as `numpy.full` (an array fill value
+    broadcasts). Differentiable in an ndflow-array fill value: its gradient is the cotangent
+    summed over the copies."""
     if device is not None:
         return _on(device, full, shape, fill_value, dtype)
+    if isinstance(fill_value, ndarray):
+        return _filled(fill_value, _shape(shape), dtype)
     if dtype is None:
         fv = asarray(fill_value)
-        if fv._t is not None:
-            return bind(E.add_p, bind(E.zeros_like_p, fv), fv) if not shape else \
-                full(shape, 0, fv.dtype) + fv
         dtype = fv.dtype
         fill_value = fv.numpy()
     return _make("full", _shape(shape), fill_value, _dtype(dtype))
+
+
+def _filled(fill, shape, dtype, like=None):
+    """`fill` (an ndflow array) broadcast to `shape` as a new array of `dtype` (unsafe cast, as
+    NumPy's copyto in full/full_like), through primitives so tapes and traces see the fill
+    value. `like`: the array whose (possibly unknown while tracing) shape it is."""
+    from ..primitives.shape import broadcast_to_p
+    d = fill.dtype if dtype is None else _dt.canonical(dtype)
+    if fill.dtype != d:
+        fill = bind(E.convert_p, fill, dtype=d)
+    if like is not None and None in tuple(like.shape):
+        # sizes known only at run time: select from the fill everywhere (keeps -0.0, unlike
+        # adding zeros); the select's shape rule checks the broadcast
+        if fill.ndim > like.ndim:
+            raise ValueError(f"could not broadcast input array from shape {tuple(fill.shape)} "
+                             f"into shape {tuple(like.shape)}")
+        ok = bind(E.ones_like_p, bind(E.convert_p, like, dtype=_dt.BOOL))
+        return bind(E.select_p, ok, fill, fill)
+    return bind(E.copy_p, bind(broadcast_to_p, fill, shape=tuple(shape)))
 
 
 def _like(a, dtype, shape, prim, fill=None):
@@ -117,7 +138,9 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     if device is not None:
         return _on(device, full_like, a, fill_value, dtype, shape=shape)
     if isinstance(fill_value, ndarray):
-        fill_value = fill_value.item()
+        a = asarray(a)
+        return _filled(fill_value, a.shape if shape is None else _shape(shape),
+                       a.dtype if dtype is None else dtype, like=a if shape is None else None)
     return _like(a, dtype, shape, E.full_like_p, fill=fill_value)
 
 
@@ -142,15 +165,55 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
     return _make("arange", *args, dtype=d)
 
 
+def _proto(v):
+    """A stand-in with v's dtype (weak for Python scalars) to ask NumPy for a result dtype."""
+    if isinstance(v, ndarray):
+        return np.zeros((), v.dtype)
+    if isinstance(v, (np.ndarray, np.generic)):
+        return np.zeros((), v.dtype)
+    return v
+
+
+def _is_last(num, ndim):
+    """A (num, 1, ..., 1) mask of the last position along axis 0."""
+    from .manipulation import reshape
+    return reshape(arange(num) == num - 1, (-1,) + (1,) * ndim)
+
+
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """Evenly spaced numbers over [start, stop], as `numpy.linspace` (NumPy's formula, so the
+    values are NumPy's): differentiable in `start` and `stop`, also array endpoints."""
     if device is not None and not retstep:
         return _on(device, linspace, start, stop, num, endpoint, False, dtype, axis)
-    start, stop = _scalar_arg(start), _scalar_arg(stop)
-    r = np.linspace(start, stop, num, endpoint, retstep, dtype=None if dtype is None else _dt.canonical(dtype), axis=axis)
-    if retstep:
-        arr, step = r
-        return _fix32(asarray(arr), dtype), asarray(step)
-    return _fix32(asarray(r), dtype)
+    from .math import where_, floor
+    from .manipulation import reshape, moveaxis
+    from .reductions import any as any_
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    dt = np.linspace(_proto(start), _proto(stop), 0).dtype
+    start, stop = asarray(start).astype(dt, copy=False), asarray(stop).astype(dt, copy=False)
+    delta = stop - start
+    y = reshape(arange(0, num, dtype=dt), (-1,) + (1,) * delta.ndim)
+    if div > 0:
+        step = delta / div
+        # NumPy's special case for a step that underflows to 0 (gh-5437)
+        y = where_(any_(step == 0), y / div * delta, y * step)
+    else:
+        step = asarray(np.nan)
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        y = where_(_is_last(num, y.ndim - 1), stop, y)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        if np.issubdtype(_dt.canonical(dtype), np.integer):
+            y = floor(y)
+        y = y.astype(_dt.canonical(dtype), copy=False)
+    y = _fix32(y, dtype)
+    return (y, step) if retstep else y
 
 
 def _fix32(a, dtype):
@@ -160,11 +223,55 @@ def _fix32(a, dtype):
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    return _fix32(asarray(np.logspace(start, stop, num, endpoint, base, dtype, axis)), dtype)
+    """base ** linspace(start, stop), as `numpy.logspace`; differentiable in start, stop and an
+    array base."""
+    from .math import power
+    from .manipulation import reshape, expand_dims
+    if isinstance(base, (ndarray, np.ndarray)) and np.ndim(base):
+        # an array base broadcasts with the endpoints first, since it moves where `axis` is
+        base = asarray(base)
+        start, stop = asarray(start), asarray(stop)
+        nd = max(start.ndim, stop.ndim, base.ndim)
+        start, stop, base = (reshape(v, (1,) * (nd - v.ndim) + tuple(v.shape))
+                             for v in (start, stop, base))
+        base = expand_dims(base, axis)
+    y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    r = power(base, y)
+    return _fix32(r if dtype is None else r.astype(_dt.canonical(dtype), copy=False), dtype)
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    return _fix32(asarray(np.geomspace(start, stop, num, endpoint, dtype, axis)), dtype)
+    """Numbers spaced evenly on a log scale from start to stop, as `numpy.geomspace` (NumPy's
+    formula; the endpoints are exactly start and stop); differentiable in start and stop."""
+    from .math import where_, absolute, log10, sign
+    from .manipulation import moveaxis
+    from .reductions import any as any_
+    num = operator.index(num)
+    dt = np.result_type(_proto(start), _proto(stop), float(num),
+                        np.zeros((), np.dtype(dtype) if dtype is not None else None))
+    start, stop = asarray(start), asarray(stop)
+    if start._t is None and stop._t is None and (
+            bool(any_(start == 0)) or bool(any_(stop == 0))):
+        raise ValueError("Geometric sequence cannot include zero")
+    start, stop = start.astype(dt), stop.astype(dt)
+    # rotate start onto the positive real axis, space, rotate back (NumPy's way of allowing
+    # negative and complex endpoints)
+    out_sign = start / absolute(start) if dt.kind == "c" else sign(start)
+    start = start / out_sign
+    stop = stop / out_sign
+    result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0, dtype=dt)
+    if num > 0:
+        # exact endpoints (10 ** log10(x) need not be x)
+        from .manipulation import reshape
+        first = reshape(arange(num) == 0, (-1,) + (1,) * (result.ndim - 1))
+        result = where_(first, start, result)
+        if num > 1 and endpoint:
+            result = where_(_is_last(num, result.ndim - 1), stop, result)
+    result = result * out_sign
+    if axis != 0:
+        result = moveaxis(result, 0, axis)
+    return _fix32(result if dtype is None else result.astype(_dt.canonical(dtype), copy=False),
+                  dtype)
 
 
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):

@@ -21,47 +21,90 @@ def _static_int(v):
 
 
 def _split_index(x, key):
-    """(spec, arrays) from a NumPy index; boolean masks become `nonzero` integer arrays."""
+    """(x2, spec, arrays, inserted) from a NumPy index. Boolean masks become `nonzero` integer
+    arrays (checked against the sizes of the axes they index, as NumPy does); a 0-d boolean
+    (`x[True]`, `x[x.sum() > 0]`) is NumPy's new axis of length 1 indexed by a 1-d mask of one
+    element: x2 is x with those axes inserted (at the positions `inserted`), which the spec
+    indexes."""
     if not isinstance(key, tuple):
         key = (key,)
-    spec, arrays = [], []
+    entries = []
     for k in key:
         if k is None:
-            spec.append(("n",))
+            entries.append(("n",))
         elif k is Ellipsis:
-            spec.append(("e",))
+            entries.append(("e",))
         elif isinstance(k, slice):
-            spec.append(("s",) + tuple(None if v is None else _slice_part(v)
-                                       for v in (k.start, k.stop, k.step)))
+            entries.append(("s",) + tuple(None if v is None else _slice_part(v)
+                                          for v in (k.start, k.stop, k.step)))
         elif isinstance(k, (bool, np.bool_)):
-            arr = asarray(k)
-            spec.append(("a",))
-            arrays.append(arr)  # NumPy treats a scalar bool as a 0-d mask; handled below
+            entries.append(("b", asarray(k)))
         elif isinstance(k, (int, np.integer)):
-            spec.append(("i", int(k)))
+            entries.append(("i", int(k)))
         else:
             arr = asarray(k) if not isinstance(k, (list, tuple)) or len(k) else asarray(k, np.intp)
             if arr.dtype == _dt.BOOL:
-                idx = bind_nonzero(arr)
-                spec.extend([("a",)] * len(idx))
-                arrays.extend(idx)
+                entries.append(("b", arr))
             elif arr.dtype.kind in "iu":
                 if arr.ndim == 0 and arr._t is None:
-                    spec.append(("i", int(arr._v)))
+                    entries.append(("i", int(arr._v)))
                 else:
-                    spec.append(("a",))
-                    arrays.append(arr)
+                    entries.append(("a", arr))
             else:
                 raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
                                  "(`None`) and integer or boolean arrays are valid indices")
-    if sum(1 for e in spec if e[0] == "e") > 1:
+    if sum(1 for e in entries if e[0] == "e") > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    nidx = sum(1 for e in spec if e[0] in "sia")
-    nbool = 0
-    if nidx > x.ndim:
+    used = sum(e[1].ndim if e[0] == "b" else 1 for e in entries if e[0] in "siab")
+    if used > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but "
-                         f"{nidx} were indexed")
-    return tuple(spec), arrays
+                         f"{used} were indexed")
+    spec, arrays, inserted, shape = [], [], [], list(x.shape)
+    pos = 0           # the axis of x (with the inserted axes) the next entry indexes
+    for e in entries:
+        k = e[0]
+        if k == "e":
+            spec.append(e)
+            pos += x.ndim - used
+        elif k == "n":
+            spec.append(e)
+        elif k == "b":
+            mask = e[1]
+            if mask.ndim == 0:
+                inserted.append(pos)
+                shape.insert(pos, 1)
+                from .manipulation import reshape
+                mask = reshape(mask, (1,))
+            idx = _mask_indices(mask, x, shape, pos, len(inserted))
+            spec.extend([("a",)] * len(idx))
+            arrays.extend(idx)
+            pos += mask.ndim
+        else:
+            spec.append(e if k != "a" else ("a",))
+            if k == "a":
+                arrays.append(e[1])
+            pos += 1
+    if inserted:
+        from ..primitives.shape import expand_dims_p
+        x = bind(expand_dims_p, x, axes=tuple(inserted))
+    return x, tuple(spec), arrays, tuple(inserted)
+
+
+def _mask_indices(mask, x, shape, pos, n_inserted):
+    """nonzero(mask) for a mask indexing axes pos.. of an array of `shape`: NumPy's IndexError
+    when their sizes differ (checked now where both are known, else when the graph runs)."""
+    unknown = False
+    for j, m in enumerate(mask.shape):
+        d = shape[pos + j]
+        if d is None or m is None:
+            unknown = True
+        elif d != m:
+            raise IndexError(f"boolean index did not match indexed array along axis "
+                             f"{pos + j - n_inserted}; size of axis is {d} but size of "
+                             f"corresponding boolean axis is {m}")
+    if not unknown:
+        return bind_nonzero(mask)
+    return list(bind(I.nonzero_p, mask, x, start=pos - n_inserted))
 
 
 def _slice_part(v):
@@ -85,7 +128,7 @@ def _getitem(x, key):
             return _wrap(x._v[key])
         if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
             return _wrap(x._v[key])
-    spec, arrays = _split_index(x, key)
+    x, spec, arrays, _ = _split_index(x, key)
     if not arrays and all(e == _SLICE_ALL or e[0] == "e" for e in spec) and not any(e[0] == "n" for e in spec):
         return x if x._t is not None else bind(I.getitem_p, x, spec=spec)
     return bind(I.getitem_p, x, *arrays, spec=spec)
@@ -108,13 +151,17 @@ def _setitem(x, key, value):
             key = tuple(k.numpy() if isinstance(k, ndarray) else k for k in key)
         buf[key] = v
         return
-    spec, arrays = _split_index(x, key)
+    base, spec, arrays, inserted = _split_index(x, key)
     v = asarray(value)
     if v.dtype != x.dtype:
         if x.dtype.kind in "iub" and v.dtype.kind == "c" or x.dtype.kind == "b" and v.dtype.kind != "b" and False:
             raise TypeError(f"cannot assign {v.dtype} values to a {x.dtype} array")
         v = bind(E.convert_p, v, dtype=x.dtype)
-    x._rebind(bind(I.index_update_p, x, v, *arrays, spec=spec))
+    r = bind(I.index_update_p, base, v, *arrays, spec=spec)
+    if inserted:
+        from ..primitives.shape import squeeze_p
+        r = bind(squeeze_p, r, axes=inserted)
+    x._rebind(r)
 
 
 def take(a, indices, axis=None, out=None, mode=None):

@@ -12,6 +12,7 @@ from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
+from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
 from ._core import as_operand, asarray
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
@@ -274,8 +275,12 @@ def _modf(x):
     """(fractional part, integral part), both with the sign of x: modf(-2.0) = (-0.0, -2.0),
     modf(inf) = (0.0, inf)."""
     t = bind(E.trunc_p, x)
-    f = bind(E.select_p, bind(E.isinf_p, x), _zeros(x), bind(E.sub_p, x, t))
-    return _copysign(f, x), t
+    f = bind(E.sub_p, x, t)
+    # a zero fraction takes x's sign (-0.0 for -2.0 and -0.0) as -(t - x), which keeps the
+    # derivative 1 that x - t has (a copysign would give 0 at x = 0)
+    neg_zero = bind(E.logical_and_p, bind(E.eq_p, f, _zeros(f)), bind(E.signbit_p, x))
+    f = bind(E.select_p, neg_zero, bind(E.neg_p, bind(E.sub_p, t, x)), f)
+    return bind(E.select_p, bind(E.isinf_p, x), _copysign(_zeros(x), x), f), t
 
 
 modf = make_ufunc(np.modf, _modf)

@@ -206,9 +206,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         m = asarray(mean)
     else:
         m = _mean(a, axis, dtype, keepdims=True, where=where)
-    from .math import absolute, square
+    from .math import square, real, imag
     dev = a - m
-    sq = square(absolute(dev)) if dev.dtype.kind == "c" else square(dev)
+    # |dev|**2 as NumPy forms it for complex (re**2 + im**2, no square root): the same values,
+    # and a gradient that is 0, not NaN, where a deviation is 0 (a size-1 complex input)
+    sq = square(real(dev)) + square(imag(dev)) if dev.dtype.kind == "c" else square(dev)
     axes = _axes(a, axis)
     s = sum(sq, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     if where is not None:
@@ -233,12 +235,22 @@ _mean = mean
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """Standard deviation, as `numpy.std` (the square root of `var`, same arguments)."""
+    """Standard deviation, as `numpy.std` (the square root of `var`, same arguments).
+
+    Where the variance is 0 std is not differentiable (like a norm at 0); its gradient there is
+    the subgradient 0, as `linalg.norm`'s at 0 (JAX and TensorFlow give NaN)."""
     if _fast(a) and out is None and where is None and mean is None and correction is None:
         return _wrap(np.std(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
-    from .math import sqrt
-    return _out(sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
-                         correction=correction)), out)
+    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
+    return _out(_std_from_var(v), out)
+
+
+def _std_from_var(v):
+    """sqrt(v), differentiated at zero variance with the subgradient 0: std is |x| there, in
+    n dimensions (as linalg.norm at 0), not sqrt's 1/0 times 0 = NaN."""
+    from .math import sqrt, where_
+    zero = v == 0
+    return where_(zero, v, sqrt(where_(zero, 1, v)))
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):

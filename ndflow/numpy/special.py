@@ -26,7 +26,10 @@ def sinc(x):
         x = x.astype(np.float64)
     zero = x == 0
     y = np.pi * where(zero, 1.0, x)       # a safe operand: no 0/0 in the branch not taken
-    return where(zero, 1.0, sin(y) / y)
+    # at 0 the Taylor polynomial (exactly 1 there): its derivatives are sinc's at 0 up to the
+    # fourth (sinc''(0) = -pi^2/3), where a constant 1 would give 0
+    p2 = (np.pi * where(zero, x, 0.0)) ** 2
+    return where(zero, 1.0 - p2 / 6.0 + p2 * p2 / 120.0, sin(y) / y)
 
 
 def i0(x):

@@ -833,8 +833,9 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         if correction is not None:
             kw["correction"] = correction
         return to_nf(np.nanstd(host(a), axis, dtype, None, ddof, keepdims, **kw))
-    return _out(M.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
-                              correction=correction)), out)
+    from .reductions import _std_from_var
+    return _out(_std_from_var(nanvar(a, axis, dtype, None, ddof, keepdims, where=where,
+                                     mean=mean, correction=correction)), out)
 
 
 def _nan_extremum(name, npf, red, fill):

@@ -99,11 +99,18 @@ class ufunc:
             raise TypeError(f"{self.__name__}() takes from {self.nin} to {self.nargs} "
                             f"positional arguments but {len(args)} were given")
         ops = [_operand(x) for x in args]
+        r = None
         if dtype is None:
-            ins = ufunc_operands(self._np, *ops)
+            try:
+                ins = ufunc_operands(self._np, *ops)
+            except OverflowError:
+                r = _out_of_range_comparison(self._np, ops)
+                if r is None:
+                    raise
         else:
             ins = self._operands_for_dtype(ops, _dt.canonical(dtype))
-        r = self._fn(*ins)
+        if r is None:
+            r = self._fn(*ins)
         if where is not True:
             from .math import where_
             outs = out if isinstance(out, tuple) else (out,) * self.nout
@@ -421,6 +428,24 @@ class _Generalized(ufunc):
         return self._fn(*args, **kwargs)
 
 
+_COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
+
+
+def _out_of_range_comparison(np_ufunc, ops):
+    """NumPy 2 compares an integer array with a Python int outside its dtype's range exactly
+    (NEP 50: `int8_array < 1000` is all True, `uint8_array == -1` all False), where arithmetic
+    raises OverflowError: the answer is the same for every element. None for other ufuncs."""
+    if np_ufunc not in _COMPARISONS or len(ops) != 2:
+        return None
+    i = next((k for k, o in enumerate(ops) if type(o) is int), None)
+    if i is None or not isinstance(ops[1 - i], ndarray) or ops[1 - i].dtype.kind not in "iu":
+        return None          # (floats and bools: NumPy's OverflowError stands)
+    big = np.inf if ops[i] > 0 else -np.inf
+    const = bool(np_ufunc(big, 0) if i == 0 else np_ufunc(0, big))
+    other = bind(E.convert_p, ops[1 - i], dtype=_dt.BOOL)
+    return bind(E.full_like_p, other, fill_value=const)
+
+
 def make_ufunc(np_ufunc, fn, **kw):
     """The ufunc object for NumPy's `np_ufunc`, computing `fn(*operands)` on operands already
     promoted to the loop's input dtypes."""
@@ -518,14 +543,18 @@ def _at(uf, a, indices, b):
     from .manipulation import reshape, ravel
     from .indexing import take
     if uf.__name__ in ("add", "subtract") and a.dtype != _dt.BOOL:
-        spec, arrays = _split_index(a, indices)
+        base, spec, arrays, inserted = _split_index(a, indices)
         v = asarray(b)
         if uf.__name__ == "subtract":
             v = uf(0, v) if v.dtype.kind != "b" else v
         # NumPy casts each update's result to a's dtype unsafely
         if v.dtype != a.dtype:
             v = bind(E.convert_p, v, dtype=a.dtype)
-        return bind(IX.index_add_p, a, v, *arrays, spec=spec)
+        r = bind(IX.index_add_p, base, v, *arrays, spec=spec)
+        if inserted:
+            from ..primitives.shape import squeeze_p
+            r = bind(squeeze_p, r, axes=inserted)
+        return r
     idx = indices
     if isinstance(idx, ndarray) or (isinstance(idx, tuple) and any(
             isinstance(i, ndarray) for i in idx)):

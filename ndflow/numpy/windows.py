@@ -81,8 +81,10 @@ def _i0(x):
     the asymptotic expansion e^x / sqrt(2 pi x) sum ((2k-1)!!)^2 / (k! (8x)^k) above, 15 terms:
     both accurate to about 1e-15 relative). Composed of ndflow operations: differentiable."""
     from .math import absolute, minimum, maximum, exp, sqrt, where_ as where
-    ax = absolute(asarray(x))
-    xs = minimum(ax, _SERIES_MAX)
+    x = asarray(x)
+    ax = absolute(x)
+    # the series in x itself (not |x|: even, and smooth at 0 to every order)
+    xs = maximum(minimum(x, _SERIES_MAX), -_SERIES_MAX)
     q = xs * xs / 4.0
     term = q * 0 + 1.0
     total = term

@@ -869,7 +869,7 @@ def _iota(ctx, n, ins):
 
 
 def _nonzero(ctx, n, ins):
-    x, = ins
+    x = ins[0]
     if n.inputs[0].ndim == 0:
         x = ctx.op("Reshape", [x, ctx.i64([1])])
     nz = ctx.op("NonZero", [x])

@@ -107,7 +107,11 @@ def _abs_vjp(ct, x):
         # d|z| = Re(conj(z) dz)/|z|. Complex cotangents pair bilinearly (JAX's convention, as
         # in every other rule here: mul gives ct*y, not ct*conj(y)), so the cotangent of z is
         # ct * conj(z)/|z|
-        return (ct * bind(conj_p, x) / bind(abs_p, x),)
+        # at 0 the subgradient 0 (as for real x, and JAX), not 0/0
+        a = bind(abs_p, x)
+        zero = bind(eq_p, a, bind(zeros_like_p, a))
+        safe = bind(select_p, zero, bind(ones_like_p, a), a)
+        return (ct * bind(conj_p, x) / safe,)
     return (ct * bind(sign_p, x),)
 
 

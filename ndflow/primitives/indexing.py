@@ -349,18 +349,31 @@ iota_p.batch = _iota_batch
 
 
 # ------------------------------------------------------------------ nonzero (data-dependent size)
-def _nonzero_abstract(x):
+def _nonzero_abstract(x, *like, start=0):
     from ..core.dtypes import I64
     return tuple(Aval((None,), I64) for _ in range(max(len(x.shape), 1)))
 
 
-def _nonzero_batch(args, axes):
+def _nonzero_impl(x, *like, start=0):
+    if like:
+        # a boolean mask indexing axes start.. of `like`, whose sizes were unknown while
+        # tracing: NumPy's check, at run time
+        for j, m in enumerate(np.shape(x)):
+            d = like[0].shape[start + j]
+            if d != m:
+                raise IndexError(f"boolean index did not match indexed array along axis "
+                                 f"{start + j}; size of axis is {d} but size of corresponding "
+                                 f"boolean axis is {m}")
+    return np.nonzero(np.atleast_1d(x))
+
+
+def _nonzero_batch(args, axes, start=0):
     raise ValueError("nonzero / boolean-mask indexing inside vectorized_map: the number of "
                      "selected elements can differ between examples, so the result has no "
                      "fixed shape. Use tnp.where(mask, x, 0) or a masked reduction instead.")
 
 
-nonzero_p = Primitive("nonzero", lambda x: np.nonzero(np.atleast_1d(x)), _nonzero_abstract,
-                      multiple_results=True)
-nonzero_p.def_vjp(lambda ct, x: (None,))
+# nonzero(mask[, like], start=k): with `like`, the mask must match like's axes k.. in size
+nonzero_p = Primitive("nonzero", _nonzero_impl, _nonzero_abstract, multiple_results=True)
+nonzero_p.def_vjp(lambda ct, x, *like, start=0: (None,) * (1 + len(like)))
 nonzero_p.batch = _nonzero_batch

@@ -18,8 +18,16 @@ Gradient conventions (read before changing a rule):
   `where`, so no NaN reaches higher orders either): the gradient is then correct only for losses
   that do not depend on the choice of basis within a degenerate eigenspace.
 - Gradients assume the rank of the input does not change under a small perturbation (pinv,
-  lstsq). Gradients of cholesky/qr/eigh/svd/pinv/lstsq/eig need real input except where a rule
-  says otherwise; complex inputs raise NotImplementedError (values are fine).
+  lstsq). det's gradient (the adjugate) is exact at singular matrices too; its second
+  derivative there comes through the SVD, so it is exact at rank n - 1 but not where several
+  singular values are 0.
+- Complex inputs (cholesky, qr, eigh, eigvalsh, svd, svdvals, pinv, lstsq): these maps are not
+  holomorphic, so their rules are written in the conjugate pairing Re(sum(conj(ct) * dx)), where
+  the formulas are the real ones with conjugate transposes (`_mH`), between a conjugation of the
+  cotangents going in and of the gradient coming out (`_cj`); for real input both are no-ops.
+  Hermitian readers take the diagonal's real part only (LAPACK ignores its imaginary part), so
+  that gets no gradient. Eigenvectors and singular vectors are fixed only up to a phase each:
+  the gradients are those of losses that do not depend on it (as the degenerate case above).
 """
 import numpy as np
 
@@ -86,6 +94,10 @@ def _triangle_ct(g, lower):
     for G the cotangent of S (upper: mirrored)."""
     i, j = _index_grid(g)
     off = (i > j) if lower else (i < j)
+    if _is_complex(g):
+        # complex Hermitian: the other triangle is the conjugate, the diagonal's real part read
+        return tnp.where(off, g + tnp.conj(_mT(g)),
+                         tnp.where(i == j, tnp.astype(tnp.real(g), g.dtype), 0))
     return tnp.where(off, g + _mT(g), tnp.where(i == j, g, 0))
 
 
@@ -109,11 +121,19 @@ def _first_cols(x, like):
     return tnp.matmul(x, _selection(x, like))
 
 
-def _no_complex(name, *xs):
-    for x in xs:
-        if np.dtype(x.dtype).kind == "c":
-            raise NotImplementedError(f"linalg.{name}: gradients for complex input are not "
-                                      f"implemented (values are)")
+def _is_complex(x):
+    return np.dtype(x.dtype).kind == "c"
+
+
+def _mH(x):
+    """The conjugate transpose of the last two axes (the transpose for real x)."""
+    return tnp.conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _cj(x):
+    """conj(x) for complex x, x itself for real: between the bilinear pairing of cotangents used
+    everywhere and the conjugate pairing the non-holomorphic rules below are written in."""
+    return tnp.conj(x) if _is_complex(x) else x
 
 
 def _batch_and_sizes(a):
@@ -162,11 +182,27 @@ inv_p.batch = _batch_front(inv_p)
 
 
 # ------------------------------------------------------------------ det
+def _adjugate_svd(a):
+    """adj(A) = det(U) det(V^H) V diag(prod of the other singular values) U^H for A = U S V^H:
+    defined at singular matrices too (no division)."""
+    from .reduction import _exclusive_cumprod
+    u, s, vh = bind(svd_p, a, full_matrices=False, hermitian=False)
+    others = _exclusive_cumprod(s, s.ndim - 1) * _exclusive_cumprod(s, s.ndim - 1, reverse=True)
+    phase = tnp.expand_dims(bind(det_p, u) * bind(det_p, vh), (-1, -2))
+    return phase * tnp.matmul(_mH(vh) * _row(tnp.astype(others, a.dtype)), _mH(u))
+
+
 def _det_vjp(ct, a, out):
-    """d det(A) = det(A) tr(A^-1 dA), so gA = g det(A) A^-T (the adjugate, transposed). The
-    inverse is taken with `inv`: at a singular matrix this raises LinAlgError (the adjugate
-    there would need an SVD)."""
-    return (tnp.expand_dims(ct * out, (-1, -2)) * _mT(bind(inv_p, a)),)
+    """d det(A) = tr(adj(A) dA), so gA = g adj(A)^T: det(A) A^-T where A is invertible, and the
+    adjugate from an SVD where it is not (det is a polynomial: its gradient exists everywhere).
+    The inverse is taken of a matrix made safe (the identity where A is singular), so no NaN
+    reaches higher derivatives either."""
+    singular = tnp.any(~tnp.isfinite(bind(inv_p, a, singular="nan")), axis=(-1, -2),
+                       keepdims=True)
+    eye = tnp.astype(_mT(_iota_last(a)) == _iota_last(a), a.dtype)
+    inv = bind(inv_p, tnp.where(singular, eye, a))
+    adj_t = tnp.where(singular, _mT(_adjugate_svd(a)), tnp.expand_dims(out, (-1, -2)) * _mT(inv))
+    return (tnp.expand_dims(ct, (-1, -2)) * adj_t,)
 
 
 det_p = _blas("det", np.linalg.det, lambda a: Aval(a.shape[:-2], a.dtype))
@@ -226,16 +262,15 @@ def _cholesky_vjp(ct, a, out, upper=False):
     """A = L L^T with dL = L Phi(L^-1 dA L^-T) (Phi: lower triangle, half diagonal), so
     G = L^-T Phi(L^T gL) L^-1 for the symmetric matrix; only one triangle of A is read
     (`_triangle_ct`). Triangular solves use `solve` (LU on a triangular matrix)."""
-    _no_complex("cholesky", a)
-    low = _mT(out) if upper else out
-    gl = _mT(ct) if upper else ct
-    lt = _mT(low)
+    low = _mH(out) if upper else out
+    gl = _mT(ct) if upper else _cj(ct)            # conjugate pairing (U = L^H)
+    lt = _mH(low)
     p = tnp.matmul(lt, gl)
     i, j = _index_grid(p)
     p = tnp.where(i > j, p, tnp.where(i == j, 0.5 * p, 0))
-    y = bind(solve_p, lt, p)                      # L^-T Phi
-    g = _mT(bind(solve_p, lt, _mT(y)))            # (L^-T Phi) L^-1
-    return (_triangle_ct(g, lower=not upper),)
+    y = bind(solve_p, lt, p)                      # L^-H Phi
+    g = _mH(bind(solve_p, lt, _mH(y)))            # (L^-H Phi) L^-1
+    return (_triangle_ct(_cj(g), lower=not upper),)
 
 
 cholesky_p = _blas("cholesky", lambda a, upper=False: np.linalg.cholesky(a, upper=upper),
@@ -270,11 +305,18 @@ def _copyltu(m):
 
 
 def _qr_square_vjp(gq, gr, q, r):
-    """A = QR with Q^T Q = I and R (k x k) upper triangular:
-    gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q."""
-    mm = tnp.matmul(r, _mT(gr)) - tnp.matmul(_mT(gq), q)
-    b = gq + tnp.matmul(q, _copyltu(mm))
-    return _mT(bind(solve_p, r, _mT(b)))          # b R^-T
+    """A = QR with Q^H Q = I and R (k x k) upper triangular with a real diagonal, in the
+    conjugate pairing: gA = (gQ + Q copyltu(M)) R^-H, M = R gR^H - gQ^H Q (for complex the
+    Hermitian copy, with the diagonal's real part: Q^H dQ is skew-Hermitian)."""
+    mm = tnp.matmul(r, _mH(gr)) - tnp.matmul(_mH(gq), q)
+    if _is_complex(mm):
+        i, j = _index_grid(mm)
+        herm = tnp.where(i > j, mm, tnp.where(i == j, tnp.astype(tnp.real(mm), mm.dtype),
+                                              tnp.conj(_mT(mm))))
+    else:
+        herm = _copyltu(mm)
+    b = gq + tnp.matmul(q, herm)
+    return _mH(bind(solve_p, r, _mH(b)))          # b R^-H
 
 
 def _qr_vjp(cts, a, out, mode):
@@ -285,8 +327,7 @@ def _qr_vjp(cts, a, out, mode):
     tall and wide inputs)."""
     if mode == "raw":
         raise NotImplementedError("linalg.qr(mode='raw'): no gradient (Householder reflectors)")
-    _no_complex("qr", a)
-    gq, gr = cts
+    gq, gr = (_cj(c) for c in cts)               # conjugate pairing until the end
     q, r = out
     m, n = a.shape[-2:]
     if mode == "complete":
@@ -298,17 +339,17 @@ def _qr_vjp(cts, a, out, mode):
             q, gq, r, gr = q[..., :n], gq[..., :n], r[..., :n, :], gr[..., :n, :]
     if m is not None and n is not None:
         if m >= n:
-            return (_qr_square_vjp(gq, gr, q, r),)
+            return (_cj(_qr_square_vjp(gq, gr, q, r)),)
         x_y = a[..., m:]
         gv = gr[..., m:]
-        gx = _qr_square_vjp(gq + tnp.matmul(x_y, _mT(gv)), gr[..., :m], q, r[..., :m])
-        return (tnp.concatenate([gx, tnp.matmul(q, gv)], axis=-1),)
+        gx = _qr_square_vjp(gq + tnp.matmul(x_y, _mH(gv)), gr[..., :m], q, r[..., :m])
+        return (_cj(tnp.concatenate([gx, tnp.matmul(q, gv)], axis=-1)),)
     # unknown sizes: R's first k = min(m, n) columns form the square part, the rest (if any) V
     i, j = _index_grid(r)                                   # (..., k, 1), (..., 1, n)
     rest = j > tnp.max(i, axis=(-2, -1), keepdims=True)     # columns k.. of R
     gv = tnp.where(rest, gr, 0)
-    gx = _qr_square_vjp(gq + tnp.matmul(a, _mT(gv)), _first_cols(gr, q), q, _first_cols(r, q))
-    return (tnp.matmul(gx, _mT(_selection(r, q))) + tnp.matmul(q, gv),)
+    gx = _qr_square_vjp(gq + tnp.matmul(a, _mH(gv)), _first_cols(gr, q), q, _first_cols(r, q))
+    return (_cj(tnp.matmul(gx, _mT(_selection(r, q))) + tnp.matmul(q, gv)),)
 
 
 qr_p = _blas("qr", _qr_impl, _qr_abstract, multiple_results=True)
@@ -330,12 +371,11 @@ def _eigh_vjp(cts, a, out, UPLO):
     """A V = V diag(w): dw_i = v_i^T dA v_i and dV = V (F o V^T dA V), F_ij = 1/(w_j - w_i), so
     G = V (diag(gw) + F o (V^T gV)) V^T; only the UPLO triangle of A is read. Degenerate
     eigenvalues: F is 0 there (valid for losses invariant to the basis of that eigenspace)."""
-    _no_complex("eigh", a)
     gw, gv = cts
     w, v = out
-    inner = _inv_gaps(w) * tnp.matmul(_mT(v), gv)
-    g = tnp.matmul(v * _row(gw) + tnp.matmul(v, inner), _mT(v))
-    return (_triangle_ct(g, lower=UPLO == "L"),)
+    inner = _inv_gaps(w) * tnp.matmul(_mH(v), _cj(gv))
+    g = tnp.matmul(v * _row(gw) + tnp.matmul(v, inner), _mH(v))
+    return (_triangle_ct(_cj(g), lower=UPLO == "L"),)
 
 
 eigh_p = _blas("eigh", _eigh_impl, _eigh_abstract, multiple_results=True)
@@ -345,9 +385,8 @@ eigh_p.batch = _batch_front(eigh_p)
 
 def _eigvalsh_vjp(gw, a, UPLO):
     """G = V diag(gw) V^T, V from `eigh` (so second derivatives come from its rule)."""
-    _no_complex("eigvalsh", a)
     _, v = bind(eigh_p, a, UPLO=UPLO)
-    return (_triangle_ct(tnp.matmul(v * _row(gw), _mT(v)), lower=UPLO == "L"),)
+    return (_triangle_ct(_cj(tnp.matmul(v * _row(gw), _mH(v))), lower=UPLO == "L"),)
 
 
 eigvalsh_p = _blas("eigvalsh", lambda a, UPLO: np.linalg.eigvalsh(a, UPLO=UPLO),
@@ -482,12 +521,16 @@ def _svd_core_vjp(gu, gs, gvh, u, s, vh, m, n):
          + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T)
     (the last two only for non-square A). Equal singular values get F = 0, zero ones S^-1 = 0
     (see the module notes)."""
-    gv = _mT(gvh)
-    v = _mT(vh)
+    gv = _mH(gvh)
+    v = _mH(vh)
     f = _inv_gaps(s * s)
-    utgu = tnp.matmul(_mT(u), gu)
+    utgu = tnp.matmul(_mH(u), gu)
     vtgv = tnp.matmul(vh, gv)
-    inner = (f * (utgu - _mT(utgu))) * _row(s) + _col(s) * (f * (vtgv - _mT(vtgv)))
+    inner = (f * (utgu - _mH(utgu))) * _row(s) + _col(s) * (f * (vtgv - _mH(vtgv)))
+    if _is_complex(utgu):
+        # the phase shared by u_i and v_i: i Im(u_i^H gu_i) / s_i on the diagonal
+        i, j = _index_grid(utgu)
+        inner = inner + tnp.where(i == j, 1j * tnp.imag(utgu) * _row(_safe_recip(s)), 0)
     g = tnp.matmul(tnp.matmul(u, inner) + u * _row(gs), vh)
     square = m is not None and m == n
     if not square:
@@ -495,21 +538,20 @@ def _svd_core_vjp(gu, gs, gvh, u, s, vh, m, n):
         if m is None or n is None or m > n:
             g = g + tnp.matmul((gu - tnp.matmul(u, utgu)) * sinv, vh)
         if m is None or n is None or n > m:
-            g = g + tnp.matmul(u * sinv, _mT(gv - tnp.matmul(v, vtgv)))
+            g = g + tnp.matmul(u * sinv, _mH(gv - tnp.matmul(v, vtgv)))
     return g
 
 
 def _svd_vjp(cts, a, out, full_matrices, hermitian):
     """See `_svd_core_vjp`. full_matrices=True: the extra columns of U (rows of Vh) are any
     basis of a complement, so they get no gradient (correct when the loss does not use them)."""
-    _no_complex("svd", a)
-    gu, gs, gvh = cts
+    gu, gs, gvh = (_cj(c) for c in cts)          # conjugate pairing until the end
     u, s, vh = out
     m, n = a.shape[-2:]
     if full_matrices:
         u, gu = _first_cols(u, s), _first_cols(gu, s)
         vh, gvh = _mT(_first_cols(_mT(vh), s)), _mT(_first_cols(_mT(gvh), s))
-    g = _svd_core_vjp(gu, gs, gvh, u, s, vh, m, n)
+    g = _cj(_svd_core_vjp(gu, gs, gvh, u, s, vh, m, n))
     return (_triangle_ct(g, lower=True) if hermitian else g,)
 
 
@@ -520,9 +562,8 @@ svd_p.batch = _batch_front(svd_p)
 
 def _svdvals_vjp(gs, a, hermitian):
     """ds = diag(U^T dA V): gA = U diag(gs) V^T (U, V from `svd`)."""
-    _no_complex("svdvals", a)
     u, _, vh = bind(svd_p, a, full_matrices=False, hermitian=hermitian)
-    g = tnp.matmul(u * _row(gs), vh)
+    g = _cj(tnp.matmul(u * _row(gs), vh))
     return (_triangle_ct(g, lower=True) if hermitian else g,)
 
 
@@ -554,10 +595,10 @@ def _pinv_abstract(a, rcond, hermitian, scale_by_size=False):
 
 
 def _pinv_ct(g, a, p):
-    """P = A^+ (constant rank): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P, so
-    gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)."""
-    pt = _mT(p)
-    gt = _mT(g)
+    """P = A^+ (constant rank): dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P, so
+    in the conjugate pairing gA = -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)."""
+    pt = _mH(p)
+    gt = _mH(g)
     t1 = -tnp.matmul(tnp.matmul(pt, g), pt)
     t2 = tnp.matmul(gt - tnp.matmul(a, tnp.matmul(p, gt)), tnp.matmul(p, pt))
     t3 = tnp.matmul(tnp.matmul(pt, p), gt - tnp.matmul(tnp.matmul(gt, p), a))
@@ -566,11 +607,10 @@ def _pinv_ct(g, a, p):
 
 def _pinv_vjp(ct, a, rcond, out, hermitian, scale_by_size=False):
     """See `_pinv_ct`; hermitian=True reads the lower triangle only. rcond: no gradient."""
-    _no_complex("pinv", a)
     a_b = a
     if tuple(out.shape[:-2]) != tuple(a.shape[:-2]):
         a_b = tnp.broadcast_to(a, tuple(out.shape[:-2]) + tuple(a.shape[-2:]))
-    g = _pinv_ct(ct, a_b, out)
+    g = _cj(_pinv_ct(_cj(ct), a_b, out))
     if hermitian:
         g = _triangle_ct(g, lower=True)
     return unbroadcast(g, a), None
@@ -633,8 +673,7 @@ def _lstsq_vjp(cts, a, b, out, rcond):
     """x = A^+ b (the minimum-norm solution; constant rank): gb = A^+T gx and gA from
     `_pinv_ct` with G = gx b^T. Residuals r_j = |b_j - A x_j|^2: at the optimum A^T(b - Ax) = 0,
     so gb = 2 (b - Ax) g_r and gA = -2 (b - Ax) g_r x^T. Singular values: U diag(gs) V^T."""
-    _no_complex("lstsq", a, b)
-    gx, gres, _, gs = cts
+    gx, gres, _, gs = (None if c is None else _cj(c) for c in cts)   # conjugate pairing
     x, _, _, _ = out
     m, n = a.shape[-2:]
     if rcond is None:
@@ -645,10 +684,10 @@ def _lstsq_vjp(cts, a, b, out, rcond):
              scale_by_size=scale)
     resid = b - tnp.matmul(a, x)
     rg = resid * _row(gres)
-    gb = tnp.matmul(_mT(p), gx) + 2 * rg
+    gb = _cj(tnp.matmul(_mH(p), gx) + 2 * rg)
     u, _, vh = bind(svd_p, a, full_matrices=False, hermitian=False)
-    ga = (_pinv_ct(tnp.matmul(gx, _mT(b)), a, p) - 2 * tnp.matmul(rg, _mT(x))
-          + tnp.matmul(u * _row(gs), vh))
+    ga = _cj(_pinv_ct(tnp.matmul(gx, _mH(b)), a, p) - 2 * tnp.matmul(rg, _mH(x))
+             + tnp.matmul(u * _row(gs), vh))
     return unbroadcast(ga, a), unbroadcast(gb, b)
 
 

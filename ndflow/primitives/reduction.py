@@ -66,11 +66,40 @@ def _extremum_vjp(ct, x, out, axes, keepdims):
 _extremum_vjp.uses_out = True
 
 
-def _prod_vjp(ct, x, out, axes, keepdims):
-    return (broadcast_like(keep_axes(ct * out, axes, keepdims), x) / x,)
+def _along(axis, ndim, s):
+    return tuple(s if i == axis else ("s", None, None, None) for i in range(ndim))
 
 
-_prod_vjp.uses_out = True
+def _exclusive_cumprod(x, axis, reverse=False):
+    """prod_{k<i} x_k (prod_{k>i} with reverse) along `axis`, with no division: a shifted
+    cumprod, so zeros in x give exact values and exact derivatives."""
+    from .cumulative import cumprod_p
+    from .indexing import getitem_p
+    from .shape import concatenate_p
+    from .elementwise import ones_like_p
+    if reverse:
+        x = bind(getitem_p, x, spec=_along(axis, x.ndim, ("s", None, None, -1)))
+    ones = bind(ones_like_p, bind(getitem_p, x, spec=_along(axis, x.ndim, ("s", None, 1, None))))
+    head = bind(getitem_p, x, spec=_along(axis, x.ndim, ("s", None, -1, None)))
+    r = bind(cumprod_p, bind(concatenate_p, ones, head, axis=axis), axis=axis)
+    if reverse:
+        r = bind(getitem_p, r, spec=_along(axis, x.ndim, ("s", None, None, -1)))
+    return r
+
+
+def _prod_vjp(ct, x, axes, keepdims):
+    """d prod / d x_i = the product of the other elements, formed without dividing by x_i (exact
+    at zeros: one zero gets the product of the rest, the others 0). Over several axes the
+    chain rule through one axis at a time: prod(x) = prod_rest(prod_last(x))."""
+    ct = keep_axes(ct, axes, keepdims)
+    if not axes:
+        return (ct,)
+    *rest, last = sorted(axes)
+    if rest:
+        y = bind(reduce_prod_p, x, axes=(last,), keepdims=True)
+        ct = _prod_vjp(ct, y, tuple(rest), True)[0]
+    others = _exclusive_cumprod(x, last) * _exclusive_cumprod(x, last, reverse=True)
+    return (ct * others,)
 
 # dtype=x.dtype: the NumPy layer already cast to the result dtype; NumPy would widen small ints
 reduce_sum_p = reduction("reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims,
