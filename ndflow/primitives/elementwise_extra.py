@@ -65,14 +65,25 @@ frexp_p.batch = lambda args, axes: (bind(frexp_p, args[0]), (axes[0], axes[0]))
 # float16, computes in float16 where NumPy's loop computes in float32.
 def _logaddexp_vjp(exp_p, log_half):
     def vjp(ct, x, y, out):
-        """d out / dx = base**(x - out) (1/2 at ties, also where both are the same infinity,
-        where x - out is NaN)."""
-        from .elementwise import select_p, eq_p, isinf_p, full_like_p, sub_p
-        inf_tie = bind(eq_p, x, y) & bind(isinf_p, x)
+        """d out / dx = base**(x - out): exactly 1/2 at ties (also where both are the same
+        infinity, where x - out is NaN). At a finite tie the exponent is moved onto log(1/2) by
+        a gradient-stopped correction (exact: the two are within one rounding of each other),
+        so the value is 1/2 while the derivative is still base**(x - out)'s (softplus''(0) =
+        1/4, not the 0 a switch to a constant would give)."""
+        from .elementwise import select_p, eq_p, isinf_p, full_like_p, sub_p, add_p
+        from .misc import stop_gradient_p
+        tie = bind(eq_p, x, y)
+        inf_tie = tie & bind(isinf_p, x)
 
         def share(v):
             d = bind(sub_p, v, out)
+            # v == out: the other operand adds nothing (it is -inf, or v is the infinite
+            # maximum, where v - out is NaN): the whole derivative, base**0
+            d = bind(select_p, bind(eq_p, v, out), bind(full_like_p, d, fill_value=0.0), d)
             d = bind(select_p, inf_tie, bind(full_like_p, d, fill_value=log_half), d)
+            fix = bind(sub_p, bind(full_like_p, d, fill_value=log_half), d)
+            fix = bind(select_p, tie, fix, bind(full_like_p, d, fill_value=0.0))
+            d = bind(add_p, d, bind(stop_gradient_p, fix))
             return ct * bind(exp_p, d)
         return unbroadcast(share(x), x), unbroadcast(share(y), y)
     return vjp
