@@ -15,6 +15,7 @@ Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands t
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
 from .state import STATE, GLOBAL
+from . import mutation as _mut
 
 
 class Aval:
@@ -125,6 +126,9 @@ def bind_slow(prim, args, params):
         outs = _eager_apply(prim, args, params)
     else:
         outs = top.process(prim, args, params)
+    if st.traces and prim in _mut.VIEWS and args and (prim.name != "getitem" or len(args) == 1):
+        # NumPy would return a view: a later write into either side must show in the other
+        _mut.note_view(prim, args, outs, params)
     if st.tapes:
         for tape in st.tapes:
             tape._record(prim, args, outs, params)

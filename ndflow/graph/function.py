@@ -13,7 +13,7 @@ from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
-from .trace import GraphTrace
+from .trace import GraphTrace, restore_fields
 from .ir import format_graph
 from . import passes as _passes
 from . import debug as _dbg
@@ -146,12 +146,27 @@ class ConcreteFunction:
                 leaves.append(c)
         return tree.unflatten(self.out_def, leaves)
 
-    def __call__(self, bufs):
+    writeback = ()      # [("arg", i) | ("obj", weakref)]: trailing outputs written back
+
+    def __call__(self, bufs, targets=None):
         try:
             outs = self.run(*bufs)
         except Exception as e:
             self._fail(e)
+        if self.writeback:
+            self._write_back(outs, targets)
         return self._finish(outs, STATE.device)
+
+    def _write_back(self, outs, targets):
+        n = len(outs) - len(self.writeback)
+        for (kind, ref), val in zip(self.writeback, outs[n:]):
+            t = ref() if kind == "obj" else (targets[ref] if targets is not None else None)
+            if t is None:
+                continue
+            if isinstance(t, np.ndarray):
+                t[...] = val
+            else:
+                t[...] = _wrap(val) if STATE.device is None else wrap_on(val, STATE.device)
 
     def pretty_printed(self):
         return format_graph(self.graph)
@@ -222,7 +237,12 @@ class Function:
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
-        functools.update_wrapper(self, fn)
+        # the wrapped object's attributes, but never over this one's own: wrapping another
+        # nf.function (nf.jit(nf.grad(nf.jit(f)))) would copy its _fn, _cache... over these
+        functools.update_wrapper(self, fn, updated=())
+        for k, v in getattr(fn, "__dict__", {}).items():
+            if k not in self.__dict__:
+                setattr(self, k, v)
         _dbg._functions.add(self)
 
     @property
@@ -314,18 +334,20 @@ class Function:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
         cf = self._lookup(key, args, kwargs, leaves, d)
-        bufs = []
+        bufs, targets = [], []
         for x in leaves:
             if isinstance(x, ndarray):
                 bufs.append(x._v)
+                targets.append(x)
             elif isinstance(x, np.ndarray):
                 bufs.append(x)
+                targets.append(x)
         if "time" in _dbg.FLAGS:
             t0 = time.perf_counter()
-            out = cf(bufs)
+            out = cf(bufs, targets)
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
-        if (GLOBAL.fast and not kwargs and len(bufs) == len(raw)
+        if (GLOBAL.fast and not kwargs and len(bufs) == len(raw) and not cf.writeback
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)
                 and (self._sig is None or all(a is b for a, b in zip(raw, args)))):
@@ -339,7 +361,7 @@ class Function:
                 else:
                     k += (a.shape, a.dtype, None)
             fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
-        return cf(bufs)
+        return cf(bufs, targets)
 
     def _lookup(self, key, args, kwargs, leaves, d):
         cache = self._cache
@@ -427,6 +449,7 @@ class Function:
         trace = GraphTrace(self._name)
         STATE.traces.append(trace)
         STATE.refresh()
+        inputs = []        # (position among the array arguments, symbolic input, its Var)
         try:
             sym = []
             k = 0
@@ -441,29 +464,47 @@ class Function:
                         sym.append(trace.new_input(shapes[k], np.dtype(x.dtype)))
                     else:
                         sym.append(trace.new_input(x.shape, np.dtype(x.dtype)))
+                    inputs.append((k, sym[-1], sym[-1]._v))
                     k += 1
                 else:
                     sym.append(x)
             a, kw = tree.unflatten(d, sym)
             out = self._fn(*a, **kw)
+            out_leaves, out_def = tree.flatten_with_def(out)
+            kinds, consts, outs = [], [], []
+            for o in out_leaves:
+                if isinstance(o, ndarray) and o._t is trace:
+                    kinds.append("v")
+                    consts.append(None)
+                    outs.append(o._v)
+                else:
+                    kinds.append("k")
+                    consts.append(o)
+            # writes the caller must see (NumPy semantics, core/mutation.py): into arguments
+            # (and out= arrays passed as arguments), then into arrays captured from outside, in
+            # the order they were first written; the function writes them back after each call
+            writeback = []
+            for pos, s, v0 in inputs:
+                if s._v is not v0 or s._t is not trace:
+                    outs.append(trace.to_var(s))
+                    writeback.append(("arg", pos))
+            for wr, _ in trace.written.values():
+                o = wr()
+                if o is not None and o._t is trace:
+                    outs.append(o._v)
+                    writeback.append(("obj", wr))
         finally:
             STATE.traces.remove(trace)
+            for wr, saved in trace.written.values():
+                o = wr()
+                if o is not None:
+                    restore_fields(o, saved)   # the array keeps its own value, not a graph's
             STATE.refresh()
-        out_leaves, out_def = tree.flatten_with_def(out)
-        kinds, consts, outs = [], [], []
-        for o in out_leaves:
-            if isinstance(o, Variable):
-                o = o.value() if False else o
-            if isinstance(o, ndarray) and o._t is trace:
-                kinds.append("v")
-                consts.append(None)
-                outs.append(o._v)
-            else:
-                kinds.append("k")
-                consts.append(o)
         trace.graph.outputs = outs
-        return ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
-                                time.perf_counter() - t0)
+        cf = ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
+                              time.perf_counter() - t0)
+        cf.writeback = writeback
+        return cf
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

@@ -3,6 +3,7 @@ down carrying the batch axis `_aux`; unbatched values pass through untouched. Ea
 `batch` rule maps (values, batch axes) to (value, batch axis) by binding primitives one level
 down, so inside `nf.function` batching produces one graph."""
 import warnings
+import weakref
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from ..core.ndarray import ndarray, symbolic
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import tree
-from ..graph.trace import next_level
+from ..graph.trace import next_level, save_fields, restore_fields
 
 
 class BatchTrace:
@@ -20,6 +21,11 @@ class BatchTrace:
     def __init__(self, size):
         self.level = next_level()
         self.size = size
+        self.written = {}        # id(array) -> (weakref, eager fields): arrays from outside
+
+    def note_write(self, x):
+        if id(x) not in self.written:
+            self.written[id(x)] = (weakref.ref(x), save_fields(x))
 
     def shape_of(self, x):
         s = x._v.shape
@@ -94,17 +100,50 @@ def _batch_call(fn, args, in_axes, out_axes):
     trace = BatchTrace(size)
     STATE.traces.append(trace)
     STATE.refresh()
+    mapped = []
     try:
-        ins = [c if not isinstance(c, tuple) or len(c) != 2 or not isinstance(c[0], ndarray)
-               else symbolic(trace, c[0], c[1] % c[0].ndim) for c in conv]
+        ins = []
+        for c in conv:
+            if not isinstance(c, tuple) or len(c) != 2 or not isinstance(c[0], ndarray):
+                ins.append(c)
+            else:
+                s = symbolic(trace, c[0], c[1] % c[0].ndim)
+                mapped.append((s, s._v, c[0], c[1] % c[0].ndim))
+                ins.append(s)
         out = fn(*tree.unflatten(d, ins))
+        out_ids = {id(o) for o in tree.flatten(out)}
+        # writes into a mapped argument: a loop over the examples writes through views of
+        # the caller's array, so the final values go back into it
+        backs = [(x, s, ax) for s, v0, x, ax in mapped if s._v is not v0 or s._t is not trace]
+        outside = [wr() for wr, _ in trace.written.values()]
+        outside = [o for o in outside if o is not None and id(o) not in out_ids]
     finally:
         STATE.traces.remove(trace)
+        for wr, saved in trace.written.values():
+            o = wr()
+            if o is not None and o._t is not None:
+                restore_fields(o, saved)      # never leave a batched value in a user's array
         STATE.refresh()
+    if outside:
+        o = outside[0]
+        raise ValueError(f"vectorized_map: the mapped function wrote into an array of shape "
+                         f"{tuple(o.shape)} that it did not create and does not return (captured "
+                         f"from outside, or an unmapped argument). A loop would write it once per "
+                         f"example, which one vectorized call cannot do; return the values and "
+                         f"write them after the call")
+    for x, s, ax in backs:
+        if s._t is trace:
+            val = tnp.moveaxis(s._v, s._aux, ax)
+        else:
+            val = tnp.expand_dims(tnp.asarray(s), ax)
+        x[...] = val
     out_leaves, out_def = tree.flatten_with_def(out)
     oax = _broadcast_axes(out_axes, out, len(out_leaves))
     res = []
     for o, ax in zip(out_leaves, oax):
+        if o is None:
+            res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
+            continue
         if isinstance(o, ndarray) and o._t is trace:
             v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
         else:
