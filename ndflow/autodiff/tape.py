@@ -164,8 +164,9 @@ class GradientTape:
         if len(outs) == 1 and _mut.is_view_record(prim, args):
             o = outs[0]
             if o._t is None and args[0]._t is None:
-                self._links[id(o)] = (weakref.ref(o), weakref.ref(args[0]), prim, handles[1:],
-                                      params)
+                # the base is held (as NumPy's .base) so a chain through a temporary view
+                # still leads back to the written array
+                self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
         self._records.append((prim, handles, tuple(outh), params))
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
@@ -226,8 +227,8 @@ class GradientTape:
             link = self._links.get(id(cur))
             if link is None or link[0]() is not cur:
                 break
-            base = link[1]()
-            if base is None or base._t is not None or not base._tid or base._tid not in conn:
+            base = link[1]
+            if base._t is not None or not base._tid or base._tid not in conn:
                 break
             inv = _mut.VIEWS.get(link[2])
             rule = inv(_alias(base), _alias(cur), link[3], link[4]) if inv is not None else None
@@ -254,7 +255,7 @@ class GradientTape:
                     or type(u._v) is not _np.ndarray or not _np.may_share_memory(u._v, x._v):
                 continue
             link = self._links.get(id(u))
-            base = link[1]() if link is not None and link[0]() is u else None
+            base = link[1] if link is not None and link[0]() is u else None
             if base is not None and id(base) in changed:
                 # a view of a written array: recomputed from the new value (the buffer
                 # already holds it)

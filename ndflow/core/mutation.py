@@ -243,7 +243,9 @@ def note_view(prim, args, out, params):
         e = views.get(("of", id(base)))
         if e is not None and e[0]() is base and e[2].name not in _RESHAPES:
             return
-    entry = (weakref.ref(out), weakref.ref(base), prim, args[1:], params)
+    # the base is held, as NumPy's `.base`: a chain through a temporary (z.reshape(2, 3).T)
+    # must still reach the view when z is written
+    entry = (weakref.ref(out), base, prim, args[1:], params)
     views.setdefault(id(base), []).append(entry)
     views[("of", id(out))] = entry
 
@@ -262,9 +264,7 @@ def propagate(x):
         e = views.get(("of", id(cur)))
         if e is None or e[0]() is not cur:
             break
-        base = e[1]()
-        if base is None:
-            break
+        base = e[1]
         inv = VIEWS.get(e[2])
         rule = inv(base, cur, e[3], e[4]) if inv is not None else None
         if rule is None:
@@ -273,7 +273,7 @@ def propagate(x):
                              f"change the array it views, which cannot be followed here; "
                              f"write into that array instead")
         p, a, kw = rule
-        _rebind_noted(base, _quiet_bind(bind, p, a, kw))
+        _rebind_noted(base, _quiet_bind(bind, p, a, kw), True)
         changed.append(base)
         cur = base
     seen = {id(o) for o in changed}
@@ -286,7 +286,7 @@ def propagate(x):
         live = []
         for e in lst:
             v = e[0]()
-            if v is None or e[1]() is not b:
+            if v is None or e[1] is not b:
                 continue
             live.append(e)
             if id(v) in seen:
@@ -307,8 +307,17 @@ def _quiet_bind(bind, prim, args, params):
         st.views = saved
 
 
-def _rebind_noted(obj, new):
-    tr = _innermost()
-    if obj._t is None and new._t is not None and tr is not None:
-        tr.note_write(obj)
+def _rebind_noted(obj, new, written=False):
+    """Rebind `obj` (a view re-derived, or a base written through its view): an eager array
+    that takes a traced value is noted so that the trace gives it its own value back, and a
+    base written with a per-example value is noted for vectorized_map's check."""
+    if obj._t is None and new._t is not None:
+        for tr in reversed(STATE.traces):
+            if tr is new._t or (written and not tr.is_graph):
+                tr.note_write(obj)
+                break
+        else:
+            tr = _graph_trace()
+            if tr is not None:
+                tr.note_write(obj)
     obj._rebind(new)

@@ -147,9 +147,12 @@ class ConcreteFunction:
         return tree.unflatten(self.out_def, leaves)
 
     writeback = ()      # [("arg", i) | ("obj", weakref)]: trailing outputs written back
+    captured = ()       # arrays from outside the function that it writes: trailing inputs
 
     def __call__(self, bufs, targets=None):
         try:
+            if self.captured:
+                bufs = list(bufs) + [o._v for o in self.captured]
             outs = self.run(*bufs)
         except Exception as e:
             self._fail(e)
@@ -445,6 +448,21 @@ class Function:
                           f"new shapes, dtypes or Python values retrace (tracing is expensive). "
                           f"Use {hint}, or pass arrays instead of Python numbers.", stacklevel=5)
         t0 = time.perf_counter()
+        cf, written = self._trace_once(args, kwargs, leaves, d, shapes, (), t0)
+        outside = [o for o in map(lambda r: r(), written) if o is not None]
+        if outside:
+            import gc
+            gc.collect()
+            outside = [o for o in map(lambda r: r(), written) if o is not None]
+        if outside:
+            # the function writes arrays that live outside it: NumPy reads and writes them at
+            # every call, so trace once more with them as inputs (read at each call, by
+            # reference) instead of constants frozen at trace time
+            cf, _ = self._trace_once(args, kwargs, leaves, d, shapes, outside, t0)
+        return cf
+
+    def _trace_once(self, args, kwargs, leaves, d, shapes, mutable, t0):
+        from ..core.ndarray import symbolic
         sig_leaves = tree.flatten(self._sig) if self._sig is not None else None
         trace = GraphTrace(self._name)
         STATE.traces.append(trace)
@@ -468,6 +486,12 @@ class Function:
                     k += 1
                 else:
                     sym.append(x)
+            captured = []
+            for o in mutable:
+                s_in = trace.new_input(o.shape, np.dtype(o.dtype))
+                trace.note_write(o)
+                o._rebind(s_in)
+                captured.append((o, s_in._v))
             a, kw = tree.unflatten(d, sym)
             out = self._fn(*a, **kw)
             out_leaves, out_def = tree.flatten_with_def(out)
@@ -488,9 +512,10 @@ class Function:
                 if s._v is not v0 or s._t is not trace:
                     outs.append(trace.to_var(s))
                     writeback.append(("arg", pos))
+            unchanged = {id(o) for o, v in captured if o._v is v}
             for wr, _ in trace.written.values():
                 o = wr()
-                if o is not None and o._t is trace:
+                if o is not None and o._t is trace and id(o) not in unchanged:
                     outs.append(o._v)
                     writeback.append(("obj", wr))
         finally:
@@ -504,7 +529,8 @@ class Function:
         cf = ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
                               time.perf_counter() - t0)
         cf.writeback = writeback
-        return cf
+        cf.captured = [o for o, _ in captured]
+        return cf, [wr for wr, _ in trace.written.values()]
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

@@ -100,6 +100,9 @@ def _batch_call(fn, args, in_axes, out_axes):
     trace = BatchTrace(size)
     STATE.traces.append(trace)
     STATE.refresh()
+    # views made inside fn are fn's own: remembered only while it runs
+    outer_views = STATE.views
+    STATE.views = {k: list(v) if isinstance(v, list) else v for k, v in outer_views.items()}
     mapped = []
     try:
         ins = []
@@ -115,22 +118,27 @@ def _batch_call(fn, args, in_axes, out_axes):
         # writes into a mapped argument: a loop over the examples writes through views of
         # the caller's array, so the final values go back into it
         backs = [(x, s, ax) for s, v0, x, ax in mapped if s._v is not v0 or s._t is not trace]
-        outside = [wr() for wr, _ in trace.written.values()]
-        outside = [o for o in outside if o is not None and id(o) not in out_ids]
+        del ins, mapped
     finally:
         STATE.traces.remove(trace)
+        STATE.views = outer_views
         for wr, saved in trace.written.values():
             o = wr()
             if o is not None and o._t is not None:
                 restore_fields(o, saved)      # never leave a batched value in a user's array
         STATE.refresh()
+    outside = _outside(trace, out_ids)
+    if outside:
+        import gc
+        gc.collect()
+        outside = _outside(trace, out_ids)
     if outside:
         o = outside[0]
-        raise ValueError(f"vectorized_map: the mapped function wrote into an array of shape "
-                         f"{tuple(o.shape)} that it did not create and does not return (captured "
-                         f"from outside, or an unmapped argument). A loop would write it once per "
-                         f"example, which one vectorized call cannot do; return the values and "
-                         f"write them after the call")
+        raise ValueError(f"vectorized_map: the mapped function wrote a per-example value into "
+                         f"an array of shape {tuple(o.shape)} that it did not create and does "
+                         f"not return (captured from outside, or an unmapped argument). A loop "
+                         f"would write it once per example, which one vectorized call cannot "
+                         f"do; return the values and write them after the call")
     for x, s, ax in backs:
         if s._t is trace:
             val = tnp.moveaxis(s._v, s._aux, ax)
@@ -153,6 +161,11 @@ def _batch_call(fn, args, in_axes, out_axes):
                 v = tnp.moveaxis(v, 0, ax)
         res.append(v)
     return tree.unflatten(out_def, res)
+
+
+def _outside(trace, out_ids):
+    objs = (wr() for wr, _ in trace.written.values())
+    return [o for o in objs if o is not None and id(o) not in out_ids]
 
 
 def _unbatched_output(o, size, ref):
