@@ -326,6 +326,20 @@ def test_vectorized_map_refuses_per_example_writes_into_outside_arrays():
         nf.vectorized_map(f, tnp.ones((4, 2)))
     assert c._t is None and isinstance(c._v, np.ndarray)     # no batched value left in c
 
+    def g(r):                       # a loop would add 4 times
+        c[1] += 1.0
+        return r
+    with pytest.raises(ValueError, match="did not create"):
+        nf.vectorized_map(g, tnp.ones((4, 2)))
+
+    def h(r):                       # arrays the function makes are its own
+        b = tnp.zeros(2)
+        b[0] += 1.0
+        b[1] = r[0]
+        return b
+    np.testing.assert_array_equal(nf.vectorized_map(h, tnp.ones((4, 2))).numpy(),
+                                  np.ones((4, 2)))
+
 
 # ---------------------------------------------------------------- threads
 def _work(seed, iters, out):

@@ -30,8 +30,9 @@ The model
   arrays after every call, in the order they were first written, as eager execution would.
 * **`vectorized_map`**: writes into a mapped argument are written back into the caller's
   array (as a Python loop over the examples would, through views of it). A write into an array
-  the mapped function did not create and does not return (captured from outside) raises
-  `ValueError`: a loop would repeat it once per example, which one vectorized call cannot.
+  the mapped function did not create and does not return (captured from outside, an unmapped
+  argument) raises `ValueError`: a loop would repeat it once per example, which one vectorized
+  call cannot.
 
 Not modelled: memory shared between *arguments* of one `nf.function` call (a function given
 `x` and a view of `x` sees them as independent values), views of captured arrays made outside
@@ -213,7 +214,11 @@ def assign_traced(x, functional, operands=()):
     if top is not None and not top.is_graph and x._t is not top:
         top.note_write(x)
     if x._t is None and all(o._t is None for o in operands):
-        # eager into eager outside nf.function (in vectorized_map's body): in place, as NumPy
+        # eager into eager outside nf.function (in vectorized_map's body): in place, as NumPy;
+        # vectorized_map refuses it afterwards if x outlives the call (a loop would repeat it)
+        tr = _innermost()
+        if tr is not None and not tr.is_graph:
+            tr.note_write(x)
         saved, st = STATE.traces, STATE
         st.traces = []
         st.refresh()

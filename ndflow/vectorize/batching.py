@@ -117,8 +117,29 @@ def _batch_call(fn, args, in_axes, out_axes):
         out_ids = {id(o) for o in tree.flatten(out)}
         # writes into a mapped argument: a loop over the examples writes through views of
         # the caller's array, so the final values go back into it
-        backs = [(x, s, ax) for s, v0, x, ax in mapped if s._v is not v0 or s._t is not trace]
+        backs = []
+        for s, v0, x, ax in mapped:
+            if s._v is not v0 or s._t is not trace:
+                backs.append((x, tnp.moveaxis(s._v, s._aux, ax) if s._t is trace
+                              else tnp.expand_dims(tnp.asarray(s), ax)))
         del ins, mapped
+        # the results, before arrays written inside get their own values back
+        out_leaves, out_def = tree.flatten_with_def(out)
+        oax = _broadcast_axes(out_axes, out, len(out_leaves))
+        res = []
+        for o, ax in zip(out_leaves, oax):
+            if o is None:
+                res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
+                continue
+            if isinstance(o, ndarray) and o._t is trace:
+                v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
+            else:
+                o = tnp.asarray(o)
+                v = _unbatched_output(o, size, ref)
+                if ax not in (None, 0):
+                    v = tnp.moveaxis(v, 0, ax)
+            res.append(v)
+        out_leaves = o = None      # written arrays the function returns may die now
     finally:
         STATE.traces.remove(trace)
         STATE.views = outer_views
@@ -134,32 +155,13 @@ def _batch_call(fn, args, in_axes, out_axes):
         outside = _outside(trace, out_ids)
     if outside:
         o = outside[0]
-        raise ValueError(f"vectorized_map: the mapped function wrote a per-example value into "
-                         f"an array of shape {tuple(o.shape)} that it did not create and does "
-                         f"not return (captured from outside, or an unmapped argument). A loop "
-                         f"would write it once per example, which one vectorized call cannot "
-                         f"do; return the values and write them after the call")
-    for x, s, ax in backs:
-        if s._t is trace:
-            val = tnp.moveaxis(s._v, s._aux, ax)
-        else:
-            val = tnp.expand_dims(tnp.asarray(s), ax)
+        raise ValueError(f"vectorized_map: the mapped function wrote into an array of shape "
+                         f"{tuple(o.shape)} that it did not create and does not return "
+                         f"(captured from outside, or an unmapped argument). A loop would write "
+                         f"it once per example, which one vectorized call cannot do; return the "
+                         f"values and write them after the call")
+    for x, val in backs:
         x[...] = val
-    out_leaves, out_def = tree.flatten_with_def(out)
-    oax = _broadcast_axes(out_axes, out, len(out_leaves))
-    res = []
-    for o, ax in zip(out_leaves, oax):
-        if o is None:
-            res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
-            continue
-        if isinstance(o, ndarray) and o._t is trace:
-            v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
-        else:
-            o = tnp.asarray(o)
-            v = _unbatched_output(o, size, ref)
-            if ax not in (None, 0):
-                v = tnp.moveaxis(v, 0, ax)
-        res.append(v)
     return tree.unflatten(out_def, res)
 
 
