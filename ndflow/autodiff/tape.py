@@ -12,8 +12,6 @@ import contextlib
 import enum
 import weakref
 
-import numpy as _np
-
 from ..core.ndarray import ndarray, new_tid
 from ..core.primitive import bind, Primitive
 from ..core.state import STATE
@@ -174,7 +172,7 @@ class GradientTape:
         """A handle on `a`'s value for a record: copied before a write reaches its memory."""
         h = _alias(a)
         v = a._v
-        if a._t is None and type(v) is not _np.ndarray or a._t is not None:
+        if a._t is not None or not _mut.is_buffer(v):
             return h
         rid = id(_root_of(v))
         with _mut.LOCK:
@@ -193,7 +191,7 @@ class GradientTape:
             r = weakref.ref(o)
             self._objs[id(o)] = [r, tid]
             v = o._v
-            if o._t is None and type(v) is _np.ndarray:
+            if o._t is None and _mut.is_buffer(v):
                 self._users.setdefault(id(_root_of(v)), []).append(r)
 
     def _protect(self, rid):
@@ -219,7 +217,7 @@ class GradientTape:
         if x._tid not in conn:
             return
         self._see(x, x._tid)
-        if type(x._v) is not _np.ndarray:
+        if not _mut.is_buffer(x._v):
             return
         changed = {id(x)}
         cur = x
@@ -252,7 +250,7 @@ class GradientTape:
                 continue
             live.append(r)
             if id(u) in changed or not u._tid or u._tid not in conn or u._t is not None \
-                    or type(u._v) is not _np.ndarray or not _np.may_share_memory(u._v, x._v):
+                    or not _mut.is_buffer(u._v) or not _mut.shares_memory(u._v, x._v):
                 continue
             link = self._links.get(id(u))
             base = link[1] if link is not None and link[0]() is u else None

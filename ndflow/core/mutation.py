@@ -62,14 +62,25 @@ _ndarray = None      # set by ndarray.py
 _new_tid = None
 
 
+def is_buffer(v):
+    """A mutable device buffer (NumPy or CuPy array), not a NumPy scalar or a graph value."""
+    return type(v) is np.ndarray or hasattr(v, "__cuda_array_interface__")
+
+
 def root_of(buf):
-    """The NumPy array owning the memory `buf` views (its own root when it owns it)."""
+    """The array owning the memory `buf` views (its own root when it owns it)."""
     b = buf
     while True:
-        n = b.base
-        if type(n) is not np.ndarray and not isinstance(n, np.ndarray):
+        n = getattr(b, "base", None)
+        if n is None or not is_buffer(n):
             return b
         b = n
+
+
+def shares_memory(a, b):
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        return np.may_share_memory(a, b)
+    return root_of(a) is root_of(b)
 
 
 def alias(x):
@@ -100,7 +111,7 @@ def _dropped(key):
 
 def protect(buf):
     """Before `buf`'s memory changes: every tape handle on that memory gets a private copy."""
-    if not HOLDERS or not isinstance(buf, np.ndarray):
+    if not HOLDERS or not is_buffer(buf):
         return
     rid = id(root_of(buf))
     with LOCK:
