@@ -463,3 +463,94 @@ def test_vectorized_map_of_a_none_gradient_gives_none():
     g, y = nf.vectorized_map(f, tnp.ones(3))
     assert g is None
     np.testing.assert_array_equal(y.numpy(), [2.0, 2.0, 2.0])
+
+
+# ---------------------------------------------------------------- random programs, every path
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_N = 6
+_slices = st.tuples(st.integers(0, _N), st.integers(0, _N), st.sampled_from([1, 2, -1]))
+
+
+def _key(k):
+    a, b, s = k
+    return slice(b, a, s) if s < 0 else slice(a, b, s)
+
+
+_step = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(["z", "v"]), _slices, st.floats(-4, 4)),
+    st.tuples(st.just("seti"), st.sampled_from(["z", "v"]), st.integers(-2, 1), st.integers(0, 1)),
+    st.tuples(st.just("iadd"), st.sampled_from(["z", "v"]), _slices, st.integers(0, 1)),
+    st.tuples(st.just("imul"), st.sampled_from(["z", "v"]), st.just(None), st.integers(0, 1)),
+)
+
+
+def _program(steps):
+    """A straight-line program of writes through `z` and a view `v = z[1:5]`; reads `y` (an
+    input) so the taped/vectorized versions carry values of their own. Returns z, v and a value
+    read in the middle (which must not see later writes)."""
+    def run(z, y):
+        z = z * 1.0
+        v = z[1:5]
+        mid = None
+        for i, (op, tgt, k, c) in enumerate(steps):
+            a = z if tgt == "z" else v
+            if op == "set":
+                a[_key(k)] = c
+            elif op == "seti":
+                a[k] = y[c]
+            elif op == "iadd":
+                a[_key(k)] += y[c]
+            else:
+                a *= y[c]
+            if i == len(steps) // 2:
+                mid = tnp.sum(z) if not isinstance(z, np.ndarray) else np.sum(z)
+        if mid is None:
+            mid = tnp.sum(z) if not isinstance(z, np.ndarray) else np.sum(z)
+        return z * 1, v * 1, mid * 1
+    return run
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_step, min_size=1, max_size=6))
+def test_random_write_programs_agree_on_every_path(steps):
+    run = _program(steps)
+    Z = np.linspace(-1, 1, 3 * _N).reshape(3, _N)
+    Y = np.array([[1.5, -0.5], [2.0, 0.25], [-1.0, 3.0]])
+    want = [run(Z[i].copy(), Y[i]) for i in range(3)]
+    want = [np.stack([w[j] for w in want]) for j in range(3)]
+    z, y = tnp.asarray(Z[0]), tnp.asarray(Y[0])
+    eager = run(z, y)
+    with nf.GradientTape() as tape:
+        tape.watch([z, y])
+        taped = run(z, y)
+    compiled = nf.function(run)(z, y)
+    for e, t, c, w in zip(eager, taped, compiled, want):
+        np.testing.assert_allclose(_np(e), w[0], rtol=1e-12)
+        np.testing.assert_allclose(_np(t), w[0], rtol=1e-12)
+        np.testing.assert_allclose(_np(c), w[0], rtol=1e-12)
+    vec = nf.vectorized_map(lambda a: run(a[0], a[1]), (tnp.asarray(Z), tnp.asarray(Y)))
+    for g, w in zip(vec, want):
+        np.testing.assert_allclose(_np(g), w, rtol=1e-12)
+    # the gradient through the writes and views, against central differences in y and z
+    W = np.arange(1.0, _N + 1)
+
+    def loss(res, m):
+        return m.sum(res[0] * W) + 2 * m.sum(res[1] * W[:4]) + 3 * res[2]
+    with nf.GradientTape() as tape:
+        tape.watch([z, y])
+        out = loss(run(z, y), tnp)
+    gz, gy = [g.numpy() for g in tape.gradient(out, [z, y], unconnected_gradients="zero")]
+    h = 1e-6
+    for x0, g, which in ((Z[0], gz, 0), (Y[0], gy, 1)):
+        for j in range(x0.size):
+            d = np.zeros(x0.size)
+            d[j] = h
+            args = [Z[0].copy(), Y[0].copy()]
+            args[which] = x0 + d
+            hi = loss(run(*args), np)
+            args = [Z[0].copy(), Y[0].copy()]
+            args[which] = x0 - d
+            num = (hi - loss(run(*args), np)) / (2 * h)
+            np.testing.assert_allclose(g[j], num, rtol=1e-5, atol=1e-6)
