@@ -554,3 +554,21 @@ def test_random_write_programs_agree_on_every_path(steps):
             args[which] = x0 - d
             num = (hi - loss(run(*args), np)) / (2 * h)
             np.testing.assert_allclose(g[j], num, rtol=1e-5, atol=1e-6)
+
+
+def test_function_refuses_a_written_argument_that_shares_memory_with_another():
+    def f(x, y):
+        x[0] = 1.0
+        return y * 1.0
+
+    a = tnp.zeros(3)
+    np.testing.assert_array_equal(f(a, a).numpy(), [1.0, 0.0, 0.0])     # NumPy: seen through y
+    g = nf.function(f)
+    b = tnp.zeros(3)
+    with pytest.raises(ValueError, match="shares memory"):
+        g(b, b)
+    with pytest.raises(ValueError, match="shares memory"):
+        g(b[:2], b[1:])
+    c, d = tnp.zeros(3), tnp.zeros(3)
+    np.testing.assert_array_equal(g(c, d).numpy(), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(c.numpy(), [1.0, 0.0, 0.0])

@@ -35,7 +35,8 @@ The model
   call cannot.
 
 Not modelled: memory shared between *arguments* of one `nf.function` call (a function given
-`x` and a view of `x` sees them as independent values), views of captured arrays made outside
+`x` and a view of `x` sees them as independent values; when it writes one of them the call
+raises `ValueError`), views of captured arrays made outside
 a traced function, and writes racing with a tape that records in another thread (a data race
 in NumPy too).
 """

@@ -150,6 +150,8 @@ class ConcreteFunction:
     captured = ()       # arrays from outside the function that it writes: trailing inputs
 
     def __call__(self, bufs, targets=None):
+        if self.writeback and len(bufs) > 1 or self.captured:
+            self._check_overlap(bufs, targets)
         try:
             if self.captured:
                 bufs = list(bufs) + [o._v for o in self.captured]
@@ -159,6 +161,26 @@ class ConcreteFunction:
         if self.writeback:
             self._write_back(outs, targets)
         return self._finish(outs, STATE.device)
+
+    def _check_overlap(self, bufs, targets):
+        """Arguments written by the function are independent values inside it: refuse a call
+        where one shares memory with another argument (NumPy would see one write through the
+        other, which the compiled function cannot reproduce)."""
+        written = [ref for kind, ref in self.writeback if kind == "arg"]
+        extra = [o._v for o in self.captured]
+        allb = list(bufs) + extra
+        for i in written:
+            for j, b in enumerate(allb):
+                if j != i and isinstance(b, np.ndarray) and isinstance(allb[i], np.ndarray) \
+                        and np.may_share_memory(allb[i], b):
+                    other = (f"argument {j}" if j < len(bufs) else
+                             "an array captured from outside that it also writes")
+                    raise ValueError(
+                        f"nf.function {self.name!r}: array argument {i} is written by the "
+                        f"function and shares memory with {other}; inside a compiled function "
+                        f"they are independent values, so NumPy's result (one write seen "
+                        f"through the other) cannot be reproduced. Pass a copy (tnp.copy), or "
+                        f"call the Python function.")
 
     def _write_back(self, outs, targets):
         n = len(outs) - len(self.writeback)
