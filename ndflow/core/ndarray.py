@@ -85,7 +85,7 @@ def _fast_binary(np_fn, name, reflected=False):
     # Operators are the hottest path: a + b on eager default-device arrays calls NumPy directly
     # (NumPy 2 promotion == ours in legacy mode); everything else goes through the NumPy layer.
     def op(self, other):
-        if GLOBAL.fast and self._dev is None:
+        if (GLOBAL.fast or STATE.fast) and self._dev is None:
             t = type(other)
             if t is ndarray:
                 if other._dev is None:
@@ -700,7 +700,7 @@ class ndarray:
         return _tnp.divmod(other, self)
 
     def __neg__(self):
-        if GLOBAL.fast and self._dev is None:
+        if (GLOBAL.fast or STATE.fast) and self._dev is None:
             return _wrap(np.negative(self._v))
         return _tnp.negative(self)
 

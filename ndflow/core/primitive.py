@@ -90,7 +90,9 @@ _eager_apply = None   # set by backends: full eager path (devices, conversions)
 
 
 def bind(prim, *args, **params):
-    if GLOBAL.fast:
+    # GLOBAL.fast: no thread has anything active (one plain read); otherwise this thread's
+    # own state decides, so another thread's tape does not slow this one down
+    if GLOBAL.fast or STATE.fast:
         # Eager fast path: no tape, trace or scope can be interested. `_dev is None` marks an
         # eager array on the default device (symbolic and batched values never have it).
         for a in args:

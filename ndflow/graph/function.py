@@ -319,7 +319,7 @@ class Function:
 
     # ------------------------------------------------------------------ calls
     def __call__(self, *args, **kwargs):
-        if GLOBAL.fast and not kwargs:
+        if (GLOBAL.fast or STATE.fast) and not kwargs:
             # the hot path: positional arrays whose shapes and dtypes were seen before
             key = []
             for a in args:
@@ -372,7 +372,8 @@ class Function:
             out = cf(bufs, targets)
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
-        if (GLOBAL.fast and not kwargs and len(bufs) == len(raw) and not cf.writeback
+        if ((GLOBAL.fast or STATE.fast) and not kwargs and len(bufs) == len(raw)
+                and not cf.writeback
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)
                 and (self._sig is None or all(a is b for a, b in zip(raw, args)))):
