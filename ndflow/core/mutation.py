@@ -116,7 +116,8 @@ def protect(buf):
         return
     rid = id(root_of(buf))
     with LOCK:
-        tapes = [r() for r in HOLDERS.values()]
+        # a snapshot: a weakref callback (a tape collected) may drop an entry meanwhile
+        tapes = [r() for r in tuple(HOLDERS.values())]
         for t in tapes:
             if t is not None:
                 t._protect(rid)
