@@ -183,10 +183,10 @@ def test_item_assignment_under_a_tape_is_linear_in_the_number_of_writes():
         b = tnp.asarray(2.0)
         with nf.GradientTape() as tape:
             tape.watch([a, b])
-            t0 = time.perf_counter()
+            t0 = time.thread_time()          # CPU time: other processes do not count
             for i in range(n):
                 a[i % 64] = b * i
-            dt = time.perf_counter() - t0
+            dt = time.thread_time() - t0
             loss = tnp.sum(a)
         g = tape.gradient(loss, b)
         # the last write of each slot counts: sum of the last 64 i's

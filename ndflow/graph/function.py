@@ -536,18 +536,23 @@ class Function:
                     outs.append(trace.to_var(s))
                     writeback.append(("arg", pos))
             unchanged = {id(o) for o, v in captured if o._v is v}
-            for wr, _ in trace.written.values():
-                o = wr()
-                if o is not None and o._t is trace and id(o) not in unchanged:
-                    outs.append(o._v)
-                    writeback.append(("obj", wr))
+            out = out_leaves = o = a = kw = sym = None
         finally:
             STATE.traces.remove(trace)
+            STATE.refresh()             # (forgets the views made while tracing)
+            trace._consts.clear()       # arrays made while tracing that nothing else holds die
+            finals = []
             for wr, saved in trace.written.values():
                 o = wr()
                 if o is not None:
+                    if o._t is trace:
+                        finals.append((wr, id(o), o._v))
                     restore_fields(o, saved)   # the array keeps its own value, not a graph's
-            STATE.refresh()
+            o = None
+        for wr, key, var in finals:
+            if key not in unchanged:
+                outs.append(var)
+                writeback.append(("obj", wr))
         trace.graph.outputs = outs
         cf = ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
                               time.perf_counter() - t0)
