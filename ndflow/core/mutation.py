@@ -37,8 +37,9 @@ The model
 Not modelled: memory shared between *arguments* of one `nf.function` call (a function given
 `x` and a view of `x` sees them as independent values; when it writes one of them the call
 raises `ValueError`), views of captured arrays made outside
-a traced function, and writes racing with a tape that records in another thread (a data race
-in NumPy too).
+a traced function, writes made through the NumPy array itself (`x.numpy()[0] = 1` bypasses
+ndflow), and writes racing with a tape that records in another thread (a data race in NumPy
+too).
 """
 import threading
 import weakref
