@@ -155,16 +155,40 @@ def _rename(x):
         x._tid = _new_tid()
 
 
-def assign(x, operands, functional, apply=None):
+def _shape_only(x):
+    """A handle with x's identity, shape and dtype but no data (a rule that reads only those)."""
+    h = alias(x)
+    h._v = np.broadcast_to(np.zeros((), x._v.dtype), x._v.shape)
+    return h
+
+
+def assign(x, operands, functional, apply=None, update=None):
     """Write into `x`. `operands`: the arrays the write reads (values, index arrays);
     `functional()`: x's new value computed with primitives (so tapes record it and tracing
     traces it); `apply(buf)`: the same write done in place with NumPy on an eager default-device
-    buffer (None: copy `functional()` in). See the module docstring for the model."""
+    buffer (None: copy `functional()` in); `update`: `(prim, args, params)` when the new value
+    is `prim(x, *args, **params)` and prim's gradient reads only x's shape (item assignment):
+    a recording tape then records it without copying x (the write costs its own size).
+    See the module docstring for the model."""
     st = STATE
     if st.traces or x._t is not None or any(o._t is not None for o in operands):
         return assign_traced(x, functional, operands)
     tapes = st.tapes
     if tapes and _sees(tapes, x, operands):
+        if (update is not None and apply is not None and x._dev is None
+                and type(x._v) is np.ndarray
+                and all(hasattr(t, "_adopt") for t in tapes)):
+            old = _shape_only(x)
+            buf = x._v
+            protect(buf)
+            apply(buf)
+            x._tid = _new_tid()
+            prim, args, params = update
+            for t in list(tapes):
+                t._record(prim, (old,) + tuple(args), (x,), params)
+            for t in list(tapes):
+                t._adopt(x, old)
+            return
         new = functional()
         protect(x._v)
         _copy_into(x, new)

@@ -125,8 +125,10 @@ def _setitem(x, key, value):
         buf[_host_key(key)] = v._v
 
     eager_key = all(a._t is None and a._dev is None for a in arrays)
+    # index_update's gradient reads only x's shape: a tape can record the write in place
     _mut.assign(x, (v,) + tuple(arrays), functional,
-                apply if eager_key and v._dev is None else None)
+                apply if eager_key and v._dev is None else None,
+                (I.index_update_p, (v,) + tuple(arrays), {"spec": spec}))
 
 
 def _host_key(key):
