@@ -340,7 +340,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
     argument(s), blocks of shape `out.shape + in.shape`."""
     from ..vectorize.batching import vectorized_map
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def jacfun(*args, **kwargs):
         args, leaves, in_def = _prepare("jacfwd", args, argnums)
         basis, sizes = _basis([x.shape for x in leaves], [x.dtype for x in leaves])
@@ -371,7 +371,7 @@ def jacrev(fun, argnums=0, has_aux=False):
     from .. import numpy as tnp
     from ..vectorize.batching import vectorized_map
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def jacfun(*args, **kwargs):
         args, leaves, in_def = _prepare("jacrev", args, argnums)
         with GradientTape(persistent=True) as tape:

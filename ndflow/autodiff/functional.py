@@ -15,22 +15,66 @@ def _as_tuple(argnums):
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
+def _distinct(args, nums):
+    """The differentiated arguments as values of their own: the same array passed in two
+    places (tied weights) gets each argument's own gradient, as in JAX. A repeated array is
+    replaced by a view of itself (same memory, so writes still reach the caller's array; tapes
+    outside record the view, so higher-order gradients still reach it)."""
+    from ..primitives.indexing import getitem_p
+    counts = {}
+    for a in tree.flatten(args):
+        if isinstance(a, ndarray):
+            counts[id(a)] = counts.get(id(a), 0) + 1
+    if all(c == 1 for c in counts.values()):
+        return args
+
+    def own(a):
+        if isinstance(a, ndarray) and counts[id(a)] > 1:
+            return bind(getitem_p, a, spec=(("e",),))
+        return a
+    args = list(args)
+    for i in nums:
+        args[i] = tree.map_structure(own, args[i])
+    return args
+
+
+def _is_real_float(dt):
+    return dt.kind == "f" or dt == _dt.BFLOAT16
+
+
+def _check_grad_input(x, name):
+    if isinstance(x, ndarray) and not (_is_real_float(x.dtype) or x.dtype.kind == "c"):
+        raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {x.dtype.name}. Convert the "
+                        f"argument to a float dtype, or use nf.GradientTape for integer inputs.")
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
-    """f -> (value, gradient of the scalar value w.r.t. the argnums arguments)."""
-    @functools.wraps(fun)
+    """f -> (value, gradient of the scalar value w.r.t. the argnums arguments), as
+    `jax.value_and_grad`: the value must be a real scalar (TypeError otherwise), and each
+    differentiated argument gets its own gradient even when the same array is passed twice."""
+    @functools.wraps(fun, updated=())
     def wrapped(*args, **kwargs):
         from .. import numpy as tnp
         nums = _as_tuple(argnums)
         args = list(args)
         for i in nums:
             args[i] = tree.map_structure(lambda a: tnp.asarray(a) if not isinstance(a, ndarray) else a, args[i])
+            for a in tree.flatten(args[i]):
+                _check_grad_input(a, "grad")
+        args = _distinct(args, nums)
         with GradientTape() as tape:
             for i in nums:
                 tape.watch(args[i])
             out = fun(*args, **kwargs)
             val, aux = (out if has_aux else (out, None))
-        if isinstance(val, ndarray) and val.shape != ():
-            raise TypeError(f"grad requires a scalar output, got shape {tuple(val.shape)}")
+        v = val if isinstance(val, ndarray) else tnp.asarray(val)
+        if v.shape != ():
+            raise TypeError(f"grad requires a scalar output, got shape {tuple(v.shape)}")
+        if not _is_real_float(v.dtype):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
+                            f"of np.floating), but got {v.dtype.name}. For complex outputs, use "
+                            f"nf.GradientTape with output_gradients (a vector-Jacobian product).")
         gs = tape.gradient(val, [args[i] for i in nums],
                            unconnected_gradients="zero")
         g = gs[0] if isinstance(argnums, int) else tuple(gs)
@@ -42,7 +86,7 @@ def grad(fun, argnums=0, has_aux=False):
     """f -> gradient of f (scalar-valued) w.r.t. argument `argnums`."""
     vg = value_and_grad(fun, argnums, has_aux)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def wrapped(*args, **kwargs):
         (v, g) = vg(*args, **kwargs)
         return (g, v[1]) if has_aux else g
@@ -104,7 +148,7 @@ def custom_gradient(f=None):
         return custom_gradient
     name = getattr(f, "__name__", repr(f))
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())
     def wrapped(*args, **kwargs):
         from .. import numpy as tnp
         xs = [a if isinstance(a, ndarray) else tnp.asarray(a) for a in args]

@@ -2,7 +2,9 @@
 
 Tapes observe `bind`: each records `(primitive, inputs, outputs, params)` when an input is
 connected to something it watches. Values are identified by `_tid` (not Python identity) so a
-mutated array is a new value. Gradients are computed by calling the primitives' VJP rules, which
+mutated array is a new value. A record holds the tape's own handles on the values (copied
+before a write changes their memory), and writes are recorded as functional updates: the memory
+and mutation model is described in `ndflow/core/mutation.py`. Gradients are computed by calling the primitives' VJP rules, which
 bind primitives themselves: under an outer tape they are recorded (higher order), inside
 `nf.function` they become graph nodes, inside `vectorized_map` they are batched.
 """
@@ -15,31 +17,14 @@ from ..core.primitive import bind, Primitive
 from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..core import tree
+from ..core import mutation as _mut
+from ..core.mutation import alias as _alias, root_of as _root_of
 
-_LIVE = weakref.WeakSet()    # tapes that hold records (mutation must not change what they saw)
 
 
 def live_tapes():
-    return bool(_LIVE)
-
-
-def before_mutation(x):
-    """`x` is about to hold a new value: records that saw its old value keep a snapshot."""
-    if not _LIVE or not x._tid:
-        return
-    snap = object.__new__(ndarray)
-    snap._v, snap._t, snap._dev, snap._tid = x._v, x._t, x._dev, x._tid
-    if x._t is not None:
-        snap._aux = getattr(x, "_aux", None)
-    for tape in list(_LIVE):
-        recs = tape._records
-        for i, (p, args, outs, params) in enumerate(recs):
-            if any(a is x for a in args) or any(o is x for o in outs):
-                recs[i] = (p, tuple(snap if a is x else a for a in args),
-                           tuple(snap if o is x else o for o in outs), params)
-        for k, v in list(tape._watched.items()):
-            if v is x:
-                tape._watched[k] = snap
+    """Whether any tape (any thread) holds handles on eager buffers (see core/mutation.py)."""
+    return bool(_mut.HOLDERS)
 
 
 class UnconnectedGradients(enum.Enum):
@@ -74,6 +59,15 @@ class GradientTape:
         self._var_reads = {}      # id(var) -> (var, [values read])
         self._used = False
         self._recording = False
+        self._reset_memory()
+
+    def _reset_memory(self):
+        self._mem = {}            # id(root buffer) -> handles in records to copy before a write
+        self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
+        self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
+        self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
+        self._poison = {}         # tid -> why its gradient cannot be followed
+        _mut.release(self)
 
     # ------------------------------------------------------------------ recording
     def __enter__(self):
@@ -91,7 +85,6 @@ class GradientTape:
         STATE.tapes.append(self)
         STATE.refresh()
         self._recording = True
-        _LIVE.add(self)
 
     def _pop(self):
         if self in STATE.tapes:
@@ -116,6 +109,7 @@ class GradientTape:
         self._connected = set()
         self._watched = {}
         self._var_reads = {}
+        self._reset_memory()
 
     def watch(self, tensor):
         """Track `tensor` (an array, a Variable, or a nested structure of them)."""
@@ -130,6 +124,7 @@ class GradientTape:
             tid = _ensure_tid(t)
             self._connected.add(tid)
             self._watched[tid] = t
+            self._see(t, tid)
 
     def _watch_variable(self, var):
         val = var._read_for_tape()
@@ -156,9 +151,125 @@ class GradientTape:
             return
         if type(outs) is not tuple:
             outs = (outs,)
+        keep = self._keep
+        handles = tuple(map(keep, args))
+        outh = []
         for o in outs:
-            conn.add(_ensure_tid(o))
-        self._records.append((prim, args, outs, params))
+            tid = _ensure_tid(o)
+            conn.add(tid)
+            outh.append(keep(o) if prim.vjp_uses_out else _alias(o))
+            self._see(o, tid)
+        if len(outs) == 1 and _mut.is_view_record(prim, args):
+            o = outs[0]
+            if o._t is None and args[0]._t is None:
+                # the base is held (as NumPy's .base) so a chain through a temporary view
+                # still leads back to the written array
+                self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
+        self._records.append((prim, handles, tuple(outh), params))
+
+    # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
+    def _keep(self, a):
+        """A handle on `a`'s value for a record: copied before a write reaches its memory."""
+        h = _alias(a)
+        v = a._v
+        if a._t is not None or not _mut.is_buffer(v):
+            return h
+        rid = id(_root_of(v))
+        with _mut.LOCK:
+            if not self._mem:
+                _mut.hold(self)
+            lst = self._mem.get(rid)
+            if lst is None:
+                self._mem[rid] = [h]
+            else:
+                lst.append(h)
+        return h
+
+    def _see(self, o, tid):
+        e = self._objs.get(id(o))
+        if e is None or e[0]() is not o:
+            r = weakref.ref(o)
+            self._objs[id(o)] = [r, tid]
+            v = o._v
+            if o._t is None and _mut.is_buffer(v):
+                self._users.setdefault(id(_root_of(v)), []).append(r)
+
+    def _protect(self, rid):
+        """Memory under root `rid` is about to change: private copies for the handles on it
+        (each handle is copied at most once; called under core.mutation.LOCK)."""
+        lst = self._mem.pop(rid, None)
+        if lst:
+            for h in lst:
+                h._v = h._v.copy()
+            if not self._mem:
+                _mut.release(self)
+
+    def _source_tid(self, s):
+        e = self._objs.get(id(s))
+        if e is not None and e[0]() is s:
+            return e[1]
+        return s._tid
+
+    def _adopt(self, x, old):
+        """`x` was written in place and took its new value's identity (already recorded);
+        bring the other arrays this tape knows that share x's memory up to date."""
+        conn = self._connected
+        if x._tid not in conn:
+            return
+        self._see(x, x._tid)
+        if not _mut.is_buffer(x._v):
+            return
+        changed = {id(x)}
+        cur = x
+        while True:               # a write through a view writes its base
+            link = self._links.get(id(cur))
+            if link is None or link[0]() is not cur:
+                break
+            base = link[1]
+            if base._t is not None or not base._tid or base._tid not in conn:
+                break
+            inv = _mut.VIEWS.get(link[2])
+            rule = inv(_alias(base), _alias(cur), link[3], link[4]) if inv is not None else None
+            if rule is None:
+                break
+            p, a, kw = rule
+            base._tid = new_tid()
+            self._records.append((p, tuple(self._keep(h) if h._tid != base._tid else h
+                                           for h in a), (_alias(base),), kw))
+            conn.add(base._tid)
+            changed.add(id(base))
+            cur = base
+        rid = id(_root_of(x._v))
+        lst = self._users.get(rid)
+        if not lst:
+            return
+        live = []
+        for r in lst:
+            u = r()
+            if u is None:
+                continue
+            live.append(r)
+            if id(u) in changed or not u._tid or u._tid not in conn or u._t is not None \
+                    or not _mut.is_buffer(u._v) or not _mut.shares_memory(u._v, x._v):
+                continue
+            link = self._links.get(id(u))
+            base = link[1] if link is not None and link[0]() is u else None
+            if base is not None and id(base) in changed:
+                # a view of a written array: recomputed from the new value (the buffer
+                # already holds it)
+                u._tid = new_tid()
+                self._records.append((link[2], (self._keep(base),) + tuple(link[3]),
+                                      (_alias(u),), link[4]))
+            else:
+                u._tid = new_tid()
+                self._poison[u._tid] = (
+                    f"an array of shape {tuple(u.shape)} shares memory with an array written "
+                    f"in place (x[...] = ..., +=, out=) while the tape recorded, in a way the "
+                    f"tape cannot follow; its values are NumPy's but no gradient can flow "
+                    f"through it. Write into a copy (tnp.copy) or through the array itself")
+            conn.add(u._tid)
+            changed.add(id(u))
+        self._users[rid] = live
 
     # ------------------------------------------------------------------ differentiation
     def gradient(self, target, sources, output_gradients=None,
@@ -171,7 +282,7 @@ class GradientTape:
         if not self._persistent:
             self._used = True
             self._records = []
-            _LIVE.discard(self)
+            self._reset_memory()
         return res
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients):
@@ -203,9 +314,11 @@ class GradientTape:
                 g = tnp.ones_like(t) if og is None else tnp.asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
-            for s in src_leaves:
-                if isinstance(s, ndarray) and s._tid:
-                    keep.add(s._tid)
+            src_tids = [self._source_tid(s) if isinstance(s, ndarray) and s._tid else 0
+                        for s in src_leaves]
+            for s, tid in zip(src_leaves, src_tids):
+                if tid:
+                    keep.add(tid)
                 elif isinstance(s, Variable):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
                         keep.add(v._tid)
@@ -235,8 +348,11 @@ class GradientTape:
                         continue
                     prev = ct.get(a._tid)
                     ct[a._tid] = g if prev is None else prev + g
+            bad = [t for t in ct if t in self._poison and t not in keep]
+            if bad:
+                raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []
-            for s in src_leaves:
+            for s, tid in zip(src_leaves, src_tids):
                 g = None
                 if isinstance(s, Variable):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
@@ -245,7 +361,7 @@ class GradientTape:
                             g = c if g is None else g + c
                     ref = s
                 elif isinstance(s, ndarray):
-                    g = ct.get(s._tid) if s._tid else None
+                    g = ct.get(tid) if tid else None
                     ref = s
                 else:
                     raise ValueError(f"gradient sources must be arrays or Variables, got "
@@ -291,7 +407,7 @@ class GradientTape:
         if not self._persistent:
             self._used = True
             self._records = []
-            _LIVE.discard(self)
+            self._reset_memory()
         if unconnected_gradients == UnconnectedGradients.NONE:
             rows = [None if u else r for r, u in zip(rows, unconnected)]
         return rows

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from . import primitive as _prim
+from . import mutation as _mut
 from .state import STATE, GLOBAL
 
 _tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
@@ -96,7 +97,7 @@ def _fast_binary(np_fn, name, reflected=False):
     # Operators are the hottest path: a + b on eager default-device arrays calls NumPy directly
     # (NumPy 2 promotion == ours in legacy mode); everything else goes through the NumPy layer.
     def op(self, other):
-        if GLOBAL.fast and self._dev is None:
+        if (GLOBAL.fast or STATE.fast) and self._dev is None:
             t = type(other)
             if t is ndarray:
                 if other._dev is None:
@@ -128,8 +129,7 @@ def _inplace(name):
     np_fn = getattr(np, name)
 
     def op(self, other):
-        from ..autodiff.tape import live_tapes
-        if STATE.fast and self._dev is None and not live_tapes():
+        if STATE.fast and self._dev is None and not _mut.HOLDERS:
             v = self._v
             if not isinstance(v, np.ndarray):
                 v = self._v = np.array(v)
@@ -138,6 +138,9 @@ def _inplace(name):
                 o = o.numpy()
             np_fn(v, o, out=v)
             return self
+        # a traced write into an eager array happens at every call: it becomes a graph value
+        # before the operation reads it (core/mutation.py)
+        _mut.begin(self)
         res = getattr(_tnp, name)(self, other)
         if res.dtype != self.dtype:
             if not np.can_cast(res.dtype, self.dtype, casting="same_kind"):
@@ -147,7 +150,7 @@ def _inplace(name):
         if res.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
                              f"match the broadcast shape {res.shape}")
-        self._rebind(res)
+        _mut.assign(self, (res,), lambda: res)
         return self
     op.__name__ = "__i%s__" % name
     return op
@@ -425,9 +428,9 @@ class ndarray:
 
     # ------------------------------------------------------------------ mutation
     def _rebind(self, other):
-        """Make this array object hold `other`'s value (mutation = a new value, same object)."""
-        from ..autodiff.tape import before_mutation
-        before_mutation(self)
+        """Make this array object hold `other`'s value (a traced write: a new value, same
+        object). Tapes keep their own handles on the values they recorded, so they are not
+        affected; eager writes go through `core.mutation.assign` (in place, as NumPy)."""
         self._v = other._v
         self._t = other._t
         self._dev = other._dev
@@ -709,7 +712,7 @@ class ndarray:
         return _tnp.divmod(other, self)
 
     def __neg__(self):
-        if GLOBAL.fast and self._dev is None:
+        if (GLOBAL.fast or STATE.fast) and self._dev is None:
             return _wrap(np.negative(self._v))
         return _tnp.negative(self)
 
@@ -735,3 +738,7 @@ class ndarray:
     __ixor__ = _inplace("bitwise_xor")
     __ilshift__ = _inplace("left_shift")
     __irshift__ = _inplace("right_shift")
+
+
+_mut._ndarray = ndarray
+_mut._new_tid = new_tid

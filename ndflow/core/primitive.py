@@ -41,6 +41,7 @@ Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands t
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
 from .state import STATE, GLOBAL
+from . import mutation as _mut
 
 
 class Aval:
@@ -135,7 +136,9 @@ _eager_apply = None   # set by backends: full eager path (devices, conversions)
 
 
 def bind(prim, *args, **params):
-    if GLOBAL.fast:
+    # GLOBAL.fast: no thread has anything active (one plain read); otherwise this thread's
+    # own state decides, so another thread's tape does not slow this one down
+    if GLOBAL.fast or STATE.fast:
         # Eager fast path: no tape, trace or scope can be interested. `_dev is None` marks an
         # eager array on the default device (symbolic and batched values never have it).
         for a in args:
@@ -173,6 +176,9 @@ def bind_slow(prim, args, params):
             _check_numerics(prim, args, outs, params)
     else:
         outs = top.process(prim, args, params)
+    if st.traces and prim in _mut.VIEWS and args and (prim.name != "getitem" or len(args) == 1):
+        # NumPy would return a view: a later write into either side must show in the other
+        _mut.note_view(prim, args, outs, params)
     if st.tapes:
         for tape in st.tapes:
             tape._record(prim, args, outs, params)

@@ -1,11 +1,33 @@
 """Per-thread interpreter state.
 
-`bind` reads `STATE.fast` on every call: it is True only when nothing but plain eager NumPy
-execution can happen (no trace, no batching, no tape, no device scope, NumPy promotion), so
-the eager path costs one attribute read (checking numerics also takes the general path, which
-checks each result). Everything that changes the state recomputes it.
+Everything that changes how `bind` runs — traces, tapes, the device scope, promotion switches,
+checking numerics, the views registered while tracing — is per thread (`STATE`, a
+`threading.local`), as TensorFlow's tapes and function traces are: a tape recording in one thread never changes what
+another thread computes or how its writes behave.
+
+The eager fast path must stay one cheap read. `GLOBAL.fast` is a process-wide *hint*: True
+only while no thread has anything active. It is kept under a lock as a count of the threads
+whose own state is not fast, so it can never read True while the reading thread itself has a
+tape, trace or switch active (that thread's own `refresh` made the count non-zero before its
+next `bind`, and only a later `refresh` of the same thread can take it back out). When it reads
+False, callers consult their own thread's `STATE.fast`, which is exact.
 """
 import threading
+import weakref
+
+
+class _Slot:
+    """Whether a thread is counted as slow; outlives the thread's state so that a thread ending
+    with a tape or trace still active gives its count back (see `_release`)."""
+    __slots__ = ("slow",)
+
+    def __init__(self):
+        self.slow = False
+
+
+class _Token:
+    """Lives only in a thread's local state: its finalizer runs when the thread ends."""
+    __slots__ = ("__weakref__",)
 
 
 class _State(threading.local):
@@ -14,39 +36,61 @@ class _State(threading.local):
         self.tapes = []           # GradientTapes currently recording
         self.device = None        # device scope (None = default CPU:0)
         self.scope = None         # the scope's device as written, CPU:0 included (tnp.copy)
-        self.promotion = "legacy"  # 'legacy' (NumPy 2), 'all', 'safe'
-        self.prefer_float32 = False
+        # 'legacy' (NumPy 2), 'all', 'safe': process-wide in TensorFlow, so a thread starts
+        # with the switches set when it first touches ndflow
+        self.promotion = GLOBAL_MODE["promotion"]
+        self.prefer_float32 = GLOBAL_MODE["prefer_float32"]
         self.check_numerics = False   # nf.debugging.enable_check_numerics (per thread, as TF)
         self.fast = True
         self.level = 0            # next interpreter level
+        self.views = {}           # while tracing: id(base) -> views to re-derive on a write
+        self.slot = slot = _Slot()
+        self._token = tok = _Token()
+        weakref.finalize(tok, _release, slot)
+        self.refresh()
 
     def refresh(self):
-        self.fast = (not self.traces and not self.tapes and self.device is None
-                     and self.promotion == "legacy" and not self.prefer_float32
-                     and not self.check_numerics)
-        # keyed by thread: `self` is one thread-local object, the same id in every thread, so
-        # one thread turning fast must not clear another thread's slow mark
-        if self.fast:
-            _SLOW_THREADS.discard(threading.get_ident())
-        else:
-            _SLOW_THREADS.add(threading.get_ident())
-        GLOBAL.fast = not _SLOW_THREADS
+        fast = (not self.traces and not self.tapes and self.device is None
+                and self.promotion == "legacy" and not self.prefer_float32
+                and not self.check_numerics)
+        self.fast = fast
+        if not self.traces and self.views:
+            self.views = {}
+        slot = self.slot
+        if slot.slow == fast:             # this thread changes between fast and slow
+            _set_slow(slot, not fast)
 
 
 class _Global:
-    """`GLOBAL.fast`: no thread has a trace, tape, scope or promotion switch active. A plain
-    attribute is cheaper than a thread-local one, so the hottest paths test it first; when it
-    is False they take the general path, which consults the calling thread's own STATE."""
+    """`GLOBAL.fast`: no thread has a trace, tape, scope or promotion switch active (a hint,
+    see the module docstring). A plain attribute is cheaper than a thread-local one, so the
+    hottest paths test it first; when it is False they take the general path, which consults
+    the calling thread's own STATE."""
     __slots__ = ("fast",)
 
 
 GLOBAL = _Global()
 GLOBAL.fast = True
-_SLOW_THREADS = set()
-STATE = _State()
+_LOCK = threading.Lock()
+_slow_count = 0
 
-# Promotion switches are process-wide in TensorFlow; threads started later inherit them.
+
+def _set_slow(slot, slow):
+    global _slow_count
+    with _LOCK:
+        if slot.slow != slow:
+            slot.slow = slow
+            _slow_count += 1 if slow else -1
+            GLOBAL.fast = _slow_count == 0
+
+
+def _release(slot):
+    # a thread ended: its tapes and traces are gone with it
+    _set_slow(slot, False)
+
+
 GLOBAL_MODE = {"promotion": "legacy", "prefer_float32": False}
+STATE = _State()
 
 
 def sync_mode():

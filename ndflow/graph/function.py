@@ -13,7 +13,7 @@ from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
-from .trace import GraphTrace
+from .trace import GraphTrace, restore_fields
 from .ir import format_graph
 from . import passes as _passes
 from . import debug as _dbg
@@ -159,12 +159,52 @@ class ConcreteFunction:
                 leaves.append(c)
         return tree.unflatten(self.out_def, leaves)
 
-    def __call__(self, bufs):
+    writeback = ()      # [("arg", i) | ("obj", weakref)]: trailing outputs written back
+    captured = ()       # arrays from outside the function that it writes: trailing inputs
+
+    def __call__(self, bufs, targets=None):
+        if self.writeback and len(bufs) > 1 or self.captured:
+            self._check_overlap(bufs, targets)
         try:
+            if self.captured:
+                bufs = list(bufs) + [o._v for o in self.captured]
             outs = self.run(*bufs)
         except Exception as e:
             self._fail(e)
+        if self.writeback:
+            self._write_back(outs, targets)
         return self._finish(outs, STATE.device)
+
+    def _check_overlap(self, bufs, targets):
+        """Arguments written by the function are independent values inside it: refuse a call
+        where one shares memory with another argument (NumPy would see one write through the
+        other, which the compiled function cannot reproduce)."""
+        written = [ref for kind, ref in self.writeback if kind == "arg"]
+        extra = [o._v for o in self.captured]
+        allb = list(bufs) + extra
+        for i in written:
+            for j, b in enumerate(allb):
+                if j != i and isinstance(b, np.ndarray) and isinstance(allb[i], np.ndarray) \
+                        and np.may_share_memory(allb[i], b):
+                    other = (f"argument {j}" if j < len(bufs) else
+                             "an array captured from outside that it also writes")
+                    raise ValueError(
+                        f"nf.function {self.name!r}: array argument {i} is written by the "
+                        f"function and shares memory with {other}; inside a compiled function "
+                        f"they are independent values, so NumPy's result (one write seen "
+                        f"through the other) cannot be reproduced. Pass a copy (tnp.copy), or "
+                        f"call the Python function.")
+
+    def _write_back(self, outs, targets):
+        n = len(outs) - len(self.writeback)
+        for (kind, ref), val in zip(self.writeback, outs[n:]):
+            t = ref() if kind == "obj" else (targets[ref] if targets is not None else None)
+            if t is None:
+                continue
+            if isinstance(t, np.ndarray):
+                t[...] = val
+            else:
+                t[...] = _wrap(val) if STATE.device is None else wrap_on(val, STATE.device)
 
     def pretty_printed(self):
         return format_graph(self.graph)
@@ -290,7 +330,12 @@ class Function:
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
-        functools.update_wrapper(self, fn)
+        # the wrapped object's attributes, but never over this one's own: wrapping another
+        # nf.function (nf.jit(nf.grad(nf.jit(f)))) would copy its _fn, _cache... over these
+        functools.update_wrapper(self, fn, updated=())
+        for k, v in getattr(fn, "__dict__", {}).items():
+            if k not in self.__dict__:
+                setattr(self, k, v)
         _dbg._functions.add(self)
 
     @property
@@ -349,7 +394,7 @@ class Function:
 
     # ------------------------------------------------------------------ calls
     def __call__(self, *args, **kwargs):
-        if GLOBAL.fast and not kwargs:
+        if (GLOBAL.fast or STATE.fast) and not kwargs:
             # the hot path: positional arrays whose shapes and dtypes were seen before
             key = []
             for a in args:
@@ -396,14 +441,15 @@ class Function:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
         cf = self._lookup(key, args, kwargs, leaves, d)
-        bufs = self._buffers(leaves)
+        bufs, targets = self._buffers(leaves)
         if "time" in _dbg.FLAGS:
             t0 = time.perf_counter()
-            out = self._run(key, cf, bufs, args, kwargs, leaves, d)[1]
+            out = self._run(key, cf, bufs, targets, args, kwargs, leaves, d)[1]
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
-        cf, out = self._run(key, cf, bufs, args, kwargs, leaves, d)
-        if (GLOBAL.fast and not kwargs and len(bufs) == len(raw)
+        cf, out = self._run(key, cf, bufs, targets, args, kwargs, leaves, d)
+        if ((GLOBAL.fast or STATE.fast) and not kwargs and len(bufs) == len(raw)
+                and not cf.writeback
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)
                 and (self._sig is None or all(a is b for a, b in zip(raw, args)))):
@@ -419,13 +465,13 @@ class Function:
             fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
         return out
 
-    def _run(self, key, cf, bufs, args, kwargs, leaves, d):
+    def _run(self, key, cf, bufs, targets, args, kwargs, leaves, d):
         """(graph used, result): `cf` on `bufs`, or, where the values contradict what the graph
         assumed about them (SpecializationError: eigenvalues all real or not), the graph
         traced for what was observed (traced once, kept beside the first)."""
         for _ in range(64):
             try:
-                return cf, cf(bufs)
+                return cf, cf(bufs, targets)
             except SpecializationError as e:
                 cf = self._respecialize(key, cf, e, args, kwargs, leaves, d)
         raise RuntimeError(f"nf.function {self._name!r}: no graph fits these values")
@@ -456,13 +502,17 @@ class Function:
 
     @staticmethod
     def _buffers(leaves):
-        bufs = []
+        """The buffers of the array arguments, and the arrays themselves (written back into
+        when the function writes its arguments)."""
+        bufs, targets = [], []
         for x in leaves:
             if isinstance(x, ndarray):
                 bufs.append(x._v)
+                targets.append(x)
             elif isinstance(x, np.ndarray):
                 bufs.append(x)
-        return bufs
+                targets.append(x)
+        return bufs, targets
 
     def _lookup(self, key, args, kwargs, leaves, d):
         cache = self._cache
@@ -580,6 +630,21 @@ class Function:
                           f"new shapes, dtypes or Python values retrace (tracing is expensive). "
                           f"Use {hint}, or pass arrays instead of Python numbers.", stacklevel=5)
         t0 = time.perf_counter()
+        cf, written = self._trace_once(args, kwargs, leaves, d, shapes, (), t0, assume)
+        outside = [o for o in map(lambda r: r(), written) if o is not None]
+        if outside:
+            import gc
+            gc.collect()
+            outside = [o for o in map(lambda r: r(), written) if o is not None]
+        if outside:
+            # the function writes arrays that live outside it: NumPy reads and writes them at
+            # every call, so trace once more with them as inputs (read at each call, by
+            # reference) instead of constants frozen at trace time
+            cf, _ = self._trace_once(args, kwargs, leaves, d, shapes, outside, t0, assume)
+        return cf
+
+    def _trace_once(self, args, kwargs, leaves, d, shapes, mutable, t0, assume=None):
+        from ..core.ndarray import symbolic
         sig_leaves = tree.flatten(self._sig) if self._sig is not None else None
         trace = GraphTrace(self._name)
         # assumptions about values the graph's dtypes depend on (site -> case), filled with
@@ -587,6 +652,7 @@ class Function:
         trace.assume, trace.sites = dict(assume or {}), 0
         STATE.traces.append(trace)
         STATE.refresh()
+        inputs = []        # (position among the array arguments, symbolic input, its Var)
         try:
             sym = []
             k = 0
@@ -601,37 +667,67 @@ class Function:
                         sym.append(trace.new_input(shapes[k], np.dtype(x.dtype)))
                     else:
                         sym.append(trace.new_input(x.shape, np.dtype(x.dtype)))
+                    inputs.append((k, sym[-1], sym[-1]._v))
                     k += 1
                 else:
                     sym.append(x)
+            captured = []
+            for o in mutable:
+                s_in = trace.new_input(o.shape, np.dtype(o.dtype))
+                trace.note_write(o)
+                o._rebind(s_in)
+                captured.append((o, s_in._v))
             a, kw = tree.unflatten(d, sym)
             out = self._fn(*a, **kw)
+            out_leaves, out_def = tree.flatten_with_def(out)
+            kinds, consts, outs = [], [], []
+            for o in out_leaves:
+                if isinstance(o, ndarray) and o._t is trace:
+                    kinds.append("v")
+                    consts.append(None)
+                    outs.append(o._v)
+                elif type(o) is ndarray and o._t is None and o._dev is None:
+                    # an eager array (made while tracing, or captured): a result of the graph,
+                    # so each call returns a fresh copy (`own_outputs`), never one shared buffer
+                    kinds.append("v")
+                    consts.append(None)
+                    outs.append(trace.to_var(o))
+                else:
+                    kinds.append("k")
+                    consts.append(o)
+            # writes the caller must see (NumPy semantics, core/mutation.py): into arguments
+            # (and out= arrays passed as arguments), then into arrays captured from outside, in
+            # the order they were first written; the function writes them back after each call
+            writeback = []
+            for pos, s, v0 in inputs:
+                if s._v is not v0 or s._t is not trace:
+                    outs.append(trace.to_var(s))
+                    writeback.append(("arg", pos))
+            unchanged = {id(o) for o, v in captured if o._v is v}
+            out = out_leaves = o = a = kw = sym = None
         finally:
             STATE.traces.remove(trace)
-            STATE.refresh()
-        out_leaves, out_def = tree.flatten_with_def(out)
-        kinds, consts, outs = [], [], []
-        for o in out_leaves:
-            if isinstance(o, Variable):
-                o = o.value() if False else o
-            if isinstance(o, ndarray) and o._t is trace:
-                kinds.append("v")
-                consts.append(None)
-                outs.append(o._v)
-            elif type(o) is ndarray and o._t is None and o._dev is None:
-                # an eager array (made while tracing, or captured): a result of the graph, so
-                # each call returns a fresh copy (`own_outputs`), never one shared buffer
-                kinds.append("v")
-                consts.append(None)
-                outs.append(trace.to_var(o))
-            else:
-                kinds.append("k")
-                consts.append(o)
+            STATE.refresh()             # (forgets the views made while tracing)
+            trace._consts.clear()       # arrays made while tracing that nothing else holds die
+            finals = []
+            for wr, saved in trace.written.values():
+                o = wr()
+                if o is not None:
+                    if o._t is trace:
+                        finals.append((wr, id(o), o._v))
+                    restore_fields(o, saved)   # the array keeps its own value, not a graph's
+            o = None
+        for wr, key, var in finals:
+            if key not in unchanged:
+                outs.append(var)
+                writeback.append(("obj", wr))
         trace.graph.outputs = outs
         cf = ConcreteFunction(self._name, trace.graph, out_def, kinds, consts,
                               time.perf_counter() - t0, check_numerics=STATE.check_numerics)
         cf.assume = trace.assume
-        return cf
+        cf.writeback = writeback
+        cf.captured = [o for o, _ in captured]
+        return cf, [wr for wr, _ in trace.written.values()]
 
     def __repr__(self):
         return "<ndflow.function %s>" % self._name

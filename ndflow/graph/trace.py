@@ -4,6 +4,7 @@
 loop body) into a closed sub-graph: values of enclosing traces it uses become extra inputs.
 """
 import itertools
+import weakref
 
 from ..core.ndarray import ndarray, symbolic, _user_line
 from ..core.state import STATE
@@ -27,6 +28,14 @@ class GraphTrace:
         self.graph = Graph(name)
         self._consts = {}        # id(array) -> Var (the array is kept alive by the Var)
         self.var_values = {}     # id(Variable) -> current symbolic value in this trace
+        self.written = {}        # id(array) -> (weakref, its eager fields): see note_write
+
+    def note_write(self, x):
+        """`x`, an eager array, is being written while tracing: it holds graph values until the
+        trace ends, then gets its own value back and the function writes the final value into
+        it after every call (core/mutation.py)."""
+        if id(x) not in self.written:
+            self.written[id(x)] = (weakref.ref(x), save_fields(x))
 
     def shape_of(self, x):
         return x._v.shape
@@ -115,6 +124,16 @@ class GraphTrace:
                     g.consts.append(o)
         g.nodes[:] = kept
         return vals[x._v.id]
+
+
+def save_fields(x):
+    return (x._v, x._t, x._dev, x._tid, getattr(x, "_aux", None))
+
+
+def restore_fields(x, f):
+    x._v, x._t, x._dev, x._tid = f[:4]
+    if f[1] is not None:
+        x._aux = f[4]
 
 
 def innermost_graph_trace():

@@ -7,7 +7,8 @@ from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
-from ..primitives import indexing as I, elementwise as E
+from ..primitives import indexing as I, elementwise as E, shape as S
+from ..core import mutation as _mut
 from ..primitives._util import norm_axis
 from ._core import asarray
 
@@ -135,10 +136,11 @@ def _getitem(x, key):
 
 
 def _setitem(x, key, value):
-    """x[key] = value. Eager without tapes: in place, like NumPy (views see it). Under a tape or
-    a trace: a functional update that rebinds `x`, so gradients flow to `value`."""
-    from ..autodiff.tape import live_tapes
-    if STATE.fast and x._dev is None and not live_tapes():
+    """x[key] = value, with NumPy's semantics on every path (the model: core/mutation.py).
+    Eagerly the buffer changes in place (views see it), also while tapes exist; a tape that
+    records `x` or the value records a functional update, so gradients flow to the value and
+    not to the overwritten elements."""
+    if STATE.fast and x._dev is None and not _mut.HOLDERS:
         v = value._v if isinstance(value, ndarray) and value._dev is None else value
         if isinstance(v, ndarray):
             v = v.numpy()
@@ -151,17 +153,67 @@ def _setitem(x, key, value):
             key = tuple(k.numpy() if isinstance(k, ndarray) else k for k in key)
         buf[key] = v
         return
+    _mut.begin(x)
     base, spec, arrays, inserted = _split_index(x, key)
     v = asarray(value)
     if v.dtype != x.dtype:
-        if x.dtype.kind in "iub" and v.dtype.kind == "c" or x.dtype.kind == "b" and v.dtype.kind != "b" and False:
+        if x.dtype.kind in "iub" and v.dtype.kind == "c":
             raise TypeError(f"cannot assign {v.dtype} values to a {x.dtype} array")
         v = bind(E.convert_p, v, dtype=x.dtype)
-    r = bind(I.index_update_p, base, v, *arrays, spec=spec)
-    if inserted:
-        from ..primitives.shape import squeeze_p
-        r = bind(squeeze_p, r, axes=inserted)
-    x._rebind(r)
+
+    def functional():
+        r = bind(I.index_update_p, base, v, *arrays, spec=spec)
+        if inserted:
+            from ..primitives.shape import squeeze_p
+            r = bind(squeeze_p, r, axes=inserted)
+        return r
+
+    def apply(buf):
+        buf[_host_key(key)] = v._v
+
+    eager_key = all(a._t is None and a._dev is None for a in arrays)
+    # index_update's gradient reads only x's shape: a tape can record the write in place
+    # (not where a 0-d boolean index inserted axes: the update is then of x with those axes)
+    _mut.assign(x, (v,) + tuple(arrays), functional,
+                apply if eager_key and v._dev is None else None,
+                None if inserted else (I.index_update_p, (v,) + tuple(arrays), {"spec": spec}))
+
+
+def _host_key(key):
+    if isinstance(key, ndarray):
+        return key.numpy()
+    if isinstance(key, tuple):
+        return tuple(k.numpy() if isinstance(k, ndarray) else k for k in key)
+    return key
+
+
+def _view_inverse_getitem(base, view, args, params):
+    return I.index_update_p, (base, view), params
+
+
+def _view_inverse_reshape(base, view, args, params):
+    return S.reshape_like_p, (view, base), {}
+
+
+def _view_inverse_transpose(base, view, args, params):
+    perm = params["perm"]
+    if perm is None:
+        inv = None
+    else:
+        inv = tuple(int(i) for i in np.argsort(perm))
+    return S.transpose_p, (view,), {"perm": inv}
+
+
+# Which primitives return a view in NumPy, and how a write into that view reaches its base.
+_mut.VIEWS.update({
+    I.getitem_p: _view_inverse_getitem,
+    S.transpose_p: _view_inverse_transpose,
+    S.reshape_p: _view_inverse_reshape,
+    S.expand_dims_p: _view_inverse_reshape,
+    S.squeeze_p: _view_inverse_reshape,
+    S.diagonal_p: None,
+    S.broadcast_to_p: None,
+})
 
 
 def take(a, indices, axis=None, out=None, mode=None):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind
-from ..core.state import GLOBAL
+from ..core.state import GLOBAL, STATE
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C
 from ..primitives._util import norm_axis
@@ -317,14 +317,16 @@ class ufunc:
         if not isinstance(a, ndarray):
             self._np.at(a, _host(indices), *(() if b is None else (_host(b),)))
             return None
-        from ..autodiff.tape import live_tapes
-        if GLOBAL.fast and a._dev is None and not live_tapes():
+        from ..core import mutation as _mut
+        if STATE.fast and a._dev is None and not _mut.HOLDERS:
             buf = a._v
             if not isinstance(buf, np.ndarray):
                 buf = a._v = np.array(buf)
             self._np.at(buf, _host(indices), *(() if b is None else (_host(b),)))
             return None
-        a._rebind(_at(self, a, indices, b))
+        _mut.begin(a)
+        ops = tuple(o for o in (indices, b) if isinstance(o, ndarray))
+        _mut.assign(a, ops, lambda: _at(self, a, indices, b))
         return None
 
     def reduceat(self, array, indices, axis=0, dtype=None, out=None):

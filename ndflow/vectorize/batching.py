@@ -3,6 +3,7 @@ down carrying the batch axis `_aux`; unbatched values pass through untouched. Ea
 `batch` rule maps (values, batch axes) to (value, batch axis) by binding primitives one level
 down, so inside `nf.function` batching produces one graph."""
 import warnings
+import weakref
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from ..core.ndarray import ndarray, symbolic
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import tree
-from ..graph.trace import next_level
+from ..graph.trace import next_level, save_fields, restore_fields
 
 
 class BatchTrace:
@@ -20,6 +21,11 @@ class BatchTrace:
     def __init__(self, size):
         self.level = next_level()
         self.size = size
+        self.written = {}        # id(array) -> (weakref, eager fields): arrays from outside
+
+    def note_write(self, x):
+        if id(x) not in self.written:
+            self.written[id(x)] = (weakref.ref(x), save_fields(x))
 
     def shape_of(self, x):
         s = x._v.shape
@@ -94,26 +100,74 @@ def _batch_call(fn, args, in_axes, out_axes):
     trace = BatchTrace(size)
     STATE.traces.append(trace)
     STATE.refresh()
+    # views made inside fn are fn's own: remembered only while it runs
+    outer_views = STATE.views
+    STATE.views = {k: list(v) if isinstance(v, list) else v for k, v in outer_views.items()}
+    mapped = []
     try:
-        ins = [c if not isinstance(c, tuple) or len(c) != 2 or not isinstance(c[0], ndarray)
-               else symbolic(trace, c[0], c[1] % c[0].ndim) for c in conv]
+        ins = []
+        for c in conv:
+            if not isinstance(c, tuple) or len(c) != 2 or not isinstance(c[0], ndarray):
+                ins.append(c)
+            else:
+                s = symbolic(trace, c[0], c[1] % c[0].ndim)
+                mapped.append((s, s._v, c[0], c[1] % c[0].ndim))
+                ins.append(s)
         out = fn(*tree.unflatten(d, ins))
+        out_ids = {id(o) for o in tree.flatten(out)}
+        # writes into a mapped argument: a loop over the examples writes through views of
+        # the caller's array, so the final values go back into it
+        backs = []
+        for s, v0, x, ax in mapped:
+            if s._v is not v0 or s._t is not trace:
+                backs.append((x, tnp.moveaxis(s._v, s._aux, ax) if s._t is trace
+                              else tnp.expand_dims(tnp.asarray(s), ax)))
+        del ins, mapped
+        # the results, before arrays written inside get their own values back
+        out_leaves, out_def = tree.flatten_with_def(out)
+        oax = _broadcast_axes(out_axes, out, len(out_leaves))
+        res = []
+        for o, ax in zip(out_leaves, oax):
+            if o is None:
+                res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
+                continue
+            if isinstance(o, ndarray) and o._t is trace:
+                v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
+            else:
+                o = tnp.asarray(o)
+                v = _unbatched_output(o, size, ref)
+                if ax not in (None, 0):
+                    v = tnp.moveaxis(v, 0, ax)
+            res.append(v)
+        out_leaves = o = None      # written arrays the function returns may die now
     finally:
         STATE.traces.remove(trace)
+        STATE.views = outer_views
+        for wr, saved in trace.written.values():
+            o = wr()
+            if o is not None and o._t is not None:
+                restore_fields(o, saved)      # never leave a batched value in a user's array
         STATE.refresh()
-    out_leaves, out_def = tree.flatten_with_def(out)
-    oax = _broadcast_axes(out_axes, out, len(out_leaves))
-    res = []
-    for o, ax in zip(out_leaves, oax):
-        if isinstance(o, ndarray) and o._t is trace:
-            v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
-        else:
-            o = tnp.asarray(o)
-            v = _unbatched_output(o, size, ref)
-            if ax not in (None, 0):
-                v = tnp.moveaxis(v, 0, ax)
-        res.append(v)
+    outside = _outside(trace, out_ids)
+    if outside:
+        import gc
+        gc.collect()
+        outside = _outside(trace, out_ids)
+    if outside:
+        o = outside[0]
+        raise ValueError(f"vectorized_map: the mapped function wrote into an array of shape "
+                         f"{tuple(o.shape)} that it did not create and does not return "
+                         f"(captured from outside, or an unmapped argument). A loop would write "
+                         f"it once per example, which one vectorized call cannot do; return the "
+                         f"values and write them after the call")
+    for x, val in backs:
+        x[...] = val
     return tree.unflatten(out_def, res)
+
+
+def _outside(trace, out_ids):
+    objs = (wr() for wr, _ in trace.written.values())
+    return [o for o in objs if o is not None and id(o) not in out_ids]
 
 
 def _unbatched_output(o, size, ref):
