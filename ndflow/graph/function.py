@@ -435,8 +435,8 @@ class Function:
         if key is None:
             return self._fn(*args, **kwargs)
         if key is UNCACHEABLE:
-            return self._run(None, self._trace(args, kwargs, leaves, d), self._buffers(leaves),
-                             args, kwargs, leaves, d)[1]
+            return self._run(None, self._trace(args, kwargs, leaves, d),
+                             *self._buffers(leaves), args, kwargs, leaves, d)[1]
         if self._sig is not None:
             key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
                                               for x, p in zip(leaves, key[1])),)
