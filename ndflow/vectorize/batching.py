@@ -106,7 +106,7 @@ def _batch_call(fn, args, in_axes, out_axes):
     res = []
     for o, ax in zip(out_leaves, oax):
         if isinstance(o, ndarray) and o._t is trace:
-            v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
+            v = _own(tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0), leaves)
         else:
             o = tnp.asarray(o)
             v = _unbatched_output(o, size, ref)
@@ -114,6 +114,20 @@ def _batch_call(fn, args, in_axes, out_axes):
                 v = tnp.moveaxis(v, 0, ax)
         res.append(v)
     return tree.unflatten(out_def, res)
+
+
+def _own(v, inputs):
+    """`v`, or a copy where it may share memory with an input: the results of a loop over the
+    examples, stacked, never share memory with the inputs (a per-example view, `x[1:]`, or the
+    identity, would otherwise hand out the caller's buffer). While tracing: a copy, which the
+    compiler drops where the value turns out fresh (passes.layout_choices)."""
+    from ..primitives.elementwise import copy_p
+    if v._t is not None:
+        return bind(copy_p, v)
+    for x in inputs:
+        if isinstance(x, ndarray) and x._t is None and np.may_share_memory(v._v, x._v):
+            return bind(copy_p, v)
+    return v
 
 
 def _unbatched_output(o, size, ref):
