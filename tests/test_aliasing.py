@@ -347,3 +347,12 @@ def test_vectorized_map_results_never_share_the_inputs():
             r = run(a)
             assert not np.shares_memory(r.numpy(), a.numpy())
             np.testing.assert_array_equal(r.numpy(), loop)
+
+
+def test_numpy_arrays_returned_by_a_compiled_function_are_fresh():
+    f = nf.function(lambda x: (x * 2, np.eye(2)))
+    for _ in range(2):          # the general call, then the fast one
+        r = f(tnp.ones(2))
+        assert isinstance(r[1], np.ndarray)
+        r[1][0, 0] = 42
+    assert f(tnp.ones(2))[1][0, 0] == 1.0

@@ -64,7 +64,8 @@ class ConcreteFunction:
         self.run, self.source, self._line_nodes, self._filename = generate(self.graph)
         t2 = time.perf_counter()
         self.out_def = out_def
-        self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
+        self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python,
+        #                                'n' a NumPy array (returned as a copy at each call)
         self.out_consts = out_consts
         self.assume = None         # Function._trace: assumptions about values (site -> case)
         self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
@@ -114,7 +115,7 @@ class ConcreteFunction:
                     k += 1
                 else:
                     ns["k%d" % j] = c
-                    parts.append("k%d" % j)
+                    parts.append("k%d.copy()" % j if kind == "n" else "k%d" % j)
             if d is tree.LEAF:
                 ret = parts[0]
             elif d[0] is tuple:
@@ -144,7 +145,7 @@ class ConcreteFunction:
                 b = next(it)
                 leaves.append(_wrap(b) if dev is None else wrap_on(b, dev))
             else:
-                leaves.append(c)
+                leaves.append(c.copy() if kind == "n" else c)
         return tree.unflatten(self.out_def, leaves)
 
     def __call__(self, bufs):
@@ -584,6 +585,10 @@ class Function:
                 kinds.append("v")
                 consts.append(None)
                 outs.append(trace.to_var(o))
+            elif type(o) is np.ndarray:
+                # a NumPy array made while tracing: a copy of it at each call
+                kinds.append("n")
+                consts.append(o)
             else:
                 kinds.append("k")
                 consts.append(o)
