@@ -83,6 +83,8 @@ def test_input_signature_never_casts_an_array():
         g(1.5)
     h = nf.function(lambda x: x * 2, input_signature=[nf.TensorSpec([], tnp.float32)])
     assert h(3).dtype == np.float32 and float(h(1.5)) == 3.0
+    with pytest.raises(ValueError):
+        h(1e300)                               # would overflow to inf
     with pytest.raises(TypeError):
         h(np.float64(1.5))
 

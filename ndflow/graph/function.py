@@ -509,7 +509,9 @@ class Function:
                             f"does not match the input_signature {s}")
         with np.errstate(all="ignore"):
             conv = probe.astype(dst)
-        if dst.kind in "iu" and not np.array_equal(conv.astype(src), probe):
+        lost = (dst.kind in "iu" and not np.array_equal(conv.astype(src), probe)) or \
+            (dst.kind in "fc" and bool(np.any(np.isfinite(probe) & ~np.isfinite(conv))))
+        if lost:
             raise ValueError(f"{self._name}: argument {x!r} does not fit the dtype "
                              f"{dst.name} of the input_signature {s}")
         return tnp.asarray(conv)
