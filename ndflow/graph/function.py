@@ -255,6 +255,7 @@ class Function:
         self._fast = {}
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
+        self._warned_unhashable = False
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
@@ -351,6 +352,13 @@ class Function:
         if key is None:
             return self._fn(*args, **kwargs)
         if key is UNCACHEABLE:
+            if not self._warned_unhashable:
+                self._warned_unhashable = True
+                bad = next(type(x).__name__ for x in leaves if _value_key(x) is UNCACHEABLE)
+                warnings.warn(f"nf.function {self._name!r}: an argument of type {bad} is not "
+                              f"hashable, so no trace can be kept for it: every call traces "
+                              f"again (make it hashable, or pass its arrays as arguments)",
+                              stacklevel=3)
             return self._run(None, self._trace(args, kwargs, leaves, d), self._buffers(leaves),
                              args, kwargs, leaves, d)[1]
         if self._sig is not None:
