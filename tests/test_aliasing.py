@@ -331,3 +331,28 @@ def test_large_results_with_buffer_reuse_and_pools_stay_separate(monkeypatch, nu
             for b in bufs[i + 1:]:
                 assert not np.shares_memory(a, b)
             assert not np.shares_memory(a, xa.numpy()) and not np.shares_memory(a, ya.numpy())
+
+
+def test_vectorized_map_results_never_share_the_inputs():
+    """A loop over the examples, stacked, gives fresh arrays: so does vectorized_map, eagerly
+    and compiled, whatever the per-example function returns (itself, a view, a reshape)."""
+    xs = np.arange(12.0).reshape(3, 4)
+    for f in (lambda x: x, lambda x: x[1:3], lambda x: tnp.reshape(x, (2, 2)),
+              lambda x: nf.stop_gradient(x), lambda x: x * 1.0, lambda x: tnp.transpose(x)):
+        loop = np.stack([f(tnp.asarray(e)).numpy() for e in xs])
+        for run in (lambda v: nf.vectorized_map(f, v),
+                    nf.function(lambda v: nf.vectorized_map(f, v)),
+                    lambda v: nf.vmap(f)(v)):
+            a = tnp.asarray(xs.copy())
+            r = run(a)
+            assert not np.shares_memory(r.numpy(), a.numpy())
+            np.testing.assert_array_equal(r.numpy(), loop)
+
+
+def test_numpy_arrays_returned_by_a_compiled_function_are_fresh():
+    f = nf.function(lambda x: (x * 2, np.eye(2)))
+    for _ in range(2):          # the general call, then the fast one
+        r = f(tnp.ones(2))
+        assert isinstance(r[1], np.ndarray)
+        r[1][0, 0] = 42
+    assert f(tnp.ones(2))[1][0, 0] == 1.0

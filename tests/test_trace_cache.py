@@ -43,6 +43,8 @@ def test_unhashable_arguments_never_hit_a_stale_trace():
             return self is other
 
     f = nf.function(lambda b, x: x * b.v)
+    with pytest.warns(UserWarning, match="not hashable"):
+        f(Box(0.0), tnp.asarray(1.0))
     for i in range(6):
         b = Box(float(i))        # a freed Box's address is often reused
         assert float(f(b, tnp.asarray(1.0))) == float(i)
@@ -83,6 +85,8 @@ def test_input_signature_never_casts_an_array():
         g(1.5)
     h = nf.function(lambda x: x * 2, input_signature=[nf.TensorSpec([], tnp.float32)])
     assert h(3).dtype == np.float32 and float(h(1.5)) == 3.0
+    with pytest.raises(ValueError):
+        h(1e300)                               # would overflow to inf
     with pytest.raises(TypeError):
         h(np.float64(1.5))
 

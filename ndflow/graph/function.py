@@ -74,7 +74,8 @@ class ConcreteFunction:
             self.graph, check_numerics=check_numerics)
         t2 = time.perf_counter()
         self.out_def = out_def
-        self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python
+        self.out_kinds = out_kinds     # per output leaf: 'v' graph output, 'k' constant/python,
+        #                                'n' a NumPy array (returned as a copy at each call)
         self.out_consts = out_consts
         self.assume = None         # Function._trace: assumptions about values (site -> case)
         self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
@@ -126,7 +127,7 @@ class ConcreteFunction:
                     k += 1
                 else:
                     ns["k%d" % j] = c
-                    parts.append("k%d" % j)
+                    parts.append("k%d.copy()" % j if kind == "n" else "k%d" % j)
             if d is tree.LEAF:
                 ret = parts[0]
             elif d[0] is tuple:
@@ -156,7 +157,7 @@ class ConcreteFunction:
                 b = next(it)
                 leaves.append(_wrap(b) if dev is None else wrap_on(b, dev))
             else:
-                leaves.append(c)
+                leaves.append(c.copy() if kind == "n" else c)
         return tree.unflatten(self.out_def, leaves)
 
     writeback = ()      # [("arg", i) | ("obj", weakref)]: trailing outputs written back
@@ -327,6 +328,7 @@ class Function:
         self._fast = {}
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
+        self._warned_unhashable = False
         self._tracing_count = 0
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
@@ -435,6 +437,13 @@ class Function:
         if key is None:
             return self._fn(*args, **kwargs)
         if key is UNCACHEABLE:
+            if not self._warned_unhashable:
+                self._warned_unhashable = True
+                bad = next(type(x).__name__ for x in leaves if _value_key(x) is UNCACHEABLE)
+                warnings.warn(f"nf.function {self._name!r}: an argument of type {bad} is not "
+                              f"hashable, so no trace can be kept for it: every call traces "
+                              f"again (make it hashable, or pass its arrays as arguments)",
+                              stacklevel=3)
             return self._run(None, self._trace(args, kwargs, leaves, d),
                              *self._buffers(leaves), args, kwargs, leaves, d)[1]
         if self._sig is not None:
@@ -598,7 +607,9 @@ class Function:
                             f"does not match the input_signature {s}")
         with np.errstate(all="ignore"):
             conv = probe.astype(dst)
-        if dst.kind in "iu" and not np.array_equal(conv.astype(src), probe):
+        lost = (dst.kind in "iu" and not np.array_equal(conv.astype(src), probe)) or \
+            (dst.kind in "fc" and bool(np.any(np.isfinite(probe) & ~np.isfinite(conv))))
+        if lost:
             raise ValueError(f"{self._name}: argument {x!r} does not fit the dtype "
                              f"{dst.name} of the input_signature {s}")
         return tnp.asarray(conv)
@@ -692,6 +703,10 @@ class Function:
                     kinds.append("v")
                     consts.append(None)
                     outs.append(trace.to_var(o))
+                elif type(o) is np.ndarray:
+                    # a NumPy array made while tracing: a copy of it at each call
+                    kinds.append("n")
+                    consts.append(o)
                 else:
                     kinds.append("k")
                     consts.append(o)

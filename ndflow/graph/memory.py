@@ -329,12 +329,14 @@ def own_outputs(g, allowed):
             if v.kind != "v" or any(a is v for a in avoid):
                 # certainly the same buffer: copy
                 nodes.append(Node(copy_p, (v,), {}, (o,), "result of %s" % g.name))
+                r = frozenset((o.id,))
             else:
-                # may share (a view, a loop that ran no iteration): decided at run time
+                # may share (a view, a loop that ran no iteration): decided at run time; the
+                # result may still share what it was allowed to (later results check it)
                 nodes.append(Node(own_result_p, (v,) + tuple(avoid), {}, (o,),
                                   "result of %s" % g.name))
+                r = (r - {a.id for a in avoid}) | {o.id}
             outs[i] = o
-            r = frozenset((o.id,))
         final.append(r)
     if nodes is None:
         return g

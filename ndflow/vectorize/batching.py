@@ -132,7 +132,7 @@ def _batch_call(fn, args, in_axes, out_axes):
                 res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
                 continue
             if isinstance(o, ndarray) and o._t is trace:
-                v = tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0)
+                v = _own(tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0), leaves)
             else:
                 o = tnp.asarray(o)
                 v = _unbatched_output(o, size, ref)
@@ -168,6 +168,20 @@ def _batch_call(fn, args, in_axes, out_axes):
 def _outside(trace, out_ids):
     objs = (wr() for wr, _ in trace.written.values())
     return [o for o in objs if o is not None and id(o) not in out_ids]
+
+
+def _own(v, inputs):
+    """`v`, or a copy where it may share memory with an input: the results of a loop over the
+    examples, stacked, never share memory with the inputs (a per-example view, `x[1:]`, or the
+    identity, would otherwise hand out the caller's buffer). While tracing: a copy, which the
+    compiler drops where the value turns out fresh (passes.layout_choices)."""
+    from ..primitives.elementwise import copy_p
+    if v._t is not None:
+        return bind(copy_p, v)
+    for x in inputs:
+        if isinstance(x, ndarray) and x._t is None and np.may_share_memory(v._v, x._v):
+            return bind(copy_p, v)
+    return v
 
 
 def _unbatched_output(o, size, ref):
