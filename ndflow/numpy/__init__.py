@@ -69,7 +69,7 @@ from . import random  # noqa: F401
 from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
 from . import fft  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
-                        from_dlpack)
+                        from_dlpack, finfo, iinfo)
 from . import linalg  # noqa: F401
 from .statistics import (cumsum, cumprod, cumulative_sum, cumulative_prod, nancumsum,  # noqa
                          nancumprod, diff, ediff1d, gradient, trapezoid, ptp, average, median,
@@ -90,8 +90,6 @@ inf = _np.inf
 nan = _np.nan
 euler_gamma = _np.euler_gamma
 dtype = _np.dtype
-finfo = _np.finfo
-iinfo = _np.iinfo
 result_type = None  # replaced below
 can_cast = _np.can_cast
 issubdtype = _np.issubdtype

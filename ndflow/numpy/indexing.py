@@ -12,6 +12,7 @@ from ..primitives._util import norm_axis
 from ._core import asarray
 
 _SLICE_ALL = ("s", None, None, None)
+builtins_sum = sum
 
 
 def _static_int(v):
@@ -25,7 +26,7 @@ def _split_index(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     spec, arrays = [], []
-    for k in key:
+    for ki, k in enumerate(key):
         if k is None:
             spec.append(("n",))
         elif k is Ellipsis:
@@ -42,6 +43,7 @@ def _split_index(x, key):
         else:
             arr = asarray(k) if not isinstance(k, (list, tuple)) or len(k) else asarray(k, np.intp)
             if arr.dtype == _dt.BOOL:
+                _check_mask(x, key, ki, arr)
                 idx = bind_nonzero(arr)
                 spec.extend([("a",)] * len(idx))
                 arrays.extend(idx)
@@ -56,12 +58,38 @@ def _split_index(x, key):
                                  "(`None`) and integer or boolean arrays are valid indices")
     if sum(1 for e in spec if e[0] == "e") > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    nidx = sum(1 for e in spec if e[0] in "sia")
-    nbool = 0
+    # 0-d boolean masks add an axis rather than consume one
+    nidx = sum(1 for e in spec if e[0] in "si") + sum(
+        1 for a in arrays if not (a.ndim == 0 and a.dtype == _dt.BOOL))
     if nidx > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but "
                          f"{nidx} were indexed")
     return tuple(spec), arrays
+
+
+def _check_mask(x, key, i, mask):
+    """IndexError, as NumPy's, when a boolean mask's shape differs from the axes it covers (its
+    `nonzero` would otherwise index them as if it fit)."""
+    def consumed(e):
+        if e is None or e is Ellipsis or isinstance(e, (bool, np.bool_)):
+            return 0
+        if isinstance(e, (ndarray, np.ndarray, list)):
+            d = np.asarray(e).dtype if isinstance(e, list) else e.dtype
+            return np.ndim(e) if d == _dt.BOOL else 1
+        return 1
+    if any(e is Ellipsis for e in key[:i]):
+        start = x.ndim - builtins_sum(consumed(e) for e in key[i:])
+    else:
+        start = builtins_sum(consumed(e) for e in key[:i])
+    if start + mask.ndim > x.ndim:
+        return      # too many indices: reported below with NumPy's message
+    for j, m in enumerate(mask.shape):
+        n = x.shape[start + j]
+        # NumPy lets a mask axis of length 0 stand against any length (nothing is selected)
+        if m is not None and n is not None and m != n and m != 0:
+            raise IndexError(f"boolean index did not match indexed array along axis "
+                             f"{start + j}; size of axis is {n} but size of corresponding "
+                             f"boolean axis is {m}")
 
 
 def _slice_part(v):
@@ -78,6 +106,46 @@ def bind_nonzero(mask):
     return list(bind(I.nonzero_p, mask))
 
 
+def _is_bool0(k):
+    return isinstance(k, (bool, np.bool_)) or (
+        isinstance(k, (ndarray, np.ndarray)) and k.ndim == 0 and k.dtype == _dt.BOOL)
+
+
+def _scalar_masks(x, key):
+    """Rewrite an index holding 0-d boolean masks (`x[True]`, `x[0, mask0d]`) as an index of x
+    with a length-1 axis inserted where each mask stands, indexed there by the mask's
+    `nonzero` (length 1 for True, 0 for False): the same result, NumPy's rules for combining
+    advanced indices included, and only integer index arrays reach the primitives (their
+    batching assumes it). Returns (axes inserted, new key), or None without such masks."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not any(_is_bool0(k) for k in key):
+        return None
+    key = tuple(asarray(k) if isinstance(k, list) else k for k in key)
+
+    def consumed(k):
+        if k is None or _is_bool0(k):
+            return 0
+        if isinstance(k, (ndarray, np.ndarray)) and k.dtype == _dt.BOOL:
+            return k.ndim
+        return 1
+    if sum(1 for k in key if k is Ellipsis) == 1:
+        n_ell = x.ndim - sum(consumed(k) for k in key if k is not Ellipsis)
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * max(n_ell, 0) + key[i + 1:]
+    axes, new_key, pos = [], [], 0
+    for k in key:
+        if _is_bool0(k):
+            from .manipulation import reshape
+            axes.append(pos)
+            new_key.append(bind_nonzero(reshape(asarray(k), (1,)))[0])
+            pos += 1
+        else:
+            pos += consumed(k)
+            new_key.append(k)
+    return tuple(axes), tuple(new_key)
+
+
 def _getitem(x, key):
     if STATE.fast and x._dev is None:
         t = type(key)
@@ -85,6 +153,10 @@ def _getitem(x, key):
             return _wrap(x._v[key])
         if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
             return _wrap(x._v[key])
+    rw = _scalar_masks(x, key)
+    if rw is not None:
+        from .manipulation import expand_dims
+        return _getitem(expand_dims(x, rw[0]), rw[1])
     spec, arrays = _split_index(x, key)
     if not arrays and all(e == _SLICE_ALL or e[0] == "e" for e in spec) and not any(e[0] == "n" for e in spec):
         return x if x._t is not None else bind(I.getitem_p, x, spec=spec)
@@ -107,6 +179,13 @@ def _setitem(x, key, value):
         elif isinstance(key, tuple):
             key = tuple(k.numpy() if isinstance(k, ndarray) else k for k in key)
         buf[key] = v
+        return
+    rw = _scalar_masks(x, key)
+    if rw is not None:
+        from .manipulation import expand_dims, squeeze
+        y = expand_dims(x, rw[0])
+        _setitem(y, rw[1], value)
+        x._rebind(squeeze(y, rw[0]))
         return
     spec, arrays = _split_index(x, key)
     v = asarray(value)

@@ -367,17 +367,31 @@ def _cast_operand(o, d):
     return o if o.dtype == d else bind(E.convert_p, o, dtype=d)
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
-    """`numpy.clip` as maximum/minimum, so the gradient is 1 inside the interval, 0 outside."""
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
-    if lo is None and hi is None:
-        raise ValueError("One of max or min must be given")
+_NO_BOUND = object()
+
+
+def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND, **kw):
+    """`numpy.clip` (also the Array API's `clip(x, /, min=None, max=None)`) as
+    maximum/minimum, so the gradient is 1 inside the interval, 0 outside; with neither bound,
+    a copy of `a`. NumPy's keyword names `a_min`/`a_max` are accepted too."""
+    if a_min is not _NO_BOUND:
+        if min is not None:
+            raise ValueError("Passed more than one argument for the lower bound (min and "
+                             "a_min); pass only one of them.")
+        min = a_min
+    if a_max is not _NO_BOUND:
+        if max is not None:
+            raise ValueError("Passed more than one argument for the upper bound (max and "
+                             "a_max); pass only one of them.")
+        max = a_max
     r = asarray(a) if type(a) is not ndarray else a
-    if lo is not None:
-        r = maximum(r, lo)
-    if hi is not None:
-        r = minimum(r, hi)
+    if min is None and max is None:
+        from .creation import copy
+        return _finish(copy(r), out)
+    if min is not None:
+        r = maximum(r, min)
+    if max is not None:
+        r = minimum(r, max)
     return _finish(r, out)
 
 

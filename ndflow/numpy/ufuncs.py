@@ -420,6 +420,13 @@ class _Generalized(ufunc):
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
 
+    @property
+    def __signature__(self):
+        # what `inspect.signature` reports: the implementing function's parameters
+        # (vecdot(x1, x2, /, out=None, *, axis=-1, ...)), not (*args, **kwargs)
+        import inspect
+        return inspect.signature(self._fn)
+
 
 def make_ufunc(np_ufunc, fn, **kw):
     """The ufunc object for NumPy's `np_ufunc`, computing `fn(*operands)` on operands already
