@@ -259,3 +259,119 @@ def test_boolean_masks_numpy_accepts(xs, ms):
     x = np.arange(float(np.prod(xs))).reshape(xs)
     assert_same(tnp.asarray(x)[..., m] if len(ms) < len(xs) else tnp.asarray(x)[m],
                 x[..., m] if len(ms) < len(xs) else x[m])
+
+
+# ------------------------------------------------------------------ NumPy arrays on the left
+def test_numpy_inplace_operators_write_into_the_numpy_array():
+    b = tnp.asarray([1.0, 2.0, 3.0])
+    a = np.zeros(3)
+    buf = a
+    a += b
+    assert a is buf and type(a) is np.ndarray
+    np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+    a *= b
+    np.testing.assert_array_equal(a, [1.0, 4.0, 9.0])
+    view = a[::2]
+    view -= tnp.asarray([1.0, 1.0])          # through a view, as NumPy
+    np.testing.assert_array_equal(a, [0.0, 4.0, 8.0])
+    i = np.zeros(3, np.int64)
+    with pytest.raises(TypeError, match="same_kind"):
+        i += b                               # NumPy's casting rule
+    f32 = np.zeros(3, np.float32)
+    f32 += b                                 # same_kind: float64 -> float32 allowed
+    assert f32.dtype == np.float32
+
+
+def test_numpy_ufunc_out_numpy_array():
+    b = tnp.asarray([1.0, -2.0, 3.0])
+    a = np.ones(3)
+    r = np.add(a, b, out=a)
+    assert r is a
+    np.testing.assert_array_equal(a, [2.0, -1.0, 4.0])
+    r = np.multiply(b, 2.0, out=(a,), where=np.array([True, False, True]))
+    assert r is a
+    np.testing.assert_array_equal(a, [2.0, -1.0, 6.0])
+    q, m = np.zeros(3), np.zeros(3)
+    r = np.divmod(b, 2.0, out=(q, m))
+    assert r[0] is q and r[1] is m
+    np.testing.assert_array_equal(q, np.divmod(b.numpy(), 2.0)[0])
+    o = np.zeros(())
+    np.add.reduce(b, out=o)
+    assert float(o) == 2.0
+    # mixed outputs: the ndflow one receives its result too
+    q2 = tnp.zeros(3)
+    np.divmod(b, 2.0, out=(q2, m))
+    assert_same(q2, np.divmod(b.numpy(), 2.0)[0])
+
+
+def test_numpy_out_inside_function_is_refused_by_name():
+    b = tnp.asarray([1.0, 2.0])
+    f = nf.function(lambda x: np.add(x, x, out=np.zeros(2)))
+    with pytest.raises(TypeError, match="numpy.add.*NumPy buffer"):
+        f(b)
+
+
+# ------------------------------------------------------------------ functions ndflow lacks
+@pytest.fixture
+def no_ptp(monkeypatch):
+    """NumPy's ptp as a function ndflow lacks (ndflow has all of NumPy's array functions that
+    take arrays, so one is hidden here)."""
+    from ndflow.numpy import _interop
+    monkeypatch.delattr(tnp, "ptp")
+    monkeypatch.setattr(_interop, "_WARNED", set())
+
+
+def test_lacking_function_eagerly_falls_back_with_one_warning(no_ptp):
+    from ndflow.numpy._interop import NumPyFallbackWarning
+    x = tnp.asarray([3.0, 1.0, 2.5])
+    with pytest.warns(NumPyFallbackWarning, match="ptp"):
+        r = np.ptp(x)
+    assert float(r) == 2.0
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(np.ptp(x)) == 2.0       # once per function
+    with nf.GradientTape():                  # a tape watching nothing here: allowed
+        assert float(np.ptp(x)) == 2.0
+
+
+def test_lacking_function_under_a_tape_raises(no_ptp):
+    from ndflow.numpy._interop import NumPyFallbackError
+    x = tnp.asarray([3.0, 1.0, 2.5])
+    with nf.GradientTape() as t:
+        t.watch(x)
+        with pytest.raises(NumPyFallbackError, match="ptp.*GradientTape"):
+            np.ptp(x * 2.0)
+    v = nf.Variable([1.0, 4.0])
+    with nf.GradientTape():
+        with pytest.raises(NumPyFallbackError, match="ptp"):
+            np.ptp(v)
+
+
+@pytest.mark.parametrize("transform", ["function", "vectorized_map"])
+def test_lacking_function_inside_a_trace_raises(no_ptp, transform):
+    from ndflow.numpy._interop import NumPyFallbackError
+    x = tnp.asarray([[3.0, 1.0], [2.0, 5.0]])
+    fn = lambda a: np.ptp(a)  # noqa: E731
+    with pytest.raises(NumPyFallbackError, match="ptp.*traced"):
+        nf.function(fn)(x) if transform == "function" else nf.vectorized_map(fn, x)
+
+
+def test_foreign_ufunc_with_a_numpy_name_is_not_mistaken_for_numpy_s():
+    from ndflow.numpy._interop import NumPyFallbackError
+    twice = np.frompyfunc(lambda v: 2 * v, 1, 1)
+    x = tnp.asarray([1.0, 2.0])
+    with nf.GradientTape() as t:
+        t.watch(x)
+        with pytest.raises(NumPyFallbackError, match="ufunc"):
+            twice(x)
+
+
+def test_numpy_functions_on_variables_are_differentiable():
+    v = nf.Variable([1.0, 2.0, 2.0])
+    with nf.GradientTape() as t:
+        s = np.sum(v)
+        n = np.linalg.norm(v)
+    assert isinstance(s, tnp.ndarray)
+    g = t.gradient([s, n], v)
+    assert_same(g, (1.0 + np.array([1.0, 2.0, 2.0]) / 3.0).astype(np.float32), rtol=1e-6)
