@@ -68,6 +68,7 @@ from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumer
 from . import random  # noqa: F401
 from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
 from . import fft  # noqa: F401
+from . import lib  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack, finfo, iinfo)
 from . import linalg  # noqa: F401
@@ -82,6 +83,12 @@ from .sorting import (sort, argsort, lexsort, sort_complex, partition, argpartit
                       searchsorted, unique, unique_all, unique_counts, unique_inverse,
                       unique_values, piecewise)
 from .sets import isin, intersect1d, union1d, setdiff1d, setxor1d  # noqa: F401
+from .npyio import (save, load, savez, savez_compressed, loadtxt, savetxt, genfromtxt,  # noqa
+                    fromfile)
+from .printing import (set_printoptions, get_printoptions, printoptions, array2string,  # noqa
+                       array_repr, array_str, format_float_positional, format_float_scientific,
+                       base_repr, binary_repr, errstate, seterr, geterr, seterrcall, geterrcall,
+                       getbufsize, setbufsize, show_config, show_runtime)
 
 newaxis = None
 pi = _np.pi

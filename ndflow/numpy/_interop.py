@@ -157,6 +157,8 @@ def array_function(func, args, kwargs):
     for part in ("linalg", "fft"):
         if mod.endswith(part):
             space = getattr(tnp, part, None)
+    if mod.endswith("stride_tricks"):
+        space = tnp.lib.stride_tricks
     f = getattr(space, func.__name__, None) if space is not None else None
     if f is not None and callable(f) and f is not func:
         return f(*args, **kwargs)

@@ -158,15 +158,76 @@ def arange(start=None, /, stop=None, step=None, dtype=None, *, device=None, like
     return _make("arange", *args, dtype=d)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
-    if device is not None and not retstep:
-        return _on(device, linspace, start, stop, num, endpoint, False, dtype, axis)
-    start, stop = _scalar_arg(start), _scalar_arg(stop)
-    r = np.linspace(start, stop, num, endpoint, retstep, dtype=None if dtype is None else _dt.canonical(dtype), axis=axis)
-    if retstep:
-        arr, step = r
-        return _fix32(asarray(arr), dtype), asarray(step)
-    return _fix32(asarray(r), dtype)
+def _host_endpoints(*xs):
+    """NumPy values of the endpoints when NumPy itself can answer (plain eager execution: no
+    tape, trace, batching or device scope), else None."""
+    from ..core.state import GLOBAL
+    if not GLOBAL.fast:
+        return None
+    out = []
+    for x in xs:
+        if isinstance(x, ndarray):
+            if x._dev is not None or x._t is not None:
+                return None
+            x = x._v
+        out.append(x)
+    return out
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """`num` evenly spaced values from `start` to `stop` (arrays broadcast, the new axis at
+    `axis`), as `numpy.linspace`; differentiable in the endpoints (NumPy's arithmetic, so the
+    values are NumPy's)."""
+    if device is not None:
+        from .array_api import on_device
+        return on_device(device, linspace, start, stop, num, endpoint, retstep, dtype, axis)
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    dt_req = None if dtype is None else _dt.canonical(dtype)
+    host = _host_endpoints(start, stop)
+    if host is not None:
+        r = np.linspace(*host, num, endpoint, retstep, dtype=dt_req, axis=axis)
+        if retstep:
+            return _fix32(asarray(r[0]), dtype), asarray(r[1])
+        return _fix32(asarray(r), dtype)
+    from . import math as M
+    from .manipulation import reshape, moveaxis
+    from .reductions import any as _any
+    a, b = asarray(start), asarray(stop)
+    dt = np.result_type(a.dtype, b.dtype)
+    if dt.kind not in "fc":
+        dt = _dt.default_float()
+    a = a if a.dtype == dt else a.astype(dt)
+    b = b if b.dtype == dt else b.astype(dt)
+    div = (num - 1) if endpoint else num
+    delta = M.subtract(b, a)
+    y = reshape(asarray(np.arange(0, num, dtype=dt)), (-1,) + (1,) * delta.ndim)
+    if div > 0:
+        step = M.true_divide(delta, div)
+        # NumPy: where any step is zero (a denormal delta), every element is y/div*delta
+        zero = _any(M.equal(step, 0))
+        y = M.where_(zero, M.multiply(M.true_divide(y, div), delta), M.multiply(y, step))
+    else:
+        step = asarray(np.nan, dtype=dt)
+        y = M.multiply(y, delta)
+    y = M.add(y, a)
+    if endpoint and num > 1:
+        y = M.where_(_at_index(num, num - 1, delta.ndim), b, y)     # exactly `stop`
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dt_req is not None:
+        if dt_req.kind in "iu":
+            y = M.floor(y)
+        y = y if y.dtype == dt_req else y.astype(dt_req)
+    y = _fix32(y, dtype)
+    return (y, step) if retstep else y
+
+
+def _at_index(num, i, nd):
+    """A (num, 1, ..., 1) boolean constant, True at position i of the new axis."""
+    return asarray((np.arange(num) == i).reshape((-1,) + (1,) * nd))
 
 
 def _fix32(a, dtype):
@@ -176,11 +237,65 @@ def _fix32(a, dtype):
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    return _fix32(asarray(np.logspace(start, stop, num, endpoint, base, dtype, axis)), dtype)
+    """`base ** linspace(start, stop)` (arrays broadcast, `base` too), as `numpy.logspace`;
+    differentiable in the endpoints and the base."""
+    host = _host_endpoints(start, stop, base)
+    if host is not None:
+        return _fix32(asarray(np.logspace(host[0], host[1], num, endpoint, host[2], dtype,
+                                          axis)), dtype)
+    from . import math as M
+    from .manipulation import expand_dims
+    a, b = asarray(start), asarray(stop)
+    g = base
+    if np.ndim(base) > 0:
+        # an array base: everything at the broadcast rank, the base gets the new axis too
+        g = asarray(base)
+        nd = max(a.ndim, b.ndim, g.ndim)
+        a, b, g = (expand_dims(v, tuple(range(nd - v.ndim))) if v.ndim < nd else v
+                   for v in (a, b, g))
+        g = expand_dims(g, axis)
+    y = M.power(g, linspace(a, b, num=num, endpoint=endpoint, axis=axis))
+    if dtype is not None:
+        y = y.astype(_dt.canonical(dtype))
+    return _fix32(y, dtype)
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    return _fix32(asarray(np.geomspace(start, stop, num, endpoint, dtype, axis)), dtype)
+    """A geometric progression from `start` to `stop` (negative and complex endpoints too;
+    arrays broadcast), as `numpy.geomspace`, with exact endpoints; differentiable."""
+    host = _host_endpoints(start, stop)
+    if host is not None:
+        return _fix32(asarray(np.geomspace(host[0], host[1], num, endpoint, dtype, axis)),
+                      dtype)
+    from . import math as M
+    from .manipulation import moveaxis
+    from .reductions import any as _any
+    a, b = asarray(start), asarray(stop)
+    for v in (a, b):
+        if v._t is None and bool(_any(M.equal(v, 0))):
+            raise ValueError("Geometric sequence cannot include zero")
+    # NumPy's rule: the result type of the endpoints and a 0-d array of `dtype` (float64 when
+    # None, so float32 endpoints give float64)
+    dt = np.result_type(a.dtype, b.dtype, np.float64 if dtype is None else _dt.canonical(dtype))
+    if dt.kind not in "fc":
+        dt = _dt.default_float()
+    a, b = a.astype(dt), b.astype(dt)
+    # rotate start onto the positive reals, compute, rotate back (NumPy's way: negative and
+    # complex endpoints, no stray imaginary parts)
+    sign = M.sign(a)
+    a, b = M.true_divide(a, sign), M.true_divide(b, sign)
+    y = logspace(M.log10(a), M.log10(b), num=num, endpoint=endpoint, base=10.0, dtype=dt)
+    nd = y.ndim - 1
+    if num > 0:      # exact endpoints (10 ** log10(x) need not be x)
+        y = M.where_(_at_index(num, 0, nd), a, y)
+        if num > 1 and endpoint:
+            y = M.where_(_at_index(num, num - 1, nd), b, y)
+    y = M.multiply(y, sign)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = y.astype(_dt.canonical(dtype))
+    return _fix32(y, dtype)
 
 
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
