@@ -375,3 +375,88 @@ def test_numpy_functions_on_variables_are_differentiable():
     assert isinstance(s, tnp.ndarray)
     g = t.gradient([s, n], v)
     assert_same(g, (1.0 + np.array([1.0, 2.0, 2.0]) / 3.0).astype(np.float32), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ interp with infinities
+_INTERP_X = [-np.inf, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.5, 3.0, np.inf, np.nan]
+
+
+@pytest.mark.parametrize("path", ["eager", "jit"])
+def test_interp_special_values_match_numpy(path):
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 5))
+        xp = np.sort(rng.choice([-np.inf, -2.0, -1.0, 0.0, 1.0, 2.5, np.inf], n, replace=False))
+        fp = rng.choice([-np.inf, -1.0, -0.0, 0.0, 2.0, 5.0, np.inf, np.nan], n)
+        x = rng.choice(_INTERP_X, 6)
+        kw = {"left": -7.0, "right": 9.0} if rng.random() < 0.3 else {}
+        with np.errstate(all="ignore"):
+            want = np.interp(x, xp, fp, **kw)
+            f = tnp.interp if path == "eager" else nf.function(
+                lambda a, b, c: tnp.interp(a, b, c, **kw))
+            got = f(x, xp, fp) if path == "jit" else f(x, xp, fp, **kw)
+        g = got.numpy()
+        assert np.array_equal(g, want, equal_nan=True) and \
+            np.array_equal(np.signbit(g), np.signbit(want)), (x, xp, fp, kw, g, want)
+
+
+def test_interp_gradient_through_fp():
+    fp = tnp.asarray([0.0, 10.0, 20.0])
+    with nf.GradientTape() as t:
+        t.watch(fp)
+        y = tnp.sum(tnp.interp(tnp.asarray([0.5, 1.0, 5.0]), [0.0, 1.0, 2.0], fp))
+    assert_same(t.gradient(y, fp), np.array([0.5, 1.5, 1.0]))
+
+
+# ------------------------------------------------------------------ assignable .real / .imag
+def test_real_imag_assignment_as_numpy():
+    xn = np.array([1 + 2j, 3 - 1j, -1j])
+    x = tnp.asarray(xn.copy())
+    view = x[:2]
+    x.real = [5.0, -0.0, np.inf]
+    xn.real = [5.0, -0.0, np.inf]
+    assert_same(x, xn)
+    assert_same(view, xn[:2])                  # in place: views see it
+    x.imag = tnp.asarray(np.nan)
+    xn.imag = np.nan
+    assert_same(x, xn)
+    r, rn = tnp.asarray([1.0, 2.0]), np.array([1.0, 2.0])
+    r.real = [7, 8]
+    rn.real = [7, 8]
+    assert_same(r, rn)
+    with pytest.raises(TypeError, match="imaginary part"):
+        rn.imag = 1
+    with pytest.raises(TypeError, match="imaginary part"):
+        r.imag = 1
+    with nf.GradientTape():
+        with pytest.raises(TypeError, match="x.real"):
+            x.real = 0.0
+
+
+# ------------------------------------------------------------------ in-place into NumPy arrays
+@pytest.mark.parametrize("name,args", [
+    ("place", lambda a: (a > 1, tnp.asarray([10.0, 20.0]))),
+    ("put", lambda a: ([0, 3], tnp.asarray([-1.0, -2.0]))),
+    ("putmask", lambda a: (a > 2, tnp.asarray([9.0]))),
+    ("copyto", lambda a: (tnp.asarray([7.0, 8.0, 9.0, 6.0]),)),
+    ("put_along_axis", lambda a: (tnp.asarray([3]), tnp.asarray([5.0]), 0))])
+def test_inplace_functions_write_into_numpy_arrays(name, args):
+    a, b = np.arange(4.0), np.arange(4.0)
+    getattr(tnp, name)(a, *args(a))
+    getattr(np, name)(b, *[x.numpy() if isinstance(x, tnp.ndarray) else x for x in args(b)])
+    np.testing.assert_array_equal(a, b)
+    c = np.arange(4.0)
+    getattr(np, name)(c, *args(c))             # NumPy's own, dispatched to ndflow
+    np.testing.assert_array_equal(c, b)
+
+
+def test_fill_diagonal_into_numpy_and_tape_refusal():
+    from ndflow.numpy._interop import NumPyFallbackError
+    a = np.zeros((3, 3))
+    tnp.fill_diagonal(a, tnp.asarray(2.0))
+    np.testing.assert_array_equal(a, 2.0 * np.eye(3))
+    x = tnp.asarray([1.0, 2.0, 3.0])
+    with nf.GradientTape() as t:
+        t.watch(x)
+        with pytest.raises(NumPyFallbackError, match="copyto into a NumPy array"):
+            tnp.copyto(np.zeros(3), x * 2.0)

@@ -266,9 +266,17 @@ class ndarray:
     def real(self):
         return _tnp.real(self)
 
+    @real.setter
+    def real(self, value):
+        _tnp._set_part(self, "real", value)
+
     @property
     def imag(self):
         return _tnp.imag(self)
+
+    @imag.setter
+    def imag(self, value):
+        _tnp._set_part(self, "imag", value)
 
     @property
     def flat(self):

@@ -33,7 +33,7 @@ from .math import (add, subtract, multiply, true_divide, divide, floor_divide, r
                    bitwise_count, isnan, isinf, isfinite, signbit, spacing, square, deg2rad,
                    radians, rad2deg, degrees, modf, frexp, isnat, matmul, vecdot, matvec, vecmat,
                    real, imag, iscomplexobj, round, around, clip)
-from .math import where_ as where  # noqa: F401
+from .math import where_ as where, _set_part  # noqa: F401
 from .reductions import (sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean,  # noqa
                          var, std, count_nonzero)
 from .manipulation import (reshape, ravel, transpose, permute_dims, matrix_transpose,  # noqa

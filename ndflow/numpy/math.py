@@ -447,3 +447,27 @@ matmul = make_ufunc(np.matmul, _matmul)
 vecdot = make_ufunc(np.vecdot, _vecdot)
 matvec = make_ufunc(np.matvec, _matvec)
 vecmat = make_ufunc(np.vecmat, _vecmat)
+
+
+def _set_part(x, part, value):
+    """`x.real = value` / `x.imag = value`, as NumPy: the part is written in place (views see
+    it), the value cast to the part's dtype; a real array's `real` is the array itself and it
+    has no imaginary part to set."""
+    from ..autodiff.tape import live_tapes
+    if x.dtype.kind != "c":
+        if part == "imag":
+            raise TypeError("array does not have imaginary part to set")
+        x[...] = value
+        return
+    if STATE.fast and x._dev is None and x._t is None and not live_tapes():
+        v = value.numpy() if isinstance(value, ndarray) else value
+        buf = x._v
+        if not isinstance(buf, np.ndarray):
+            buf = x._v = np.array(buf)
+        getattr(buf, part)[...] = v
+        return
+    raise TypeError(f"assigning x.{part} of a complex array under a GradientTape, inside "
+                    f"nf.function or vectorized_map, or on an accelerator is not supported "
+                    f"(a complex value cannot be rebuilt from its parts exactly there: "
+                    f"infinities and signed zeros); compute the new array with "
+                    f"tnp.real/tnp.imag arithmetic instead")
