@@ -43,3 +43,42 @@ def test_sklearn_lda_with_array_api_dispatch_matches_numpy():
     pytest.importorskip("sklearn", minversion="1.6")     # array_api_dispatch, vendored compat
     pytest.importorskip("scipy")
     _run(_LDA)
+
+
+_SKLEARN_MORE = """
+import numpy as np, sklearn, ndflow.numpy as tnp
+from sklearn.decomposition import PCA
+from sklearn.linear_model import Ridge
+from sklearn.preprocessing import StandardScaler, MinMaxScaler
+from sklearn.metrics import roc_auc_score, accuracy_score, mean_squared_error, r2_score
+rng = np.random.default_rng(0)
+X = rng.standard_normal((100, 6))
+yr = X @ rng.standard_normal(6) + 0.1 * rng.standard_normal(100)
+yb = (yr > 0).astype(np.int64)
+s = rng.random(100)
+checks = {
+    "PCA": lambda m, x: np.abs(PCA(n_components=3, svd_solver="full").fit_transform(x)),
+    "Ridge": lambda m, x: Ridge(solver="svd").fit(x, m(yr)).predict(x),
+    "StandardScaler": lambda m, x: StandardScaler().fit_transform(x),
+    "MinMaxScaler": lambda m, x: MinMaxScaler().fit_transform(x),
+    "roc_auc_score": lambda m, x: roc_auc_score(m(yb), m(s)),
+    "accuracy_score": lambda m, x: accuracy_score(m(yb), m(s) > 0.5),
+    "mean_squared_error": lambda m, x: mean_squared_error(m(yr), m(s)),
+    "r2_score": lambda m, x: r2_score(m(yr), m(s)),
+}
+for name, f in checks.items():
+    ref = f(np.asarray, X)
+    with sklearn.config_context(array_api_dispatch=True):
+        got = f(tnp.asarray, tnp.asarray(X))
+    if np.ndim(ref):
+        assert isinstance(got, tnp.ndarray), (name, type(got))
+    np.testing.assert_allclose(np.abs(np.asarray(got)) if name == "PCA" else np.asarray(got),
+                               ref, rtol=1e-7, atol=1e-10, err_msg=name)
+print("ok")
+"""
+
+
+def test_sklearn_estimators_and_metrics_with_array_api_dispatch_match_numpy():
+    pytest.importorskip("sklearn", minversion="1.6")
+    pytest.importorskip("scipy")
+    _run(_SKLEARN_MORE)
