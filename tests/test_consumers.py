@@ -82,3 +82,35 @@ def test_sklearn_estimators_and_metrics_with_array_api_dispatch_match_numpy():
     pytest.importorskip("sklearn", minversion="1.6")
     pytest.importorskip("scipy")
     _run(_SKLEARN_MORE)
+
+
+_SCIPY = """
+import numpy as np, ndflow.numpy as tnp
+import scipy.special as sp, scipy.stats as st, scipy.fft as sfft, scipy.signal as sig
+rng = np.random.default_rng(0)
+x = rng.random(50) + 0.1
+y = rng.random((4, 16))
+checks = {
+    "special.erf": lambda m: sp.erf(m(x)), "special.gammaln": lambda m: sp.gammaln(m(x)),
+    "special.logsumexp": lambda m: sp.logsumexp(m(x)),
+    "special.softmax": lambda m: sp.softmax(m(x)), "special.expit": lambda m: sp.expit(m(x)),
+    "special.xlogy": lambda m: sp.xlogy(m(x), m(x)), "stats.zscore": lambda m: st.zscore(m(x)),
+    "stats.skew": lambda m: st.skew(m(x)), "stats.moment": lambda m: st.moment(m(x), 3),
+    "fft.fft": lambda m: sfft.fft(m(y)), "fft.rfft": lambda m: sfft.rfft(m(y), axis=0),
+    "fft.dct": lambda m: sfft.dct(m(x)),
+    "signal.convolve": lambda m: sig.convolve(m(x), m(x[:5])),
+    "signal.fftconvolve": lambda m: sig.fftconvolve(m(x), m(x[:5])),
+    "signal.correlate": lambda m: sig.correlate(m(x), m(x[:5])),
+}
+for name, f in checks.items():
+    ref = f(np.asarray)
+    got = f(tnp.asarray)
+    assert isinstance(got, tnp.ndarray), (name, type(got))
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-10, atol=1e-12, err_msg=name)
+print("ok")
+"""
+
+
+def test_scipy_with_array_api_on_ndflow_arrays_matches_numpy():
+    pytest.importorskip("scipy", minversion="1.14")
+    _run(_SCIPY)
