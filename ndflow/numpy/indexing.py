@@ -153,6 +153,15 @@ def _getitem(x, key):
             return _wrap(x._v[key])
         if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
             return _wrap(x._v[key])
+        # array keys, eager: NumPy indexes the buffer itself (its rules and errors exactly)
+        if t is ndarray:
+            if key._t is None and key._dev is None:
+                return _wrap(x._v[key._v])
+        elif t is np.ndarray:
+            return _wrap(x._v[key])
+        elif t is tuple and all(type(k) is not ndarray or (k._t is None and k._dev is None)
+                                for k in key):
+            return _wrap(x._v[tuple(k._v if type(k) is ndarray else k for k in key)])
     rw = _scalar_masks(x, key)
     if rw is not None:
         from .manipulation import expand_dims
