@@ -24,10 +24,7 @@ def _host(x, name):
                             f"nf.function or vectorized_map); return it and write it outside, "
                             f"or use nf.numpy_function")
         return x.numpy()
-    from ..train.variable import Variable
-    if isinstance(x, Variable):
-        return _host(x.value(), name)
-    return x
+    return x        # NumPy arrays, lists, scalars; Variables convert through __array__
 
 
 def _to_nf(r, name):

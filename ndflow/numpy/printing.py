@@ -17,10 +17,7 @@ from ..core.state import STATE
 def _host(a):
     if isinstance(a, ndarray):
         return a.numpy()
-    from ..train.variable import Variable
-    if isinstance(a, Variable):
-        return a.numpy()
-    return a
+    return a        # Variables convert through __array__
 
 
 def _scalar(x):
