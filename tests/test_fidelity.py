@@ -304,11 +304,19 @@ def test_numpy_ufunc_out_numpy_array():
     assert_same(q2, np.divmod(b.numpy(), 2.0)[0])
 
 
-def test_numpy_out_inside_function_is_refused_by_name():
+def test_numpy_out_inside_function_or_tape_is_refused_by_name():
     b = tnp.asarray([1.0, 2.0])
     f = nf.function(lambda x: np.add(x, x, out=np.zeros(2)))
-    with pytest.raises(TypeError, match="numpy.add.*NumPy buffer"):
+    with pytest.raises(TypeError, match="add with out= a NumPy array.*traced"):
         f(b)
+    a = np.zeros(2)
+    with nf.GradientTape() as t:
+        t.watch(b)
+        with pytest.raises(TypeError, match="add with out= a NumPy array.*GradientTape"):
+            a += b * 2.0
+    with nf.GradientTape():                  # nothing watched: NumPy's in-place add
+        a += b
+    np.testing.assert_array_equal(a, [1.0, 2.0])
 
 
 # ------------------------------------------------------------------ functions ndflow lacks

@@ -106,14 +106,14 @@ def _into_numpy_buffers(ufunc, method, inputs, kwargs, outs):
     """`np.add(a, b, out=numpy_array)`, `numpy_array += ndflow_array`: NumPy's own ufunc writes
     into the NumPy buffer (its casting rules, `where=`, return value), as NumPy does. ndflow
     arrays among the outputs receive their results afterwards. A traced or batched operand
-    has no value to write, so it is refused by name."""
-    for x in list(inputs) + list(outs):
-        if isinstance(x, ndarray) and x._t is not None:
-            raise TypeError(
-                f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} with "
-                f"out= a NumPy array inside nf.function or vectorized_map: a NumPy buffer "
-                f"cannot hold a traced value; compute into an ndflow array (out= an ndflow "
-                f"array, or no out=) instead")
+    has no value to write, and a watched one's gradient cannot follow it into a NumPy buffer:
+    both are refused by name."""
+    why = _why_not_host(list(inputs) + list(outs), {})
+    if why:
+        raise NumPyFallbackError(
+            f"{ufunc.__name__}{'' if method == '__call__' else '.' + method} with out= a NumPy "
+            f"array: {why}; compute into an ndflow array (out= an ndflow array, or no out=) "
+            f"instead")
     host_outs = tuple(o.numpy().copy() if isinstance(o, ndarray) else o for o in outs)
     kw = {k: _to_host(v) for k, v in kwargs.items() if k != "out"}
     r = getattr(ufunc, method)(*[_to_host(i) for i in inputs], out=host_outs, **kw)
@@ -143,8 +143,8 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if method != "__call__" and isinstance(f, tnp.ufunc):
         # np.add.reduce(x), np.multiply.at(x, ...) etc.: ndflow's own method
         return getattr(f, method)(*inputs, **kwargs)
-    numpy_fallback(f"numpy ufunc {ufunc.__name__}" + ("" if method == "__call__" else
-                                                       f".{method}"), inputs, kwargs)
+    numpy_fallback(f"ufunc {ufunc.__name__}" + ("" if method == "__call__" else
+                                                 f".{method}"), inputs, kwargs)
     host = [_to_host(i) for i in inputs]
     kwargs = {k: _to_host(v) for k, v in kwargs.items()}
     return _wrap_result(getattr(ufunc, method)(*host, **kwargs))
