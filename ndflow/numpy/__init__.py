@@ -69,6 +69,7 @@ from . import random  # noqa: F401
 from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
 from . import fft  # noqa: F401
 from . import lib  # noqa: F401
+from ._interop import NumPyFallbackError, NumPyFallbackWarning  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack, finfo, iinfo)
 from . import linalg  # noqa: F401
