@@ -240,3 +240,27 @@ def test_einsum_sublist_errors_as_numpy():
             np.einsum(a, bad)
         with pytest.raises(err):
             tnp.einsum(tnp.asarray(a), bad)
+
+
+def test_errstate_raise_is_honoured_by_the_compiled_loop_tier(monkeypatch):
+    """The numba tier's loops set no floating-point flags: under 'raise' (or 'call', 'log',
+    'print') a fused region runs on NumPy's tier, which raises as NumPy does."""
+    pytest.importorskip("numba")
+    from ndflow.graph import fusion
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    f = nf.function(lambda y: tnp.exp(tnp.log(y) * 2.0 + 1.0) - y)
+    x = tnp.asarray(np.tile([0.0, 1.0], 5000))
+    with np.errstate(all="ignore"):
+        for _ in range(4):
+            f(x)
+    fk = fusion.fused_kernels(f.get_concrete_function(x).graph)[0]
+    assert fk.tier() == 1
+    with tnp.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            f(x)
+    seen = []
+    with tnp.errstate(divide="call", call=lambda kind, flag: seen.append(kind)):
+        f(x)
+    assert seen
+    with np.errstate(all="ignore"):
+        assert_same(f(x), np.exp(np.log(x.numpy()) * 2.0 + 1.0) - x.numpy())
