@@ -162,6 +162,16 @@ def test_finfo_fields_are_python_numbers(dt):
     assert (x * tnp.finfo(x.dtype).eps).dtype == n.dtype     # weak Python scalar
 
 
+@pytest.mark.parametrize("v", [1.0, np.float32(1), 1 + 0j, "float32", np.float16])
+def test_finfo_accepts_what_numpy_accepts(v):
+    assert tnp.finfo(v).dtype == np.finfo(v).dtype and tnp.finfo(v).eps == np.finfo(v).eps
+
+
+@pytest.mark.parametrize("v", [1, np.int8(1), "int16", np.uint32])
+def test_iinfo_accepts_what_numpy_accepts(v):
+    assert tnp.iinfo(v).dtype == np.iinfo(v).dtype and tnp.iinfo(v).max == np.iinfo(v).max
+
+
 def test_finfo_bfloat16_and_iinfo():
     assert tnp.finfo(tnp.bfloat16).eps == 2.0 ** -7
     for dt in (np.int8, np.uint16, np.int64, np.uint64):

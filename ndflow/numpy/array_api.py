@@ -65,6 +65,8 @@ def _info_dtype(x):
     # a dtype, a scalar type, or an array (the standard lets finfo/iinfo take arrays)
     if isinstance(x, (ndarray, np.ndarray, np.generic)):
         return x.dtype
+    if type(x) in (bool, int, float, complex):     # a Python value: its type's dtype, as NumPy
+        return np.dtype(type(x))
     return np.dtype(x)
 
 
