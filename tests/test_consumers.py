@@ -114,3 +114,27 @@ print("ok")
 def test_scipy_with_array_api_on_ndflow_arrays_matches_numpy():
     pytest.importorskip("scipy", minversion="1.14")
     _run(_SCIPY)
+
+
+def test_matplotlib_plots_ndflow_arrays(tmp_path):
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import warnings
+    import numpy as np
+    import matplotlib.pyplot as plt
+    import ndflow.numpy as tnp
+    x = tnp.linspace(0, 1, 20)
+    y = tnp.sin(x * 6.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tnp.NumPyFallbackWarning)   # no NumPy host fallbacks
+        fig, ax = plt.subplots()
+        line, = ax.plot(x, y)
+        counts, _, _ = ax.hist(y, bins=5)
+        ax.scatter(x, y)
+        ax.imshow(tnp.reshape(y, (4, 5)))
+        fig.savefig(tmp_path / "p.png")
+        plt.close(fig)
+    xd, yd = line.get_data()
+    np.testing.assert_allclose(np.asarray(xd), x.numpy())
+    np.testing.assert_allclose(np.asarray(yd), y.numpy())
+    np.testing.assert_array_equal(np.asarray(counts), np.histogram(y.numpy(), bins=5)[0])
