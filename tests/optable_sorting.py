@@ -24,8 +24,19 @@ def _sort_samples(rng, dt):
     return out
 
 
+def _stable_default(name):
+    """ndflow's argsort without `kind` or `stable` sorts stably (the Array API's default, one
+    of the orders NumPy's unspecified default permits), so NumPy's oracle is asked for the
+    stable order there."""
+    def call(m, *args, **kw):
+        if m is np and "kind" not in kw and "stable" not in kw:
+            kw = dict(kw, kind="stable")
+        return getattr(m, name)(*args, **kw)
+    return call
+
+
 record("sort", _sort_samples, dtypes=_SORT_DT)
-record("argsort", _sort_samples, dtypes=_SORT_DT)
+record("argsort", _sort_samples, dtypes=_SORT_DT, call=_stable_default("argsort"))
 record("sort_complex", lambda rng, dt: [
     Sample((values(rng, (6,), dt),)), Sample((values(rng, (2, 4), dt),)),
     Sample((noncontig(rng, (3, 4), dt),))], dtypes=(F64, F32, I32, C128))
@@ -125,9 +136,30 @@ def _unique_api_samples(rng, dt):
     return out
 
 
+def _sorted_unique_call(name):
+    """ndflow's unique_* against NumPy's sorted `unique` (NaNs distinct): NumPy's own
+    unique_values may return hash-table order, which the standard allows but consumers such as
+    scikit-learn do not expect, so ndflow sorts."""
+    flags = {"unique_all": (True, True, True), "unique_counts": (False, False, True),
+             "unique_inverse": (False, True, False), "unique_values": (False, False, False)}
+
+    def call(m, x):
+        if m is not np:
+            return getattr(m, name)(x)
+        i, inv, c = flags[name]
+        r = np.unique(x, return_index=i, return_inverse=inv, return_counts=c, equal_nan=False)
+        if not isinstance(r, tuple):
+            return r
+        r = list(r)
+        if inv:
+            r[1 + i] = r[1 + i].reshape(np.shape(x))
+        return tuple(r)
+    return call
+
+
 for _n in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
     record(_n, _unique_api_samples, dtypes=(F64, I32, I64), vmap=False, vmap_reason=_DYN,
-           diff_args=(), grad_reason=_DUPS)
+           diff_args=(), grad_reason=_DUPS, call=_sorted_unique_call(_n))
 
 
 def _extract_samples(rng, dt):

@@ -1,4 +1,4 @@
-"""ndflow.numpy as the Python Array API standard's namespace (2024.12): the names of the main
+"""ndflow.numpy as the Python Array API standard's namespace (2025.12): the names of the main
 namespace and of the linalg and fft extensions, the inspection API, `isdtype`, `from_dlpack`,
 `device=` placement, the array object's protocol, the standard's call forms against NumPy 2 (an
 Array API namespace itself), and a program written only against the standard that runs on
@@ -61,11 +61,31 @@ def two_cpus():
 def test_array_namespace_is_ndflow_numpy():
     x = tnp.ones(3)
     assert x.__array_namespace__() is tnp
-    for v in ("2021.12", "2022.12", "2023.12", "2024.12"):
+    for v in ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12"):
         assert x.__array_namespace__(api_version=v) is tnp
     with pytest.raises(ValueError, match="2099.12"):
         x.__array_namespace__(api_version="2099.12")
-    assert tnp.__array_api_version__ == "2024.12"
+    assert tnp.__array_api_version__ == "2025.12"
+
+
+# what 2025.12 adds over 2024.12
+NEW_2025_12 = ["broadcast_shapes", "isin"]
+NEW_LINALG_2025_12 = ["eig", "eigvals"]
+
+
+def test_2025_12_additions_are_present():
+    assert all(hasattr(tnp, n) for n in NEW_2025_12)
+    assert all(hasattr(tnp.linalg, n) for n in NEW_LINALG_2025_12)
+    # breaking changes of 2025.12: tuples, not lists
+    a, b = tnp.arange(3), tnp.arange(2)
+    assert type(tnp.meshgrid(a, b)) is tuple
+    assert type(tnp.broadcast_arrays(a, b[:1])) is tuple
+    assert type(tnp.__array_namespace_info__().devices()) is tuple
+    # expand_dims with a tuple of axes, permute_dims with negative axes
+    assert tnp.expand_dims(tnp.ones((2, 3)), axis=(0, -1)).shape == (1, 2, 3, 1)
+    assert tnp.permute_dims(tnp.ones((2, 3, 4)), (-1, 0, 1)).shape == (4, 2, 3)
+    # searchsorted with a scalar value
+    assert int(tnp.searchsorted(tnp.asarray([1.0, 2.0, 3.0]), 2.5)) == 2
 
 
 def test_main_namespace_has_the_standard_names():

@@ -281,9 +281,17 @@ class ndarray:
     def real(self):
         return _tnp.real(self)
 
+    @real.setter
+    def real(self, value):
+        _tnp._set_part(self, "real", value)
+
     @property
     def imag(self):
         return _tnp.imag(self)
+
+    @imag.setter
+    def imag(self, value):
+        _tnp._set_part(self, "imag", value)
 
     @property
     def flat(self):
@@ -406,11 +414,17 @@ class ndarray:
         """This array on `device` (itself when already there), as the Array API's."""
         return _tnp.array_api.to_device(self, device, stream=stream)
 
-    def __dlpack__(self, *args, **kwargs):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array's buffer (the standard's keywords, passed on to the
+        buffer's own exporter)."""
         v = self._concrete("dlpack export")
         if isinstance(v, np.generic):
             v = np.asarray(v)
-        return v.__dlpack__(*args, **kwargs)
+        kw = {"stream": stream}
+        for k, val in (("max_version", max_version), ("dl_device", dl_device), ("copy", copy)):
+            if val is not None:
+                kw[k] = val
+        return v.__dlpack__(**kw)
 
     def __dlpack_device__(self):
         v = self._concrete("dlpack export")

@@ -33,7 +33,7 @@ from .math import (add, subtract, multiply, true_divide, divide, floor_divide, r
                    bitwise_count, isnan, isinf, isfinite, signbit, spacing, square, deg2rad,
                    radians, rad2deg, degrees, modf, frexp, isnat, matmul, vecdot, matvec, vecmat,
                    real, imag, iscomplexobj, round, around, clip)
-from .math import where_ as where  # noqa: F401
+from .math import where_ as where, _set_part  # noqa: F401
 from .reductions import (sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean,  # noqa
                          var, std, count_nonzero)
 from .manipulation import (reshape, ravel, transpose, permute_dims, matrix_transpose,  # noqa
@@ -68,8 +68,10 @@ from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumer
 from . import random  # noqa: F401
 from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
 from . import fft  # noqa: F401
+from . import lib  # noqa: F401
+from ._interop import NumPyFallbackError, NumPyFallbackWarning  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
-                        from_dlpack)
+                        from_dlpack, finfo, iinfo)
 from . import linalg  # noqa: F401
 from .statistics import (cumsum, cumprod, cumulative_sum, cumulative_prod, nancumsum,  # noqa
                          nancumprod, diff, ediff1d, gradient, trapezoid, ptp, average, median,
@@ -82,6 +84,12 @@ from .sorting import (sort, argsort, lexsort, sort_complex, partition, argpartit
                       searchsorted, unique, unique_all, unique_counts, unique_inverse,
                       unique_values, piecewise)
 from .sets import isin, intersect1d, union1d, setdiff1d, setxor1d  # noqa: F401
+from .npyio import (save, load, savez, savez_compressed, loadtxt, savetxt, genfromtxt,  # noqa
+                    fromfile)
+from .printing import (set_printoptions, get_printoptions, printoptions, array2string,  # noqa
+                       array_repr, array_str, format_float_positional, format_float_scientific,
+                       base_repr, binary_repr, errstate, seterr, geterr, seterrcall, geterrcall,
+                       getbufsize, setbufsize, show_config, show_runtime)
 
 newaxis = None
 pi = _np.pi
@@ -90,8 +98,6 @@ inf = _np.inf
 nan = _np.nan
 euler_gamma = _np.euler_gamma
 dtype = _np.dtype
-finfo = _np.finfo
-iinfo = _np.iinfo
 result_type = None  # replaced below
 can_cast = _np.can_cast
 issubdtype = _np.issubdtype

@@ -1,4 +1,4 @@
-"""The Python Array API standard (2024.12) on top of the NumPy layer: ndflow.numpy is the
+"""The Python Array API standard (2025.12) on top of the NumPy layer: ndflow.numpy is the
 namespace `x.__array_namespace__()` returns. NumPy 2's own names already follow the standard;
 this file adds what the standard has beyond them: `__array_api_version__`,
 `__array_namespace_info__`, `isdtype`, `from_dlpack`, and the `device=` placement that creation
@@ -12,8 +12,8 @@ from ..core import dtypes as _dt
 from ..core.ndarray import ndarray
 from ..core.state import STATE
 
-__array_api_version__ = "2024.12"
-SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+__array_api_version__ = "2025.12"
+SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
 # the standard's dtypes (float16 and bfloat16 are ndflow extras, outside the standard)
 _STANDARD_DTYPES = {n: np.dtype(n) for n in (
@@ -58,6 +58,80 @@ def isdtype(dtype, kind):
                              + ", ".join(repr(k) for k in _KINDS))
         return test(d)
     return d == _as_dtype(kind, "kind")
+
+
+# ------------------------------------------------------------------ finfo / iinfo
+def _info_dtype(x):
+    # a dtype, a scalar type, or an array (the standard lets finfo/iinfo take arrays)
+    if isinstance(x, (ndarray, np.ndarray, np.generic)):
+        return x.dtype
+    if type(x) in (bool, int, float, complex):     # a Python value: its type's dtype, as NumPy
+        return np.dtype(type(x))
+    return np.dtype(x)
+
+
+class finfo:  # noqa: N801  (NumPy's name)
+    """Machine limits of a floating dtype, as `numpy.finfo`, with the standard's fields
+    (`bits`, `eps`, `max`, `min`, `smallest_normal`, and also `tiny`, `resolution`,
+    `epsneg`, `smallest_subnormal`) as Python numbers, so that arithmetic with them keeps the
+    array's dtype (Python scalars are weak); `dtype` is the real floating dtype they describe
+    (float32 for complex64). bfloat16 is described through ml_dtypes. Every other attribute is
+    NumPy's."""
+
+    _FLOATS = ("eps", "max", "min", "smallest_normal", "tiny", "resolution", "epsneg",
+               "smallest_subnormal")
+
+    def __init__(self, type):  # noqa: A002  (NumPy's argument name)
+        d = _info_dtype(type)
+        if d == _dt.BFLOAT16:
+            import ml_dtypes
+            self._np = ml_dtypes.finfo(d)
+        else:
+            self._np = np.finfo(d)
+        self.dtype = np.dtype(self._np.dtype)
+        self.bits = int(self._np.bits)
+        for name in self._FLOATS:
+            setattr(self, name, float(getattr(self._np, name)))
+
+    def __getattr__(self, name):
+        if name == "_np":
+            raise AttributeError(name)
+        return getattr(self._np, name)
+
+    def __eq__(self, other):
+        return isinstance(other, finfo) and self.dtype == other.dtype
+
+    def __hash__(self):
+        return hash(("finfo", self.dtype))
+
+    def __repr__(self):
+        return repr(self._np)
+
+    def __str__(self):
+        return str(self._np)
+
+
+class iinfo:  # noqa: N801  (NumPy's name)
+    """Machine limits of an integer dtype, as `numpy.iinfo` (`bits`, `min`, `max` Python ints,
+    `dtype`); also accepts arrays, as the standard asks."""
+
+    def __init__(self, type):  # noqa: A002
+        self._np = np.iinfo(_info_dtype(type))
+        self.dtype = np.dtype(self._np.dtype)
+        self.bits, self.min, self.max = int(self._np.bits), int(self._np.min), int(self._np.max)
+        self.kind = self._np.kind
+
+    def __eq__(self, other):
+        return isinstance(other, iinfo) and self.dtype == other.dtype
+
+    def __hash__(self):
+        return hash(("iinfo", self.dtype))
+
+    def __repr__(self):
+        return repr(self._np)
+
+    def __str__(self):
+        return str(self._np)
 
 
 # ------------------------------------------------------------------ devices
@@ -148,9 +222,10 @@ class __array_namespace_info__:  # noqa: N801  (the standard's name)
         return current_device().name
 
     def devices(self):
-        """The devices arrays can be placed on, named as `x.device` names them."""
+        """The devices arrays can be placed on, named as `x.device` names them (a tuple, as
+        the standard's 2025.12 revision asks)."""
         from ..backends import device as D
-        return [d.name for d in D._cpu_devices + D._gpus()]
+        return tuple(d.name for d in D._cpu_devices + D._gpus())
 
     def default_dtypes(self, *, device=None):
         """float64/complex128 (float32/complex64 with `prefer_float32`), int64 for integers

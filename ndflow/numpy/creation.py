@@ -150,12 +150,28 @@ def _scalar_arg(v):
     return v
 
 
-def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
-    """Evenly spaced values in [start, stop), as `numpy.arange` (int64 for integer arguments)."""
+def arange(start=None, /, stop=None, step=None, dtype=None, *, device=None, like=None, **kw):
+    """Evenly spaced values in [start, stop), as `numpy.arange` (int64 for integer arguments):
+    `arange(stop)`, `arange(start, stop[, step])`, `arange(stop, step=s)`, `arange(stop=n)`;
+    `start=` by name needs `stop`, as in NumPy."""
+    named_start = "start" in kw
+    if named_start:
+        if start is not None:
+            raise TypeError("argument for arange() given by name ('start') and position "
+                            "(position 0)")
+        start = kw.pop("start")
+    if kw:
+        raise TypeError(f"arange() got an unexpected keyword argument {next(iter(kw))!r}")
+    start, stop, step = _scalar_arg(start), _scalar_arg(stop), _scalar_arg(step)
+    if stop is None:
+        if start is None or named_start:
+            raise TypeError("arange() requires stop to be specified.")
+        start, stop = 0, start      # arange(stop) and arange(stop, step=s): from 0
+    elif start is None:
+        start = 0
     if device is not None:
         return _on(device, arange, start, stop, step, dtype)
-    start, stop, step = _scalar_arg(start), _scalar_arg(stop), _scalar_arg(step)
-    args = [v for v in (start, stop, step) if v is not None]
+    args = [start, stop, 1 if step is None else step]
     if dtype is None:
         d = np.arange(*args).dtype
         if d == _dt.F64 and STATE.prefer_float32:

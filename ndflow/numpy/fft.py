@@ -288,27 +288,37 @@ def _check_n(n):
     return int(n)
 
 
-def _freqs(ints, n, d, device):
-    """`ints / (n d)`: a constant, differentiable in `d` when it is an ndflow array."""
+def _freqs(ints, n, d, device, dtype):
+    """`ints / (n d)`: a constant, differentiable in `d` when it is an ndflow array; in `dtype`
+    when given (a real floating dtype, as the Array API asks)."""
     if device not in (None, "cpu"):
-        from ..backends.device import device as _device
-        with _device(device):
-            return _freqs(ints, n, d, None)
-    return asarray(ints) * (1.0 / (n * d))
+        from .array_api import on_device
+        return on_device(device, _freqs, ints, n, d, None, dtype)
+    r = asarray(ints) * (1.0 / (n * d))
+    if dtype is not None:
+        from ..core import dtypes as _dt
+        d_ = _dt.canonical(dtype)
+        if d_.kind != "f" and d_ != _dt.BFLOAT16:
+            raise ValueError(f"dtype must be a real floating dtype, got {d_}")
+        if r.dtype != d_:
+            r = r.astype(d_)
+    return r
 
 
-def fftfreq(n, d=1.0, device=None):
+def fftfreq(n, d=1.0, device=None, *, dtype=None):
     """Sample frequencies of `fft` for a signal of length n and sample spacing d, as
-    `numpy.fft.fftfreq` (`device` also accepts ndflow device names)."""
+    `numpy.fft.fftfreq` (`device` also accepts ndflow device names; `dtype` as the Array
+    API's)."""
     n = _check_n(n)
     ints = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
-    return _freqs(ints, n, d, device)
+    return _freqs(ints, n, d, device, dtype)
 
 
-def rfftfreq(n, d=1.0, device=None):
-    """Sample frequencies of `rfft` (the n//2 + 1 non-negative ones), as `numpy.fft.rfftfreq`."""
+def rfftfreq(n, d=1.0, device=None, *, dtype=None):
+    """Sample frequencies of `rfft` (the n//2 + 1 non-negative ones), as `numpy.fft.rfftfreq`
+    (`dtype` as the Array API's)."""
     n = _check_n(n)
-    return _freqs(np.arange(0, n // 2 + 1), n, d, device)
+    return _freqs(np.arange(0, n // 2 + 1), n, d, device, dtype)
 
 
 # ------------------------------------------------------------------ shifts

@@ -129,6 +129,15 @@ def _getitem(x, key):
             return _wrap(x._v[key])
         if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
             return _wrap(x._v[key])
+        # array keys, eager: NumPy indexes the buffer itself (its rules and errors exactly)
+        if t is ndarray:
+            if key._t is None and key._dev is None:
+                return _wrap(x._v[key._v])
+        elif t is np.ndarray:
+            return _wrap(x._v[key])
+        elif t is tuple and all(type(k) is not ndarray or (k._t is None and k._dev is None)
+                                for k in key):
+            return _wrap(x._v[tuple(k._v if type(k) is ndarray else k for k in key)])
     x, spec, arrays, _ = _split_index(x, key)
     if not arrays and all(e == _SLICE_ALL or e[0] == "e" for e in spec) and not any(e[0] == "n" for e in spec):
         return x if x._t is not None else bind(I.getitem_p, x, spec=spec)

@@ -122,9 +122,43 @@ def _normalize_subscripts(subscripts, operands):
     return ",".join(ins) + "->" + out
 
 
+def _sublist_letter(i):
+    # NumPy's labels for sublist integers: 0-25 'A'-'Z', 26-51 'a'-'z' (so the implicit
+    # output, ordered by letter, is ordered by number)
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+        raise TypeError(f"each subscript must be either an integer or an ellipsis (einsum "
+                        f"sublist, got {i!r})")
+    if not 0 <= i < 52:
+        raise ValueError(f"subscript is not within the valid range [0, 52) (einsum sublist, "
+                         f"got {i})")
+    return chr(ord("A") + i) if i < 26 else chr(ord("a") + i - 26)
+
+
+def _sublist(sub):
+    return "".join("..." if e is Ellipsis else _sublist_letter(e) for e in sub)
+
+
+def _from_sublists(subscripts, operands):
+    """(subscripts string, operands) of `numpy.einsum`'s sublist form
+    `einsum(op0, sublist0, op1, sublist1, ..., [sublistout])`."""
+    if isinstance(subscripts, str):
+        return subscripts, list(operands)
+    args = (subscripts,) + tuple(operands)
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(ops) > len(subs):          # an odd count: the last one is the output sublist
+        out = ops.pop()
+    spec = ",".join(_sublist(s) for s in subs)
+    if out is not None:
+        spec += "->" + _sublist(out)
+    return spec, ops
+
+
 def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
-    """Einstein summation, as `numpy.einsum`; multi-operand contraction orders come from
+    """Einstein summation, as `numpy.einsum`, with subscripts as a string or in the sublist
+    form `einsum(a, [0, 1], b, [1, 2], [0, 2])`; multi-operand contraction orders come from
     opt_einsum (cached per subscripts and shapes). Differentiable in every operand."""
+    subscripts, operands = _from_sublists(subscripts, operands)
     ops = [asarray(o) for o in operands]
     d = _dt.result_type(*ops) if dtype is None else _dt.canonical(dtype)
     ops = [o if o.dtype == d else bind(E.convert_p, o, dtype=d) for o in ops]
@@ -212,5 +246,6 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 def einsum_path(subscripts, *operands, optimize="greedy", einsum_call=False):
     """The contraction order `einsum` would use, as `numpy.einsum_path` (computed from shapes
     on the host: traced operands with known shapes work too)."""
+    subscripts, operands = _from_sublists(subscripts, operands)
     shaped = [np.empty(tuple(asarray(o).shape), dtype=asarray(o).dtype) for o in operands]
     return np.einsum_path(subscripts, *shaped, optimize=optimize, einsum_call=einsum_call)

@@ -36,7 +36,12 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
                   & isfinite(y)) | equal(x, y)
         if equal_nan:
             result = result | (isnan(x) & isnan(y))
-    return asarray(result)
+    result = asarray(result)
+    if result.ndim == 0 and result._t is None and not isinstance(a, ndarray) and \
+            not isinstance(b, ndarray):
+        # scalars in, as NumPy: a NumPy bool scalar (ndflow arrays in keep an ndflow array)
+        return result.numpy()[()]
+    return result
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

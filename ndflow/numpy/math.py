@@ -362,17 +362,31 @@ def _cast_operand(o, d):
     return o if o.dtype == d else bind(E.convert_p, o, dtype=d)
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
-    """`numpy.clip` as maximum/minimum, so the gradient is 1 inside the interval, 0 outside."""
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
-    if lo is None and hi is None:
-        raise ValueError("One of max or min must be given")
+_NO_BOUND = object()
+
+
+def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND, **kw):
+    """`numpy.clip` (also the Array API's `clip(x, /, min=None, max=None)`) as
+    maximum/minimum, so the gradient is 1 inside the interval, 0 outside; with neither bound,
+    a copy of `a`. NumPy's keyword names `a_min`/`a_max` are accepted too."""
+    if a_min is not _NO_BOUND:
+        if min is not None:
+            raise ValueError("Passed more than one argument for the lower bound (min and "
+                             "a_min); pass only one of them.")
+        min = a_min
+    if a_max is not _NO_BOUND:
+        if max is not None:
+            raise ValueError("Passed more than one argument for the upper bound (max and "
+                             "a_max); pass only one of them.")
+        max = a_max
     r = asarray(a) if type(a) is not ndarray else a
-    if lo is not None:
-        r = maximum(r, lo)
-    if hi is not None:
-        r = minimum(r, hi)
+    if min is None and max is None:
+        from .creation import copy
+        return _finish(copy(r), out)
+    if min is not None:
+        r = maximum(r, min)
+    if max is not None:
+        r = minimum(r, max)
     return _finish(r, out)
 
 
@@ -428,3 +442,27 @@ matmul = make_ufunc(np.matmul, _matmul)
 vecdot = make_ufunc(np.vecdot, _vecdot)
 matvec = make_ufunc(np.matvec, _matvec)
 vecmat = make_ufunc(np.vecmat, _vecmat)
+
+
+def _set_part(x, part, value):
+    """`x.real = value` / `x.imag = value`, as NumPy: the part is written in place (views see
+    it), the value cast to the part's dtype; a real array's `real` is the array itself and it
+    has no imaginary part to set."""
+    from ..autodiff.tape import live_tapes
+    if x.dtype.kind != "c":
+        if part == "imag":
+            raise TypeError("array does not have imaginary part to set")
+        x[...] = value
+        return
+    if STATE.fast and x._dev is None and x._t is None and not live_tapes():
+        v = value.numpy() if isinstance(value, ndarray) else value
+        buf = x._v
+        if not isinstance(buf, np.ndarray):
+            buf = x._v = np.array(buf)
+        getattr(buf, part)[...] = v
+        return
+    raise TypeError(f"assigning x.{part} of a complex array under a GradientTape, inside "
+                    f"nf.function or vectorized_map, or on an accelerator is not supported "
+                    f"(a complex value cannot be rebuilt from its parts exactly there: "
+                    f"infinities and signed zeros); compute the new array with "
+                    f"tnp.real/tnp.imag arithmetic instead")

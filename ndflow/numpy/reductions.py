@@ -117,6 +117,9 @@ def _bool_reduce(prim, npf):
         a = asarray(a)
         if a.dtype != _dt.BOOL:
             a = bind(E.ne_p, a, bind(E.zeros_like_p, a))
+        if where is not None:
+            # masked-out elements count as the identity: False for any, True for all
+            a = E_where(where, a, npf is np.all)
         return _out(bind(prim, a, axes=_axes(a, axis), keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
     return f

@@ -432,9 +432,25 @@ def _check_cast(src, dst_dtype, casting, scalar):
                         f"'{casting}'")
 
 
+def _into_numpy(name, target, *rest, **kw):
+    """`numpy.<name>` writing into the NumPy array `target`, as NumPy does, with ndflow
+    operands as their values. Operands a tape watches or a trace holds cannot flow into a
+    NumPy buffer (it has no gradient and no place in a graph): refused by name."""
+    from ._interop import _why_not_host, NumPyFallbackError
+    why = _why_not_host(rest, kw)
+    if why:
+        raise NumPyFallbackError(f"{name} into a NumPy array: {why}; write into an ndflow "
+                                 f"array instead (tnp.asarray(target))")
+    host = lambda x: x.numpy() if isinstance(x, ndarray) else x  # noqa: E731
+    return getattr(np, name)(target, *[host(r) for r in rest],
+                             **{k: host(v) for k, v in kw.items()})
+
+
 def copyto(dst, src, casting="same_kind", where=True):
     """Copy values into `dst` (broadcasting `src`), where `where` is true, as `numpy.copyto`."""
     from .math import where_
+    if isinstance(dst, np.ndarray):
+        return _into_numpy("copyto", dst, src, casting=casting, where=where)
     if not isinstance(dst, ndarray):
         raise TypeError("copyto() argument 1 must be an ndflow array")
     s = src if type(src) in _dt.PY_SCALARS else asarray(src)
@@ -479,6 +495,8 @@ def _write_flat(a, idx, vals):
 def put(a, ind, v, mode="raise"):
     """a.flat[ind] = v (v repeated to the length of ind), as `numpy.put`."""
     from .math import clip
+    if isinstance(a, np.ndarray):
+        return _into_numpy("put", a, ind, v, mode=mode)
     if not isinstance(a, ndarray):
         raise TypeError("put: first argument must be an ndflow array")
     idx = ravel(_int_index(ind, "only integer indices may be used with put"))
@@ -514,6 +532,8 @@ def put_along_axis(arr, indices, values, axis):
     """arr[...along axis...] = values, the inverse of `take_along_axis`, as
     `numpy.put_along_axis`."""
     from .creation import arange
+    if isinstance(arr, np.ndarray):
+        return _into_numpy("put_along_axis", arr, indices, values, axis)
     if not isinstance(arr, ndarray):
         raise TypeError("put_along_axis: first argument must be an ndflow array")
     idx = asarray(indices)
@@ -542,6 +562,8 @@ def place(arr, mask, vals):
     """Write `vals` (cycled) into the positions where `mask` is true, in order, as
     `numpy.place`. The count of true values decides which values go where, so under
     vectorized_map it is an error."""
+    if isinstance(arr, np.ndarray):
+        return _into_numpy("place", arr, mask, vals)
     if not isinstance(arr, ndarray):
         raise TypeError(f"argument 1 must be an ndflow array, not {type(arr).__name__}")
     m = ravel(asarray(mask))
@@ -577,6 +599,8 @@ def putmask(a, mask, values):
     with the values resized to the array; differentiable in both)."""
     from .math import where_ as where
     from .shaping import resize
+    if isinstance(a, np.ndarray):
+        return _into_numpy("putmask", a, mask, values)
     if not isinstance(a, ndarray):
         raise TypeError(f"argument a of putmask must be an ndflow array, not "
                         f"{type(a).__name__}")
@@ -605,6 +629,8 @@ def putmask(a, mask, values):
 def fill_diagonal(a, val, wrap=False):
     """Write `val` (cycled) on the main diagonal, as `numpy.fill_diagonal` (for tall 2-d arrays
     `wrap` continues after N columns)."""
+    if isinstance(a, np.ndarray):
+        return _into_numpy("fill_diagonal", a, val, wrap=wrap)
     if not isinstance(a, ndarray):
         raise TypeError("fill_diagonal: first argument must be an ndflow array")
     if a.ndim < 2:

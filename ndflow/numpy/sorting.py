@@ -74,13 +74,20 @@ def _axis_and_array(a, axis):
     return a, norm_axis(operator.index(axis), a.ndim)
 
 
-def _kind(kind, stable):
+def _kind(kind, stable, default=None):
     if stable is not None:
         if kind is not None:
             raise ValueError("`kind` and `stable` parameters can't be provided at the same "
                              "time. Use only one of them.")
         return "stable" if stable else None
-    return kind
+    return default if kind is None else kind
+
+
+# argsort with no preference sorts stably: the Array API asks it (`stable=True` is its
+# default) and NumPy permits it (its default promises no order of equal elements); it costs
+# about 3x NumPy's default on large float arrays. Sorted *values* do not depend on it (equal
+# elements are equal), so sort keeps NumPy's faster default.
+_ARGSORT_DEFAULT = "stable"
 
 
 def _no_order(order, name):
@@ -89,23 +96,46 @@ def _no_order(order, name):
 
 
 # ------------------------------------------------------------------ sort / argsort / lexsort
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """Sorted copy, as `numpy.sort`; differentiable (the cotangent of each sorted position goes
-    to the element that landed there)."""
+def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    """Sorted copy, as `numpy.sort`; `descending=True` as the Array API's `sort`. Differentiable (the cotangent of each sorted position goes to the
+    element that landed there)."""
+    if descending:
+        from .shaping import flip
+        if axis is None:
+            return flip(sort(a, None, kind, order, stable=stable))
+        return flip(sort(a, axis, kind, order, stable=stable), axis)
     if eager(a) and order is None:
-        return to_nf(np.sort(host(a), axis=axis, kind=kind, stable=stable))
+        return to_nf(np.sort(host(a), axis=axis, kind=_kind(kind, stable)))
     _no_order(order, "sort")
     x, ax = _axis_and_array(asarray(a), axis)
     return bind(S.sort_p, x, axis=ax, kind=_kind(kind, stable))
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """Indices that sort `a`, as `numpy.argsort` (int64; no gradient)."""
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    """Indices that sort `a`, as `numpy.argsort` (int64; no gradient; stable unless asked
+    otherwise); `descending=True` as the Array API's `argsort`, equal elements keeping their
+    order."""
+    if descending:
+        # the stable ascending order of the reversed array, reversed, counted from the end:
+        # largest first with ties in their original order
+        from .shaping import flip
+        from .math import subtract
+        x = asarray(a)
+        if axis is None:
+            from .manipulation import ravel
+            x, axis = ravel(x), 0
+        ax = norm_axis(operator.index(axis), x.ndim)
+        n = x.shape[ax]
+        if n is None:
+            from .statistics import _size_of
+            n = _size_of(x, ax)
+        r = argsort(flip(x, ax), ax, kind, order, stable=stable)
+        return subtract(subtract(n, 1), flip(r, ax))
     if eager(a) and order is None:
-        return to_nf(np.argsort(host(a), axis=axis, kind=kind, stable=stable))
+        return to_nf(np.argsort(host(a), axis=axis, kind=_kind(kind, stable, _ARGSORT_DEFAULT)))
     _no_order(order, "argsort")
     x, ax = _axis_and_array(asarray(a), axis)
-    return bind(S.argsort_p, x, axis=ax, kind=_kind(kind, stable))
+    return bind(S.argsort_p, x, axis=ax, kind=_kind(kind, stable, _ARGSORT_DEFAULT))
 
 
 def lexsort(keys, axis=-1):
@@ -214,13 +244,13 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: ndarray
 
 
-def _unique_parts(ar, axis, equal_nan):
+def _unique_parts(ar, axis, equal_nan, name="unique"):
     """(values, index, inverse, counts) of NumPy's sorted unique, the values gathered from the
     input so that they carry gradients."""
     from .manipulation import ravel, moveaxis
     from .indexing import take
     a = asarray(ar)
-    no_vmap("unique", a)
+    no_vmap(name, a)
     if axis is None:
         x = ravel(a)
         index, inverse, counts = bind(S.unique_p, x, equal_nan=bool(equal_nan))
@@ -254,40 +284,54 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return out[0] if len(out) == 1 else out
 
 
+def _eager_unique(x, index=False, inverse=False, counts=False):
+    """NumPy's sorted unique with every NaN distinct (the standard's rule), the inverse
+    indices shaped like x. NumPy's own unique_* may use a hash table and return the values
+    unsorted; consumers such as scikit-learn rely on sorted classes."""
+    a = np.asarray(host(x))
+    r = np.unique(a, return_index=index, return_inverse=inverse, return_counts=counts,
+                  equal_nan=False)
+    if not (index or inverse or counts):
+        return _wrap(r)
+    r = list(r)
+    if inverse:
+        k = 1 + index
+        r[k] = r[k].reshape(a.shape)
+    return [_wrap(e) for e in r]
+
+
 def unique_all(x):
-    """`numpy.unique_all`: values, first indices, inverse indices (x's shape) and counts; NaNs
-    are distinct."""
+    """Sorted unique values, first indices, inverse indices (x's shape) and counts, as
+    `numpy.unique_all`; NaNs are distinct."""
     if eager(x):
-        return to_nf(np.unique_all(host(x)))
-    v, i, inv, c = _unique_parts(x, None, False)
+        return UniqueAllResult(*_eager_unique(x, True, True, True))
+    v, i, inv, c = _unique_parts(x, None, False, "unique_all")
     return UniqueAllResult(v, i, _inverse_shape(inv, x), c)
 
 
 def unique_counts(x):
-    """`numpy.unique_counts`: sorted values and their counts; NaNs are distinct."""
+    """Sorted unique values and their counts, as `numpy.unique_counts`; NaNs are distinct."""
     if eager(x):
-        return to_nf(np.unique_counts(host(x)))
-    v, _, _, c = _unique_parts(x, None, False)
+        return UniqueCountsResult(*_eager_unique(x, counts=True))
+    v, _, _, c = _unique_parts(x, None, False, "unique_counts")
     return UniqueCountsResult(v, c)
 
 
 def unique_inverse(x):
-    """`numpy.unique_inverse`: sorted values and inverse indices shaped like x."""
+    """Sorted unique values and inverse indices shaped like x, as `numpy.unique_inverse`."""
     if eager(x):
-        return to_nf(np.unique_inverse(host(x)))
-    v, _, inv, _ = _unique_parts(x, None, False)
+        return UniqueInverseResult(*_eager_unique(x, inverse=True))
+    v, _, inv, _ = _unique_parts(x, None, False, "unique_inverse")
     return UniqueInverseResult(v, _inverse_shape(inv, x))
 
 
 def unique_values(x):
-    """`numpy.unique_values`: the distinct values in NumPy's (unspecified, hash-table) order."""
+    """The distinct values of x, sorted (NumPy's `unique_values` may leave them in hash-table
+    order; sorted is what `numpy.unique` gives and what consumers assume); NaNs are
+    distinct."""
     if eager(x):
-        return to_nf(np.unique_values(host(x)))
-    from .manipulation import ravel
-    from .indexing import take
-    a = ravel(asarray(x))
-    no_vmap("unique_values", a)
-    return take(a, bind(S.unique_values_index_p, a))
+        return _eager_unique(x)
+    return _unique_parts(x, None, False, "unique_values")[0]
 
 
 def _inverse_shape(inv, x):

@@ -100,17 +100,29 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     xf = x.astype(np.float64) if x.dtype != np.float64 else x
     xpf = xp.astype(np.float64) if xp.dtype != np.float64 else xp
     n = xp.shape[0]
+    from .math import isnan, logical_and, equal
     if n == 1:
-        res = xf * 0.0 + fp[0]
+        res = where(isnan(xf), fp[0], fp[0])     # fp[0] in x's shape, exactly
     else:
-        j = clip(searchsorted(xpf, xf, side="right") - 1, 0, n - 2)
+        # NumPy's compiled interp, step for step (so infinities in x, xp or fp give its
+        # values): the segment j with xp[j] <= x < xp[j+1], an exact hit of xp[j] gives fp[j],
+        # else slope * (x - xp[j]) + fp[j], retried from the segment's right end when that is
+        # NaN (an infinite endpoint), and fp[j] when both ends are equal
+        k = searchsorted(xpf, xf, side="right") - 1
+        j = clip(k, 0, n - 2)
         x0, x1 = take(xpf, j), take(xpf, j + 1)
         f0, f1 = take(fp, j), take(fp, j + 1)
-        w = (xf - x0) / (x1 - x0)
-        res = f0 + w * (f1 - f0)
-        res = where(xf == x1, f1, res)       # exact hits of the last point of a segment
+        slope = (f1 - f0) / (x1 - x0)
+        res = slope * (xf - x0) + f0
+        if fp.dtype.kind != "c":
+            res = where(isnan(res), slope * (xf - x1) + f1, res)
+            res = where(logical_and(isnan(res), equal(f0, f1)), f0, res)
+        res = where(xf == x0, f0, res)
+        res = where(k >= n - 1, fp[-1], res)   # at (or past, replaced below) the last point
     lo = fp[0] if left is None else left
     hi = fp[-1] if right is None else right
     res = where(xf < xpf[0], lo, res)
     res = where(xf > xpf[-1], hi, res)
+    if n > 1:       # NumPy's one-point case compares only, so a NaN x gets fp[0] there
+        res = where(isnan(xf), xf, res)
     return res

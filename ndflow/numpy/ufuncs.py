@@ -429,6 +429,13 @@ class _Generalized(ufunc):
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
 
+    @property
+    def __signature__(self):
+        # what `inspect.signature` reports: the implementing function's parameters
+        # (vecdot(x1, x2, /, out=None, *, axis=-1, ...)), not (*args, **kwargs)
+        import inspect
+        return inspect.signature(self._fn)
+
 
 _COMPARISONS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
 

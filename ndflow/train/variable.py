@@ -206,6 +206,15 @@ class Variable(metaclass=_VariableMeta):
         inputs = [i.value() if isinstance(i, Variable) else i for i in inputs]
         return self.value().__array_ufunc__(ufunc, method, *inputs, **kwargs)
 
+    def __array_function__(self, func, types, args, kwargs):
+        # np.sum(v), np.linalg.norm(v): ndflow's function on the Variable's value (a read the
+        # tape sees), not NumPy's on a host copy that would drop the gradient
+        from ..core import tree
+        from ..numpy._interop import array_function
+        read = lambda x: x.value() if isinstance(x, Variable) else x  # noqa: E731
+        return array_function(func, tree.map_structure(read, list(args)),
+                              {k: tree.map_structure(read, v) for k, v in kwargs.items()})
+
     __array_priority__ = 200
 
 

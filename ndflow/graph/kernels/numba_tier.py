@@ -35,6 +35,14 @@ from .pool import OutputPool, donated
 from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
+
+
+def _quiet_errstate():
+    """Whether NumPy's floating-point error state asks at most for warnings: compiled loops
+    set no error flags, so under 'raise', 'call', 'print' or 'log' (`tnp.seterr`,
+    `tnp.errstate`) the region runs on tier 0, whose NumPy loops honour them. (Tier 1 skips
+    the 'warn' mode's RuntimeWarnings; its values are NumPy's.)"""
+    return all(m in ("ignore", "warn") for m in np.geterr().values())
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
 # NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
 # reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
@@ -504,6 +512,8 @@ class Runner:
         plan = self.static_plan or self.plan_for(xs)
         if plan is None or not plan.ok or plan.size < NB_MIN:
             return NotImplemented
+        if not _quiet_errstate():
+            return NotImplemented       # tier 0 (NumPy) raises/calls as `np.errstate` asks
         par = self.parallel_ok and plan.size >= PAR_MIN
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
