@@ -248,7 +248,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
         base = asarray(base)
         start, stop = asarray(start), asarray(stop)
         nd = max(start.ndim, stop.ndim, base.ndim)
-        start, stop, base = (reshape(v, (1,) * (nd - v.ndim) + tuple(v.shape))
+        start, stop, base = (expand_dims(v, tuple(range(nd - v.ndim))) if v.ndim < nd else v
                              for v in (start, stop, base))
         base = expand_dims(base, axis)
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
