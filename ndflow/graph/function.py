@@ -220,6 +220,8 @@ class Function:
         self._fast = {}
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._tracing_count = 0
+        self._autograph = autograph
+        self._converted = None     # the AutoGraph twin of fn, made at the first trace
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
@@ -238,12 +240,24 @@ class Function:
             bound = None
         if bound is None:
             bound = Function(functools.partial(self._fn, obj), self._sig, self._reduce_retracing,
-                             name=self._name)
+                             autograph=self._autograph, name=self._name)
             try:
                 self._instances[obj] = bound
             except TypeError:
                 pass
         return bound
+
+    def _traced_fn(self):
+        """The Python function traced: fn, or its AutoGraph conversion (made once)."""
+        f = self._converted
+        if f is None:
+            if self._autograph:
+                from ..autograph.conversion import convert
+                f = convert(self._fn)
+            else:
+                f = self._fn
+            self._converted = f
+        return f
 
     def experimental_get_tracing_count(self):
         return self._tracing_count
@@ -300,7 +314,7 @@ class Function:
     def _call(self, args, kwargs):
         if STATE.traces:
             # inside another trace or a vectorized_map: trace into the same graph / batch
-            return self._fn(*args, **kwargs)
+            return self._traced_fn()(*args, **kwargs)
         raw = args
         if self._sig is not None:
             args = self._check_signature(args)
@@ -445,7 +459,7 @@ class Function:
                 else:
                     sym.append(x)
             a, kw = tree.unflatten(d, sym)
-            out = self._fn(*a, **kw)
+            out = self._traced_fn()(*a, **kw)
         finally:
             STATE.traces.remove(trace)
             STATE.refresh()
@@ -475,8 +489,11 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     `@function(input_signature=[...])`.
 
     The first call with a new input signature (shapes, dtypes, Python values) traces: Python
-    runs once, side effects happen then, Python loops unroll. Later calls run the optimized
-    graph. Random ops draw fresh numbers and Variables are read and written at every call."""
+    runs once, side effects happen then, loops over Python values unroll. Later calls run the
+    optimized graph. Random ops draw fresh numbers and Variables are read and written at every
+    call. With `autograph=True` (the default) `if`, `while` and `for` on traced values become
+    `nf.cond` / `nf.while_loop` (see `ndflow.autograph`); `autograph=False` traces the function
+    as written."""
     if experimental_relax_shapes is not None:
         reduce_retracing = experimental_relax_shapes
 

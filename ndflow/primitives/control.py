@@ -59,7 +59,8 @@ def _pick(pair, *subgraphs):
 def _check_grad_effects(subgraphs, what, allowed=("read_variable",)):
     for s in subgraphs:
         for n in s.graph.nodes:
-            if n.prim.effect and n.prim.name not in allowed:
+            # a run-time assertion may run again: it checks the same values
+            if n.prim.effect and n.prim.name not in allowed and n.prim is not assert_p:
                 raise NotImplementedError(
                     f"gradient of {what} whose body has the effect '{n.prim.name}' (created at "
                     f"{n.loc}) is not supported: the body would run again to differentiate it")
@@ -891,3 +892,31 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
                   for v, ys_k in zip(f_leaves, y_leaves)]
         return tree.unflatten(tree.flatten_with_def(ys)[1], joined)
     return ys
+
+
+# ================================================================== run-time assertion
+def _assert_impl(pred, message):
+    if not np.all(pred):
+        raise AssertionError(message)
+    return np.asarray(True)
+
+
+def _assert_batch(args, axes, message):
+    return bind(assert_p, tnp.all(args[0]), message=message), None
+
+
+# an effect: never folded, merged or removed, and kept in the order it was traced
+assert_p = Primitive("assert", _assert_impl, lambda pred, message: Aval((), _dt.BOOL),
+                     effect=True)
+assert_p.def_vjp(lambda ct, pred, message: (None,))
+assert_p.batch = _assert_batch
+
+
+def assert_that(pred, message):
+    """Raise AssertionError(message) when the graph runs and `pred` has a false element (an
+    `assert` on a traced value in converted code)."""
+    from ..train.variable import Variable
+    if isinstance(pred, Variable):
+        pred = pred.value()
+    pred = _as_array(pred)
+    return bind(assert_p, pred, message=str(message))
