@@ -198,6 +198,13 @@ def _same_static(a, b):
     return False
 
 
+class _NeedValue(Exception):
+    """An internal variable (a return value set in a loop) has no value in one branch yet."""
+
+    def __init__(self, k, other):
+        self.k, self.other = k, other
+
+
 def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
     """The converted `if`: `true_fn(*inits)` or `false_fn(*inits)`, each returning the values
     of `outs` (or, with `returns`, the function's return value)."""
@@ -205,31 +212,19 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
         return true_fn(*inits) if test else false_fn(*inits)
     pred = _pred(test, "`if`", loc)
     names = ["the return value"] if returns else list(outs)
-    got = {}
-
-    def branch(fn, which):
-        def run():
-            r = fn(*inits)
-            vals = [r] if returns else list(r)
-            per, flat = [], []
-            for name, v in zip(names, vals):
-                v = _value(v)
-                if isinstance(v, Undefined):
-                    raise ValueError(
-                        f"variable '{name}' is defined in one branch only of the `if` at {loc} "
-                        f"(a traced condition runs both), and is used after it; give it a "
-                        f"value before the `if` or in both branches")
-                leaves, d = tree.flatten_with_def(v)
-                leaves = [_value(x) for x in leaves]
-                per.append((d, leaves))
-                flat += [x if _tensorlike(x) else 0 for x in leaves]
-            got[which] = per
-            if len(got) == 2:
-                _check_branches(got["false"], got["true"], names, loc)
-            return flat
-        return run
-
-    res = C.cond(pred, branch(true_fn, "true"), branch(false_fn, "false"))
+    fill = {}       # k -> zeros standing for an internal variable a branch leaves undefined
+    for _ in range(len(names) + 1):
+        got = {}
+        try:
+            res = C.cond(pred, _branch(true_fn, "true", inits, names, returns, fill, got, loc),
+                         _branch(false_fn, "false", inits, names, returns, fill, got, loc))
+            break
+        except _NeedValue as e:
+            from ..graph.trace import trace_body
+            other = true_fn if e.other == "true" else false_fn
+            _, leaves, _ = trace_body(lambda: _value(list(other(*inits))[e.k]), [], "probe")
+            v = leaves[0] if isinstance(leaves[0], ndarray) else tnp.asarray(leaves[0])
+            fill[e.k] = (tuple(0 if d is None else d for d in v.shape), np.dtype(v.dtype))
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     it = iter(res)
     vals = []
@@ -241,6 +236,34 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
                           (type(a) in _PY_NUMBERS and _same_static(a, b)) else a)
         vals.append(tree.unflatten(d, leaves))
     return vals[0] if returns else tuple(vals)
+
+
+def _branch(fn, which, inits, names, returns, fill, got, loc):
+    def run():
+        r = fn(*inits)
+        vals = [r] if returns else list(r)
+        per, flat = [], []
+        for k, (name, v) in enumerate(zip(names, vals)):
+            v = _value(v)
+            if isinstance(v, Undefined):
+                if name.startswith("_nfag"):
+                    if k not in fill:
+                        raise _NeedValue(k, "false" if which == "true" else "true")
+                    v = tnp.zeros(*fill[k])
+                else:
+                    raise ValueError(
+                        f"variable '{name}' is defined in one branch only of the `if` at {loc} "
+                        f"(a traced condition runs both), and is used after it; give it a "
+                        f"value before the `if` or in both branches")
+            leaves, d = tree.flatten_with_def(v)
+            leaves = [_value(x) for x in leaves]
+            per.append((d, leaves))
+            flat += [x if _tensorlike(x) else 0 for x in leaves]
+        got[which] = per
+        if len(got) == 2:
+            _check_branches(got["false"], got["true"], names, loc)
+        return flat
+    return run
 
 
 def _check_branches(f, t, names, loc):
@@ -335,8 +358,8 @@ def _staged_range(r, extra_test, body, vals, names, targets, loc):
         v = np.asarray(v) if not isinstance(v, ndarray) else v
         if np.dtype(v.dtype).kind not in "iub":
             raise TypeError(f"range() {what} must be an integer, got dtype {v.dtype} at {loc}")
-    dt = np.result_type(*[np.dtype(getattr(v, "dtype", np.asarray(v).dtype))
-                          for v in (start, stop, step) if isinstance(v, ndarray)])
+    dt = np.result_type(*[np.dtype(v.dtype) for v in (start, stop, step)
+                          if isinstance(v, (ndarray, np.ndarray, np.generic))])
     i0 = tnp.asarray(start, dtype=dt)
 
     def cond(i, *v):

@@ -50,13 +50,20 @@ def _const(v):
 
 
 def _at(new, old):
-    """`new` (and its sub-nodes without one) at `old`'s place in the user's source."""
+    """`new` (and its sub-nodes without a place) at the first line of `old` in the user's
+    source (one line, so a traceback shows the statement's own line)."""
     for n in ast.walk(new):
-        if hasattr(n, "lineno") or isinstance(n, (ast.expr, ast.stmt)):
-            if getattr(n, "lineno", None) is None:
-                ast.copy_location(n, old)
-    ast.copy_location(new, old)
+        if isinstance(n, (ast.expr, ast.stmt, ast.arg)) and getattr(n, "lineno", None) is None:
+            _place(n, old)
+    _place(new, old)
     return new
+
+
+def _place(n, old):
+    n.lineno = getattr(old, "lineno", 1)
+    n.col_offset = getattr(old, "col_offset", 0)
+    n.end_lineno = n.lineno
+    n.end_col_offset = n.col_offset
 
 
 def _tuple(elts, ctx=None):
@@ -194,11 +201,12 @@ class _LoopReturns(ast.NodeTransformer):
     visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
 
     def _loop(self, node):
+        returns = _has_return(node.body)
         self.depth += 1
         node.body = self._block(node.body)
         self.depth -= 1
         node.orelse = self._block(node.orelse)
-        if not _has_return(node.body):
+        if not returns:
             return node
         after = (ast.Break() if self.depth else
                  ast.Return(value=_name(AG + "_retval")))
