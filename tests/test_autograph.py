@@ -691,3 +691,177 @@ def test_conversion_is_cached():
     from ndflow.autograph import conversion
     a = conversion.convert(if_else)
     assert conversion.convert(if_else) is a
+
+
+# ================================================================== dynamic shapes
+def _spec(*shape, dtype=np.float64):
+    return nf.TensorSpec(list(shape), dtype)
+
+
+def test_shape_entries_in_reshape_one_trace_for_all_sizes():
+    @nf.function(input_signature=[_spec(None, None, 4)])
+    def f(b):
+        s = nf.shape(b)
+        return nf.reshape(b, [s[0], s[1] * s[2]]), tnp.reshape(b, (s[0] * s[1], s[2]))
+
+    for shape in [(2, 3, 4), (5, 1, 4), (0, 2, 4), (3, 0, 4)]:
+        x = np.random.default_rng(0).normal(size=shape)
+        a, b = f(tnp.asarray(x))
+        _close(a, x.reshape(shape[0], shape[1] * 4))
+        _close(b, x.reshape(shape[0] * shape[1], 4))
+    assert f.experimental_get_tracing_count() == 1
+    # x.shape keeps the static shape, with None
+    seen = []
+    nf.function(lambda b: seen.append(b.shape) or b, input_signature=[_spec(None, 3)])(
+        tnp.ones((2, 3)))
+    assert seen == [(None, 3)]
+
+
+def test_sizes_known_while_tracing_stay_static():
+    @nf.function(input_signature=[_spec(None, 10, 32)])
+    def f(b):
+        s = nf.shape(b)
+        return nf.reshape(b, [s[0], s[1] * s[2]])
+
+    cf = f.get_concrete_function()
+    assert "reshape_dynamic" not in str(cf) and "320" in str(cf)
+    assert cf.graph.outputs[0].shape == (None, 320)
+
+
+def test_gradient_and_vectorized_map_of_runtime_reshape():
+    def loss(b):
+        s = nf.shape(b)
+        return tnp.sum(tnp.sin(tnp.reshape(b, [s[0] * s[1], s[2]])) * tnp.arange(4.0))
+
+    def grad(b):
+        with nf.GradientTape() as t:
+            t.watch(b)
+            y = loss(b)
+        return t.gradient(y, b)
+
+    g = nf.function(grad, input_signature=[_spec(None, None, 4)])
+    for shape in [(2, 3, 4), (1, 5, 4)]:
+        x = tnp.asarray(np.random.default_rng(1).normal(size=shape))
+        _close(g(x), grad(x))
+    assert g.experimental_get_tracing_count() == 1
+
+    def per_example(row):
+        s = nf.shape(row)
+        return nf.reshape(row, [s[0], s[1] * s[2]])
+
+    v = nf.function(lambda xs: nf.vectorized_map(per_example, xs),
+                    input_signature=[_spec(None, None, 2, 3)])
+    x = np.random.default_rng(2).normal(size=(4, 2, 2, 3))
+    _close(v(tnp.asarray(x)), x.reshape(4, 2, 6))
+    # sizes that do not fit are an error, as in NumPy (not a silently inferred size)
+    bad = nf.function(lambda b: nf.reshape(b, [nf.shape(b)[0] * 2, 3]),
+                      input_signature=[_spec(None, 3)])
+    with pytest.raises(ValueError, match="reshape"):
+        bad(tnp.ones((2, 3)))
+
+
+def test_creation_and_broadcast_with_runtime_sizes():
+    @nf.function(input_signature=[_spec(None, None)])
+    def f(x):
+        s = nf.shape(x)
+        return (tnp.zeros((s[0], 2)), tnp.ones([s[1]], dtype=np.int32), nf.zeros(s),
+                nf.ones([s[0], s[1] + 1]), tnp.full((s[1], s[0]), 2.5),
+                tnp.broadcast_to(x[:1], s), nf.fill([s[0]], 7))
+
+    for shape in [(2, 3), (1, 4), (0, 2)]:
+        x = np.random.default_rng(3).normal(size=shape)
+        n, m = shape
+        got = f(tnp.asarray(x))
+        want = (np.zeros((n, 2)), np.ones(m, np.int32), np.zeros(shape, np.float32),
+                np.ones((n, m + 1), np.float32), np.full((m, n), 2.5),
+                np.broadcast_to(x[:1], shape), np.full(n, 7, np.int32))     # tf.fill: int32
+        _close(got, want)
+        got[0][...] = 1.0          # a fresh array, not a broadcast view
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_tile_arange_and_range_with_runtime_sizes():
+    @nf.function(input_signature=[_spec(None, 2), nf.TensorSpec([], np.int32)])
+    def f(x, k):
+        s = nf.shape(x)
+        return (nf.tile(x, [k, s[1]]), tnp.tile(x, (2, k)), tnp.arange(s[0]), nf.range(k),
+                tnp.arange(1, s[0] * 2, 3), tnp.arange(0.5, k))
+
+    for n, k in [(3, 2), (1, 0), (4, 3)]:
+        x = np.random.default_rng(4).normal(size=(n, 2))
+        got = f(tnp.asarray(x), tnp.asarray(k, dtype=np.int32))
+        want = (np.tile(x, (k, 2)), np.tile(x, (2, k)), np.arange(n), np.arange(k, dtype=np.int32),
+                np.arange(1, n * 2, 3), np.arange(0.5, k))
+        _close(got, want)
+    assert f.experimental_get_tracing_count() == 1
+
+    def grad(x, k):
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.sum(tnp.tile(x, (k, 1)) ** 2)
+        return t.gradient(y, x)
+    x = tnp.asarray(np.arange(4.0).reshape(2, 2))
+    _close(nf.function(grad)(x, tnp.asarray(3)), grad(x, 3))
+
+
+def test_slices_with_runtime_bounds():
+    @nf.function(input_signature=[_spec(None, 3), nf.TensorSpec([], np.int32)])
+    def f(x, k):
+        n = nf.shape(x)[0]
+        return x[:n // 2], x[k:, 1:], x[1, :k], x[..., -k:], x[::k] if False else x[k::2]
+
+    x = np.arange(18.0).reshape(6, 3)
+    for k in [0, 1, 2, 5, 9, -1, -7]:
+        got = f(tnp.asarray(x), tnp.asarray(k, dtype=np.int32))
+        _close(got, (x[:3], x[k:, 1:], x[1, :k], x[..., -k:], x[k::2]))
+    assert f.experimental_get_tracing_count() == 1
+
+    def grad(x, k):
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.sum(x[k:-1] ** 2)
+        return t.gradient(y, x)
+    for k in (0, 2):
+        _close(nf.function(grad)(tnp.asarray(x), tnp.asarray(k)), grad(tnp.asarray(x), k))
+    v = nf.function(lambda xs, k: nf.vectorized_map(lambda r: r[k:] * 2.0, xs))
+    _close(v(tnp.asarray(x), tnp.asarray(1)), x[:, 1:] * 2.0)
+
+
+def test_loops_over_tensors_of_unknown_length():
+    def f(x):
+        acc = x[0] * 0.0
+        for row in x:
+            acc = acc + row
+        n = len(x)
+        for i in range(n):
+            acc = acc * 0.5
+        return acc
+
+    g = nf.function(f, input_signature=[_spec(None, 2)])
+    for n in (1, 3, 5):
+        x = tnp.asarray(np.random.default_rng(n).normal(size=(n, 2)))
+        _close(g(x), f(x))
+    assert g.experimental_get_tracing_count() == 1
+
+
+def test_effective_tf_get_shape_and_reshape_helpers_with_unknown_sizes():
+    import importlib
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples"))
+    try:
+        eff = importlib.import_module("effective_tf")
+    finally:
+        sys.path.pop(0)
+
+    f = nf.function(lambda b: eff.reshape(b, [0, [1, 2]]),
+                    input_signature=[nf.TensorSpec([None, None, 32], nf.float32)])
+    h = nf.function(lambda b: eff.get_shape(b), input_signature=[_spec(None, 10, 32)])
+    for shape in [(5, 10, 32), (2, 3, 32), (0, 4, 32)]:
+        x = np.random.default_rng(5).normal(size=shape).astype(np.float32)
+        _close(f(tnp.asarray(x)), x.reshape(shape[0], -1) if shape[0] else
+               x.reshape(0, shape[1] * 32))
+        _close(eff.reshape(tnp.asarray(x), [0, [1, 2]]), f(tnp.asarray(x)))
+    assert f.experimental_get_tracing_count() == 1
+    dims = h(tnp.ones((7, 10, 32)))
+    assert int(dims[0]) == 7 and dims[1:] == [10, 32]

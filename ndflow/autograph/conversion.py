@@ -6,6 +6,7 @@ global assignments are seen), closure cells (shared, so `nonlocal` works both wa
 and name. Library code (ndflow, the standard library, installed packages) is never converted.
 """
 import ast
+import copy
 import functools
 import inspect
 import os
@@ -74,6 +75,11 @@ def should_convert(f):
 
 
 # ------------------------------------------------------------------ source -> factory code
+def _lambdas_at(tree, line):
+    return ast.Module(body=[ast.Expr(value=n) for n in ast.walk(tree)
+                            if isinstance(n, ast.Lambda) and n.lineno == line], type_ignores=[])
+
+
 def _lambda_node(tree, code):
     """The lambda of `code` in the parsed source of its line(s), or None if ambiguous."""
     found = []
@@ -85,31 +91,41 @@ def _lambda_node(tree, code):
     return found[0] if len(found) == 1 else None
 
 
+_FILE_TREES = {}
+
+
+def _file_tree(filename):
+    """The parsed source file (a lambda's own lines need not parse on their own)."""
+    import linecache
+    hit = _FILE_TREES.get(filename)
+    if hit is None:
+        lines = linecache.getlines(filename)
+        if not lines:
+            raise T.Unsupported("its source is not available")
+        try:
+            hit = ast.parse("".join(lines))
+        except SyntaxError:
+            raise T.Unsupported("its source file does not parse")
+        _FILE_TREES[filename] = hit
+    return hit
+
+
 def _parse(f):
     code = f.__code__
-    try:
-        src = inspect.getsource(f)
-    except (OSError, TypeError) as e:
-        raise T.Unsupported(f"its source is not available ({e})")
-    src = textwrap.dedent(src)
     is_lambda = code.co_name == "<lambda>"
-    try:
-        tree = ast.parse(src)
-    except SyntaxError:
-        if not is_lambda:
+    if is_lambda:
+        tree = copy.deepcopy(_lambdas_at(_file_tree(code.co_filename), code.co_firstlineno))
+    else:
+        try:
+            src = inspect.getsource(f)
+        except (OSError, TypeError) as e:
+            raise T.Unsupported(f"its source is not available ({e})")
+        src = textwrap.dedent(src)
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
             raise T.Unsupported("its source does not parse on its own")
-        tree = None
-        # a lambda on a line that continues elsewhere: try the line as an expression
-        stripped = src.strip().rstrip(",").rstrip("\\")
-        for cand in (stripped, "(" + stripped + ")", stripped.split("=", 1)[-1].strip()):
-            try:
-                tree = ast.parse(cand)
-                break
-            except SyntaxError:
-                continue
-        if tree is None:
-            raise T.Unsupported("its source does not parse on its own")
-    ast.increment_lineno(tree, code.co_firstlineno - 1)
+        ast.increment_lineno(tree, code.co_firstlineno - 1)
     if is_lambda:
         lam = _lambda_node(tree, code)
         if lam is None:
@@ -130,6 +146,10 @@ def _factory_module(f, fdef):
     code = f.__code__
     free = list(code.co_freevars)
     fdef.decorator_list = []
+    # the twin gets the original's default values (evaluating them again here could not see
+    # the names they were made from)
+    fdef.args.defaults = []
+    fdef.args.kw_defaults = [None] * len(fdef.args.kwonlyargs)
     T.convert_scope(fdef, code.co_filename)
     if "__class__" in free:
         # zero-argument super() needs the class cell, which the compiler gives only to a

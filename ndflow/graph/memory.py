@@ -211,7 +211,8 @@ def _fmt(b):
 
 # primitives whose result may be a view of their first input (it keeps that buffer alive)
 _VIEWS = {"reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "moveaxis",
-          "swapaxes", "slice", "real", "imag", "diagonal", "getitem", "stop_gradient"}
+          "swapaxes", "slice", "real", "imag", "diagonal", "getitem", "stop_gradient",
+          "reshape_dynamic", "broadcast_dynamic", "slice_dynamic"}
 
 
 def memory_report(g):

@@ -375,7 +375,8 @@ def _drop_broadcasts(n, producer, S):
 def _view_prims():
     from ..primitives import shape as S, indexing as I, elementwise as E
     return {S.reshape_p, S.transpose_p, S.expand_dims_p, S.squeeze_p, S.broadcast_to_p,
-            I.getitem_p, E.real_p, E.imag_p, E.copy_p}
+            I.getitem_p, E.real_p, E.imag_p, E.copy_p, S.reshape_dynamic_p,
+            S.broadcast_dynamic_p, I.slice_dynamic_p}
 
 
 OUTER_MIN = 16     # an outer product as a broadcast multiply pays off from rows this long
