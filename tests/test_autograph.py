@@ -865,3 +865,22 @@ def test_effective_tf_get_shape_and_reshape_helpers_with_unknown_sizes():
     assert f.experimental_get_tracing_count() == 1
     dims = h(tnp.ones((7, 10, 32)))
     assert int(dims[0]) == 7 and dims[1:] == [10, 32]
+
+
+def test_vectorized_map_converts_its_function_per_example():
+    def f(x):
+        if tnp.sum(x) > 0:
+            y = x * 2.0
+        else:
+            y = -x
+        n = 0
+        while tnp.sum(y) < 20.0:
+            y = y + 3.0
+            n += 1
+        return y, n
+
+    xs = tnp.asarray(np.array([[1.0, 2.0], [-1.0, -3.0], [30.0, 1.0]]))
+    want = [f(x) for x in xs]
+    ys, ns = nf.vectorized_map(f, xs)          # eager vectorized_map, as in TensorFlow
+    _close(ys, tnp.stack([w[0] for w in want]))
+    assert ns.tolist() == [w[1] for w in want]
