@@ -884,3 +884,52 @@ def test_vectorized_map_converts_its_function_per_example():
     ys, ns = nf.vectorized_map(f, xs)          # eager vectorized_map, as in TensorFlow
     _close(ys, tnp.stack([w[0] for w in want]))
     assert ns.tolist() == [w[1] for w in want]
+
+
+def test_nested_loops_tuples_while_else_and_early_returns():
+    def f(x, n):
+        total = tnp.zeros_like(x[0])
+        for i in range(n):
+            j = 0
+            while j < i:
+                if tnp.sum(x[j]) > 1.0:
+                    total = total + x[j]
+                else:
+                    total = total - 0.5 * x[j]
+                j += 1
+            total = total * [v * 2 for v in (1.0, 2.0)][0] / 2
+        a, b = total, total * 0
+        for k in range(n):
+            a, b = b + 1, a * 2
+        k = tnp.asarray(0)
+        while k < 3 and tnp.sum(a) < 100:
+            a = a * 2
+            k = k + 1
+        else:
+            a = a + 0.5
+        for r in range(3):
+            for row in x:
+                if tnp.max(row) > 5:
+                    return row + r + a
+        return a + b
+
+    x = tnp.asarray(np.array([[1.0, 2.0], [0.1, 0.2], [7.0, 1.0]]))
+    g = nf.function(f)
+    for scale in (1.0, 0.1):
+        for n in (0, 3):
+            _close(g(x * scale, tnp.asarray(n)), f(x * scale, n))
+    assert g.experimental_get_tracing_count() == 1
+
+
+def test_generators_are_not_converted():
+    def gen(x):
+        for i in range(2):
+            yield x + i
+
+    def f(x):
+        return sum(gen(x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _close(nf.function(f)(_vec(1.0)), _vec(3.0))
+        _close(nf.function(lambda x: tnp.stack(list(gen(x))))(_vec(1.0)), tnp.asarray([[1.0], [2.0]]))

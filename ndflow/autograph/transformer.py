@@ -686,15 +686,26 @@ class _Statements:
                                               ast.Store())], value=call), at)
 
 
-def convert_scope(fdef, filename):
-    """Rewrite the function definition `fdef` (and the functions defined in it) in place."""
+def _is_generator_or_async(fdef):
+    return isinstance(fdef, ast.AsyncFunctionDef) or any(
+        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _walk_scope(fdef.body))
+
+
+def convert_scope(fdef, filename, top=True):
+    """Rewrite the function definition `fdef` (and the functions defined in it) in place.
+    Generators and coroutines are not converted (their bodies cannot move into branch
+    functions): at the top, `Unsupported`; nested ones stay as written."""
+    if _is_generator_or_async(fdef):
+        if top:
+            raise Unsupported("generators and async functions are not converted")
+        return fdef
     for n in list(_walk_scope(fdef.body)):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            convert_scope(n, filename)
+            convert_scope(n, filename, False)
         elif isinstance(n, ast.ClassDef):
             for m in n.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    convert_scope(m, filename)
+                    convert_scope(m, filename, False)
     lower_returns(fdef)
     fdef.body = [x for s in fdef.body for x in _aslist(_BreakContinue().visit(s))]
     _live_block(fdef.body, set())
