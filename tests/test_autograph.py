@@ -933,3 +933,26 @@ def test_generators_are_not_converted():
         warnings.simplefilter("ignore")
         _close(nf.function(f)(_vec(1.0)), _vec(3.0))
         _close(nf.function(lambda x: tnp.stack(list(gen(x))))(_vec(1.0)), tnp.asarray([[1.0], [2.0]]))
+
+
+def test_values_leaked_from_a_traced_loop_are_a_clear_error():
+    def f(x, n):
+        out = []
+        for i in range(n):
+            out.append(x * i)
+        return tnp.stack(out)
+
+    with pytest.raises(ValueError, match="finished") as e:
+        nf.function(f)(tnp.ones(2), tnp.asarray(3))
+    assert f"test_autograph.py:{_line_of(f, 'return tnp.stack')}" in str(e.value)
+
+    def g(x, n):
+        out = []
+        for i in range(n):
+            out.append(x * i)
+        return out[0]
+
+    with pytest.raises(ValueError, match="finished"):
+        nf.function(g)(tnp.ones(2), tnp.asarray(3))
+    # over a Python range the loop unrolls and the list holds the trace's own values
+    _close(nf.function(f)(tnp.ones(2), 3), np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]))

@@ -21,7 +21,7 @@ from . import transformer as T
 
 _CODE_CACHE = {}                        # original code object -> (factory code, source) | None
 _FN_CACHE = weakref.WeakKeyDictionary()  # original function -> converted function
-_GENERATED = weakref.WeakSet() if False else set()   # code objects we compiled (never reconverted)
+_GENERATED = set()        # code objects we compiled (never converted again)
 _WARNED = set()
 _NOT_CONVERTED = "__ndflow_do_not_convert__"
 

@@ -534,11 +534,9 @@ def _probe(body, vals, structs, weak, undefined, loc):
                             "probe")
     it = iter(flat)
     res = {}
-    out_structs = []
     for k, (leaves, d) in enumerate(structs):
         n = len(leaves)
         got = [next(it, None) for _ in range(max(n, 1) if k in undefined else n)]
-        out_structs.append(got)
         if k in undefined:
             v = got[0]
             if not _tensorlike(v):

@@ -118,12 +118,25 @@ def find_top_trace(prim, args):
     return top
 
 
+def _leaked(prim, trace):
+    from .ndarray import _user_line
+    raise ValueError(
+        f"'{prim.name}' (at {_user_line()}) uses a value computed inside a trace that has "
+        f"finished: a control-flow body (a branch or loop of nf.cond / nf.while_loop, or of an "
+        f"`if`/`for`/`while` AutoGraph converted), a vectorized_map or another nf.function. "
+        f"Values leave such a body only as its results (a Python list appended to inside a "
+        f"loop over a traced value keeps the body's values: collect them with nf.scan, or "
+        f"assign into a preallocated array)")
+
+
 def bind_slow(prim, args, params):
     st = STATE
     top = find_top_trace(prim, args)
     if top is None:
         outs = _eager_apply(prim, args, params)
     else:
+        if top not in st.traces:
+            _leaked(prim, top)
         outs = top.process(prim, args, params)
     if st.tapes:
         for tape in st.tapes:

@@ -472,6 +472,12 @@ class Function:
                 kinds.append("v")
                 consts.append(None)
                 outs.append(o._v)
+            elif isinstance(o, ndarray) and o._t is not None:
+                raise ValueError(
+                    f"nf.function {self._name!r} returns a value computed inside a control-flow "
+                    f"body, vectorized_map or other function whose trace has finished (e.g. "
+                    f"appended to a Python list inside a loop over a traced value); return "
+                    f"values that the body gives back as its results")
             else:
                 kinds.append("k")
                 consts.append(o)
