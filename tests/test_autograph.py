@@ -301,6 +301,14 @@ def for_range_start_stop_step(x, n):
 def test_for_over_a_tensors_first_axis():
     xs = [(tnp.asarray(np.random.default_rng(k).normal(size=(4, 3))),) for k in range(3)]
     check(for_over_rows, xs)
+    # a known number of rows: one scan; with a break, or rows of unknown number: a while loop
+    assert "scan(" in str(nf.function(for_over_rows).get_concrete_function(xs[0][0]))
+    assert "while(" in str(nf.function(for_break).get_concrete_function(xs[0][0]))
+    g = nf.function(for_over_rows, input_signature=[_spec(None, 3)])
+    assert "while(" in str(g.get_concrete_function())
+    for n in (1, 4):
+        x = tnp.asarray(np.random.default_rng(n).normal(size=(n, 3)))
+        _close(g(x), for_over_rows(x))
 
 
 def test_for_over_range_of_a_traced_bound():

@@ -384,10 +384,15 @@ def _staged_rows(xs, extra_test, body, vals, names, targets, loc):
     if xs.ndim == 0:
         raise TypeError(f"iteration over a 0-d array at {loc}")
     n = xs.shape[0]
+    if n == 0:
+        return vals             # no iteration, as in Python
+    vals = _fill_targets(vals, names, targets, (xs[0],))
+    if n is not None and extra_test is None:
+        # a known number of rows and no break: one scan (its gradient is a reverse scan)
+        return _staged_loop(None, body, vals, names, loc, "for", rows=xs)
     if n is None:
         from ..graph.function import shape
         n = shape(xs, out_type=np.int64)[0]
-    vals = _fill_targets(vals, names, targets, (xs[0] if xs.shape[0] != 0 else None,))
     i0 = tnp.asarray(0, dtype=np.int64)
 
     def cond(i, *v):
@@ -419,9 +424,10 @@ class _Retry(Exception):
         self.k, self.dtype = k, dtype
 
 
-def _staged_loop(test, body, vals, names, loc, what):
-    """`nf.while_loop` over the loop variables: arrays and numbers are carried (each
-    variable may be a structure of them); other Python values must stay the same object."""
+def _staged_loop(test, body, vals, names, loc, what, rows=None):
+    """`nf.while_loop` over the loop variables (with `rows`, `nf.scan` over them, the body
+    called as `body(row, *vals)`): arrays and numbers are carried (each variable may be a
+    structure of them); other Python values must stay the same object."""
     vals = [_value(v) for v in vals]
     for k, (n, v) in enumerate(zip(names, vals)):
         if isinstance(v, Undefined) and not n.startswith("_nfag"):
@@ -438,7 +444,8 @@ def _staged_loop(test, body, vals, names, loc, what):
                 weak[(k, j)] = x
     dtypes = {}
     if weak or undefined:
-        dtypes = _probe(body, vals, structs, weak, undefined, loc)
+        dtypes = _probe(body if rows is None else (lambda *v: body(rows[0], *v)), vals,
+                        structs, weak, undefined, loc)
     init, carried = [], []         # carried: (k, j) of each loop_vars entry
     for k, (leaves, d) in enumerate(structs):
         if k in undefined:
@@ -468,7 +475,9 @@ def _staged_loop(test, body, vals, names, loc, what):
         return test(*rebuild(xs))
 
     def body_fn(*xs):
-        out = body(*rebuild(xs))
+        return checked(body(*rebuild(xs)))
+
+    def checked(out):
         res = []
         for k, (n, v) in enumerate(zip(names, out)):
             v = _value(v)
@@ -502,7 +511,11 @@ def _staged_loop(test, body, vals, names, loc, what):
         return res
 
     carried_set = set(carried)
-    res = C.while_loop(cond_fn, body_fn, list(init))
+    if rows is None:
+        res = C.while_loop(cond_fn, body_fn, list(init))
+    else:
+        res, _ = C.scan_carry(lambda c, x: (checked(body(x, *rebuild(c))), ()), list(init),
+                              rows)
     return tuple(rebuild(res))
 
 
