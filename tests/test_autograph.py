@@ -964,3 +964,22 @@ def test_values_leaked_from_a_traced_loop_are_a_clear_error():
         nf.function(g)(tnp.ones(2), tnp.asarray(3))
     # over a Python range the loop unrolls and the list holds the trace's own values
     _close(nf.function(f)(tnp.ones(2), 3), np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]))
+
+
+def test_enumerate_and_zip_over_traced_arrays_are_one_loop():
+    def f(x, y):
+        acc = x[0] * 0.0
+        for i, row in enumerate(x):
+            acc = acc + row * i
+        for a, b in zip(x, y):
+            if tnp.sum(a) > 0:
+                acc = acc + a * b
+        return acc
+
+    x = tnp.asarray(np.random.default_rng(0).normal(size=(4, 2)))
+    y = tnp.asarray(np.random.default_rng(1).normal(size=(3, 2)))
+    g = nf.function(f, input_signature=[_spec(None, 2), _spec(None, 2)])
+    _close(g(x, y), f(x, y))
+    _close(g(x[:2], y), f(x[:2], y))
+    assert g.experimental_get_tracing_count() == 1
+    check(f, [(x, y), (-x, y)], vmap=False)

@@ -99,6 +99,10 @@ def call(f, args, kwargs=None):
     functions are converted too."""
     global _HOFS
     kwargs = kwargs or {}
+    if (f is builtins.enumerate or f is builtins.zip) and args and \
+            all(is_traced(a) for a in (args[:1] if f is builtins.enumerate else args)):
+        return TensorEnumerate(args[0], *args[1:], **kwargs) if f is builtins.enumerate \
+            else TensorZip(*args, **kwargs)
     if f is builtins.len and len(args) == 1 and not kwargs and is_traced(args[0]):
         x = _value(args[0])
         if x.ndim and x.shape[0] is None and STATE.traces and STATE.traces[-1].is_graph:
@@ -307,6 +311,28 @@ class TensorRange:
         self.start, self.stop, self.step = [_value(a) for a in args]
 
 
+class TensorEnumerate:
+    """`enumerate(x)` of a traced array: a `for` over it is one staged loop (elsewhere it is
+    Python's enumerate)."""
+
+    def __init__(self, x, start=0):
+        self.x, self.start = _value(x), start
+
+    def __iter__(self):
+        return builtins.enumerate(self.x, self.start)
+
+
+class TensorZip:
+    """`zip(x, y, ...)` of traced arrays: a `for` over it is one staged loop over the rows the
+    arrays have in common (elsewhere it is Python's zip)."""
+
+    def __init__(self, *xs, strict=False):
+        self.xs, self.strict = [_value(x) for x in xs], strict
+
+    def __iter__(self):
+        return builtins.zip(*self.xs, strict=self.strict)
+
+
 def range_(rng, *args):
     """`range(*args)`; a traced bound gives a `TensorRange` (a loop over it is staged)."""
     if rng is builtins.range and any(is_traced(a) for a in args):
@@ -337,6 +363,8 @@ def for_stmt(iterable, extra_test, body, inits, names, targets, loc):
         return _staged_range(iterable, extra_test, body, vals, names, targets, loc)
     if is_traced(iterable):
         return _staged_rows(_value(iterable), extra_test, body, vals, names, targets, loc)
+    if isinstance(iterable, (TensorEnumerate, TensorZip)):
+        return _staged_items(iterable, extra_test, body, vals, names, loc)
     for item in iterable:
         if extra_test is not None:
             t = extra_test(*vals)
@@ -404,6 +432,48 @@ def _staged_rows(xs, extra_test, body, vals, names, targets, loc):
     def step_fn(i, *v):
         return (i + 1,) + tuple(body(xs[i], *v))
 
+    out = _staged_loop(cond, step_fn, (i0,) + tuple(vals), ("the loop counter",) + tuple(names),
+                       loc, "for")
+    return out[1:]
+
+
+def _staged_items(it, extra_test, body, vals, names, loc):
+    from ..graph.function import shape
+    xs = [it.x] if isinstance(it, TensorEnumerate) else it.xs
+    for x in xs:
+        if x.ndim == 0:
+            raise TypeError(f"iteration over a 0-d array at {loc}")
+    sizes = [x.shape[0] for x in xs]
+    if None not in sizes:
+        if isinstance(it, TensorZip) and it.strict and len(set(sizes)) > 1:
+            raise ValueError(f"zip(strict=True) of arrays of lengths {sizes} at {loc}")
+        n = min(sizes)
+        if n == 0:
+            return vals
+    else:
+        if isinstance(it, TensorZip) and it.strict:
+            raise ValueError(f"zip(strict=True) of arrays whose lengths are unknown while "
+                             f"tracing at {loc}")
+        lens = [shape(x, out_type=np.int64)[0] for x in xs]
+        n = lens[0]
+        for m in lens[1:]:
+            n = tnp.minimum(n, m)
+
+    def item(i):
+        if isinstance(it, TensorEnumerate):
+            return (i + it.start, xs[0][i])
+        return tuple(x[i] for x in xs)
+
+    def cond(i, *v):
+        go = i < n
+        if extra_test is not None:
+            go = tnp.logical_and(go, extra_test(*v))
+        return go
+
+    def step_fn(i, *v):
+        return (i + 1,) + tuple(body(item(i), *v))
+
+    i0 = tnp.asarray(0, dtype=np.int64)
     out = _staged_loop(cond, step_fn, (i0,) + tuple(vals), ("the loop counter",) + tuple(names),
                        loc, "for")
     return out[1:]
