@@ -983,3 +983,86 @@ def test_enumerate_and_zip_over_traced_arrays_are_one_loop():
     _close(g(x[:2], y), f(x[:2], y))
     assert g.experimental_get_tracing_count() == 1
     check(f, [(x, y), (-x, y)], vmap=False)
+
+
+# ================================================================== programs in TensorFlow's style
+def square_if_positive(x):
+    if x > 0:
+        x = x * x
+    else:
+        x = 0
+    return x
+
+
+def sum_even(items):
+    s = 0
+    for c in items:
+        if c % 2 > 0:
+            continue
+        s += c
+    return s
+
+
+def collatz(x):
+    count = nf.constant(0)
+    while x != 1:
+        if x % 2 == 0:
+            x = x // 2
+        else:
+            x = 3 * x + 1
+        count += 1
+    return count
+
+
+def fizzbuzz_count(n):
+    count = 0
+    for i in nf.range(1, n + 1):
+        if i % 15 == 0:
+            count += 15
+        elif i % 3 == 0:
+            count += 3
+        elif i % 5 == 0:
+            count += 5
+        else:
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("fn,args", [
+    (square_if_positive, [(nf.constant(2),), (nf.constant(-2),)]),
+    (sum_even, [(nf.constant([10, 12, 15, 20]),), (nf.constant([1, 3, 5, 8]),)]),
+    (collatz, [(nf.constant(27),), (nf.constant(1),), (nf.constant(6),)]),
+    (fizzbuzz_count, [(nf.constant(15),), (nf.constant(0),), (nf.constant(31),)]),
+], ids=["square_if_positive", "sum_even", "collatz", "fizzbuzz"])
+def test_tensorflow_style_programs(fn, args):
+    f = nf.function(fn)
+    for a in args:
+        got, want = f(*a), fn(*a)
+        assert np.asarray(got).tolist() == np.asarray(want).tolist()
+        if not isinstance(want, (int, float)):      # a Python number eagerly: an array compiled
+            assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_augmented_assignment_inside_traced_branches_and_loops():
+    def f(x):
+        s = tnp.zeros_like(x)
+        for row in x:
+            if tnp.sum(row) > 0:
+                s += row          # s belongs to the loop body: updated as a new value
+            s *= 0.5
+        return s
+
+    x = tnp.asarray(np.array([[1.0, 2.0], [-3.0, 1.0], [2.0, 2.0]]))
+    check(f, [(x,), (-x,)], vmap=False)
+
+    def g(x):
+        k = tnp.zeros((), dtype=np.int32)
+        if tnp.sum(x) > 0:
+            k += 1.5          # NumPy refuses float into int in place
+        return k
+
+    with pytest.raises(TypeError, match="same_kind"):
+        nf.function(g)(_vec(1.0))
+    with pytest.raises(TypeError):
+        g(_vec(1.0))

@@ -139,6 +139,33 @@ def call(f, args, kwargs=None):
     return f(*args, **kwargs)
 
 
+# ------------------------------------------------------------------ x op= y
+def aug_assign(x, op, y):
+    """`x op= y`. NumPy's in-place update, except for an array of an enclosing trace inside a
+    traced branch or loop body (which cannot change it there): the updated value becomes the
+    body's own new value of the variable, with NumPy's in-place rules (same shape, result cast
+    to x's dtype when NumPy's same_kind casting allows it). Other names bound to the same
+    array do not see that update (as with TensorFlow's immutable tensors)."""
+    import operator
+    if isinstance(x, ndarray) and x._t is not None and STATE.traces and \
+            x._t is not STATE.traces[-1] and getattr(STATE.traces[-1], "dynamic", False):
+        r = getattr(operator, op)(x, y)
+        if not isinstance(r, ndarray):
+            return r
+        if r.ndim != x.ndim or any(a is not None and b is not None and a != b
+                                   for a, b in zip(r.shape, x.shape)):
+            raise ValueError(f"non-broadcastable output operand with shape {tuple(x.shape)} "
+                             f"doesn't match the broadcast shape {tuple(r.shape)}")
+        if r.dtype != x.dtype:
+            if not np.can_cast(r.dtype, x.dtype, "same_kind"):
+                raise TypeError(f"Cannot cast ufunc '{op}' output from {r.dtype!r} to "
+                                f"{x.dtype!r} with casting rule 'same_kind'")
+            r = r.astype(x.dtype)
+        return r
+    return getattr(operator, "i" + op.rstrip("_"))(x, y) if op not in ("and_", "or_") else \
+        getattr(operator, "i" + op[:-1])(x, y)
+
+
 # ------------------------------------------------------------------ and / or / not
 def and_(*thunks):
     """`a and b and ...`: Python's for Python values, `logical_and` once a value is traced."""
