@@ -1066,3 +1066,11 @@ def test_augmented_assignment_inside_traced_branches_and_loops():
         nf.function(g)(_vec(1.0))
     with pytest.raises(TypeError):
         g(_vec(1.0))
+
+
+def test_nf_function_of_a_callable_object_converts_its_call():
+    m = Model(30.0)
+    f = nf.function(m)
+    for v in ([1.0, 2.0], [20.0, 30.0]):
+        _close(f(_vec(*v)), m(_vec(*v)))
+    assert f.experimental_get_tracing_count() == 1

@@ -41,16 +41,24 @@ def _library_roots():
 _ROOTS = None
 
 
+_LIBRARY_FILES = {}        # file name -> whether it is library code
+
+
 def is_library_code(code):
     """Whether the code object belongs to ndflow, the standard library or an installed package."""
     global _ROOTS
-    if _ROOTS is None:
-        _ROOTS = _library_roots()
     fn = code.co_filename
-    if fn.startswith("<"):
-        return True
-    fn = os.path.abspath(fn)
-    return any(fn.startswith(r + os.sep) for r in _ROOTS)
+    hit = _LIBRARY_FILES.get(fn)
+    if hit is None:
+        if fn.startswith("<"):
+            # exec'd code has no source; an interactive cell's (IPython) is in linecache
+            import linecache
+            return not linecache.getlines(fn)
+        if _ROOTS is None:
+            _ROOTS = _library_roots()
+        path = os.path.abspath(fn)
+        hit = _LIBRARY_FILES[fn] = any(path.startswith(r + os.sep) for r in _ROOTS)
+    return hit
 
 
 def do_not_convert(func=None):
@@ -214,6 +222,13 @@ def convert(f, warn=True):
     if inspect.ismethod(f):
         g = convert(f.__func__, warn)
         return f if g is f.__func__ else types.MethodType(g, f.__self__)
+    if not inspect.isfunction(f) and not isinstance(f, type) and callable(f):
+        # an object of a user class: its __call__, bound to it
+        m = getattr(type(f), "__call__", None)
+        if inspect.isfunction(m) and should_convert(m):
+            g = convert(m, warn)
+            return f if g is m else types.MethodType(g, f)
+        return f
     if not inspect.isfunction(f) or not should_convert(f):
         return f
     try:

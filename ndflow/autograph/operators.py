@@ -128,14 +128,7 @@ def call(f, args, kwargs=None):
                 if k in kwargs and callable(kwargs[k]):
                     kwargs[k] = conversion.convert(kwargs[k], warn=False)
             return f(*args, **kwargs)
-        g = conversion.convert(f, warn=False)
-        if g is f and not (hasattr(f, "__code__") or hasattr(f, "__func__")) \
-                and hasattr(type(f), "__call__") and not isinstance(f, type):
-            # a callable object of a user class: its __call__
-            m = getattr(type(f), "__call__", None)
-            if getattr(m, "__code__", None) is not None and conversion.should_convert(m):
-                return conversion.convert(m, warn=False)(f, *args, **kwargs)
-        f = g
+        f = conversion.convert(f, warn=False)
     return f(*args, **kwargs)
 
 
