@@ -1074,3 +1074,35 @@ def test_nf_function_of_a_callable_object_converts_its_call():
     for v in ([1.0, 2.0], [20.0, 30.0]):
         _close(f(_vec(*v)), m(_vec(*v)))
     assert f.experimental_get_tracing_count() == 1
+
+
+def test_variables_pass_through_converted_branches_and_loops():
+    v = nf.Variable(np.array([1.0, 2.0]))
+
+    def f(x, n):
+        w = v
+        if tnp.sum(x) > 0:
+            y = x * w
+        else:
+            y = x
+        for i in range(n):
+            y = y + w
+        w.assign_add(tnp.ones(2))        # still the Variable
+        return y
+
+    g = nf.function(f)
+    _close(g(_vec(1.0, 1.0), tnp.asarray(2)), np.array([3.0, 6.0]))
+    _close(v.numpy(), np.array([2.0, 3.0]))
+    _close(g(_vec(-1.0, -1.0), tnp.asarray(1)), np.array([1.0, 2.0]))
+
+    u = nf.Variable(np.array([10.0, 20.0]))
+
+    def h(x):
+        if tnp.sum(x) > 0:
+            w = v
+        else:
+            w = u
+        return w + 0.0                     # two Variables: their values are read
+
+    _close(nf.function(h)(_vec(1.0)), v.numpy())
+    _close(nf.function(h)(_vec(-1.0)), u.numpy())

@@ -64,6 +64,11 @@ def _value(x):
     return x.value() if isinstance(x, Variable) else x
 
 
+def _is_variable(x):
+    from ..train.variable import Variable
+    return isinstance(x, Variable)
+
+
 def is_traced(x):
     x = _value(x)
     return isinstance(x, ndarray) and x._t is not None
@@ -256,8 +261,8 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
         leaves = []
         for a, b in zip(lt, lf):
             r = next(it)
-            leaves.append(r if (_tensorlike(a) or _tensorlike(b)) and not
-                          (type(a) in _PY_NUMBERS and _same_static(a, b)) else a)
+            leaves.append(a if _same_static(a, b) else r if (
+                _tensorlike(a) or _tensorlike(b) or _is_variable(a)) else a)
         vals.append(tree.unflatten(d, leaves))
     return vals[0] if returns else tuple(vals)
 
@@ -268,7 +273,6 @@ def _branch(fn, which, inits, names, returns, fill, got, loc):
         vals = [r] if returns else list(r)
         per, flat = [], []
         for k, (name, v) in enumerate(zip(names, vals)):
-            v = _value(v)
             if isinstance(v, Undefined):
                 if name.startswith("_nfag"):
                     if k not in fill:
@@ -280,9 +284,10 @@ def _branch(fn, which, inits, names, returns, fill, got, loc):
                         f"(a traced condition runs both), and is used after it; give it a "
                         f"value before the `if` or in both branches")
             leaves, d = tree.flatten_with_def(v)
-            leaves = [_value(x) for x in leaves]
             per.append((d, leaves))
-            flat += [x if _tensorlike(x) else 0 for x in leaves]
+            # a Variable: the same one in both branches stays itself, else its value is read
+            flat += [x if _tensorlike(x) else _value(x) if _is_variable(x) else 0
+                     for x in leaves]
         got[which] = per
         if len(got) == 2:
             _check_branches(got["false"], got["true"], names, loc)
@@ -297,6 +302,8 @@ def _check_branches(f, t, names, loc):
                              f"of the `if` at {loc}: {tree.unflatten(dt, ['*'] * len(lt))} and "
                              f"{tree.unflatten(df, ['*'] * len(lf))}")
         for a, b in zip(lt, lf):
+            if _is_variable(a) and _is_variable(b) and a is not b:
+                a, b = _value(a), _value(b)
             ta, tb = _tensorlike(a), _tensorlike(b)
             if not ta and not tb:
                 if not _same_static(a, b):
@@ -518,7 +525,7 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
     """`nf.while_loop` over the loop variables (with `rows`, `nf.scan` over them, the body
     called as `body(row, *vals)`): arrays and numbers are carried (each variable may be a
     structure of them); other Python values must stay the same object."""
-    vals = [_value(v) for v in vals]
+    vals = list(vals)
     for k, (n, v) in enumerate(zip(names, vals)):
         if isinstance(v, Undefined) and not n.startswith("_nfag"):
             raise ValueError(
@@ -541,7 +548,6 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
         if k in undefined:
             continue
         for j, x in enumerate(leaves):
-            x = _value(x)
             if _tensorlike(x):
                 dt = dtypes.get((k, j))
                 init.append(tnp.asarray(x, dtype=dt) if dt is not None or not isinstance(
@@ -570,7 +576,6 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
     def checked(out):
         res = []
         for k, (n, v) in enumerate(zip(names, out)):
-            v = _value(v)
             leaves, d = tree.flatten_with_def(v)
             if isinstance(v, Undefined) or d != structs[k][1]:
                 raise ValueError(f"variable '{n}' changes its structure inside the {what} loop "
@@ -578,13 +583,13 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
                                  f"{_describe((leaves, d))} after an iteration")
             for j, (old, new) in enumerate(zip(structs[k][0], leaves)):
                 if (k, j) not in carried_set:
-                    if not _same_static(_value(old), _value(new)):
+                    if not _same_static(old, new):
                         raise ValueError(
                             f"variable '{n}' holds the Python value {old!r}, changed to {new!r} "
                             f"inside the {what} loop at {loc}; a loop over a traced condition "
                             f"can only change arrays and numbers")
         for (k, j), x0 in zip(carried, init):
-            new = _value(tree.flatten(_value(out[k]))[j])
+            new = tree.flatten(out[k])[j]
             if not _tensorlike(new):
                 raise TypeError(f"variable '{names[k]}' becomes {type(new).__name__} inside the "
                                 f"{what} loop at {loc}; it must stay an array")
