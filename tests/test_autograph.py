@@ -1106,3 +1106,38 @@ def test_variables_pass_through_converted_branches_and_loops():
 
     _close(nf.function(h)(_vec(1.0)), v.numpy())
     _close(nf.function(h)(_vec(-1.0)), u.numpy())
+
+
+def test_item_assignment_in_traced_loops_and_branches_is_numpys():
+    def f(x, n):
+        out = tnp.zeros((4, 2))
+        alias = out                      # sees every change, as in NumPy
+        for i in range(n):
+            out[i] = x * i
+        s = tnp.zeros(2)
+        if tnp.sum(x) > 0:
+            s += x
+            out[3] += 1.0
+        return out, alias, s
+
+    g = nf.function(f)
+    for v, n in (([1.0, 2.0], 2), ([-1.0, -2.0], 4), ([3.0, 1.0], 0)):
+        _close(g(_vec(*v), tnp.asarray(n)), f(_vec(*v), n))
+    assert g.experimental_get_tracing_count() == 1
+
+    def grad(x, n):
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.sum(f(x, n)[0] ** 2)
+        return t.gradient(y, x)
+    _close(nf.function(grad)(_vec(1.0, 2.0), tnp.asarray(3)), grad(_vec(1.0, 2.0), 3))
+
+    def h(x):
+        out = tnp.zeros(3)
+        if tnp.sum(x) > 0:
+            out[0] = 1.0
+            out = out * 2                # changed in place, then rebound: refused
+        return out
+
+    with pytest.raises(ValueError, match="'out' is changed in place"):
+        nf.function(h)(_vec(1.0))

@@ -137,31 +137,36 @@ def call(f, args, kwargs=None):
     return f(*args, **kwargs)
 
 
-# ------------------------------------------------------------------ x op= y
-def aug_assign(x, op, y):
-    """`x op= y`. NumPy's in-place update, except for an array of an enclosing trace inside a
-    traced branch or loop body (which cannot change it there): the updated value becomes the
-    body's own new value of the variable, with NumPy's in-place rules (same shape, result cast
-    to x's dtype when NumPy's same_kind casting allows it). Other names bound to the same
-    array do not see that update (as with TensorFlow's immutable tensors)."""
-    import operator
-    if isinstance(x, ndarray) and x._t is not None and STATE.traces and \
-            x._t is not STATE.traces[-1] and getattr(STATE.traces[-1], "dynamic", False):
-        r = getattr(operator, op)(x, y)
-        if not isinstance(r, ndarray):
-            return r
-        if r.ndim != x.ndim or any(a is not None and b is not None and a != b
-                                   for a, b in zip(r.shape, x.shape)):
-            raise ValueError(f"non-broadcastable output operand with shape {tuple(x.shape)} "
-                             f"doesn't match the broadcast shape {tuple(r.shape)}")
-        if r.dtype != x.dtype:
-            if not np.can_cast(r.dtype, x.dtype, "same_kind"):
-                raise TypeError(f"Cannot cast ufunc '{op}' output from {r.dtype!r} to "
-                                f"{x.dtype!r} with casting rule 'same_kind'")
-            r = r.astype(x.dtype)
-        return r
-    return getattr(operator, "i" + op.rstrip("_"))(x, y) if op not in ("and_", "or_") else \
-        getattr(operator, "i" + op[:-1])(x, y)
+# ------------------------------------------------------------------ arrays changed in place
+# A traced branch or loop body gets its own array object for each variable it changes, so that
+# `x[i] = v` or `x += y` there change that object (NumPy: in place) without touching the
+# enclosing code's object while the body is traced. When the body gives that same object back
+# changed, the enclosing object takes the result afterwards: every name bound to it sees the
+# change, as in NumPy.
+def _own(x):
+    """`x` as an array object of the innermost trace (the same value), for a body to change."""
+    if not isinstance(x, ndarray):
+        return x
+    t = STATE.traces[-1] if STATE.traces else None
+    if t is None or not getattr(t, "is_graph", False) or x._t is t:
+        return x
+    from ..core.ndarray import symbolic
+    return symbolic(t, t.to_var(x))
+
+
+def _changed_in_place(own, start):
+    return isinstance(own, ndarray) and own._v is not start
+
+
+def _write_back(originals, results, positions):
+    """The enclosing arrays at `positions` take the results (their bodies changed them in
+    place); the results returned are those same objects."""
+    results = list(results)
+    for k in positions:
+        orig = originals[k]
+        orig._rebind(results[k])
+        results[k] = orig
+    return results
 
 
 # ------------------------------------------------------------------ and / or / not
@@ -243,10 +248,12 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
     names = ["the return value"] if returns else list(outs)
     fill = {}       # k -> zeros standing for an internal variable a branch leaves undefined
     for _ in range(len(names) + 1):
-        got = {}
+        got, inplace = {}, {}
         try:
-            res = C.cond(pred, _branch(true_fn, "true", inits, names, returns, fill, got, loc),
-                         _branch(false_fn, "false", inits, names, returns, fill, got, loc))
+            res = C.cond(pred, _branch(true_fn, "true", inits, names, returns, fill, got, loc,
+                                       params, inplace),
+                         _branch(false_fn, "false", inits, names, returns, fill, got, loc,
+                                 params, inplace))
             break
         except _NeedValue as e:
             from ..graph.trace import trace_body
@@ -264,13 +271,35 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
             leaves.append(a if _same_static(a, b) else r if (
                 _tensorlike(a) or _tensorlike(b) or _is_variable(a)) else a)
         vals.append(tree.unflatten(d, leaves))
-    return vals[0] if returns else tuple(vals)
+    if returns:
+        return vals[0]
+    changed = set().union(*inplace.values()) if inplace else set()
+    if changed:
+        originals = [inits[params.index(n)] for n in names]
+        vals = _write_back(originals, vals, [k for k in changed
+                                             if isinstance(originals[k], ndarray)])
+    return tuple(vals)
 
 
-def _branch(fn, which, inits, names, returns, fill, got, loc):
+def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace=None):
     def run():
-        r = fn(*inits)
+        own = [_own(x) for x in inits]
+        start = [x._v if isinstance(x, ndarray) else None for x in own]
+        r = fn(*own)
         vals = [r] if returns else list(r)
+        for p, o, s0, x in zip(params, own, start, inits):
+            if o is x:
+                continue
+            k = names.index(p) if p in names and not returns else None
+            if _changed_in_place(o, s0):
+                if k is None or vals[k] is not o:
+                    raise ValueError(
+                        f"variable '{p}' is changed in place (x[...] = v, x += v) and then "
+                        f"bound to another value inside a branch of the `if` at {loc}; "
+                        f"assign the new value to a new name instead")
+                inplace.setdefault(which, set()).add(k)
+            elif k is not None and vals[k] is o:
+                vals[k] = x         # unchanged: the enclosing object itself
         per, flat = [], []
         for k, (name, v) in enumerate(zip(names, vals)):
             if isinstance(v, Undefined):
@@ -570,8 +599,25 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
     def cond_fn(*xs):
         return test(*rebuild(xs))
 
+    inplace = set()
+
     def body_fn(*xs):
-        return checked(body(*rebuild(xs)))
+        return run_body(list(xs), lambda args: body(*args))
+
+    def run_body(xs, call):
+        # which variables the body changed in place (x[i] = v, x += v) and gave back
+        start = [x._v if isinstance(x, ndarray) else None for x in xs]
+        out = call(rebuild(xs))
+        inplace.clear()
+        for (k, j), x, s0 in zip(carried, xs, start):
+            if structs[k][1] is tree.LEAF and _changed_in_place(x, s0):
+                if out[k] is not x:
+                    raise ValueError(
+                        f"variable '{names[k]}' is changed in place (x[...] = v, x += v) and "
+                        f"then bound to another value inside the {what} loop at {loc}; assign "
+                        f"the new value to a new name instead")
+                inplace.add(k)
+        return checked(out)
 
     def checked(out):
         res = []
@@ -606,12 +652,14 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
         return res
 
     carried_set = set(carried)
+    originals = list(vals)
     if rows is None:
         res = C.while_loop(cond_fn, body_fn, list(init))
     else:
-        res, _ = C.scan_carry(lambda c, x: (checked(body(x, *rebuild(c))), ()), list(init),
-                              rows)
-    return tuple(rebuild(res))
+        res, _ = C.scan_carry(
+            lambda c, x: (run_body(list(c), lambda args: body(x, *args)), ()), list(init), rows)
+    return tuple(_write_back(originals, rebuild(res),
+                             [k for k in inplace if isinstance(originals[k], ndarray)]))
 
 
 def _describe(s):

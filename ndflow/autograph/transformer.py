@@ -135,6 +135,13 @@ def assigned(stmts):
     for n in _walk_scope(stmts, _SCOPES + _COMPS):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             out.add(n.id)
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            # x[i] = v changes x (an array's new value, in a traced branch or loop)
+            base = n.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                out.add(base.id)
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(n.name)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
@@ -453,10 +460,6 @@ def _live_stmt(s, out):
 
 
 # ------------------------------------------------------------------ pass 4: conversion
-_AUG_OPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
-            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
-            ast.BitAnd: "and_", ast.BitOr: "or_", ast.BitXor: "xor", ast.LShift: "lshift",
-            ast.RShift: "rshift"}
 _NO_WRAP_CALLS = {"super", "locals", "globals", "vars", "eval", "exec", "print"}
 
 
@@ -575,9 +578,6 @@ class _Statements:
                         s)]
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return [s]      # converted on its own (convert_scope)
-        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and \
-                s.target.id not in self.scope.declared:
-            return self._augassign(s)
         for field in ("body", "orelse", "finalbody"):
             if getattr(s, field, None) and isinstance(getattr(s, field)[0], ast.stmt):
                 setattr(s, field, self.block(getattr(s, field)))
@@ -596,14 +596,6 @@ class _Statements:
                                    (self._withitem(v) if isinstance(v, ast.withitem) else v)
                                    for v in value])
         return [s]
-
-    def _augassign(self, s):
-        """`x op= y` of a name: `x = aug_assign(x, 'op', y)` (see operators.aug_assign)."""
-        op = _AUG_OPS.get(type(s.op))
-        if op is None:
-            return [s]
-        call = _call("aug_assign", [_name(s.target.id), _const(op), self.expr(s.value)])
-        return [_at(ast.Assign(targets=[_name(s.target.id, ast.Store())], value=call), s)]
 
     def _withitem(self, it):
         it.context_expr = self.expr(it.context_expr)
