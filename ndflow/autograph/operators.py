@@ -545,11 +545,6 @@ def _fill_targets(vals, names, targets, like):
     return tuple(vals)
 
 
-class _Retry(Exception):
-    def __init__(self, k, dtype):
-        self.k, self.dtype = k, dtype
-
-
 def _staged_loop(test, body, vals, names, loc, what, rows=None):
     """`nf.while_loop` over the loop variables (with `rows`, `nf.scan` over them, the body
     called as `body(row, *vals)`): arrays and numbers are carried (each variable may be a

@@ -129,8 +129,9 @@ def _target_names(t, out):
     return out
 
 
-def assigned(stmts):
-    """Names this scope binds in `stmts` (assignments, loop targets, with-as, imports, defs)."""
+def assigned(stmts, local_names=()):
+    """Names this scope binds in `stmts` (assignments, loop targets, with-as, imports, defs),
+    and its local names (`local_names`) changed by item assignment (`x[i] = v`)."""
     out = set()
     for n in _walk_scope(stmts, _SCOPES + _COMPS):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
@@ -140,7 +141,7 @@ def assigned(stmts):
             base = n.value
             while isinstance(base, ast.Subscript):
                 base = base.value
-            if isinstance(base, ast.Name):
+            if isinstance(base, ast.Name) and base.id in local_names:
                 out.add(base.id)
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(n.name)
@@ -543,6 +544,12 @@ class _Scope:
         for n in _walk_scope(fdef.body):
             if isinstance(n, (ast.Global, ast.Nonlocal)):
                 self.declared.update(n.names)
+        a = fdef.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        # the function's own variables (item assignment to a closure's or a global's object
+        # changes that object; it does not make the name local)
+        self.locals = (params | assigned(fdef.body)) - self.declared
 
 
 class _Statements:
@@ -611,7 +618,7 @@ class _Statements:
         body = self.block(s.body)
         orelse = self.block(s.orelse)
         defs = _defs_bound(s.body + s.orelse)
-        params = sorted(assigned(s.body + s.orelse) - defs)
+        params = sorted(assigned(s.body + s.orelse, self.scope.locals) - defs)
         if returns:
             outs = []
         else:
@@ -638,7 +645,7 @@ class _Statements:
     # -------------------------------------------------------------- loops
     def _loop_vars(self, s, extra=()):
         defs = _defs_bound(s.body)
-        names = (assigned(s.body) | set(extra)) - defs
+        names = (assigned(s.body, self.scope.locals) | set(extra)) - defs
         return sorted(n for n in names if n in s._nfag_live_head)
 
     def while_(self, s):
