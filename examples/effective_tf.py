@@ -212,6 +212,17 @@ def static_and_dynamic_shapes():
     eager = reshape(nf.ones([5, 10, 32]), [0, [1, 2]])
     print("eager get_shape:", get_shape(nf.ones([5, 10, 32])), "collapsed:", eager.shape)
     results["collapsed"] = (b, c, eager)
+
+    # DEVIATION: the same remark shown with two unknown sizes, `[None, None, 32]`: get_shape
+    # gives run-time sizes for both, reshape multiplies them with nf.reduce_prod, and one trace
+    # serves every size.
+    @nf.function(input_signature=[nf.TensorSpec([None, None, 32], nf.float32)])
+    def collapse_unknown(b):
+        return reshape(b, [0, [1, 2]])
+
+    unknown = [collapse_unknown(nf.ones([n, m, 32])) for n, m in ((5, 10), (2, 3))]
+    print("collapsed with two unknown sizes:", [u.shape for u in unknown])
+    results["collapsed_unknown"] = (unknown, collapse_unknown.experimental_get_tracing_count())
     return results
 
 

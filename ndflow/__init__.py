@@ -20,7 +20,7 @@ from .train.variable import Variable  # noqa: F401
 from .train.module import Module  # noqa: F401
 from .train import optimizers, initializers  # noqa: F401
 from .backends.device import device  # noqa: F401
-from . import config, test  # noqa: F401
+from . import config, test, autograph  # noqa: F401
 from .core.ndarray import TensorShape  # noqa: F401
 from .compat import (constant, convert_to_tensor, cast, reduce_sum, reduce_mean,  # noqa: F401
                      reduce_max, reduce_min, reduce_prod, reduce_any, reduce_all, matmul,

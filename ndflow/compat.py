@@ -179,36 +179,16 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     return r if output_type is None else cast(r, output_type)
 
 
-def _static_dim(d):
-    """A Python int for a shape entry, or None for a value known only at run time."""
-    if isinstance(d, ndarray) and d._t is not None:
-        return None
-    return operator.index(d)
-
-
 def reshape(tensor, shape, name=None):
-    """`tensor` with a new shape, as `tf.reshape`. `shape` may be a list whose entries are run-time
-    scalars (e.g. from `nf.shape(x)` inside `nf.function`); at most one entry may be unknown
-    while tracing (besides it, no -1), since ndflow's reshape takes static sizes."""
+    """`tensor` with a new shape, as `tf.reshape`. `shape` may be a shape tensor or a list whose
+    entries are run-time scalars (e.g. from `nf.shape(x)` inside `nf.function`): sizes known
+    while tracing stay static, the others are computed when the graph runs."""
     x = _tensor(tensor)
-    if isinstance(shape, ndarray):
-        if shape._t is not None:
-            n = shape.shape[0] if shape.ndim == 1 else None
-            if n is None:
-                raise ValueError("nf.reshape: a traced shape must be a 1-D array of known length")
-            shape = [shape[i] for i in _builtin_range(n)]
-        else:
-            shape = shape.numpy().reshape(-1).tolist()
+    if isinstance(shape, ndarray) and shape._t is None:
+        shape = shape.numpy().reshape(-1).tolist()
     elif isinstance(shape, (int, np.integer)):
         shape = [shape]
-    dims = [_static_dim(d) for d in shape]
-    unknown = dims.count(None) + dims.count(-1)
-    if None in dims:
-        if unknown > 1:
-            raise ValueError(f"nf.reshape: the new shape {shape} has {unknown} entries unknown "
-                             f"while tracing; ndflow can infer only one (use -1 for it)")
-        dims = [-1 if d is None else d for d in dims]
-    return tnp.reshape(x, tuple(dims))
+    return tnp.reshape(x, shape)
 
 
 def transpose(a, perm=None, conjugate=False, name=None):
@@ -240,9 +220,14 @@ def tile(input, multiples, name=None):
     """Repeat `input` `multiples[i]` times along axis i, as `tf.tile` (= `numpy.tile` with one
     multiple per axis; sizes may be unknown while tracing)."""
     x = _tensor(input)
-    if isinstance(multiples, ndarray):
+    if isinstance(multiples, ndarray) and multiples._t is None:
         multiples = multiples.numpy().tolist()
-    m = [operator.index(k) for k in multiples]
+    elif isinstance(multiples, ndarray):
+        if multiples.ndim != 1 or multiples.shape[0] is None:
+            raise ValueError("nf.tile: traced multiples must be a 1-d array of known length")
+        multiples = [multiples[i] for i in _builtin_range(multiples.shape[0])]
+    m = [k if isinstance(k, ndarray) and k._t is not None else operator.index(k)
+         for k in multiples]
     if len(m) != x.ndim:
         raise ValueError(f"nf.tile: multiples {m} must have one entry per axis of the input of "
                          f"shape {tuple(x.shape)}")
@@ -283,10 +268,13 @@ def rank(input, name=None):
 # ------------------------------------------------------------------ creation
 def _shape_list(shape):
     if isinstance(shape, ndarray):
+        if shape._t is not None:
+            return shape            # sizes computed at run time (tnp.zeros etc. take them)
         shape = shape.numpy().tolist()
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
-    return tuple(operator.index(d) for d in shape)
+    return tuple(d if isinstance(d, ndarray) and d._t is not None else operator.index(d)
+                 for d in shape)
 
 
 def ones(shape, dtype=np.float32, name=None):
@@ -316,6 +304,12 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     """Evenly spaced values in [start, limit), as `tf.range` (int32 for Python ints, float32 for
     Python floats, unless `dtype`)."""
     args = [start] if limit is None else [start, limit, delta]
+    if any(isinstance(a, ndarray) and a._t is not None for a in args):
+        # bounds computed at run time (e.g. from nf.shape): the length is unknown while tracing
+        if dtype is None:
+            arr = [a.dtype for a in args if isinstance(a, ndarray)]
+            dtype = np.result_type(*arr)
+        return tnp.arange(*args, dtype=dtype)
     vals = [a.item() if isinstance(a, ndarray) else a for a in args]
     if dtype is None:
         arr_dtypes = [a.dtype for a in args if isinstance(a, ndarray)]

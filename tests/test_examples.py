@@ -208,3 +208,26 @@ def test_train_export_end_to_end(tmp_path):
     assert [s for s, _ in loss] == list(range(1, len(r["losses"]) + 1))
     np.testing.assert_allclose([v for _, v in loss], r["losses"], rtol=1e-6)
     assert [e.step for e in acc.Tensors("test_accuracy")] == [0, 1]
+
+
+def test_effective_tf_static_and_dynamic_shapes(run_example):
+    s = run_example("effective_tf")["shapes"]
+    assert s["dynamic_shape"].tolist() == [32, 128]
+    for c in s["collapsed"]:
+        np.testing.assert_array_equal(c.numpy(), np.ones((5, 320), np.float32))
+    unknown, traces = s["collapsed_unknown"]
+    assert [u.shape for u in unknown] == [(5, 320), (2, 96)] and traces == 1
+    for u in unknown:
+        np.testing.assert_array_equal(u.numpy(), np.ones(u.shape, np.float32))
+
+
+def test_tf_function_lesson_compiled_equals_eager(run_example):
+    r = run_example("tf_function_lesson")
+    np.testing.assert_allclose(r["split"]["graph"].numpy(), r["split"]["eager"].numpy(),
+                               rtol=1e-5)
+    one = r["one_call"]
+    np.testing.assert_allclose(one["function_tf_graph"](one["x"], one["y"]).numpy(),
+                               one["function_tf"](one["x"], one["y"]).numpy(), rtol=1e-5)
+    # range(10) over a Python int unrolls, as the lesson teaches: no loop op in the graph
+    cf = one["function_tf_graph"].get_concrete_function(one["x"], one["y"])
+    assert "while" not in str(cf) and "scan" not in str(cf)

@@ -387,6 +387,23 @@ def test_dynamic_shapes(tmp_path):
     SEEN.update(check(tmp_path, f, [S(None, None)], [(_r(3, 5),), (_r(4, 2),)]))
 
 
+def test_runtime_sizes(tmp_path):
+    # sizes from nf.shape as reshape, zeros, broadcast and slice arguments; an `if` and a
+    # `for` over a traced bound that AutoGraph converted
+    def f(x, k):
+        s = nf.shape(x)
+        r = nf.reshape(x, [s[0] * s[1], 1])
+        z = tnp.zeros([s[1], s[0]]) + tnp.broadcast_to(tnp.asarray(1.0), [s[1], 1])
+        y = x[k:, :k] * 2.0
+        if tnp.sum(x) > 0:
+            y = y + 1.0
+        for i in range(k):
+            r = r * 2.0
+        return r, z, y, x[::-1][1:], x[: s[0] // 2]
+    args = [(_r(3, 5), np.int32(2)), (_r(4, 2), np.int32(0)), (-_r(1, 3), np.int32(5))]
+    SEEN.update(check(tmp_path, f, [S(None, None), S(dtype=I32)], args))
+
+
 def test_cond_and_switch(tmp_path):
     def f(x, k):
         a = nf.cond(tnp.sum(x) > 0, lambda: x * 2, lambda: -x)
@@ -437,7 +454,8 @@ def test_random_draws(tmp_path):
 SWEEP = [test_bool_ops, test_broadcasting_and_where, test_casts, test_float64, test_reductions,
          test_shapes, test_indexing, test_linalg, test_cumsum_and_sorting, test_integer_sort,
          test_mean_of_empty_slices,
-         test_dynamic_shapes, test_cond_and_switch, test_while_loop, test_random_draws,
+         test_dynamic_shapes, test_runtime_sizes, test_cond_and_switch, test_while_loop,
+         test_random_draws,
          test_gradient_of_a_loss_exports, test_gradient_with_unknown_sizes,
          test_per_example_gradients, test_sigmoid, test_curve_fit_model, test_det,
          test_unsigned_shifts]

@@ -167,6 +167,17 @@ def find_top_trace(prim, args):
     return top
 
 
+def _leaked(prim, trace):
+    from .ndarray import _user_line
+    raise ValueError(
+        f"'{prim.name}' (at {_user_line()}) uses a value computed inside a trace that has "
+        f"finished: a control-flow body (a branch or loop of nf.cond / nf.while_loop, or of an "
+        f"`if`/`for`/`while` AutoGraph converted), a vectorized_map or another nf.function. "
+        f"Values leave such a body only as its results (a Python list appended to inside a "
+        f"loop over a traced value keeps the body's values: collect them with nf.scan, or "
+        f"assign into a preallocated array)")
+
+
 def bind_slow(prim, args, params):
     st = STATE
     top = find_top_trace(prim, args)
@@ -175,6 +186,8 @@ def bind_slow(prim, args, params):
         if st.check_numerics and not prim.sink:
             _check_numerics(prim, args, outs, params)
     else:
+        if top not in st.traces:
+            _leaked(prim, top)
         outs = top.process(prim, args, params)
     if st.traces and prim in _mut.VIEWS and args and (prim.name != "getitem" or len(args) == 1):
         # NumPy would return a view: a later write into either side must show in the other

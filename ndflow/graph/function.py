@@ -330,6 +330,8 @@ class Function:
         self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
         self._warned_unhashable = False
         self._tracing_count = 0
+        self._autograph = autograph
+        self._converted = None     # the AutoGraph twin of fn, made at the first trace
         self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
         # the wrapped object's attributes, but never over this one's own: wrapping another
@@ -358,12 +360,24 @@ class Function:
             bound = None
         if bound is None:
             bound = Function(functools.partial(self._fn, obj), self._sig, self._reduce_retracing,
-                             name=self._name)
+                             autograph=self._autograph, name=self._name)
             try:
                 self._instances[obj] = bound
             except TypeError:
                 pass
         return bound
+
+    def _traced_fn(self):
+        """The Python function traced: fn, or its AutoGraph conversion (made once)."""
+        f = self._converted
+        if f is None:
+            if self._autograph:
+                from ..autograph.conversion import convert
+                f = convert(self._fn)
+            else:
+                f = self._fn
+            self._converted = f
+        return f
 
     def experimental_get_tracing_count(self):
         return self._tracing_count
@@ -423,10 +437,12 @@ class Function:
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
-        if _RUN_EAGERLY or STATE.traces:
-            # run eagerly (nf.config.run_functions_eagerly), or inside another trace or a
-            # vectorized_map: trace into the same graph / batch
+        if _RUN_EAGERLY:
+            # nf.config.run_functions_eagerly: the Python function as written, op by op
             return self._fn(*args, **kwargs)
+        if STATE.traces:
+            # inside another trace or a vectorized_map: trace into the same graph / batch
+            return self._traced_fn()(*args, **kwargs)
         raw = args
         if self._sig is not None:
             args = self._check_signature(args)
@@ -689,7 +705,7 @@ class Function:
                 o._rebind(s_in)
                 captured.append((o, s_in._v))
             a, kw = tree.unflatten(d, sym)
-            out = self._fn(*a, **kw)
+            out = self._traced_fn()(*a, **kw)
             out_leaves, out_def = tree.flatten_with_def(out)
             kinds, consts, outs = [], [], []
             for o in out_leaves:
@@ -703,6 +719,12 @@ class Function:
                     kinds.append("v")
                     consts.append(None)
                     outs.append(trace.to_var(o))
+                elif isinstance(o, ndarray) and o._t is not None:
+                    raise ValueError(
+                        f"nf.function {self._name!r} returns a value computed inside a "
+                        f"control-flow body, vectorized_map or other function whose trace has "
+                        f"finished (e.g. appended to a Python list inside a loop over a traced "
+                        f"value); return values that the body gives back as its results")
                 elif type(o) is np.ndarray:
                     # a NumPy array made while tracing: a copy of it at each call
                     kinds.append("n")
@@ -754,8 +776,11 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     `@function(input_signature=[...])`.
 
     The first call with a new input signature (shapes, dtypes, Python values) traces: Python
-    runs once, side effects happen then, Python loops unroll. Later calls run the optimized
-    graph. Random ops draw fresh numbers and Variables are read and written at every call."""
+    runs once, side effects happen then, loops over Python values unroll. Later calls run the
+    optimized graph. Random ops draw fresh numbers and Variables are read and written at every
+    call. With `autograph=True` (the default) `if`, `while` and `for` on traced values become
+    `nf.cond` / `nf.while_loop` (see `ndflow.autograph`); `autograph=False` traces the function
+    as written."""
     if experimental_relax_shapes is not None:
         reduce_retracing = experimental_relax_shapes
 

@@ -226,6 +226,11 @@ def trace_body(fn, avals, name, in_def=None, own_vars=()):
         leaves, d = tree.flatten_with_def(out)
         from ..train.variable import Variable
         leaves = [x.value() if isinstance(x, Variable) else x for x in leaves]
+        # a body that returns an enclosing value as it is captures it now, so the captures
+        # the control-flow op collects (union_captures) include it
+        for x in leaves:
+            if isinstance(x, ndarray) and x._t is not None and x._t is not trace:
+                trace.to_var(x)
     finally:
         st.traces.remove(trace)
         st.refresh()

@@ -50,22 +50,50 @@ def _place_dev(buf):
 
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
-    """A new array of zeros, as `numpy.zeros` (float64 by default; float32 with prefer_float32)."""
+    """A new array of zeros, as `numpy.zeros` (float64 by default; float32 with prefer_float32).
+    Inside `nf.function` the sizes may be traced values (e.g. from `nf.shape(x)`)."""
     if device is not None:
         return _on(device, zeros, shape, dtype)
-    return _make("zeros", _shape(shape), _dtype(dtype))
+    return _filled(shape, 0, _dtype(dtype), "zeros")
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
     if device is not None:
         return _on(device, ones, shape, dtype)
-    return _make("ones", _shape(shape), _dtype(dtype))
+    return _filled(shape, 1, _dtype(dtype), "ones")
 
 
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
     if device is not None:
         return _on(device, empty, shape, dtype)
-    return _make("zeros", _shape(shape), _dtype(dtype))
+    return _filled(shape, 0, _dtype(dtype), "zeros")
+
+
+def _filled(shape, value, dtype, fn):
+    s = _runtime_shape(shape)
+    if s is None:
+        return _make(fn, _shape(shape), dtype)
+    return _broadcast_fill(asarray(np.asarray(value, dtype=dtype)), s)
+
+
+def _runtime_shape(shape):
+    """A `RuntimeShape` when some size is a traced value, else None (the static path)."""
+    if isinstance(shape, (int, np.integer)):
+        return None
+    if isinstance(shape, ndarray):
+        if shape._t is None:
+            return None
+    elif not any(isinstance(d, ndarray) and d._t is not None for d in shape):
+        return None
+    from ._dynshape import shape_arg, RuntimeShape
+    s = shape_arg(shape, "shape")
+    return s if isinstance(s, RuntimeShape) else None
+
+
+def _broadcast_fill(value, s):
+    from ..primitives import shape as S
+    # a fresh writable array, not a broadcast view of the fill value
+    return bind(E.copy_p, bind(S.broadcast_dynamic_p, value, s.vec, static=s.static))
 
 
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
@@ -74,6 +102,10 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     summed over the copies."""
     if device is not None:
         return _on(device, full, shape, fill_value, dtype)
+    s = _runtime_shape(shape)
+    if s is not None:
+        fv = asarray(fill_value) if dtype is None else asarray(fill_value, dtype=_dtype(dtype))
+        return _broadcast_fill(fv, s)
     if isinstance(fill_value, ndarray):
         return _filled(fill_value, _shape(shape), dtype)
     if dtype is None:
@@ -162,6 +194,10 @@ def arange(start=None, /, stop=None, step=None, dtype=None, *, device=None, like
         start = kw.pop("start")
     if kw:
         raise TypeError(f"arange() got an unexpected keyword argument {next(iter(kw))!r}")
+    if any(isinstance(v, ndarray) and v._t is not None for v in (start, stop, step)):
+        if stop is None and start is None:
+            raise TypeError("arange() requires stop to be specified.")
+        return _arange_runtime(start, stop, step, dtype)
     start, stop, step = _scalar_arg(start), _scalar_arg(stop), _scalar_arg(step)
     if stop is None:
         if start is None or named_start:
@@ -194,6 +230,41 @@ def _is_last(num, ndim):
     """A (num, 1, ..., 1) mask of the last position along axis 0."""
     from .manipulation import reshape
     return reshape(arange(num) == num - 1, (-1,) + (1,) * ndim)
+
+
+def _arange_runtime(start, stop, step, dtype):
+    """arange with bounds computed at run time: its length is unknown while tracing."""
+    if stop is None:
+        start, stop = 0, start
+    if step is None:
+        step = 1
+    vals = [asarray(v) for v in (start, stop, step)]
+    for v in vals:
+        if v.ndim:
+            raise ValueError(f"arange: bounds must be scalars, got shape {tuple(v.shape)}")
+    if dtype is None:
+        # NumPy's dtype for these argument types (one-element stand-ins of each)
+        d = np.arange(*[np.ones((), v.dtype)[()] if isinstance(w, ndarray) else w
+                        for v, w in zip(vals, (start, stop, step))]).dtype
+        if d == _dt.F64 and STATE.prefer_float32:
+            d = _dt.F32
+    else:
+        d = _dt.canonical(dtype)
+    from . import math as M
+    lo, hi, st = vals
+    n = M.ceil((hi - lo) / st) if d.kind in "fc" or any(v.dtype.kind == "f" for v in vals) \
+        else -((lo - hi) // st)
+    n = M.maximum(n, 0).astype(np.int64)
+    from ._dynshape import RuntimeShape
+    from ..primitives import indexing as I
+    base = _broadcast_fill(asarray(np.zeros((), np.int64)), RuntimeShape((None,), _stack1(n)))
+    idx = bind(I.iota_p, base, axis=0)
+    return (lo + idx.astype(d) * st).astype(d) if d.kind != "b" else idx.astype(d)
+
+
+def _stack1(n):
+    from ..primitives import shape as S
+    return bind(S.expand_dims_p, n, axes=(0,))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):

@@ -138,10 +138,65 @@ def _getitem(x, key):
         elif t is tuple and all(type(k) is not ndarray or (k._t is None and k._dev is None)
                                 for k in key):
             return _wrap(x._v[tuple(k._v if type(k) is ndarray else k for k in key)])
+    if _traced_slice(key):
+        return _getitem_runtime_slices(x, key)
     x, spec, arrays, _ = _split_index(x, key)
     if not arrays and all(e == _SLICE_ALL or e[0] == "e" for e in spec) and not any(e[0] == "n" for e in spec):
         return x if x._t is not None else bind(I.getitem_p, x, spec=spec)
     return bind(I.getitem_p, x, *arrays, spec=spec)
+
+
+def _traced(v):
+    return isinstance(v, ndarray) and v._t is not None
+
+
+def _traced_slice(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, slice) and (_traced(k.start) or _traced(k.stop) or _traced(k.step))
+               for k in keys)
+
+
+def _getitem_runtime_slices(x, key):
+    """x[key] where some slice bounds are traced values: the static part of the index first
+    (those slices taken whole), then each such slice on its axis of that result."""
+    from ..graph.static import static_int
+    keys = key if isinstance(key, tuple) else (key,)
+    n_axes = sum(1 for k in keys if k is not None and k is not Ellipsis)
+    static_keys, later, r = [], [], 0
+    for k in keys:
+        if k is Ellipsis:
+            static_keys.append(k)
+            r += x.ndim - n_axes
+        elif k is None or isinstance(k, slice):
+            if isinstance(k, slice) and (_traced(k.start) or _traced(k.stop) or _traced(k.step)):
+                parts, ops = [], []
+                for v in (k.start, k.stop, k.step):
+                    c = static_int(v) if _traced(v) else v
+                    if _traced(v) and c is None:
+                        if np.dtype(v.dtype).kind not in "iu" or v.ndim:
+                            raise IndexError("slice indices must be integers or None")
+                        parts.append(("d",))
+                        ops.append(v.astype(np.int64))
+                    else:
+                        parts.append(("c", None if c is None else operator.index(c)))
+                later.append((r, tuple(parts), ops))
+                static_keys.append(slice(None))
+            else:
+                static_keys.append(k)
+            r += 1
+        elif isinstance(k, (int, np.integer)) or (isinstance(k, ndarray) and k.ndim == 0
+                                                   and k.dtype.kind in "iu"):
+            static_keys.append(k)
+        else:
+            raise IndexError("slices with traced bounds combine only with integers, slices, "
+                             "None and ... in one index (index the arrays in a second step)")
+    out = _getitem(x, tuple(static_keys))
+    for axis, parts, ops in later:
+        if all(p[0] == "c" for p in parts):
+            out = _getitem(out, (slice(None),) * axis + (slice(*[p[1] for p in parts]),))
+        else:
+            out = bind(I.slice_dynamic_p, out, *ops, axis=axis, parts=parts)
+    return out
 
 
 def _setitem(x, key, value):

@@ -10,6 +10,7 @@ from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
 from ..primitives._util import norm_axes, norm_axis, broadcast_shapes
 from ._core import asarray
+from ._dynshape import shape_arg, RuntimeShape
 
 
 def _fast(a):
@@ -32,12 +33,36 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     if _fast(a):
         return _wrap(np.reshape(a._v, shape))
     a = asarray(a)
-    shape = _shape_arg(shape)
+    shape = shape_arg(shape, "reshape")
+    if isinstance(shape, RuntimeShape):
+        return _reshape_runtime(a, shape)
     if shape.count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
     if tuple(a.shape) == shape:
         return a
     return bind(S.reshape_p, a, shape=shape)
+
+
+def _reshape_runtime(a, shape):
+    """Reshape to sizes computed at run time (an operand of the reshape, checked when it runs
+    as NumPy checks them)."""
+    static = shape.static
+    if static.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if static.count(None) == 1 and -1 not in static and shape.entries is not None and \
+            a._t is not None:
+        # the unknown size is a's own size along an axis whose other sizes the new shape
+        # keeps: NumPy's -1 infers exactly that size (the static reshape, simpler graphs)
+        from ..graph.static import shape_entry_of
+        k = static.index(None)
+        src = shape_entry_of(shape.entries[k])
+        if src is not None and src[0] is a._v:
+            rest = [d for i, d in enumerate(a.shape) if i != src[1]]
+            known = int(np.prod([d for d in static if d is not None], dtype=np.int64))
+            if None not in rest and known and int(np.prod(rest, dtype=np.int64)) == known:
+                return bind(S.reshape_p, a, shape=tuple(-1 if d is None else d for d in static))
+    return bind(S.reshape_dynamic_p, a, shape.vec,
+                static=tuple(None if d is None or d == -1 else d for d in static))
 
 
 def ravel(a, order="C"):
@@ -117,7 +142,9 @@ def squeeze(a, axis=None):
 
 def broadcast_to(array, shape):
     a = asarray(array)
-    shape = _shape_arg(shape)
+    shape = shape_arg(shape, "broadcast_to")
+    if isinstance(shape, RuntimeShape):
+        return bind(S.broadcast_dynamic_p, a, shape.vec, static=shape.static)
     if tuple(a.shape) == shape:
         return a
     return bind(S.broadcast_to_p, a, shape=shape)

@@ -19,7 +19,7 @@ from ..primitives._util import norm_axis, norm_axes
 from ._core import asarray
 from . import _axes as A
 from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_2d,
-                           expand_dims, vstack)
+                           expand_dims, vstack, broadcast_to)
 
 
 def _copy(a):
@@ -148,10 +148,34 @@ def unstack(x, /, *, axis=0):
 
 
 # ------------------------------------------------------------------ tile / repeat
+def _tile_runtime(a, reps):
+    """tile with repetitions computed at run time: (1, s0, 1, s1, ...) broadcast to
+    (r0, s0, r1, s1, ...), then each pair merged."""
+    if isinstance(reps, ndarray):
+        if reps.ndim == 0:
+            reps = [reps]
+        elif reps.shape[0] is None:
+            raise ValueError("tile: traced reps must have a known length")
+        else:
+            reps = [reps[i] for i in range(reps.shape[0])]
+    reps = list(reps)
+    d = len(reps)
+    if d > a.ndim:
+        a = expand_dims(a, tuple(range(d - a.ndim)))
+    reps = [1] * (a.ndim - d) + reps
+    sizes = [A.dim(a, i) for i in range(a.ndim)]
+    x = bind(S.expand_dims_p, a, axes=tuple(range(0, 2 * a.ndim, 2)))
+    pairs = [v for r, n in zip(reps, sizes) for v in (r, n)]
+    x = broadcast_to(x, pairs)
+    return reshape(x, [r * n for r, n in zip(reps, sizes)])
+
+
 def tile(A_, reps):
     """Repeat the whole array `reps` times along each axis, as `numpy.tile` (one broadcast and
     one reshape)."""
     a = asarray(A_)
+    if A.is_traced(reps) or (isinstance(reps, (list, tuple)) and A.is_traced(*reps)):
+        return _tile_runtime(a, reps)
     reps = A.static_ints(reps, "reps")
     tup = (operator.index(reps),) if np.ndim(reps) == 0 else tuple(operator.index(r) for r in reps)
     d = len(tup)

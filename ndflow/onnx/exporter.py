@@ -601,6 +601,53 @@ def _reshape_like(ctx, n, ins):
     return ctx.op("Reshape", [x, tail])
 
 
+def _with_kept(ctx, x, sizes, keep):
+    """The run-time sizes `sizes` after x's first `keep` sizes (a batch axis)."""
+    if not keep:
+        return sizes
+    return ctx.op("Concat", [ctx.op("Shape", [x], start=0, end=keep), sizes], axis=0)
+
+
+def _reshape_dynamic(ctx, n, ins):
+    x, sizes = ins
+    # allowzero: a size 0 is a size, as in NumPy (not "copy the input's size")
+    return ctx.op("Reshape", [x, _with_kept(ctx, x, sizes, n.params.get("keep", 0))],
+                  allowzero=1)
+
+
+def _broadcast_dynamic(ctx, n, ins):
+    x, sizes = ins
+    keep = n.params.get("keep", 0)
+    static = n.params["static"]
+    inner = n.inputs[0].shape[keep:]
+    lead = len(static) - len(inner)
+    # Expand broadcasts both ways; NumPy's broadcast_to only stretches sizes 1: the same
+    # when every size of the operand is 1 or the known target size
+    for i, d in enumerate(inner):
+        if d != 1 and (d is None or d != static[lead + i]):
+            ctx.fail(f"broadcast of an operand of shape {tuple(inner)} to run-time sizes "
+                     f"{tuple(static)}")
+    return ctx.op("Expand", [x, _with_kept(ctx, x, sizes, keep)])
+
+
+def _slice_dynamic(ctx, n, ins):
+    x, ops = ins[0], list(ins[1:])
+    parts = n.params["parts"]
+    if parts[2][0] == "d":
+        ctx.fail("a slice whose step is known only at run time")
+    step = 1 if parts[2][1] is None else parts[2][1]
+    big = np.iinfo(np.int64).max
+    defaults = (0 if step > 0 else big, big if step > 0 else -big - 1)
+    bounds = []
+    for p, default in zip(parts[:2], defaults):
+        if p[0] == "d":
+            bounds.append(ctx.op("Reshape", [ops.pop(0), ctx.i64([1])]))
+        else:
+            bounds.append(ctx.i64([default if p[1] is None else p[1]]))
+    return ctx.op("Slice", [x, bounds[0], bounds[1], ctx.i64([n.params["axis"]]),
+                            ctx.i64([step])])
+
+
 def _transpose(ctx, n, ins):
     return ctx.op("Transpose", ins, perm=list(n.params["perm"]))
 
@@ -1154,6 +1201,8 @@ def _table():
         S.reshape_p: _reshape, S.reshape_like_p: _reshape_like, S.transpose_p: _transpose,
         S.expand_dims_p: _expand_dims, S.squeeze_p: _squeeze, S.broadcast_to_p: _broadcast_to,
         S.concatenate_p: _concatenate, S.split_like_p: _split_like,
+        S.reshape_dynamic_p: _reshape_dynamic, S.broadcast_dynamic_p: _broadcast_dynamic,
+        I.slice_dynamic_p: _slice_dynamic,
         I.getitem_p: _getitem, I.index_update_p: _scatter(None),
         I.index_add_p: _scatter("add"), I.iota_p: _iota, I.nonzero_p: _nonzero,
         L.matmul_p: _matmul, L.einsum_p: _einsum, D.det_p: _float_only("Det"),

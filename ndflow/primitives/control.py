@@ -903,3 +903,33 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
                   for v, ys_k in zip(f_leaves, y_leaves)]
         return tree.unflatten(tree.flatten_with_def(ys)[1], joined)
     return ys
+
+
+# ================================================================== run-time assertion
+def _assert_impl(pred, message):
+    if not np.all(pred):
+        raise AssertionError(message)
+    return np.asarray(True)
+
+
+def _assert_batch(args, axes, message):
+    return bind(assert_p, tnp.all(args[0]), message=message), None
+
+
+# a check (an effect that only inspects its operand and may raise): never folded, merged or
+# removed, kept in the order it was traced, and harmless to run again when a loop body holding
+# it is replayed to differentiate it
+assert_p = Primitive("assert", _assert_impl, lambda pred, message: Aval((), _dt.BOOL),
+                     check=True)
+assert_p.def_vjp(lambda ct, pred, message: (None,))
+assert_p.batch = _assert_batch
+
+
+def assert_that(pred, message):
+    """Raise AssertionError(message) when the graph runs and `pred` has a false element (an
+    `assert` on a traced value in converted code)."""
+    from ..train.variable import Variable
+    if isinstance(pred, Variable):
+        pred = pred.value()
+    pred = _as_array(pred)
+    return bind(assert_p, pred, message=str(message))

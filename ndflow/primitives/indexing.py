@@ -377,3 +377,67 @@ def _nonzero_batch(args, axes, start=0):
 nonzero_p = Primitive("nonzero", _nonzero_impl, _nonzero_abstract, multiple_results=True)
 nonzero_p.def_vjp(lambda ct, x, *like, start=0: (None,) * (1 + len(like)))
 nonzero_p.batch = _nonzero_batch
+
+
+# ------------------------------------------------------------------ slices with run-time bounds
+# x[start:stop:step] along `axis`, where some of start/stop/step are operands (computed when the
+# graph runs); `parts` says for each of them: ("c", value or None) given now, ("d",) the next
+# operand. NumPy's slice semantics (negative and out-of-range bounds) at run time.
+def _dyn_slice(parts, ops):
+    it = iter(ops)
+    vals = [int(next(it)) if p[0] == "d" else p[1] for p in parts]
+    return slice(*vals)
+
+
+def _slice_dynamic_impl(x, *ops, axis, parts):
+    return x[(slice(None),) * axis + (_dyn_slice(parts, ops),)]
+
+
+def _slice_dynamic_abstract(x, *ops, axis, parts):
+    shape = list(x.shape)
+    shape[axis] = None
+    return Aval(shape, x.dtype)
+
+
+def _slice_dynamic_vjp(ct, x, *ops, axis, parts):
+    return (bind(unslice_dynamic_p, ct, x, *ops, axis=axis, parts=parts),) + (None,) * len(ops)
+
+
+def _slice_dynamic_batch(args, axes, axis, parts):
+    if any(a is not None for a in axes[1:]):
+        raise ValueError("slicing with bounds that differ between the examples of "
+                         "vectorized_map: each example's result would have its own shape")
+    x = move_to_front(args[0], axes[0])
+    return bind(slice_dynamic_p, x, *args[1:], axis=axis + 1, parts=parts), 0
+
+
+slice_dynamic_p = Primitive("slice_dynamic", _slice_dynamic_impl, _slice_dynamic_abstract,
+                            returns_view=True)
+slice_dynamic_p.def_vjp(_slice_dynamic_vjp)
+slice_dynamic_p.batch = _slice_dynamic_batch
+
+
+def _unslice_dynamic_impl(ct, x, *ops, axis, parts):
+    out = np.zeros(np.shape(x), np.asarray(ct).dtype)
+    out[(slice(None),) * axis + (_dyn_slice(parts, ops),)] = ct
+    return out
+
+
+def _unslice_dynamic_batch(args, axes, axis, parts):
+    if any(a is not None for a in axes[2:]):
+        raise ValueError("slicing with bounds that differ between the examples of "
+                         "vectorized_map: each example's result would have its own shape")
+    from ._util import repeat_along_batch
+    ct = move_to_front(args[0], axes[0]) if axes[0] is not None else repeat_along_batch(
+        args[0], args, axes)
+    x = move_to_front(args[1], axes[1]) if axes[1] is not None else repeat_along_batch(
+        args[1], args, axes)
+    return bind(unslice_dynamic_p, ct, x, *args[2:], axis=axis + 1, parts=parts), 0
+
+
+# the gradient of slice_dynamic: `ct` written into zeros of x's shape at the slice
+unslice_dynamic_p = Primitive("unslice_dynamic", _unslice_dynamic_impl,
+                              lambda ct, x, *ops, axis, parts: Aval(x.shape, ct.dtype))
+unslice_dynamic_p.def_vjp(lambda g, ct, x, *ops, axis, parts: (
+    bind(slice_dynamic_p, g, *ops, axis=axis, parts=parts), None) + (None,) * len(ops))
+unslice_dynamic_p.batch = _unslice_dynamic_batch

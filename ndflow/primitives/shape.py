@@ -174,6 +174,92 @@ broadcast_to_p.def_vjp(_broadcast_vjp)
 broadcast_to_p.batch = _broadcast_batch
 
 
+# ------------------------------------------------------------------ sizes known at run time
+# `reshape_dynamic` and `broadcast_dynamic` take the new shape as an int operand (its entries
+# computed when the graph runs, e.g. from `nf.shape`); `static` holds what is known while
+# tracing (an int, or None). `keep`: leading axes of x that stay (a batch axis).
+def _dyn_shape(shape, static):
+    return tuple(int(d) for d in np.asarray(shape).reshape(-1))
+
+
+def _reshape_dynamic_impl(x, shape, static, keep=0):
+    new = _dyn_shape(shape, static)
+    if any(d < -1 for d in new):
+        raise ValueError(f"cannot reshape array of size {x.size} into shape {new}: sizes must "
+                         f"not be negative")
+    return np.reshape(x, x.shape[:keep] + new)
+
+
+def _reshape_dynamic_abstract(x, shape, static, keep=0):
+    static = tuple(static)
+    inner = tuple(x.shape[keep:])
+    if None not in inner and static.count(None) == 1:
+        # the one size unknown while tracing follows from the others (checked when it runs)
+        total = int(np.prod(inner, dtype=np.int64))
+        known = int(np.prod([d for d in static if d is not None], dtype=np.int64))
+        if known and total % known == 0:
+            static = tuple(total // known if d is None else d for d in static)
+    return Aval(tuple(x.shape[:keep]) + static, x.dtype)
+
+
+reshape_dynamic_p = Primitive("reshape_dynamic", _reshape_dynamic_impl, _reshape_dynamic_abstract,
+                              returns_view=True)
+reshape_dynamic_p.def_vjp(lambda ct, x, shape, static, keep=0: (
+    bind(reshape_like_p, ct, x, keep=keep, like_keep=keep), None))
+
+
+def _reshape_dynamic_batch(args, axes, static, keep=0):
+    if axes[1] is not None:
+        raise ValueError("reshape: the new shape differs between the examples of "
+                         "vectorized_map (each example's result would have its own shape)")
+    x = move_to_front(args[0], axes[0])
+    return bind(reshape_dynamic_p, x, args[1], static=static, keep=keep + 1), 0
+
+
+reshape_dynamic_p.batch = _reshape_dynamic_batch
+
+
+def _broadcast_dynamic_impl(x, shape, static, keep=0):
+    new = _dyn_shape(shape, static)
+    return np.broadcast_to(x, x.shape[:keep] + new)
+
+
+def _broadcast_dynamic_abstract(x, shape, static, keep=0):
+    inner = tuple(x.shape[keep:])
+    if len(inner) > len(static):
+        raise ValueError(f"broadcast_to: cannot broadcast an array of shape {inner} to a shape "
+                         f"of {len(static)} dimensions")
+    lead = len(static) - len(inner)
+    for i, d in enumerate(inner):
+        s = static[lead + i]
+        if d is not None and s is not None and d != 1 and d != s:
+            raise ValueError(f"operands could not be broadcast together with remapped shapes "
+                             f"[original->remapped]: {inner} and requested shape {static}")
+    return Aval(tuple(x.shape[:keep]) + tuple(static), x.dtype)
+
+
+def _broadcast_dynamic_vjp(ct, x, shape, static, keep=0):
+    from ._util import unbroadcast
+    return (unbroadcast(ct, x), None)
+
+
+def _broadcast_dynamic_batch(args, axes, static, keep=0):
+    if axes[1] is not None:
+        raise ValueError("broadcast_to: the shape differs between the examples of "
+                         "vectorized_map (each example's result would have its own shape)")
+    x = move_to_front(args[0], axes[0])
+    missing = len(static) - (x.ndim - 1 - keep)
+    if missing:
+        x = bind(expand_dims_p, x, axes=tuple(range(1 + keep, 1 + keep + missing)))
+    return bind(broadcast_dynamic_p, x, args[1], static=static, keep=keep + 1), 0
+
+
+broadcast_dynamic_p = Primitive("broadcast_dynamic", _broadcast_dynamic_impl,
+                                _broadcast_dynamic_abstract, returns_view=True)
+broadcast_dynamic_p.def_vjp(_broadcast_dynamic_vjp)
+broadcast_dynamic_p.batch = _broadcast_dynamic_batch
+
+
 # ------------------------------------------------------------------ concatenate
 def _concat_abstract(*xs, axis):
     first = xs[0]

@@ -12,6 +12,7 @@ from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import tree
 from ..graph.trace import next_level, save_fields, restore_fields
+from ..autograph.conversion import convert
 
 
 class BatchTrace:
@@ -209,9 +210,11 @@ def _broadcast_axes(axes, struct, n):
 def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
     """Map `fn` over the first axis of `elems` (a nested structure), vectorized: `fn` runs once
     on batched values, as `tf.vectorized_map`. Tapes inside `fn` give per-example gradients.
+    As in TensorFlow, `fn` runs converted by AutoGraph: an `if` or `while` on a per-example
+    value decides per example (`ndflow.autograph`).
 
     Primitives without a batching rule run in a loop (with a warning naming them)."""
-    return _batch_call(fn, (elems,), 0, 0)
+    return _batch_call(convert(fn, warn=False), (elems,), 0, 0)
 
 
 def vmap(fn, in_axes=0, out_axes=0):

@@ -1,0 +1,2 @@
+"""`nf.autograph.experimental`: opting out of conversion."""
+from .conversion import do_not_convert  # noqa: F401

@@ -1,0 +1,730 @@
+"""The source-to-source rewrite of AutoGraph: Python control flow -> calls of `operators`.
+
+One function scope is rewritten in four passes over its `ast`:
+
+1. returns: a `return` inside a loop sets a flag and the return value and breaks out; an `if`
+   holding a return gets the rest of its block copied into each branch, so that every `if`
+   either returns on all its paths or on none (an `if` of two returning branches becomes
+   `return if_stmt(...)`);
+2. break / continue: flags, the statements after them guarded by `if not flag`, the loop's test
+   extended with `not break_flag`;
+3. liveness: the variables live after each `if` / loop and at each loop's head (a backward
+   pass, conservative: more names is safe, fewer is not);
+4. conversion, innermost first: branches and loop bodies become local functions whose
+   parameters are the variables they assign and whose results are the live ones; conditional
+   expressions, `and`/`or`/`not`, `assert` and calls go through `operators`.
+
+Nodes keep the user's line numbers (and the code compiles with the user's file name), so
+tracebacks and `_user_line()` point at the original source.
+"""
+import ast
+import copy
+import itertools
+
+AG = "_nfag"                    # the name of the operators module inside converted code
+_counter = itertools.count(1)
+
+
+class Unsupported(Exception):
+    """This source cannot be converted (the function then runs as written)."""
+
+
+def _fresh(kind):
+    return "%s_%s_%d" % (AG, kind, next(_counter))
+
+
+def _name(id_, ctx=None):
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+def _ag_attr(attr):
+    return ast.Attribute(value=_name(AG), attr=attr, ctx=ast.Load())
+
+
+def _call(attr, args, keywords=()):
+    return ast.Call(func=_ag_attr(attr), args=list(args), keywords=list(keywords))
+
+
+def _const(v):
+    return ast.Constant(value=v)
+
+
+def _at(new, old):
+    """`new` (and its sub-nodes without a place) at the first line of `old` in the user's
+    source (one line, so a traceback shows the statement's own line)."""
+    for n in ast.walk(new):
+        if isinstance(n, (ast.expr, ast.stmt, ast.arg)) and getattr(n, "lineno", None) is None:
+            _place(n, old)
+    _place(new, old)
+    return new
+
+
+def _place(n, old):
+    n.lineno = getattr(old, "lineno", 1)
+    n.col_offset = getattr(old, "col_offset", 0)
+    n.end_lineno = n.lineno
+    n.end_col_offset = n.col_offset
+
+
+def _tuple(elts, ctx=None):
+    return ast.Tuple(elts=list(elts), ctx=ctx or ast.Load())
+
+
+# ------------------------------------------------------------------ walking one scope
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _walk_scope(node, skip=_SCOPES):
+    """The nodes under `node` (statements or expressions); nested functions, lambdas and
+    classes are yielded but not entered (their names are not this scope's)."""
+    stack = list(node) if isinstance(node, list) else [node]
+    stack.reverse()
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, skip):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(n))))
+
+
+def _loads(node):
+    """Names read by `node`, nested scopes included (their free reads happen when they run),
+    less the names a comprehension binds for itself."""
+    out = set()
+    for root in (node if isinstance(node, list) else [node]):
+        _loads_into(root, out)
+    return out
+
+
+def _loads_into(n, out):
+    if isinstance(n, ast.Name):
+        if isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        return
+    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+        out.add(n.target.id)
+    if isinstance(n, _COMPS):
+        inner = set()
+        for c in ast.iter_child_nodes(n):
+            _loads_into(c, inner)
+        bound = set()
+        for g in n.generators:
+            _target_names(g.target, bound)
+        out |= inner - bound
+        _loads_into(n.generators[0].iter, out)
+        return
+    for c in ast.iter_child_nodes(n):
+        _loads_into(c, out)
+
+
+def _target_names(t, out):
+    if isinstance(t, ast.Name):
+        out.add(t.id)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _target_names(e, out)
+    elif isinstance(t, ast.Starred):
+        _target_names(t.value, out)
+    return out
+
+
+def assigned(stmts, local_names=()):
+    """Names this scope binds in `stmts` (assignments, loop targets, with-as, imports, defs),
+    and its local names (`local_names`) changed by item assignment (`x[i] = v`)."""
+    out = set()
+    for n in _walk_scope(stmts, _SCOPES + _COMPS):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            # x[i] = v changes x (an array's new value, in a traced branch or loop)
+            base = n.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in local_names:
+                out.add(base.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, ast.NamedExpr):
+            out.add(n.target.id)
+    return out
+
+
+def _defs_bound(stmts):
+    """Names bound by def / class / import: not values a loop could carry."""
+    out = set()
+    for n in _walk_scope(stmts, _SCOPES + _COMPS):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add((a.asname or a.name).split(".")[0])
+    return out
+
+
+def _has_at_level(stmts, kinds):
+    """Whether `stmts` hold a statement of `kinds` belonging to this loop level (not inside a
+    nested loop or function)."""
+    for s in stmts:
+        if isinstance(s, kinds):
+            return True
+        if isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
+            if _has_at_level(s.orelse, kinds):
+                return True
+            continue
+        if isinstance(s, _SCOPES):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            if _has_at_level(getattr(s, field, []) or [], kinds):
+                return True
+        for h in getattr(s, "handlers", []) or []:
+            if _has_at_level(h.body, kinds):
+                return True
+        if isinstance(s, ast.Match):
+            for c in s.cases:
+                if _has_at_level(c.body, kinds):
+                    return True
+    return False
+
+
+def _has_return(stmts):
+    return any(isinstance(n, ast.Return) for n in _walk_scope(stmts))
+
+
+# ------------------------------------------------------------------ pass 1: returns
+class _LoopReturns(ast.NodeTransformer):
+    """`return v` inside a loop -> retval = v; ret = True; break (after the innermost loop:
+    `if ret: break` in an outer loop, `if ret: return retval` outside every loop)."""
+
+    def __init__(self):
+        self.depth = 0
+        self.used = False
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+    def _loop(self, node):
+        returns = _has_return(node.body)
+        self.depth += 1
+        node.body = self._block(node.body)
+        self.depth -= 1
+        node.orelse = self._block(node.orelse)
+        if not returns:
+            return node
+        after = (ast.Break() if self.depth else
+                 ast.Return(value=_name(AG + "_retval")))
+        guard = _at(ast.If(test=_name(AG + "_ret"), body=[_at(after, node)], orelse=[]), node)
+        return [node, guard]
+
+    visit_For = visit_While = _loop
+
+    def _block(self, stmts):
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            out.extend(r if isinstance(r, list) else [r])
+        return out
+
+    def visit_Return(self, node):
+        if not self.depth:
+            return node
+        self.used = True
+        val = node.value if node.value is not None else _const(None)
+        return [_at(ast.Assign(targets=[_name(AG + "_retval", ast.Store())], value=val), node),
+                _at(ast.Assign(targets=[_name(AG + "_ret", ast.Store())], value=_const(True)),
+                    node),
+                _at(ast.Break(), node)]
+
+
+def _continue_after_if(block):
+    """Copy what follows an `if` that may return into both of its branches, so the `if`
+    returns on every path (the rest of the function runs inside the branch that falls
+    through)."""
+    out = []
+    for i, s in enumerate(block):
+        if isinstance(s, ast.Return):
+            out.append(s)
+            return out
+        if isinstance(s, ast.If) and _has_return([s]):
+            rest = block[i + 1:]
+            s.body = _continue_after_if(s.body + copy.deepcopy(rest))
+            s.orelse = _continue_after_if(s.orelse + copy.deepcopy(rest))
+            out.append(s)
+            return out
+        out.append(s)
+    return out
+
+
+def _always_returns(block):
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+def lower_returns(fdef):
+    lr = _LoopReturns()
+    fdef.body = lr._block(fdef.body)
+    if lr.used:
+        init = [ast.Assign(targets=[_name(AG + "_ret", ast.Store())], value=_const(False)),
+                ast.Assign(targets=[_name(AG + "_retval", ast.Store())],
+                           value=_call("undefined", [_const("the return value")]))]
+        fdef.body = [_at(s, fdef.body[0]) for s in init] + fdef.body
+    conditional = any(isinstance(n, ast.If) and _has_return([n]) for n in _walk_scope(fdef.body))
+    if conditional:
+        if not _always_returns(fdef.body):
+            fdef.body.append(_at(ast.Return(value=_const(None)), fdef.body[-1]))
+        fdef.body = _continue_after_if(fdef.body)
+
+
+# ------------------------------------------------------------------ pass 2: break / continue
+def _not(name):
+    return ast.UnaryOp(op=ast.Not(), operand=_name(name))
+
+
+class _BreakContinue(ast.NodeTransformer):
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+    def _loop(self, node):
+        node.body = [self.visit(s) for s in node.body]
+        node.body = [x for s in node.body for x in (s if isinstance(s, list) else [s])]
+        node.orelse = [x for s in node.orelse for x in _aslist(self.visit(s))]
+        has_b = _has_at_level(node.body, ast.Break)
+        has_c = _has_at_level(node.body, ast.Continue)
+        if not (has_b or has_c):
+            return node
+        brk = _fresh("brk") if has_b else None
+        cnt = _fresh("cnt") if has_c else None
+        flags = [f for f in (brk, cnt) if f]
+        body = _replace_jumps(node.body, brk, cnt)
+        body = _guard(body, flags, node)
+        if cnt:
+            body = [_at(ast.Assign(targets=[_name(cnt, ast.Store())], value=_const(False)),
+                        node)] + body
+        node.body = body
+        pre, post = [], []
+        if brk:
+            pre.append(_at(ast.Assign(targets=[_name(brk, ast.Store())], value=_const(False)),
+                           node))
+            if isinstance(node, ast.While):
+                node.test = _at(ast.BoolOp(op=ast.And(), values=[_not(brk), node.test]),
+                                node.test)
+            else:
+                node._nfag_extra_test = brk
+            if node.orelse:
+                post.append(_at(ast.If(test=_not(brk), body=node.orelse, orelse=[]), node))
+                node.orelse = []
+        return pre + [node] + post
+
+    visit_For = visit_While = _loop
+
+
+def _aslist(x):
+    return x if isinstance(x, list) else [x]
+
+
+def _replace_jumps(stmts, brk, cnt):
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            out.append(_at(ast.Assign(targets=[_name(brk, ast.Store())], value=_const(True)), s))
+        elif isinstance(s, ast.Continue):
+            out.append(_at(ast.Assign(targets=[_name(cnt, ast.Store())], value=_const(True)), s))
+        elif isinstance(s, (ast.For, ast.While, ast.AsyncFor)) or isinstance(s, _SCOPES):
+            out.append(s)      # their own break/continue (already lowered) are theirs
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(s, field, None):
+                    setattr(s, field, _replace_jumps(getattr(s, field), brk, cnt))
+            for h in getattr(s, "handlers", []) or []:
+                h.body = _replace_jumps(h.body, brk, cnt)
+            out.append(s)
+    return out
+
+
+def _sets_flag(s, flags):
+    for n in _walk_scope([s]):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and \
+                isinstance(n.targets[0], ast.Name) and n.targets[0].id in flags:
+            return True
+    return False
+
+
+def _guard(stmts, flags, loc):
+    """After a statement that may set a jump flag, the rest of the block runs only when no
+    flag is set."""
+    out = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.If) and _sets_flag(s, flags):
+            s.body = _guard(s.body, flags, loc)
+            s.orelse = _guard(s.orelse, flags, loc)
+        out.append(s)
+        if _sets_flag(s, flags) and i + 1 < len(stmts):
+            rest = _guard(stmts[i + 1:], flags, loc)
+            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
+                    and s.targets[0].id in flags:
+                return out          # unconditional jump: the rest never runs
+            test = (_not(flags[0]) if len(flags) == 1 else
+                    ast.UnaryOp(op=ast.Not(), operand=ast.BoolOp(
+                        op=ast.Or(), values=[_name(f) for f in flags])))
+            out.append(_at(ast.If(test=test, body=rest, orelse=[]), stmts[i + 1]))
+            return out
+    return out
+
+
+# ------------------------------------------------------------------ pass 3: liveness
+def _live_block(stmts, live_out):
+    live = set(live_out)
+    for s in reversed(stmts):
+        live = _live_stmt(s, live)
+    return live
+
+
+def _live_stmt(s, out):
+    if isinstance(s, ast.If):
+        s._nfag_live_out = set(out)
+        return _loads(s.test) | _live_block(s.body, out) | _live_block(s.orelse, out)
+    if isinstance(s, ast.While):
+        s._nfag_live_out = set(out)
+        head = set(out) | _loads(s.test)
+        for _ in range(4):
+            new = set(out) | _loads(s.test) | _live_block(s.body, head) | \
+                _live_block(s.orelse, out)
+            if new == head:
+                break
+            head = new
+        s._nfag_live_head = head
+        return head
+    if isinstance(s, (ast.For, ast.AsyncFor)):
+        s._nfag_live_out = set(out)
+        targets = _target_names(s.target, set())
+        head = set(out)
+        extra = {s._nfag_extra_test} if getattr(s, "_nfag_extra_test", None) else set()
+        for _ in range(4):
+            new = set(out) | extra | (_live_block(s.body, head) - targets) | \
+                _live_block(s.orelse, out)
+            if new == head:
+                break
+            head = new
+        s._nfag_live_head = head
+        return head | _loads(s.iter)
+    if isinstance(s, ast.Return):
+        return _loads(s.value) if s.value is not None else set()
+    if isinstance(s, ast.Raise):
+        return _loads(s)
+    if isinstance(s, (ast.With, ast.AsyncWith)):
+        inner = _live_block(s.body, out)
+        names = set()
+        for it in s.items:
+            if it.optional_vars is not None:
+                _target_names(it.optional_vars, names)
+        return (inner - names) | _loads([it.context_expr for it in s.items])
+    if isinstance(s, ast.Try):
+        fin = _live_block(s.finalbody, out)
+        els = _live_block(s.orelse, fin)
+        hs = set()
+        for h in s.handlers:
+            hs |= _live_block(h.body, fin)
+        return _live_block(s.body, els | hs) | hs | fin
+    if isinstance(s, ast.Match):
+        live = _loads(s.subject) | set(out)
+        for c in s.cases:
+            live |= _live_block(c.body, out) | _loads(c.pattern)
+        return live
+    # a simple statement (or a def / class): reads, then definite writes
+    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        gen = _loads(s)
+        kill = {s.name}
+    else:
+        gen = _loads(s)
+        kill = set()
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                _target_names(t, kill)
+        elif isinstance(s, (ast.AnnAssign,)) and s.value is not None:
+            _target_names(s.target, kill)
+        elif isinstance(s, (ast.Import, ast.ImportFrom)):
+            kill = {(a.asname or a.name).split(".")[0] for a in s.names}
+    return gen | (set(out) - kill)
+
+
+# ------------------------------------------------------------------ pass 4: conversion
+_NO_WRAP_CALLS = {"super", "locals", "globals", "vars", "eval", "exec", "print"}
+
+
+class _Expressions(ast.NodeTransformer):
+    """Conditional expressions, and/or/not, calls: through `operators`."""
+
+    def __init__(self, filename):
+        self.filename = filename
+
+    def loc(self, node):
+        return _const("%s:%d" % (self.filename, getattr(node, "lineno", 0)))
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
+            return node
+        fn = "and_" if isinstance(node.op, ast.And) else "or_"
+        thunks = [ast.Lambda(args=_no_args(), body=v) for v in node.values]
+        return _at(_call(fn, thunks), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _at(_call("not_", [node.operand]), node)
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
+            return node
+        return _at(_call("if_exp", [node.test, ast.Lambda(args=_no_args(), body=node.body),
+                                    ast.Lambda(args=_no_args(), body=node.orelse),
+                                    self.loc(node)]), node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in _NO_WRAP_CALLS:
+            return node
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == AG:
+            return node
+        args = _tuple(node.args)
+        if node.keywords:
+            kw = ast.Dict(keys=[None if k.arg is None else _const(k.arg) for k in node.keywords],
+                          values=[k.value for k in node.keywords])
+            return _at(_call("call", [f, args, kw]), node)
+        return _at(_call("call", [f, args]), node)
+
+    def visit_FunctionDef(self, node):
+        return node      # converted as a scope of its own
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+
+def _no_args():
+    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                         kwarg=None, defaults=[])
+
+
+def _args(names):
+    return ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def _fdef(name, params, body, at):
+    f = ast.FunctionDef(name=name, args=_args(params), body=body or [ast.Pass()],
+                        decorator_list=[], returns=None, type_comment=None)
+    return _at(f, at)
+
+
+def _ld(name, scope):
+    """The variable's current value, or an `Undefined` marker when it has none yet."""
+    if name in scope.declared:
+        return _name(name)
+    return _call("ld", [ast.Call(func=_name("locals"), args=[], keywords=[]), _const(name)])
+
+
+class _Scope:
+    def __init__(self, fdef):
+        self.declared = set()
+        for n in _walk_scope(fdef.body):
+            if isinstance(n, (ast.Global, ast.Nonlocal)):
+                self.declared.update(n.names)
+        a = fdef.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+        # the function's own variables (item assignment to a closure's or a global's object
+        # changes that object; it does not make the name local)
+        self.locals = (params | assigned(fdef.body)) - self.declared
+
+
+class _Statements:
+    """Rewrites the control-flow statements of one scope, innermost first."""
+
+    def __init__(self, filename, scope):
+        self.filename = filename
+        self.scope = scope
+        self.exprs = _Expressions(filename)
+
+    def loc(self, node):
+        return _const("%s:%d" % (self.filename, node.lineno))
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def expr(self, e):
+        return self.exprs.visit(e)
+
+    def stmt(self, s):
+        if isinstance(s, ast.If):
+            return self.if_(s)
+        if isinstance(s, ast.While):
+            return self.while_(s)
+        if isinstance(s, ast.For):
+            return self.for_(s)
+        if isinstance(s, ast.Assert):
+            msg = ast.Lambda(args=_no_args(), body=self.expr(s.msg) if s.msg else _const(None))
+            return [_at(ast.Expr(value=_call("assert_", [self.expr(s.test), msg, self.loc(s)])),
+                        s)]
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return [s]      # converted on its own (convert_scope)
+        for field in ("body", "orelse", "finalbody"):
+            if getattr(s, field, None) and isinstance(getattr(s, field)[0], ast.stmt):
+                setattr(s, field, self.block(getattr(s, field)))
+        for h in getattr(s, "handlers", []) or []:
+            h.body = self.block(h.body)
+        if isinstance(s, ast.Match):
+            for c in s.cases:
+                c.body = self.block(c.body)
+        # the expressions of this statement itself (not of its sub-blocks)
+        for field, value in ast.iter_fields(s):
+            if isinstance(value, ast.expr):
+                setattr(s, field, self.expr(value))
+            elif isinstance(value, list) and field not in ("body", "orelse", "finalbody",
+                                                          "handlers", "cases"):
+                setattr(s, field, [self.expr(v) if isinstance(v, ast.expr) else
+                                   (self._withitem(v) if isinstance(v, ast.withitem) else v)
+                                   for v in value])
+        return [s]
+
+    def _withitem(self, it):
+        it.context_expr = self.expr(it.context_expr)
+        return it
+
+    # -------------------------------------------------------------- if
+    def if_(self, s):
+        returns = _always_returns(s.body) and _always_returns(s.orelse)
+        if not returns and _has_return(s.body + s.orelse):
+            raise Unsupported(f"line {s.lineno}: a `return` inside an `if` that does not return "
+                              f"on every path (inside `with` or `try`)")
+        test = self.expr(s.test)
+        body = self.block(s.body)
+        orelse = self.block(s.orelse)
+        defs = _defs_bound(s.body + s.orelse)
+        params = sorted(assigned(s.body + s.orelse, self.scope.locals) - defs)
+        if returns:
+            outs = []
+        else:
+            outs = [n for n in params if n in s._nfag_live_out]
+            ret = ast.Return(value=_tuple([_name(n) for n in outs]))
+            body = body + [_at(ret, s)]
+            orelse = orelse + [_at(copy.deepcopy(ret), s)]
+        tname, fname = _fresh("if_true"), _fresh("if_false")
+        call = _call("if_stmt", [test, _name(tname), _name(fname),
+                                 _tuple([_ld(n, self.scope) for n in params]),
+                                 _tuple([_const(n) for n in params]),
+                                 _tuple([_const(n) for n in outs]), _const(returns),
+                                 self.loc(s)])
+        result = [_fdef(tname, params, body, s), _fdef(fname, params, orelse, s)]
+        if returns:
+            result.append(_at(ast.Return(value=call), s))
+        elif outs:
+            result.append(_at(ast.Assign(targets=[_tuple([_name(n, ast.Store()) for n in outs],
+                                                         ast.Store())], value=call), s))
+        else:
+            result.append(_at(ast.Expr(value=call), s))
+        return result
+
+    # -------------------------------------------------------------- loops
+    def _loop_vars(self, s, extra=()):
+        defs = _defs_bound(s.body)
+        names = (assigned(s.body, self.scope.locals) | set(extra)) - defs
+        return sorted(n for n in names if n in s._nfag_live_head)
+
+    def while_(self, s):
+        if s.orelse:       # no break in this loop (else it was lowered): else always runs
+            orelse, s.orelse = s.orelse, []
+            return self.while_(s) + self.block(orelse)
+        lv = self._loop_vars(s)
+        test = self.expr(s.test)
+        body = self.block(s.body)
+        body.append(_at(ast.Return(value=_tuple([_name(n) for n in lv])), s))
+        tname, bname = _fresh("test"), _fresh("body")
+        call = _call("while_stmt", [_name(tname), _name(bname),
+                                    _tuple([_ld(n, self.scope) for n in lv]),
+                                    _tuple([_const(n) for n in lv]), self.loc(s)])
+        return [_fdef(tname, lv, [_at(ast.Return(value=test), s)], s),
+                _fdef(bname, lv, body, s), self._assign(lv, call, s)]
+
+    def for_(self, s):
+        if s.orelse:
+            orelse, s.orelse = s.orelse, []
+            return self.for_(s) + self.block(orelse)
+        lv = self._loop_vars(s, _target_names(s.target, set()))
+        it = self.expr(s.iter)
+        if isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name) and \
+                s.iter.func.id == "range" and not s.iter.keywords:
+            it = _at(_call("range_", [_name("range")] + [self.expr(a) for a in s.iter.args]),
+                     s.iter)
+        itr = _fresh("itr")
+        body = [_at(ast.Assign(targets=[s.target], value=_name(itr)), s)] + self.block(s.body)
+        body.append(_at(ast.Return(value=_tuple([_name(n) for n in lv])), s))
+        bname = _fresh("body")
+        flag = getattr(s, "_nfag_extra_test", None)
+        out = []
+        if flag:
+            tname = _fresh("test")
+            out.append(_fdef(tname, lv, [_at(ast.Return(value=self.expr(_not(flag))), s)], s))
+            test = _name(tname)
+        else:
+            test = _const(None)
+        targets = sorted(_target_names(s.target, set()) & set(lv))
+        call = _call("for_stmt", [it, test, _name(bname),
+                                  _tuple([_ld(n, self.scope) for n in lv]),
+                                  _tuple([_const(n) for n in lv]),
+                                  _tuple([_const(n) for n in targets]), self.loc(s)])
+        out += [_fdef(bname, [itr] + lv, body, s), self._assign(lv, call, s)]
+        return out
+
+    def _assign(self, names, call, at):
+        if not names:
+            return _at(ast.Expr(value=call), at)
+        return _at(ast.Assign(targets=[_tuple([_name(n, ast.Store()) for n in names],
+                                              ast.Store())], value=call), at)
+
+
+def _is_generator_or_async(fdef):
+    return isinstance(fdef, ast.AsyncFunctionDef) or any(
+        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _walk_scope(fdef.body))
+
+
+def convert_scope(fdef, filename, top=True):
+    """Rewrite the function definition `fdef` (and the functions defined in it) in place.
+    Generators and coroutines are not converted (their bodies cannot move into branch
+    functions): at the top, `Unsupported`; nested ones stay as written."""
+    if _is_generator_or_async(fdef):
+        if top:
+            raise Unsupported("generators and async functions are not converted")
+        return fdef
+    for n in list(_walk_scope(fdef.body)):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            convert_scope(n, filename, False)
+        elif isinstance(n, ast.ClassDef):
+            for m in n.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    convert_scope(m, filename, False)
+    lower_returns(fdef)
+    fdef.body = [x for s in fdef.body for x in _aslist(_BreakContinue().visit(s))]
+    _live_block(fdef.body, set())
+    st = _Statements(filename, _Scope(fdef))
+    fdef.body = st.block(fdef.body)
+    ex = _Expressions(filename)
+    fdef.args = ex.visit(fdef.args)
+    return fdef
