@@ -54,22 +54,23 @@ def zeros(shape, dtype=None, order="C", *, device=None, like=None):
     Inside `nf.function` the sizes may be traced values (e.g. from `nf.shape(x)`)."""
     if device is not None:
         return _on(device, zeros, shape, dtype)
-    return _filled(shape, 0, _dtype(dtype), "zeros")
+    return _constant_filled(shape, 0, _dtype(dtype), "zeros")
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
     if device is not None:
         return _on(device, ones, shape, dtype)
-    return _filled(shape, 1, _dtype(dtype), "ones")
+    return _constant_filled(shape, 1, _dtype(dtype), "ones")
 
 
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
     if device is not None:
         return _on(device, empty, shape, dtype)
-    return _filled(shape, 0, _dtype(dtype), "zeros")
+    return _constant_filled(shape, 0, _dtype(dtype), "zeros")
 
 
-def _filled(shape, value, dtype, fn):
+def _constant_filled(shape, value, dtype, fn):
+    """zeros/ones: NumPy's constructor, or a run-time fill where a size is a traced value."""
     s = _runtime_shape(shape)
     if s is None:
         return _make(fn, _shape(shape), dtype)
