@@ -507,6 +507,16 @@ def histogram(name, data, step=None, buckets=None, description=None):
                   _metadata("histograms", description), buckets=buckets)
 
 
+def _check_max_outputs(kind, name, max_outputs):
+    if isinstance(max_outputs, (bool, np.bool_)) or not isinstance(max_outputs,
+                                                                   (int, np.integer)):
+        raise TypeError(f"nf.summary.{kind}({name!r}): max_outputs must be an int, got "
+                        f"{max_outputs!r}")
+    if max_outputs < 0:
+        raise ValueError(f"nf.summary.{kind}({name!r}): max_outputs must be >= 0, got "
+                         f"{max_outputs}")
+
+
 def image(name, data, step=None, max_outputs=3, description=None):
     """Write up to `max_outputs` images (`tf.summary.image`): `data` is [k, h, w, c] with c
     = 1 (grayscale), 3 (RGB), 4 (RGBA) (or 2, grayscale + alpha), uint8, or floats in [0, 1]
@@ -522,13 +532,7 @@ def image(name, data, step=None, max_outputs=3, description=None):
     if arr.dtype != np.uint8 and arr.dtype.kind != "f" and arr.dtype.name != "bfloat16":
         raise TypeError(f"nf.summary.image({name!r}): data must be uint8 or floating point in "
                         f"[0, 1], got {arr.dtype}")
-    if isinstance(max_outputs, (bool, np.bool_)) or not isinstance(max_outputs,
-                                                                   (int, np.integer)):
-        raise TypeError(f"nf.summary.image({name!r}): max_outputs must be an int, got "
-                        f"{max_outputs!r}")
-    if max_outputs < 0:
-        raise ValueError(f"nf.summary.image({name!r}): max_outputs must be >= 0, got "
-                         f"{max_outputs}")
+    _check_max_outputs("image", name, max_outputs)
     return _write("image", "image", name, [arr], step, _metadata("images", description),
                   max_outputs=int(max_outputs))
 
@@ -551,13 +555,7 @@ def audio(name, data, sample_rate, step=None, max_outputs=3, encoding=None, desc
     if rate.ndim != 0:
         raise ValueError(f"nf.summary.audio({name!r}): sample_rate must be a scalar, got shape "
                          f"{tuple(rate.shape)}")
-    if isinstance(max_outputs, (bool, np.bool_)) or not isinstance(max_outputs,
-                                                                   (int, np.integer)):
-        raise TypeError(f"nf.summary.audio({name!r}): max_outputs must be an int, got "
-                        f"{max_outputs!r}")
-    if max_outputs < 0:
-        raise ValueError(f"nf.summary.audio({name!r}): max_outputs must be >= 0, got "
-                         f"{max_outputs}")
+    _check_max_outputs("audio", name, max_outputs)
     meta = R.summary_metadata("audio", R.f_varint(2, 11),         # AudioPluginData{WAV}
                               description)
     return _write("audio", "audio", name, [arr, rate], step, meta, max_outputs=int(max_outputs))
