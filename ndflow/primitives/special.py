@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ._util import unbroadcast, align_batched, broadcast_shapes
-from .elementwise import exp_p, sign_p, log_p
+from .elementwise import exp_p, sign_p, log_p, ones_like_p
 
 
 def _unary_abstract(x, **kw):
@@ -309,7 +309,7 @@ zeta_p.batch = _binary_batch(zeta_p)
 zeta_ds_p.batch = _binary_batch(zeta_ds_p)
 
 riemann_zeta_p = _unary("riemann_zeta", _f64(_riemann),
-                        lambda ct, s: (ct * bind(zeta_ds_p, s, _c(s, 1.0)),))
+                        lambda ct, s: (ct * bind(zeta_ds_p, s, bind(ones_like_p, s)),))
 
 
 # ------------------------------------------------------------------ gammaln, gamma, digamma,
@@ -370,11 +370,12 @@ def _i0e_vjp(ct, x, out):
 
 def _i1e_vjp(ct, x, out):
     """i1e' = i0e - i1e (sign(x) + 1/x), 1/2 at 0."""
-    from .elementwise import select_p
-    zero = x == _c(x, 0)
-    safe = bind(select_p, zero, _c(x, 1), x)
+    from .elementwise import select_p, ones_like_p, eq_p, zeros_like_p
+    one = bind(ones_like_p, x)
+    zero = bind(eq_p, x, bind(zeros_like_p, x))
+    safe = bind(select_p, zero, one, x)
     d = bind(i0e_p, x) - out * (bind(sign_p, x) + 1 / safe)
-    return (ct * bind(select_p, zero, _c(x, 0.5), d),)
+    return (ct * bind(select_p, zero, one * 0.5, d),)
 
 
 i0e_p = _unary("i0e", _f64(_i0e), _i0e_vjp, uses_out=True)
