@@ -149,8 +149,7 @@ def _erfinv(x):
             ys = ys - (_erf_vec(ys) - a) / (2 / _SQRT_PI * np.exp(-ys * ys))
         y = np.where(small, ys, y)
         y = np.where(a == 1, np.inf, y)
-        y = np.where(a == 0, 0.0, y)
-        y = np.copysign(y, x)
+        y = np.where(a == 0, 0.0, np.copysign(y, x))      # +0 at -0, as SciPy
         return np.where((a > 1) | np.isnan(x), np.nan, y)
 
 
@@ -211,10 +210,10 @@ def _hurwitz(s, q):
         for j, c in enumerate(_EM):
             total = total + c * term
             term = term * (s + 2 * j + 1) * (s + 2 * j + 2) / (w * w)
-        total = np.where(s == 1, np.inf, total)
         total = np.where(s < 1, np.nan, total)
-        total = np.where(pole & (s >= 1), np.inf, total)
         total = np.where(np.isnan(s) | np.isnan(q), np.nan, total)
+        total = np.where(s == 1, np.inf, total)                 # SciPy: poles before NaNs
+        total = np.where(pole & ~(s < 1), np.inf, total)
         total = np.where((s == np.inf) & (q > 0), np.where(q < 1, np.inf,
                                                            np.where(q == 1, 1.0, 0.0)), total)
         return total
@@ -360,7 +359,7 @@ def _i0e(x):
 
 
 def _i1e(x):
-    return np.copysign(_bessel_ie(1, np.abs(x)), x)
+    return np.where(x == 0, 0.0, np.copysign(_bessel_ie(1, np.abs(x)), x))  # +0 at -0: SciPy
 
 
 def _i0e_vjp(ct, x, out):

@@ -136,20 +136,29 @@ def ndtri(y):
 _SQRT1_2 = math.sqrt(0.5)
 
 
+def _via_f64(f, x):
+    """float32 input computed in float64 and rounded once, as SciPy's float32 loops do."""
+    if x.dtype == np.float32:
+        return f(x.astype(np.float64)).astype(np.float32)
+    return f(x)
+
+
 def ndtr(x):
     """The standard normal CDF, erfc(-x / sqrt 2) / 2, as `scipy.special.ndtr`."""
-    x = _float(x)
-    return 0.5 * erfc(-x * _SQRT1_2)
+    return _via_f64(lambda x: 0.5 * erfc(-x * _SQRT1_2), _float(x))
 
 
 def log_ndtr(x):
     """log of the standard normal CDF, accurate in both tails, as `scipy.special.log_ndtr`.
 
-    Above 0: log1p(-ndtr(-x)); below -20 (-10 in float32, where erfc underflows sooner): the
+    Above 0: log1p(-ndtr(-x)); below -20: the
     asymptotic series of the Mills ratio; between: log(ndtr(x)). Each branch sees a safe
     operand, so gradients are finite everywhere."""
-    x = _float(x)
-    cut = -10.0 if x.dtype == np.float32 else -20.0
+    return _via_f64(_log_ndtr, _float(x))
+
+
+def _log_ndtr(x):
+    cut = -20.0
     hi, lo = x > 0, x < cut
     xh = tnp.where(hi, x, 1.0)
     xl = tnp.where(lo, x, cut)
@@ -177,8 +186,7 @@ def expit(x):
 
 def logit(p):
     """log(p / (1 - p)), as `scipy.special.logit`."""
-    p = _float(p)
-    return tnp.log(p) - tnp.log1p(-p)
+    return _via_f64(lambda p: tnp.log(p) - tnp.log1p(-p), _float(p))
 
 
 def xlogy(x, y):
