@@ -148,7 +148,8 @@ for _d, _ms, _lo, _hi in (("norm", ("logpdf", "pdf", "cdf", "logcdf", "sf", "log
 srecord("stats.norm.ppf", lambda rng, dt: [
     Sample((rng.uniform(0.05, 0.95, (2, 3)).astype(dt),)),
     Sample((rng.uniform(0.05, 0.95, (3,)).astype(dt), rng.uniform(-1, 1, (3,)).astype(dt),
-            rng.uniform(0.5, 2, (3,)).astype(dt)))], tol=_STATS_TOL, dtypes=(F64,))
+            rng.uniform(0.5, 2, (3,)).astype(dt)))],
+        tol=_STATS_TOL, dtypes=(F64,))
 
 
 def _shape_params(*ranges, x=(0.2, 3)):
@@ -161,12 +162,18 @@ def _shape_params(*ranges, x=(0.2, 3)):
     return gen
 
 
-srecord("stats.t.logpdf", _shape_params((1.5, 6), x=(-3, 3)), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.t.pdf", _shape_params((1.5, 6), x=(-3, 3)), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.gamma.logpdf", _shape_params((0.5, 4)), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.gamma.pdf", _shape_params((0.5, 4)), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.beta.logpdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.beta.pdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)), tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.t.logpdf", _shape_params((1.5, 6), x=(-3, 3)),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.t.pdf", _shape_params((1.5, 6), x=(-3, 3)),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.gamma.logpdf", _shape_params((0.5, 4)),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.gamma.pdf", _shape_params((0.5, 4)),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.beta.logpdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.beta.pdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)),
+        tol=_STATS_TOL, dtypes=(F64,))
 
 
 def _counts(*ranges, kmax=6):
@@ -179,15 +186,22 @@ def _counts(*ranges, kmax=6):
     return gen
 
 
-srecord("stats.poisson.logpmf", _counts((0.5, 4)), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.poisson.pmf", _counts((0.5, 4)), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.bernoulli.logpmf", _counts((0.1, 0.9), kmax=2), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.bernoulli.pmf", _counts((0.1, 0.9), kmax=2), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
-srecord("stats.bernoulli.cdf", _counts((0.1, 0.9), kmax=2), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.poisson.logpmf", _counts((0.5, 4)), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.poisson.pmf", _counts((0.5, 4)), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.bernoulli.logpmf", _counts((0.1, 0.9), kmax=2), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.bernoulli.pmf", _counts((0.1, 0.9), kmax=2), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.bernoulli.cdf", _counts((0.1, 0.9), kmax=2), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.binom.logpmf", _counts((0.1, 0.9)),
-        call=lambda m, k, p: _ns(m).stats.binom.logpmf(k, 6, p), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
+        call=lambda m, k, p: _ns(m).stats.binom.logpmf(k, 6, p), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.binom.pmf", _counts((0.1, 0.9)),
-        call=lambda m, k, p: _ns(m).stats.binom.pmf(k, 6, p), diff_args=(1,), tol=_STATS_TOL, dtypes=(F64,))
+        call=lambda m, k, p: _ns(m).stats.binom.pmf(k, 6, p), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
 
 
 def _dirichlet_samples(rng, dt):
