@@ -92,6 +92,21 @@ srecord("special.zeta", _in2(1.5, 6, 0.3, 4), dtypes=(F64,), diff_args=(1,),
 srecord("special.zeta.riemann", _in(-6, 6), dtypes=(F64,),
         call=lambda m, x: _ns(m).special.zeta(x), tol={F64: (1e-11, 1e-13)}, diff_args=(),
         grad_reason="d/dx of Riemann's zeta exists only for x > 1 (first order, test_scipy.py)")
+srecord("special.gammainc", _in2(0.3, 8, 0.05, 12), diff_args=(1,),
+        tol={F32: (1e-4, 1e-6), F64: (1e-11, 1e-14)})
+srecord("special.gammaincc", _in2(0.3, 8, 0.05, 12), diff_args=(1,),
+        tol={F32: (1e-4, 1e-6), F64: (1e-11, 1e-14)})
+
+
+def _betainc_samples(rng, dt):
+    u = lambda s, a, b: rng.uniform(a, b, s).astype(dt)  # noqa: E731
+    return [Sample((u((3,), 0.3, 6), u((3,), 0.3, 6), u((3,), 0.02, 0.98))),
+            Sample((u((2, 1), 0.3, 6), u((3,), 0.3, 6), u((2, 3), 0.02, 0.98)), desc="broadcast"),
+            Sample((u((), 0.3, 6), u((), 0.3, 6), u((4,), 0.02, 0.98)), desc="scalar params")]
+
+
+srecord("special.betainc", _betainc_samples, diff_args=(2,),
+        tol={F32: (1e-4, 1e-6), F64: (1e-11, 1e-14)})
 srecord("special.betaln", _in2(0.5, 5), tol={F32: (1e-4, 1e-5), F64: (1e-12, 1e-13)})
 srecord("special.expit", _in(-30, 30), tol=_F32_LOOSE)
 srecord("special.logit", _in(0.02, 0.98), tol=_F32_LOOSE)
@@ -170,6 +185,12 @@ srecord("stats.gamma.logpdf", _shape_params((0.5, 4)),
         tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.gamma.pdf", _shape_params((0.5, 4)),
         tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.t.cdf", _shape_params((1.5, 6), x=(-3, 3)), diff_args=(0,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.gamma.cdf", _shape_params((0.5, 4)), diff_args=(0,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.beta.cdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)), diff_args=(0,),
+        tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.beta.logpdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)),
         tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.beta.pdf", _shape_params((0.5, 4), (0.5, 4), x=(0.1, 0.9)),
@@ -189,6 +210,11 @@ def _counts(*ranges, kmax=6):
 srecord("stats.poisson.logpmf", _counts((0.5, 4)), diff_args=(1,),
         tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.poisson.pmf", _counts((0.5, 4)), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.poisson.cdf", _counts((0.5, 4)), diff_args=(1,),
+        tol=_STATS_TOL, dtypes=(F64,))
+srecord("stats.binom.cdf", _counts((0.1, 0.9)),
+        call=lambda m, k, p: _ns(m).stats.binom.cdf(k, 6, p), diff_args=(1,),
         tol=_STATS_TOL, dtypes=(F64,))
 srecord("stats.bernoulli.logpmf", _counts((0.1, 0.9), kmax=2), diff_args=(1,),
         tol=_STATS_TOL, dtypes=(F64,))

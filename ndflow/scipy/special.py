@@ -19,7 +19,8 @@ from .. import numpy as tnp
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "gamma", "digamma", "psi", "polygamma", "betaln",
            "logsumexp", "expit", "logit", "softmax", "log_softmax", "xlogy", "xlog1py", "entr",
-           "i0e", "i1e", "ndtr", "ndtri", "log_ndtr", "zeta"]
+           "i0e", "i1e", "ndtr", "ndtri", "log_ndtr", "zeta", "gammainc", "gammaincc",
+           "betainc"]
 
 
 def _float(x):
@@ -110,6 +111,29 @@ def zeta(x, q=None):
         return bind(_sp.riemann_zeta_p, _float(x))
     x, q = _float2(x, q)
     return bind(_sp.zeta_p, x, q)
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x), as `scipy.special.gammainc`.
+    Differentiable in x only (a gradient with respect to a raises NotImplementedError)."""
+    a, x = _float2(a, x)
+    return bind(_sp.gammainc_p, a, x)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), as
+    `scipy.special.gammaincc`. Differentiable in x only."""
+    a, x = _float2(a, x)
+    return bind(_sp.gammaincc_p, a, x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b), as `scipy.special.betainc`.
+    Differentiable in x only (gradients with respect to a or b raise NotImplementedError)."""
+    a, x = _float2(a, x)
+    b, x = _float2(b, x)
+    a = a.astype(x.dtype)
+    return bind(_sp.betainc_p, a, b, x)
 
 
 def betaln(a, b):

@@ -4,8 +4,10 @@ operations, so they differentiate in x and in every parameter, compile and vecto
 Each distribution is an object with SciPy's method names and arguments (`norm.logpdf(x, loc=0,
 scale=1)`, `poisson.logpmf(k, mu, loc=0)`, ...). Results are float64, as SciPy's. Outside the
 support a log-density is -inf; an invalid parameter (scale <= 0, p outside [0, 1]) gives NaN,
-as SciPy. Not provided (they need the incomplete gamma/beta functions, which ndflow lacks):
-the CDFs of t, gamma, beta, poisson and binom.
+as SciPy. The CDFs of t, gamma, beta, poisson and binom use the regularized incomplete
+gamma/beta functions, which are differentiable in x only: they differentiate in x (t, gamma,
+beta), mu (poisson) and p (binom); a gradient with respect to a shape parameter (df, a, b, n)
+raises NotImplementedError.
 """
 import math
 
@@ -147,7 +149,16 @@ def _t_logpdf(x, df, loc=0, scale=1):
     return _nan_where(bad, v)
 
 
-t = _Distribution("t", logpdf=_t_logpdf, pdf=_exp_of(_t_logpdf))
+def _t_cdf(x, df, loc=0, scale=1):
+    """Student's t CDF, as `scipy.stats.t.cdf` (through the incomplete beta function)."""
+    z, s, bad = _z(x, loc, scale)
+    df = _f(df)
+    bad = bad | ~(df > 0)
+    tail = 0.5 * sp.betainc(df / 2, 0.5 + 0 * df, df / (df + z * z))
+    return _nan_where(bad, tnp.where(z > 0, 1 - tail, tail))
+
+
+t = _Distribution("t", logpdf=_t_logpdf, pdf=_exp_of(_t_logpdf), cdf=_t_cdf)
 
 
 # ------------------------------------------------------------------ gamma, beta
@@ -162,7 +173,16 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
     return _nan_where(bad, tnp.where(inside, v, -np.inf))
 
 
-gamma = _Distribution("gamma", logpdf=_gamma_logpdf, pdf=_exp_of(_gamma_logpdf))
+def _gamma_cdf(x, a, loc=0, scale=1):
+    """Gamma(a) CDF of (x - loc) / scale, as `scipy.stats.gamma.cdf`."""
+    z, s, bad = _z(x, loc, scale)
+    a = _f(a)
+    bad = bad | ~(a > 0)
+    return _nan_where(bad, sp.gammainc(a, tnp.maximum(z, 0.0)))
+
+
+gamma = _Distribution("gamma", logpdf=_gamma_logpdf, pdf=_exp_of(_gamma_logpdf),
+                      cdf=_gamma_cdf)
 
 
 def _beta_logpdf(x, a, b, loc=0, scale=1):
@@ -176,7 +196,15 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
     return _nan_where(bad, tnp.where(inside, v, -np.inf))
 
 
-beta = _Distribution("beta", logpdf=_beta_logpdf, pdf=_exp_of(_beta_logpdf))
+def _beta_cdf(x, a, b, loc=0, scale=1):
+    """Beta(a, b) CDF of (x - loc) / scale, as `scipy.stats.beta.cdf`."""
+    z, s, bad = _z(x, loc, scale)
+    a, b = _f(a), _f(b)
+    bad = bad | ~(a > 0) | ~(b > 0)
+    return _nan_where(bad, sp.betainc(a, b, tnp.clip(z, 0.0, 1.0)))
+
+
+beta = _Distribution("beta", logpdf=_beta_logpdf, pdf=_exp_of(_beta_logpdf), cdf=_beta_cdf)
 
 
 # ------------------------------------------------------------------ discrete
@@ -196,7 +224,17 @@ def _poisson_logpmf(k, mu, loc=0):
     return _nan_where(~(mu >= 0) | knan, tnp.where(inside, v, -np.inf))
 
 
-poisson = _Distribution("poisson", logpmf=_poisson_logpmf, pmf=_exp_of(_poisson_logpmf))
+def _poisson_cdf(k, mu, loc=0):
+    """Poisson(mu) CDF, Q(floor(k) + 1, mu), as `scipy.stats.poisson.cdf`."""
+    k = _f(k) - _f(loc)
+    mu = _f(mu)
+    kk = tnp.floor(tnp.where(k >= 0, k, 0.0))
+    v = tnp.where(k < 0, 0.0, sp.gammaincc(kk + 1, mu))
+    return _nan_where(~(mu >= 0) | tnp.isnan(k), v)
+
+
+poisson = _Distribution("poisson", logpmf=_poisson_logpmf, pmf=_exp_of(_poisson_logpmf),
+                        cdf=_poisson_cdf)
 
 
 def _bernoulli_logpmf(k, p, loc=0):
@@ -233,7 +271,21 @@ def _binom_logpmf(k, n, p, loc=0):
     return _nan_where(bad, tnp.where(inside, v, -np.inf))
 
 
-binom = _Distribution("binom", logpmf=_binom_logpmf, pmf=_exp_of(_binom_logpmf))
+def _binom_cdf(k, n, p, loc=0):
+    """Binomial(n, p) CDF, I_(1-p)(n - floor(k), floor(k) + 1), as `scipy.stats.binom.cdf`."""
+    k = _f(k) - _f(loc)
+    n, p = _f(n), _f(p)
+    kk = tnp.floor(k)
+    inner = (kk >= 0) & (kk < n)
+    ks = tnp.where(inner, kk, 0.0)
+    v = sp.betainc(tnp.where(inner, n - ks, 1.0), ks + 1, 1 - p)
+    v = tnp.where(kk < 0, 0.0, tnp.where(kk >= n, 1.0, v))
+    bad = ~((p >= 0) & (p <= 1)) | ~(n >= 0) | (n != tnp.floor(n)) | tnp.isnan(k)
+    return _nan_where(bad, v)
+
+
+binom = _Distribution("binom", logpmf=_binom_logpmf, pmf=_exp_of(_binom_logpmf),
+                      cdf=_binom_cdf)
 
 
 # ------------------------------------------------------------------ dirichlet
