@@ -349,3 +349,31 @@ def test_import_is_lazy():
             "nf.scipy.linalg.expm(nf.numpy.eye(2)); nf.scipy.signal.convolve([1.,2], [1.,1]); "
             "nf.scipy.integrate; assert 'scipy' not in sys.modules, 'scipy imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_imports_point_down():
+    """primitives/special.py imports only core and primitives; ndflow/scipy/ only layers below
+    it (core, primitives, numpy, autodiff, graph, vectorize) — never train, summary, ... or the
+    public face."""
+    import ast
+    import pathlib
+    root = pathlib.Path(nf.__file__).parent
+    allowed = {root / "primitives" / "special.py": {"core", "primitives"},
+               **{p: {"core", "primitives", "numpy", "autodiff", "graph", "vectorize", "scipy"}
+                  for p in (root / "scipy").glob("*.py")}}
+    for path, ok in allowed.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                pkg = path.parent.relative_to(root).parts
+                up = pkg[:len(pkg) - node.level + 1]
+                parts = up + (tuple(node.module.split(".")) if node.module else ())
+                targets = [parts[0]] if parts else [a.name for a in node.names]
+                for target in targets:
+                    assert target in ok, f"{path.name} imports from ndflow.{target}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module]
+                assert not any(n == "ndflow" or n.startswith("ndflow.") for n in names), \
+                    f"{path.name} imports {names} absolutely"
+                assert not any(n.split(".")[0] == "scipy" for n in names), \
+                    f"{path.name} imports SciPy"
