@@ -14,6 +14,7 @@ from .. import numpy as tnp
 from ..autodiff.tape import GradientTape
 from ..autodiff.functional import custom_gradient
 from ..primitives.control import while_loop
+from ..core import tree
 
 __all__ = ["odeint"]
 
@@ -94,8 +95,9 @@ def _flat(x):
 def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.inf):
     """Integrate dy/dt = func(y, t, *args) from y(t[0]) = y0; returns y at each time of `t`
     (shape (len(t),) + y0.shape), as `jax.experimental.ode.odeint` (note the argument order
-    func(y, t, ...), as `scipy.integrate.odeint`). `t` must be increasing; y0 and args are
-    float arrays (args may also be Python numbers). Differentiable in y0, t and args (adjoint
+    func(y, t, ...), as `scipy.integrate.odeint`). `t` must be increasing; y0 is an array or a
+    nested structure of arrays (tuple, list, dict: func gets and returns that structure, each
+    result leaf gains a leading time axis); args are arrays or Python numbers. Differentiable in y0, t and args (adjoint
     method), compilable and vectorizable.
 
     >>> import ndflow.numpy as tnp
@@ -106,19 +108,39 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
     """
     if hmax != np.inf:
         raise NotImplementedError("ndflow.scipy.integrate.odeint: hmax is not supported")
-    y0 = tnp.asarray(y0)
-    if y0.dtype.kind != "f":
-        y0 = y0.astype(np.float64)
-    t = tnp.asarray(t).astype(y0.dtype)
+    leaves, treedef = tree.flatten_with_def(y0)
+    leaves = [tnp.asarray(v) for v in leaves]
+    if not leaves:
+        raise ValueError("odeint: y0 has no arrays")
+    dtype = np.result_type(*[v.dtype for v in leaves], np.float32)
+    if dtype.kind != "f":
+        dtype = np.dtype(np.float64)
+    leaves = [v.astype(dtype) for v in leaves]
+    shapes = [tuple(v.shape) for v in leaves]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    t = tnp.asarray(t).astype(dtype)
     if t.ndim != 1:
         raise ValueError(f"odeint: t must be a 1-D array of times, got shape {t.shape}")
-    args = tuple(tnp.asarray(a, dtype=y0.dtype) if not isinstance(a, tnp.ndarray) else a
+    args = tuple(tnp.asarray(a, dtype=dtype) if not isinstance(a, tnp.ndarray) else a
                  for a in args)
-    shape = y0.shape
     mx = float(mxstep)
 
+    def unpack(vec, lead=()):
+        out, off = [], 0
+        for sh, n in zip(shapes, sizes):
+            out.append(tnp.reshape(vec[..., off:off + n], lead + sh))
+            off += n
+        return tree.unflatten(treedef, out)
+
+    def pack(ys):
+        vs = tree.flatten(ys)
+        if len(vs) != len(shapes):
+            raise ValueError(f"odeint: func returned {len(vs)} arrays for a state of "
+                             f"{len(shapes)}")
+        return tnp.concatenate([_flat(tnp.asarray(v).astype(dtype)) for v in vs])
+
     def fun_flat(yf, tt, *a):
-        return _flat(tnp.asarray(func(tnp.reshape(yf, shape), tt, *a)).astype(y0.dtype))
+        return pack(func(unpack(yf), tt, *a))
 
     @custom_gradient
     def run(y0f, ts, *a):
@@ -128,8 +150,8 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf, hmax=np.
             return _adjoint(fun_flat, ys, ts, a, g, rtol, atol, mx)
         return ys, grad_fn
 
-    ys = run(_flat(y0), t, *args)
-    return tnp.reshape(ys, (t.shape[0],) + tuple(shape))
+    ys = run(pack(leaves), t, *args)
+    return unpack(ys, (t.shape[0],))
 
 
 def _adjoint(fun_flat, ys, ts, args, g, rtol, atol, mxstep):
