@@ -408,3 +408,23 @@ def test_imports_point_down():
                     f"{path.name} imports {names} absolutely"
                 assert not any(n.split(".")[0] == "scipy" for n in names), \
                     f"{path.name} imports SciPy"
+
+
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py", "betaln", "gammainc", "gammaincc", "zeta",
+                                  "betainc"])
+def test_binary_result_dtypes_match_scipy(name):
+    """Result dtypes with float32 arrays, Python scalars and integers, as SciPy's."""
+    sp = pytest.importorskip("scipy.special")
+    import ndflow.scipy.special as nsp
+    x32 = np.full(3, 0.5, np.float32)
+    i64 = np.ones(2, np.int64)
+    combos = [(x32, 2.0), (2.0, x32), (i64, 2), (x32, x32), (x32, np.full(3, 0.5))]
+    if name == "betainc":
+        combos = [c + (x32,) for c in combos[:2]] + [(x32, x32, 0.5), (2.0, 2.0, x32),
+                                                     (i64, i64, np.full(2, 0.5))]
+    for args in combos:
+        want = getattr(sp, name)(*args)
+        got = getattr(nsp, name)(*[tnp.asarray(a) if isinstance(a, np.ndarray) else a
+                                   for a in args])
+        assert got.dtype == want.dtype, (name, [getattr(a, "dtype", a) for a in args])
+        np.testing.assert_allclose(got.numpy(), want, rtol=2e-6)

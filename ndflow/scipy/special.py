@@ -33,17 +33,17 @@ def _float(x):
     return x.astype(np.float64)
 
 
-def _float2(x, y):
-    x, y = tnp.asarray(x), tnp.asarray(y)
-    dt = np.result_type(x.dtype, y.dtype, np.float32) if not (
-        x.dtype.kind in "fc" or y.dtype.kind in "fc") else np.result_type(x.dtype, y.dtype)
-    if dt not in (np.float32, np.float64):
-        dt = np.dtype(np.float64) if dt.kind != "c" else dt
-    if np.dtype(dt).kind == "c":
+def _float2(*xs, weak=True):
+    """The arguments as ndflow arrays of one SciPy result dtype: float32 kept, else float64.
+    Python scalars are weak (a float32 array and 2.0 give float32) where SciPy's function
+    treats them so (zeta, betainc); others (xlogy, gammainc, ...) make them float64."""
+    dt = np.result_type(*(v if weak and isinstance(v, (bool, int, float))
+                          else tnp.asarray(v).dtype for v in xs))
+    if dt.kind == "c":
         raise TypeError("ndflow.scipy.special: complex input is not supported")
-    if x.dtype.kind not in "f" and y.dtype.kind not in "f":
+    if dt != np.float32:
         dt = np.dtype(np.float64)
-    return x.astype(dt), y.astype(dt)
+    return tuple(tnp.asarray(v).astype(dt) for v in xs)
 
 
 def erf(x):
@@ -116,29 +116,27 @@ def zeta(x, q=None):
 def gammainc(a, x):
     """The regularized lower incomplete gamma function P(a, x), as `scipy.special.gammainc`.
     Differentiable in x only (a gradient with respect to a raises NotImplementedError)."""
-    a, x = _float2(a, x)
+    a, x = _float2(a, x, weak=False)
     return bind(_sp.gammainc_p, a, x)
 
 
 def gammaincc(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), as
     `scipy.special.gammaincc`. Differentiable in x only."""
-    a, x = _float2(a, x)
+    a, x = _float2(a, x, weak=False)
     return bind(_sp.gammaincc_p, a, x)
 
 
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b), as `scipy.special.betainc`.
     Differentiable in x only (gradients with respect to a or b raise NotImplementedError)."""
-    a, x = _float2(a, x)
-    b, x = _float2(b, x)
-    a = a.astype(x.dtype)
+    a, b, x = _float2(a, b, x)
     return bind(_sp.betainc_p, a, b, x)
 
 
 def betaln(a, b):
     """log|B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b), as `scipy.special.betaln`."""
-    a, b = _float2(a, b)
+    a, b = _float2(a, b, weak=False)
     return gammaln(a) + gammaln(b) - gammaln(a + b)
 
 
@@ -215,14 +213,14 @@ def logit(p):
 
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is NaN), as `scipy.special.xlogy`."""
-    x, y = _float2(x, y)
+    x, y = _float2(x, y, weak=False)
     zero = (x == 0) & ~tnp.isnan(y)
     return tnp.where(zero, 0.0, x * tnp.log(tnp.where(zero, 1.0, y)))
 
 
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (unless y is NaN), as `scipy.special.xlog1py`."""
-    x, y = _float2(x, y)
+    x, y = _float2(x, y, weak=False)
     zero = (x == 0) & ~tnp.isnan(y)
     return tnp.where(zero, 0.0, x * tnp.log1p(tnp.where(zero, 0.0, y)))
 
