@@ -304,6 +304,9 @@ def test_odeint_compiled_and_vectorized():
     g_eager = grad_k(tnp.asarray(2.0)).numpy()
     np.testing.assert_allclose(nf.function(grad_k)(tnp.asarray(2.0)).numpy(), g_eager,
                                rtol=1e-10)
+    # per-example adjoint gradients
+    np.testing.assert_allclose(nf.vectorized_map(grad_k, ks).numpy(),
+                               [float(grad_k(tnp.asarray(v))) for v in ks.numpy()], rtol=1e-9)
 
 
 def test_odeint_structured_state():
