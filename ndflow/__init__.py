@@ -42,3 +42,11 @@ from . import onnx  # noqa: F401,E402
 
 # issue 9, keep/ship/see: TensorBoard summaries (event files written by ndflow itself)
 from . import summary  # noqa: F401,E402
+
+
+# issue 8: ndflow.scipy (special, stats, linalg, integrate, signal), loaded on first use
+def __getattr__(name):
+    if name == "scipy":
+        import importlib
+        return importlib.import_module(".scipy", __name__)
+    raise AttributeError(f"module 'ndflow' has no attribute {name!r}")
