@@ -1,0 +1,102 @@
+"""Layers point one way: a module imports only from its own layer or a lower one.
+
+The layers (lowest first; `tools/imports.py` holds the table, `docs/architecture.md` explains
+it): core <- primitives <- numpy, autodiff, graph, vectorize, autograph, backends <- train,
+summary, saved_model, onnx, distribute, utils and the top-level helper modules (compat, config,
+debugging, errors, losses, nn, random, test) <- the public face (`ndflow/__init__.py`, tour).
+
+Every import counts, at the top of a module or inside a function: a function-level import only
+hides a dependency from the interpreter, not from the design. Imports of packages that are not
+ndflow's (numpy, numba, onnx, tensorboard, ...) are not checked here.
+
+`UPWARD` lists the upward imports that exist today, each to be removed; it can only shrink: the
+test fails on an upward import not in the list, and on a listed one that no longer exists (so
+removing an import means removing its entry).
+
+Counts when this test was written (precise resolution: `from P import n` is an import of the
+module `P.n` when there is one, else of `P`):
+    modules 123, largest import cycle 69 modules, upward imports 18
+"""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import imports  # noqa: E402  (tools/imports.py)
+
+UPWARD = {
+    # isinstance checks and reads of `train.Variable` below the train layer
+    "ndflow.autodiff.forward -> ndflow.train.variable",
+    "ndflow.autodiff.tape -> ndflow.train.variable",
+    "ndflow.autograph.operators -> ndflow.train.variable",
+    "ndflow.graph.function -> ndflow.train.variable",
+    "ndflow.graph.trace -> ndflow.train.variable",
+    "ndflow.primitives.control -> ndflow.train.variable",
+    # the array class asks the backends for an array's device and the NumPy layer for the
+    # NumPy protocols (__array_ufunc__, __array_function__)
+    "ndflow.core.ndarray -> ndflow.backends.device",
+    "ndflow.core.ndarray -> ndflow.numpy._interop",
+    # rules composed with the NumPy layer (tnp) instead of primitives
+    "ndflow.primitives.elementwise -> ndflow.numpy",
+    "ndflow.primitives.indexing -> ndflow.numpy",
+    "ndflow.primitives.linalg -> ndflow.numpy",
+    "ndflow.primitives.linalg_decomp -> ndflow.numpy",
+    "ndflow.primitives.random -> ndflow.numpy",
+    # Control-flow primitives trace their bodies (graph), run them under tapes (autodiff) and
+    # batch them (vectorize): they belong with the transformations more than with the rules;
+    # moving control.py up a layer (and the trace helpers it uses down) removes these.
+    "ndflow.primitives.control -> ndflow.autodiff.tape",
+    "ndflow.primitives.control -> ndflow.graph.ir",
+    "ndflow.primitives.control -> ndflow.graph.trace",
+    "ndflow.primitives.control -> ndflow.numpy",
+    "ndflow.primitives.control -> ndflow.vectorize.batching",
+}
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return imports.edges(ROOT)
+
+
+def test_every_module_has_a_layer(graph):
+    missing = sorted(m for m in graph if imports.layer_of(m) is None)
+    assert not missing, ("modules in no layer (add their package to tools/imports.py LAYERS and "
+                         "docs/architecture.md): %s" % missing)
+
+
+def test_no_new_upward_import(graph):
+    new = sorted(set(imports.upward(graph)) - UPWARD)
+    assert not new, ("imports from a lower layer into a higher one (docs/architecture.md, "
+                     "'Layers'); move the code, or give the lower layer a hook:\n  "
+                     + "\n  ".join(new))
+
+
+def test_allowlist_only_shrinks(graph):
+    gone = sorted(UPWARD - set(imports.upward(graph)))
+    assert not gone, ("these upward imports no longer exist: remove them from UPWARD in "
+                      "tests/test_layers.py:\n  " + "\n  ".join(gone))
+
+
+def test_checker_sees_function_level_imports(tmp_path):
+    # The checker itself: an upward import hidden in a function, a relative `from . import`
+    # of a module and a name imported from a package all resolve to the right module.
+    pkg = tmp_path / "ndflow"
+    (pkg / "core").mkdir(parents=True)
+    (pkg / "train").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "__init__.py").write_text("")
+    (pkg / "train" / "__init__.py").write_text("from .variable import Variable\n")
+    (pkg / "train" / "variable.py").write_text("Variable = object\n")
+    (pkg / "core" / "a.py").write_text("def f():\n    from ..train import Variable\n"
+                                       "    from .. import train\n    from . import b\n")
+    (pkg / "core" / "b.py").write_text("from ..train import variable\n")
+    g = imports.edges(str(tmp_path))
+    assert g["ndflow.core.a"] == {"ndflow.train", "ndflow.core.b"}
+    assert imports.upward(g) == ["ndflow.core.a -> ndflow.train",
+                                 "ndflow.core.b -> ndflow.train.variable"]
+    (pkg / "train" / "variable.py").write_text("from ..core import a\n")
+    g = imports.edges(str(tmp_path))
+    assert imports.largest_cycle(g) == ["ndflow.core.a", "ndflow.core.b", "ndflow.train",
+                                        "ndflow.train.variable"]
