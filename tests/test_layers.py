@@ -100,3 +100,34 @@ def test_checker_sees_function_level_imports(tmp_path):
     g = imports.edges(str(tmp_path))
     assert imports.largest_cycle(g) == ["ndflow.core.a", "ndflow.core.b", "ndflow.train",
                                         "ndflow.train.variable"]
+
+
+def _readme_layout():
+    """Paths named in the README's "Repository layout" block (first column; lines indented
+    under `ndflow/` are inside it)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    block = text.split("## Repository layout", 1)[1].split("```", 2)[1]
+    paths = set()
+    for line in block.splitlines():
+        if not line.strip() or line.startswith(" " * 10):   # a description's continuation
+            continue
+        inside = line.startswith("  ")
+        names = line.strip().split("  ")[0]
+        for name in names.split(", "):
+            paths.add(("ndflow/" if inside else "") + name.strip())
+    return paths
+
+
+def test_readme_layout_matches_the_tree():
+    listed = _readme_layout()
+    missing = sorted(p for p in listed if not os.path.exists(os.path.join(ROOT, p.rstrip("/"))))
+    assert not missing, "README's layout names paths that do not exist: %s" % missing
+    pkg = os.path.join(ROOT, "ndflow")
+    packages = {os.path.relpath(d, ROOT).replace(os.sep, "/") + "/"
+                for d, _, files in os.walk(pkg) if "__init__.py" in files and d != pkg}
+    top = {"ndflow/" + f for f in os.listdir(pkg) if f.endswith(".py")}
+    # subpackages of numpy/ are described on numpy/'s line
+    unlisted = sorted(p for p in packages | top
+                      if p not in listed and not p.startswith("ndflow/numpy/"))
+    assert not unlisted, "README's layout does not list: %s" % unlisted
