@@ -27,13 +27,6 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import imports  # noqa: E402  (tools/imports.py)
 
 UPWARD = {
-    # isinstance checks and reads of `train.Variable` below the train layer
-    "ndflow.autodiff.forward -> ndflow.train.variable",
-    "ndflow.autodiff.tape -> ndflow.train.variable",
-    "ndflow.autograph.operators -> ndflow.train.variable",
-    "ndflow.graph.function -> ndflow.train.variable",
-    "ndflow.graph.trace -> ndflow.train.variable",
-    "ndflow.primitives.control -> ndflow.train.variable",
     # the array class asks the backends for an array's device and the NumPy layer for the
     # NumPy protocols (__array_ufunc__, __array_function__)
     "ndflow.core.ndarray -> ndflow.backends.device",

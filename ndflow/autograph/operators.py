@@ -12,6 +12,7 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core import tree
 from ..core.state import STATE
+from ..core.variable import VariableBase
 from ..primitives import control as C
 from . import conversion
 
@@ -60,13 +61,11 @@ def ld(scope, name):
 
 # ------------------------------------------------------------------ predicates
 def _value(x):
-    from ..train.variable import Variable
-    return x.value() if isinstance(x, Variable) else x
+    return x.value() if isinstance(x, VariableBase) else x
 
 
 def _is_variable(x):
-    from ..train.variable import Variable
-    return isinstance(x, Variable)
+    return isinstance(x, VariableBase)
 
 
 def is_traced(x):
