@@ -27,10 +27,6 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import imports  # noqa: E402  (tools/imports.py)
 
 UPWARD = {
-    # the array class asks the backends for an array's device and the NumPy layer for the
-    # NumPy protocols (__array_ufunc__, __array_function__)
-    "ndflow.core.ndarray -> ndflow.backends.device",
-    "ndflow.core.ndarray -> ndflow.numpy._interop",
     # rules composed with the NumPy layer (tnp) instead of primitives
     "ndflow.primitives.elementwise -> ndflow.numpy",
     "ndflow.primitives.indexing -> ndflow.numpy",
