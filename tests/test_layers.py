@@ -27,12 +27,9 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import imports  # noqa: E402  (tools/imports.py)
 
 UPWARD = {
-    # rules composed with the NumPy layer (tnp) instead of primitives
-    "ndflow.primitives.elementwise -> ndflow.numpy",
-    "ndflow.primitives.indexing -> ndflow.numpy",
-    "ndflow.primitives.linalg -> ndflow.numpy",
+    # gradient rules of the decompositions composed with the NumPy layer (tnp.matmul, where,
+    # conj ...) rather than primitives: a small ops module for rules would remove it
     "ndflow.primitives.linalg_decomp -> ndflow.numpy",
-    "ndflow.primitives.random -> ndflow.numpy",
     # Control-flow primitives trace their bodies (graph), run them under tapes (autodiff) and
     # batch them (vectorize): they belong with the transformations more than with the rules;
     # moving control.py up a layer (and the trace helpers it uses down) removes these.
