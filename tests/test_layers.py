@@ -30,14 +30,6 @@ UPWARD = {
     # gradient rules of the decompositions composed with the NumPy layer (tnp.matmul, where,
     # conj ...) rather than primitives: a small ops module for rules would remove it
     "ndflow.primitives.linalg_decomp -> ndflow.numpy",
-    # Control-flow primitives trace their bodies (graph), run them under tapes (autodiff) and
-    # batch them (vectorize): they belong with the transformations more than with the rules;
-    # moving control.py up a layer (and the trace helpers it uses down) removes these.
-    "ndflow.primitives.control -> ndflow.autodiff.tape",
-    "ndflow.primitives.control -> ndflow.graph.ir",
-    "ndflow.primitives.control -> ndflow.graph.trace",
-    "ndflow.primitives.control -> ndflow.numpy",
-    "ndflow.primitives.control -> ndflow.vectorize.batching",
 }
 
 

@@ -13,7 +13,7 @@ from ..core.ndarray import ndarray
 from ..core import tree
 from ..core.state import STATE
 from ..core.variable import VariableBase
-from ..primitives import control as C
+from ..graph import control as C
 from . import conversion
 
 
@@ -205,7 +205,7 @@ def assert_(test, msg, loc):
             m = msg()
             raise AssertionError(m) if m is not None else AssertionError()
         return
-    from ..primitives.control import assert_that
+    from ..graph.control import assert_that
     m = msg()
     text = "assertion failed at %s" % loc if m is None else "%s (assertion at %s)" % (
         m if not isinstance(m, ndarray) else "assertion failed", loc)

@@ -26,9 +26,9 @@ from ..core.ndarray import ndarray
 from ..core.state import STATE
 from ..core import tree, dtypes as _dt
 from ..core.variable import VariableBase
-from ..graph.ir import eval_graph, without_sinks
-from ..graph.trace import trace_body, close, union_captures, forget_assigned
-from ._util import move_to_front
+from .ir import eval_graph, without_sinks
+from .trace import trace_body, close, union_captures, forget_assigned
+from ..primitives._util import move_to_front
 
 
 class _LazyTnp:
@@ -766,7 +766,7 @@ def _scan_batch(args, axes, body, n_consts, n_carry, length, reverse, record):
             xs.append(x)
             x_in.append(None)
         else:       # the scanned axis stays first, the batch axis goes second
-            from .shape import moveaxis
+            from ..primitives.shape import moveaxis
             xs.append(moveaxis(x, a, 1))
             x_in.append(0)
     in_axes = c_in + [0] * n_carry + x_in
