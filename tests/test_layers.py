@@ -13,9 +13,12 @@ ndflow's (numpy, numba, onnx, tensorboard, ...) are not checked here.
 test fails on an upward import not in the list, and on a listed one that no longer exists (so
 removing an import means removing its entry).
 
-Counts when this test was written (precise resolution: `from P import n` is an import of the
-module `P.n` when there is one, else of `P`):
-    modules 123, largest import cycle 69 modules, upward imports 18
+Counts (`python tools/imports.py`; `from P import n` is an import of the module `P.n` when
+there is one, else of `P`):
+    when this test was written: modules 123, largest import cycle 69 modules, upward imports 18
+    now:                        modules 124, largest import cycle 46 modules, upward imports 1
+The cycle left is inside the transformations layer (numpy <-> autodiff <-> graph <-> vectorize,
+which the layering allows) plus the one allowlisted rule module.
 """
 import os
 import sys
