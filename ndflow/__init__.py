@@ -15,7 +15,7 @@ from .autodiff.forward import (ForwardAccumulator, jvp, jacfwd, jacrev, hessian,
                                stop_gradient)
 from .graph.function import function, jit, TensorSpec, shape  # noqa: F401
 from .vectorize.batching import vectorized_map, vmap, map_fn  # noqa: F401
-from .primitives.control import cond, switch_case, while_loop, fori_loop, scan  # noqa: F401
+from .graph.control import cond, switch_case, while_loop, fori_loop, scan  # noqa: F401
 from .train.variable import Variable  # noqa: F401
 from .train.module import Module  # noqa: F401
 from .train import optimizers, initializers  # noqa: F401

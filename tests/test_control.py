@@ -514,5 +514,5 @@ def test_constant_results_of_a_branch_are_fresh_arrays():
 
 def test_docstring_examples_run():
     import doctest
-    from ndflow.primitives import control
+    from ndflow.graph import control
     assert doctest.testmod(control).failed == 0

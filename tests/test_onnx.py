@@ -16,7 +16,7 @@ ort = pytest.importorskip("onnxruntime")
 import ndflow as nf  # noqa: E402
 import ndflow.numpy as tnp  # noqa: E402
 from ndflow.onnx import exporter as _export_mod  # noqa: E402
-from ndflow.primitives.control import scan_carry  # noqa: E402
+from ndflow.graph.control import scan_carry  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 F32, F64, I32, I64, B = np.float32, np.float64, np.int32, np.int64, np.bool_

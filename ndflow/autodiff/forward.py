@@ -23,6 +23,7 @@ from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..core import tree
+from ..core.variable import VariableBase
 from ..primitives.misc import stop_gradient_p
 from .tape import GradientTape, UnconnectedGradients
 
@@ -53,7 +54,6 @@ class ForwardAccumulator:
 
     def __init__(self, primals, tangents):
         from .. import numpy as tnp
-        from ..train.variable import Variable
         self._tangents = {}          # tid -> tangent of the value with that tid
         self._connected = self._tangents   # what nf.function and tapes' peers look up
         self._vars = {}              # id(Variable) -> (Variable, tangent)
@@ -65,7 +65,7 @@ class ForwardAccumulator:
             raise ValueError(f"ForwardAccumulator: tangents must have the structure of primals "
                              f"({len(p_leaves)} primals, {len(t_leaves)} tangents)")
         for p, t in zip(p_leaves, t_leaves):
-            if isinstance(p, Variable):
+            if isinstance(p, VariableBase):
                 val = p._read_for_tape()
                 t = self._check_tangent(val, t, tnp)
                 self._vars[id(p)] = (p, t)
@@ -154,13 +154,12 @@ class ForwardAccumulator:
         block): None for values that do not depend on the accumulator's primals, or zeros with
         `unconnected_gradients='zero'`."""
         from .. import numpy as tnp
-        from ..train.variable import Variable
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         leaves, d = tree.flatten_with_def(primals)
         out = []
         for y in leaves:
-            if isinstance(y, Variable):
+            if isinstance(y, VariableBase):
                 entry = self._vars.get(id(y))
                 t = entry[1] if entry is not None else None
                 y = y._read_for_tape()

@@ -19,6 +19,7 @@ from ..core import dtypes as _dt
 from ..core import tree
 from ..core import mutation as _mut
 from ..core.mutation import alias as _alias, root_of as _root_of
+from ..core.variable import VariableBase
 
 
 
@@ -113,9 +114,8 @@ class GradientTape:
 
     def watch(self, tensor):
         """Track `tensor` (an array, a Variable, or a nested structure of them)."""
-        from ..train.variable import Variable
         for t in tree.flatten(tensor):
-            if isinstance(t, Variable):
+            if isinstance(t, VariableBase):
                 self._watch_variable(t)
                 continue
             if not isinstance(t, ndarray):
@@ -286,7 +286,6 @@ class GradientTape:
         return res
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients):
-        from ..train.variable import Variable
         from .. import numpy as tnp
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
@@ -307,7 +306,7 @@ class GradientTape:
         try:
             ct = {}
             for t, og in zip(targets, ogs):
-                if isinstance(t, Variable):
+                if isinstance(t, VariableBase):
                     t = t.value()
                 if not isinstance(t, ndarray) or not t._tid or t._tid not in self._connected:
                     continue
@@ -319,7 +318,7 @@ class GradientTape:
             for s, tid in zip(src_leaves, src_tids):
                 if tid:
                     keep.add(tid)
-                elif isinstance(s, Variable):
+                elif isinstance(s, VariableBase):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
                         keep.add(v._tid)
             conn = self._connected
@@ -354,7 +353,7 @@ class GradientTape:
             out = []
             for s, tid in zip(src_leaves, src_tids):
                 g = None
-                if isinstance(s, Variable):
+                if isinstance(s, VariableBase):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
                         c = ct.get(v._tid)
                         if c is not None:
@@ -369,7 +368,7 @@ class GradientTape:
                 if g is not None and _dt.is_differentiable(ref.dtype) and g.dtype != ref.dtype:
                     g = g.astype(ref.dtype) if ref.dtype.kind == "c" or g.dtype.kind != "c" else tnp.real(g).astype(ref.dtype)
                 if g is None and unconnected_gradients == UnconnectedGradients.ZERO:
-                    g = tnp.zeros_like(s.value() if isinstance(s, Variable) else s)
+                    g = tnp.zeros_like(s.value() if isinstance(s, VariableBase) else s)
                 if g is not None and not _dt.is_differentiable(ref.dtype):
                     g = None
                 out.append(g)
@@ -384,14 +383,13 @@ class GradientTape:
         stacked array per source; None for a source the target does not reach under 'none'
         (decided by the backward pass itself: it is the same Python for every basis vector)."""
         from .. import numpy as tnp
-        from ..train.variable import Variable
         from ..vectorize.batching import vectorized_map
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         unconnected = [False] * len(src_leaves)
 
         def zeros(s):
-            return tnp.zeros(s.shape, s.dtype) if isinstance(s, Variable) else tnp.zeros_like(s)
+            return tnp.zeros(s.shape, s.dtype) if isinstance(s, VariableBase) else tnp.zeros_like(s)
 
         def one(ct):
             gs = self._gradient(target, src_leaves, ct, UnconnectedGradients.NONE)

@@ -12,7 +12,8 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core import tree
 from ..core.state import STATE
-from ..primitives import control as C
+from ..core.variable import VariableBase
+from ..graph import control as C
 from . import conversion
 
 
@@ -60,13 +61,11 @@ def ld(scope, name):
 
 # ------------------------------------------------------------------ predicates
 def _value(x):
-    from ..train.variable import Variable
-    return x.value() if isinstance(x, Variable) else x
+    return x.value() if isinstance(x, VariableBase) else x
 
 
 def _is_variable(x):
-    from ..train.variable import Variable
-    return isinstance(x, Variable)
+    return isinstance(x, VariableBase)
 
 
 def is_traced(x):
@@ -206,7 +205,7 @@ def assert_(test, msg, loc):
             m = msg()
             raise AssertionError(m) if m is not None else AssertionError()
         return
-    from ..primitives.control import assert_that
+    from ..graph.control import assert_that
     m = msg()
     text = "assertion failed at %s" % loc if m is None else "%s (assertion at %s)" % (
         m if not isinstance(m, ndarray) else "assertion failed", loc)

@@ -11,6 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..core import primitive as _prim
+from ..core import ndarray as _nd
 from ..core.ndarray import _wrap, wrap_on, ndarray
 from ..core.state import STATE
 
@@ -261,3 +262,4 @@ def eager_apply(prim, args, params):
 
 
 _prim._eager_apply = eager_apply
+_nd._device_of = device_of

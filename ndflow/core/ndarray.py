@@ -55,6 +55,13 @@ def _wrap(buf):
 
 _prim._wrap = _wrap
 
+# Hooks that higher layers fill in when they are imported (layers point one way:
+# docs/architecture.md): an array's device (backends/device.py) and NumPy's protocols
+# (numpy/_interop.py). `import ndflow` imports both before any array exists.
+_device_of = None
+_array_ufunc = None
+_array_function = None
+
 
 def wrap_on(buf, device):
     o = _new(ndarray)
@@ -248,8 +255,7 @@ class ndarray:
 
     @property
     def device(self):
-        from ..backends.device import device_of
-        return device_of(self).name
+        return _device_of(self).name
 
     def get_shape(self):
         """The static shape as a `TensorShape` (None = unknown while tracing), as TF's."""
@@ -433,12 +439,10 @@ class ndarray:
         return v.__dlpack_device__()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..numpy._interop import array_ufunc
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        return _array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from ..numpy._interop import array_function
-        return array_function(func, args, kwargs)
+        return _array_function(func, args, kwargs)
 
     # ------------------------------------------------------------------ mutation
     def _rebind(self, other):

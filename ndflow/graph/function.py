@@ -13,6 +13,7 @@ from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
+from ..core.variable import VariableBase
 from .trace import GraphTrace, restore_fields
 from .ir import format_graph
 from . import passes as _passes
@@ -267,8 +268,7 @@ def _value_key(x):
     if t is slice:
         parts = tuple(_value_key(e) for e in (x.start, x.stop, x.step))
         return UNCACHEABLE if UNCACHEABLE in parts else ("S",) + parts
-    from ..train.variable import Variable
-    if isinstance(x, Variable):
+    if isinstance(x, VariableBase):
         return ("V", weakref.ref(x))
     try:
         hash(x)
@@ -647,7 +647,6 @@ class Function:
         return self._lookup(key, args, kwargs, leaves, d)
 
     def _trace(self, args, kwargs, leaves, d, shapes=None, assume=None):
-        from ..train.variable import Variable
         self._tracing_count += 1
         n = self._tracing_count
         if n >= 5 and (n & (n - 1) == 0 or n == 5):

@@ -479,7 +479,7 @@ def _matmul_layout(n, nodes, consts, E, S):
 def inline_constant_branches(g: Graph) -> Graph:
     """A cond / switch_case whose branch index is a constant (after folding) becomes the
     chosen branch's nodes, inlined."""
-    from ..primitives import control as C
+    from . import control as C
     nodes, rename = [], {}
     ren = _renamer(rename)
     consts = list(g.consts)

@@ -9,6 +9,7 @@ import weakref
 from ..core.ndarray import ndarray, symbolic, _user_line
 from ..core.state import STATE
 from ..core import tree
+from ..core.variable import VariableBase
 from .ir import Graph, Node, Var, SubGraph
 
 _levels = itertools.count(1)
@@ -224,8 +225,7 @@ def trace_body(fn, avals, name, in_def=None, own_vars=()):
         ins = [trace.new_input(s, d) for s, d in avals]
         out = fn(*(ins if in_def is None else tree.unflatten(in_def, ins)))
         leaves, d = tree.flatten_with_def(out)
-        from ..train.variable import Variable
-        leaves = [x.value() if isinstance(x, Variable) else x for x in leaves]
+        leaves = [x.value() if isinstance(x, VariableBase) else x for x in leaves]
         # a body that returns an enclosing value as it is captures it now, so the captures
         # the control-flow op collects (union_captures) include it
         for x in leaves:

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from ..core import ndarray as _nd
 from ..core.ndarray import ndarray
 from ..core.state import STATE
 
@@ -164,3 +165,7 @@ def array_function(func, args, kwargs):
         return f(*args, **kwargs)
     numpy_fallback(f"{mod}.{func.__name__}" if mod else func.__name__, args, kwargs)
     return _wrap_result(func(*_to_host(list(args)), **{k: _to_host(v) for k, v in kwargs.items()}))
+
+
+_nd._array_ufunc = array_ufunc
+_nd._array_function = array_function

@@ -1162,7 +1162,8 @@ def _table():
         return _TABLE
     from ..primitives import elementwise as E, elementwise_extra as X, reduction as R
     from ..primitives import shape as S, indexing as I, linalg as L, cumulative as C
-    from ..primitives import sorting as So, random as Rn, misc as M, control as Cf
+    from ..primitives import sorting as So, random as Rn, misc as M
+    from ..graph import control as Cf
     from ..primitives import linalg_decomp as D
     from ..graph.function import shape_p
     from ..train.variable import read_var_p, assign_var_p

@@ -12,13 +12,6 @@ from ..core.dtypes import BOOL
 from ._util import broadcast_shapes, unbroadcast, align_batched
 
 
-class _LazyTnp:
-    def __getattr__(self, name):
-        import ndflow.numpy as m
-        return getattr(m, name)
-
-
-tnp = _LazyTnp()
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 

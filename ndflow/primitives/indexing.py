@@ -187,10 +187,9 @@ def _expand_ellipsis(spec, ndim):
     return out
 
 
-def _batched_index(x_shape_per, spec, arrays, arr_axes, b, xb=None):
+def _batched_index(x_shape_per, spec, arrays, arr_axes, xb):
     """Rewrite a per-example index for the batched operand (batch axis 0): returns the new spec,
     the new arrays and the permutation taking NumPy's batched result to (batch, per-example)."""
-    from ..numpy import arange, reshape as _reshape
     spec = _expand_ellipsis(spec, len(x_shape_per))
     has_arrays = any(e[0] == "a" for e in spec)
     if not has_arrays:
@@ -205,11 +204,10 @@ def _batched_index(x_shape_per, spec, arrays, arr_axes, b, xb=None):
                 from .shape import expand_dims_p
                 a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
         new_arrays.append(a)
-    if b is None:     # batch size unknown while tracing: the batch indices at run time
-        from .shape import reshape_p
-        ar = bind(reshape_p, bind(iota_p, xb, axis=0), shape=(-1,) + (1,) * rank)
-    else:
-        ar = _reshape(arange(b), (b,) + (1,) * rank)
+    # the batch indices, from the batched operand itself: its device, and its size even when
+    # that is unknown while tracing
+    from .shape import reshape_p
+    ar = bind(reshape_p, bind(iota_p, xb, axis=0), shape=(-1,) + (1,) * rank)
     adv = [i for i, e in enumerate(spec) if e[0] in "ai"]
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
     perm = None
@@ -257,11 +255,10 @@ def _axis_size(args, axes):
 
 def _getitem_batch(args, axes, spec):
     x, arrays = args[0], args[1:]
-    b = _axis_size(args, axes)
     per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
     xb = _to_batched_operand(x, axes[0], args, axes) if axes[0] is not None or any(
         a is not None for a in axes[1:]) else x
-    new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[1:], b, xb)
+    new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[1:], xb)
     r = bind(getitem_p, xb, *new_arrays, spec=tuple(new_spec))
     return _apply_perm(r, perm), 0
 
@@ -275,7 +272,7 @@ def _scatter_batch(prim):
         b = _axis_size(args, axes)
         per_shape = [d for i, d in enumerate(x.shape) if i != axes[0]] if axes[0] is not None else list(x.shape)
         xb = _to_batched_operand(x, axes[0], args, axes)
-        new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[2:], b, xb)
+        new_spec, new_arrays, perm = _batched_index(per_shape, spec, arrays, axes[2:], xb)
         # the per-example indexed shape, batch first, then NumPy's layout of the batched result
         per_result = _getitem_abstract(
             Aval(per_shape, x.dtype), *[Aval([d for i, d in enumerate(a.shape) if i != bd]

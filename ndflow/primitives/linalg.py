@@ -156,15 +156,14 @@ def _einsum_vjp(ct, *ops, subscripts):
             else:
                 g = bind(broadcast_to_p, g, shape=tuple(size[c] for c in uniq))
         if len(uniq) != len(sub):
-            g = _on_diagonal(g, sub, uniq, size, subscripts, op)
+            g = _on_diagonal(g, sub, uniq, subscripts, op)
         grads.append(unbroadcast(g, op))
     return tuple(grads)
 
 
-def _on_diagonal(g, sub, uniq, size, subscripts, op):
+def _on_diagonal(g, sub, uniq, subscripts, op):
     """g with labels `uniq` -> labels `sub` (repeats of a label = a diagonal), zero elsewhere:
     each repeat gets a fresh label tied to the first by an identity matrix."""
-    from ..numpy import eye
     free = iter(c for c in string.ascii_letters if c not in subscripts)
     full, deltas, eyes, seen = [], [], [], set()
     for c in sub:
@@ -172,8 +171,7 @@ def _on_diagonal(g, sub, uniq, size, subscripts, op):
             f = next(free)
             full.append(f)
             deltas.append(c + f)
-            eyes.append(eye(size[c], dtype=g.dtype) if size[c] is not None else
-                        _dynamic_eye(op, sub.index(c), g.dtype))
+            eyes.append(_eye_along(op, sub.index(c), g.dtype))
         else:
             seen.add(c)
             full.append(c)
@@ -181,8 +179,9 @@ def _on_diagonal(g, sub, uniq, size, subscripts, op):
                 subscripts=",".join([uniq] + deltas) + "->" + "".join(full))
 
 
-def _dynamic_eye(op, axis, dtype):
-    """The identity of size op.shape[axis], a size known only at run time."""
+def _eye_along(op, axis, dtype):
+    """The identity of size op.shape[axis] (a size that may be known only at run time), on
+    op's device: made of primitives, so rules need not call the NumPy layer."""
     from .elementwise import eq_p, convert_p
     from .indexing import iota_p
     from .shape import reshape_p

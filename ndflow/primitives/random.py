@@ -78,12 +78,15 @@ def _draw_batch(args, dims, method, rs, static, names, shape, dtype, elementwise
         raise ValueError(f"vectorized_map: tnp.random draw '{method}' needs the batch size and "
                          f"its own shape while tracing; give them known sizes")
     if not elementwise:
-        from .. import numpy as tnp
+        from .indexing import getitem_p
+        from .shape import concatenate_p
         outs = []
         for i in range(b):
-            xs = [a if d is None else tnp.take(a, i, axis=d) for a, d in zip(args, dims)]
-            outs.append(bind(random_draw_p, *xs, static=static, shape=shape, **params))
-        return tnp.stack(outs), 0
+            xs = [a if d is None else bind(getitem_p, a, spec=(("s", None, None, None),) * d
+                                           + (("i", i),)) for a, d in zip(args, dims)]
+            outs.append(bind(expand_dims_p, bind(random_draw_p, *xs, static=static, shape=shape,
+                                                 **params), axes=(0,)))
+        return bind(concatenate_p, *outs, axis=0), 0
     moved = []
     for a, d in zip(args, dims):
         if d is not None:

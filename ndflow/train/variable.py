@@ -7,6 +7,7 @@ from ..core.ndarray import ndarray, symbolic, _wrap, wrap_on
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
+from ..core.variable import VariableBase
 
 
 def _read_impl(var=None):
@@ -61,7 +62,7 @@ class _VariableMeta(type):
         return super().__call__(*args, **kwargs)
 
 
-class Variable(metaclass=_VariableMeta):
+class Variable(VariableBase, metaclass=_VariableMeta):
     """A mutable array, as `tf.Variable`: `assign`, `assign_add`, `assign_sub`, `read_value`.
     Operations on it use its current value; tapes watch trainable Variables they see read."""
 

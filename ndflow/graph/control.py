@@ -25,9 +25,10 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.ndarray import ndarray
 from ..core.state import STATE
 from ..core import tree, dtypes as _dt
-from ..graph.ir import eval_graph, without_sinks
-from ..graph.trace import trace_body, close, union_captures, forget_assigned
-from ._util import move_to_front
+from ..core.variable import VariableBase
+from .ir import eval_graph, without_sinks
+from .trace import trace_body, close, union_captures, forget_assigned
+from ..primitives._util import move_to_front
 
 
 class _LazyTnp:
@@ -85,8 +86,7 @@ def _aval_list(xs):
 
 
 def _as_array(x, dtype=None):
-    from ..train.variable import Variable
-    if isinstance(x, Variable):
+    if isinstance(x, VariableBase):
         x = x.value()
     return tnp.asarray(x, dtype=dtype)
 
@@ -271,8 +271,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("cond: true_fn and false_fn must be callables taking no arguments")
-    from ..train.variable import Variable
-    if isinstance(pred, Variable):
+    if isinstance(pred, VariableBase):
         pred = pred.value()
     if not _is_symbolic(pred):
         return true_fn() if bool(_concrete_scalar(pred, "cond", "pred")) else false_fn()
@@ -298,8 +297,7 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
     {index: callable} or a list of (index, callable) pairs with indices 0..N-1. Traced the way
     `cond` is."""
     fns = _branch_list(branch_fns)
-    from ..train.variable import Variable
-    if isinstance(branch_index, Variable):
+    if isinstance(branch_index, VariableBase):
         branch_index = branch_index.value()
     if not _is_symbolic(branch_index):
         v = _concrete_scalar(branch_index, "switch_case", "branch_index")
@@ -768,7 +766,7 @@ def _scan_batch(args, axes, body, n_consts, n_carry, length, reverse, record):
             xs.append(x)
             x_in.append(None)
         else:       # the scanned axis stays first, the batch axis goes second
-            from .shape import moveaxis
+            from ..primitives.shape import moveaxis
             xs.append(moveaxis(x, a, 1))
             x_in.append(0)
     in_axes = c_in + [0] * n_carry + x_in
@@ -928,8 +926,7 @@ assert_p.batch = _assert_batch
 def assert_that(pred, message):
     """Raise AssertionError(message) when the graph runs and `pred` has a false element (an
     `assert` on a traced value in converted code)."""
-    from ..train.variable import Variable
-    if isinstance(pred, Variable):
+    if isinstance(pred, VariableBase):
         pred = pred.value()
     pred = _as_array(pred)
     return bind(assert_p, pred, message=str(message))
