@@ -13,7 +13,7 @@ import numpy as np
 from .. import numpy as tnp
 from ..autodiff.tape import GradientTape
 from ..autodiff.functional import custom_gradient
-from ..primitives.control import while_loop
+from ..graph.control import while_loop
 from ..core import tree
 
 __all__ = ["odeint"]
