@@ -1,7 +1,7 @@
 """Kernels for fused elementwise regions, generated from one `Program` and cached by its key.
 
-Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`, optional:
-`pip install numba`) compiles the region into one loop that inlines our own vectorizable math
+Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`; numba is a
+dependency, but ndflow still runs without it, on tier 0) compiles the region into one loop that inlines our own vectorizable math
 (`mathlib`); it is requested after a region has run `NDFLOW_FUSION_HOT` times (default 3),
 compiled in a background thread and swapped in when ready. Settings (environment):
 
@@ -12,7 +12,9 @@ compiled in a background thread and swapped in when ready. Settings (environment
     NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
                         (never in graphs that call BLAS: its threads keep spinning after a call;
                         on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)
-    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels)
+    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels): a
+                        private directory (0700; refused if another user owns it or group/others
+                        may write it) whose files are verified (HMAC) before numba loads them
     NDFLOW_DEBUG=kernels  print each generated kernel's source
 
 The core never imports numba: `numba_tier` is imported when a compile is first requested.

@@ -1,5 +1,5 @@
 """Tier 1: a fused region compiled by numba into one loop nest (imported only when a compile
-is first requested; needs `pip install numba`).
+is first requested; numba is a dependency of ndflow, imported lazily).
 
 The loop body is the region's ops as scalar code, written from each primitive's `fusion`
 template with function names mapped to scalar implementations: our own vectorizable exp,
@@ -11,15 +11,15 @@ them, so such regions stay on tier 0 (`why_not(program)` says which op).
 Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
 vectorizes. A kernel is specialised to that broadcast pattern; patterns and programs are the
-cache key. Kernels are written to files under NDFLOW_CACHE_DIR (default
-~/.cache/ndflow/kernels) so that numba's `cache=True` keeps them between processes.
+cache key. Compiled kernels are kept between processes in a private directory
+(NDFLOW_CACHE_DIR, default ~/.cache/ndflow/kernels) whose files are verified before they are
+loaded (`kernel_cache`).
 
 Compiles run in one background thread (NDFLOW_NUMBA=sync: in the caller) and are swapped in
 when ready; until then, and for operands a kernel does not fit (non-contiguous, too small,
 another pattern), tier 0 runs.
 """
 import hashlib
-import importlib.util
 import math
 import os
 import queue
@@ -240,7 +240,7 @@ def _kernel_source(prog, plan, parallel, name):
     # the outermost loop is split between threads unless it runs along a reduced axis
     outer_red = red and not full_red and not pat[-1][0]
     parallel = parallel and not outer_red
-    L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', cache=True, nogil=True)"
+    L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', nogil=True)"
              % (parallel, FASTMATH))
     L.append("def %s(%s):" % (name, ", ".join(params)))
     ind = "    "
@@ -278,50 +278,23 @@ _pending = 0
 _idle = threading.Condition()
 
 
-def _cache_dir():
-    d = os.environ.get("NDFLOW_CACHE_DIR")
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "ndflow", "kernels")
-    try:
-        os.makedirs(d, exist_ok=True)
-        return d if os.access(d, os.W_OK) else None
-    except OSError:
-        return None
-
-
-_MATH_HASH = None
+_STAMP = None
 
 
 def _load(src, name, cache=True):
-    """Compile-ready dispatcher for `src`: from a module file (so numba can cache it on disk),
-    or from memory when no cache directory is writable."""
-    global _MATH_HASH
-    if _MATH_HASH is None:
+    """Compile-ready dispatcher for `src`, with the verified disk cache (kernel_cache) unless
+    `cache` is false or no safe cache directory exists."""
+    global _STAMP
+    from . import kernel_cache
+    if _STAMP is None:
         import numba
-        h = hashlib.sha1()
-        for m in (mathlib, sys.modules[__name__]):
+        h = hashlib.sha256()
+        for m in (mathlib, sys.modules[__name__], kernel_cache):
             with open(m.__file__, "rb") as f:
                 h.update(f.read())
         h.update(numba.__version__.encode())
-        _MATH_HASH = h.hexdigest()[:12]
-    d = _cache_dir() if cache else None
-    digest = hashlib.sha1((src + _MATH_HASH).encode()).hexdigest()[:20]
-    if d is not None:
-        path = os.path.join(d, "k_%s.py" % digest)
-        if not os.path.exists(path):
-            tmp = path + ".%d.tmp" % os.getpid()
-            with open(tmp, "w") as f:
-                f.write(src)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location("ndflow_kernel_%s" % digest, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod        # numba's cache re-imports a kernel's module by name
-        spec.loader.exec_module(mod)
-        return getattr(mod, name)
-    ns = {}
-    exec(compile(src.replace("cache=True", "cache=False"), "<ndflow kernel>", "exec"), ns)
-    return ns[name]
+        _STAMP = h.hexdigest()
+    return kernel_cache.load(src, name, _STAMP, cache)
 
 
 def _dummy_args(prog, plan):
