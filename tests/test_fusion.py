@@ -500,3 +500,68 @@ def test_numba_tier_reductions_and_broadcasting(numba_sync, monkeypatch):
     want = (np.sum(np.exp(x + b) * 2), np.sum(np.tanh(x * b), axis=0), np.sum(x * b, axis=1))
     for g, w in zip(outs, want):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-12)
+
+
+def _mlp_grad_fn():
+    def grads(x, labels, w1, b, w2):
+        ws = [w1, b, w2]
+        with nf.GradientTape() as tape:
+            tape.watch(ws)
+            h = tnp.maximum(tnp.matmul(x, ws[0]) + ws[1], 0)
+            loss = tnp.sum(tnp.square(tnp.matmul(h, ws[2]) - labels))
+        return tape.gradient(loss, ws)
+    return nf.function(grads)
+
+
+@needs_numba
+def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(monkeypatch):
+    """The MLP gradient's relu-gradient region writes into a reused buffer and reads a folded
+    zeros constant (a broadcast, non-contiguous array): it still gets its numba kernel, and
+    every result equals the NumPy tier's bit for bit."""
+    from ndflow.graph.kernels import numba_tier
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s).astype(np.float32) for s in
+            ((512, 32), (512, 2), (32, 64), (64,), (64, 2))]
+    args[0][:5] = 0.0                     # relu inputs at exactly 0 (the select's tie)
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    want = [g.numpy() for g in _mlp_grad_fn()(*args)]
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    f = _mlp_grad_fn()
+    calls = {"tier1": 0, "declined": 0}
+    run = numba_tier.Runner.__call__
+
+    def counting(self, xs, donors=None):
+        r = run(self, xs, donors)
+        calls["declined" if r is NotImplemented else "tier1"] += 1
+        return r
+    for _ in range(5):
+        f(*args)
+    monkeypatch.setattr(numba_tier.Runner, "__call__", counting)
+    got = [g.numpy() for g in f(*args)]
+    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
+    big = [k for k in ks if getattr(k, "tier1_unavailable", None) is None]
+    assert big and all(k.tier() == 1 for k in big)
+    assert calls == {"tier1": len(big), "declined": 0}
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_numba
+@pytest.mark.parametrize("shape_b", [(1, 300), (40, 1), (), (40, 300)])
+def test_numba_tier_broadcast_view_operands(numba_sync, monkeypatch, shape_b):
+    """Zero-stride operands (np.broadcast_to views) run as the array they repeat; a region
+    whose every operand is such a view keeps its full result shape."""
+    from ndflow.graph.kernels import numba_tier
+    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((40, 300))
+    b = np.broadcast_to(rng.standard_normal(shape_b), (40, 300))
+    f = nf.function(lambda x, b: tnp.where(x > 0, x * b, b - 1.5))
+    g = nf.function(lambda b: tnp.exp(b) * 2.0 + b)        # every operand broadcast
+    fk, out = _tier1(f, x, b, n=5)
+    assert fk.tier() == 1
+    np.testing.assert_array_equal(out.numpy(), np.where(x > 0, x * b, b - 1.5))
+    out2 = _tier1(g, b, n=5)[1]
+    assert out2.shape == (40, 300)
+    # exp is ours (a few ulps from NumPy's), the rest exact
+    np.testing.assert_allclose(out2.numpy(), np.exp(b) * 2.0 + b, rtol=1e-14, atol=1e-15)

@@ -357,4 +357,6 @@ def explain(g):
 
 def fused_kernels(g):
     """The FusedKernel of every fused node in `g`, in order."""
-    return [n.prim.impl for n in g.nodes if n.prim.name.startswith("fused{")]
+    # a fused node given reused buffers (memory.reuse_buffers) wraps its kernel
+    return [getattr(n.prim.impl, "kernel", n.prim.impl) for n in g.nodes
+            if n.prim.name.startswith("fused{")]

@@ -122,6 +122,10 @@ class FusedKernel:
             r = fast(xs, donors)
             if r is not NotImplemented:
                 return r
+        elif self.calls < HOT:      # counted as in __call__: buffer reuse must not keep tier 1 off
+            self.calls += 1
+            if self.calls == HOT:
+                self._request(xs)
         return self.tier0(*xs, *donors)
 
     def can_write_over(self, k, i):

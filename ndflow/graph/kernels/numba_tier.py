@@ -392,6 +392,16 @@ def wait(timeout=None):
 
 
 # ------------------------------------------------------------------ running
+def _compact(x):
+    """`x` without the repeats of its zero-stride dims (each becomes size 1), if that leaves
+    C-contiguous memory; else None."""
+    sh, st = x.shape, x.strides
+    if not any(t == 0 and n > 1 for n, t in zip(sh, st)):
+        return None
+    c = x[tuple(slice(0, 1) if (t == 0 and n > 1) else slice(None) for n, t in zip(sh, st))]
+    return c if c.flags.c_contiguous else None
+
+
 class Runner:
     """The tier-1 callable of one FusedKernel: collapse operands, call the kernel."""
 
@@ -443,6 +453,23 @@ class Runner:
         plan = self.static_plan or self.plan_for(xs)
         if plan is None or not plan.ok or plan.size < NB_MIN:
             return NotImplemented
+        compact = None
+        for i, x in enumerate(xs):
+            if type(x) is np.ndarray and not x.flags.c_contiguous:
+                c = _compact(x)
+                if c is None:
+                    return NotImplemented
+                if compact is None:
+                    compact = list(xs)
+                compact[i] = c
+        if compact is not None:
+            # a broadcast operand (a folded constant, np.broadcast_to) runs as the smaller
+            # array it repeats, read broadcast by the kernel: same values, same result shape
+            cplan = self.plan_for(compact)
+            if cplan is None or not cplan.ok or cplan.S != plan.S or \
+                    cplan.red_shape != plan.red_shape:
+                return NotImplemented
+            plan, xs = cplan, compact
         par = self.parallel_ok and plan.size >= PAR_MIN
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
