@@ -565,3 +565,44 @@ def test_numba_tier_broadcast_view_operands(numba_sync, monkeypatch, shape_b):
     assert out2.shape == (40, 300)
     # exp is ours (a few ulps from NumPy's), the rest exact
     np.testing.assert_allclose(out2.numpy(), np.exp(b) * 2.0 + b, rtol=1e-14, atol=1e-15)
+
+
+def _outer_cases():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 32)).astype(np.float32)
+    b = rng.standard_normal((16, 64)).astype(np.float32)
+    a[0, :4] = [0.0, -0.0, np.inf, np.nan]
+    b[0, :4] = [-0.0, np.inf, 0.0, 1e-45]
+    return a, b
+
+
+@pytest.mark.parametrize("mode", ["0", "sync"])
+def test_outer_product_broadcast_is_one_kernel(monkeypatch, mode):
+    """(b,m,1) * (b,1,n): one node becomes a kernel of its own (NumPy's broadcast loop is ~4x
+    a loop writing the result once); values equal NumPy's bit for bit on both tiers."""
+    if mode == "sync" and not HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    monkeypatch.setenv("NDFLOW_NUMBA", mode)
+    a, b = _outer_cases()
+    f = nf.function(lambda a, b: a[:, :, None] * b[:, None, :])
+    with np.errstate(all="ignore"):
+        want = a[:, :, None] * b[:, None, :]
+        cf = f.get_concrete_function(a, b)
+        assert len(_fused(cf)) == 1 and _fused(cf)[0].prim.name == "fused{t0=multiply(x0, x1)}"
+        for _ in range(5):
+            got = f(a, b).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    if mode == "sync":
+        assert fusion.fused_kernels(cf.graph)[0].tier() == 1
+
+
+def test_plain_broadcasts_stay_unfused(numpy_only):
+    """A bias add (the result has the shape of one operand) and small outer products are
+    NumPy's fast paths already: no kernel of their own."""
+    x = np.ones((128, 64))
+    cf = nf.function(lambda x, b: x + b).get_concrete_function(x, np.ones(64))
+    assert _names(cf) == ["add"]
+    cf = nf.function(lambda a, b: a[:, None] * b[None, :]).get_concrete_function(
+        np.ones(8), np.ones(9))
+    assert "fused" not in _names(cf)
