@@ -606,3 +606,25 @@ def test_plain_broadcasts_stay_unfused(numpy_only):
     cf = nf.function(lambda a, b: a[:, None] * b[None, :]).get_concrete_function(
         np.ones(8), np.ones(9))
     assert "fused" not in _names(cf)
+
+
+@needs_numba
+def test_numba_tier_cost_model_small_regions_of_many_ops(numba_sync):
+    """A kernel call costs about 2-3 NumPy calls: regions of several ops compile from fewer
+    elements than one-op regions (which stay on tier 0 below NB_MIN)."""
+    from ndflow.graph.kernels import numba_tier
+    assert numba_tier.pays(1024, 5) and not numba_tier.pays(1024, 1)
+    assert not numba_tier.pays(1024, 2) and numba_tier.pays(numba_tier.NB_MIN, 1)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(1024)
+    x[:4] = [0.0, -0.0, np.nan, -np.inf]
+    y = x[::-1].copy()
+    f = nf.function(lambda x, y: tnp.where(x > 0, x * y, tnp.where(x < -1, y, x)) * y)
+    fk, out = _tier1(f, x, y, n=5)
+    assert fk.tier() == 1
+    with np.errstate(all="ignore"):
+        want = np.where(x > 0, x * y, np.where(x < -1, y, x)) * y
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(out.numpy()), np.signbit(want))
+    g = nf.function(lambda x, y: x * y)           # one op: not fused, nothing to compile
+    assert "fused" not in _names(g.get_concrete_function(x, y))

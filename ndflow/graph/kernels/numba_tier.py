@@ -41,6 +41,13 @@ FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right)
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
 
 
+def pays(size, n_ops):
+    """Whether a compiled loop beats tier 0 for a region of `n_ops` ops on `size` elements.
+    A kernel call costs about what 2-3 NumPy calls do; tier 0 makes one NumPy call per op, so
+    regions of several ops pay at fewer elements (5 ops: ~800)."""
+    return size >= NB_MIN or (n_ops >= 3 and size * n_ops >= NB_MIN)
+
+
 # ------------------------------------------------------------------ scalar vocabulary
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _OWN = set(mathlib.FUNCTIONS)                  # our vectorizable math, float32/float64
@@ -420,6 +427,7 @@ class Runner:
         red = [o for o in self.prog.ops if o.reduce]
         self.red_dtype = red[0].dtype if red else None
         self.red_keep = red[0].params["keepdims"] if red else None
+        self.n_ops = len(self.prog.ops)
 
     def plan_for(self, xs):
         key = tuple(x.shape for x in xs)
@@ -451,7 +459,7 @@ class Runner:
 
     def __call__(self, xs, donors=None):
         plan = self.static_plan or self.plan_for(xs)
-        if plan is None or not plan.ok or plan.size < NB_MIN:
+        if plan is None or not plan.ok or not pays(plan.size, self.n_ops):
             return NotImplemented
         compact = None
         for i, x in enumerate(xs):
@@ -529,7 +537,7 @@ def request(fk, sync, xs=None):
         return
     r = Runner(fk, sync)
     p = r.static_plan
-    if p is not None and (not p.ok or p.size < NB_MIN):
+    if p is not None and (not p.ok or not pays(p.size, r.n_ops)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
         return
     fk.fast = r
