@@ -7,7 +7,8 @@ could run code in the next process that loads a kernel. Here numba's cache machi
 
 * the directory (NDFLOW_CACHE_DIR, default $XDG_CACHE_HOME/ndflow/kernels) is created 0700;
   one owned by another user, or writable by group or others, is refused (a warning, and
-  kernels are compiled in memory only);
+  kernels are compiled in memory only); on Windows, where modes do not show ACLs, the
+  directory under the user's profile and the HMAC are what protect it;
 * every file numba writes starts with an HMAC-SHA256 tag over its name and bytes, keyed by a
   per-user random key kept in the directory (0600, refused if anyone else can read it);
 * a file is read into memory once, its tag checked, and only those verified bytes are ever
@@ -49,7 +50,7 @@ def _private(st, what, mask):
     """Reason `st` is unsafe (another owner, or `mask` permission bits set), or None."""
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return "%s is owned by another user (uid %d)" % (what, st.st_uid)
-    if st.st_mode & mask:
+    if st.st_mode & mask and os.name != "nt":   # Windows: st_mode says nothing of ACLs
         return "%s has mode %o (group/others may %s it)" % (
             what, stat.S_IMODE(st.st_mode), "write" if mask == 0o022 else "access")
     return None
