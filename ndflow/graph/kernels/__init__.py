@@ -9,8 +9,8 @@ compiled in a background thread and swapped in when ready. Settings (environment
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
     NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
     NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves);
-                        regions of 3 or more ops from NDFLOW_NUMBA_MIN / ops elements (tier 0
-                        makes one NumPy call per op, tier 1 one call: `numba_tier.pays`)
+                        from 1/16 of it, regions that cost tier 0 more NumPy calls than a
+                        kernel call costs (`numba_tier.pays`)
     NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
                         (never in graphs that call BLAS: its threads keep spinning after a call;
                         on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)

@@ -41,11 +41,18 @@ FASTMATH = {"contract"}   # FMA only: no nnan/ninf (NaN and inf must stay right)
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
 
 
-def pays(size, n_ops):
-    """Whether a compiled loop beats tier 0 for a region of `n_ops` ops on `size` elements.
-    A kernel call costs about what 2-3 NumPy calls do; tier 0 makes one NumPy call per op, so
-    regions of several ops pay at fewer elements (5 ops: ~800)."""
-    return size >= NB_MIN or (n_ops >= 3 and size * n_ops >= NB_MIN)
+def cost_units(prog):
+    """Tier 0's fixed cost of one call of `prog`, in NumPy ufunc calls on small arrays
+    (~0.4 us each): a select (np.where / copyto with where=) ~2.5 of them, a reduction ~1.5."""
+    return sum(1.5 if o.reduce else 2.5 if o.prim.name == "select" else 1.0 for o in prog.ops)
+
+
+def pays(size, units):
+    """Whether a compiled loop beats tier 0 for a region of `units` (cost_units) on `size`
+    elements. A kernel call costs ~5 units of fixed overhead (collapsing operands, pooled
+    results): below NB_MIN elements only regions that cost tier 0 more than that compile
+    (not from tiny sizes: each kernel is a background compile that holds the GIL)."""
+    return size >= NB_MIN or (units >= 6 and size >= NB_MIN // 16)
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -427,7 +434,7 @@ class Runner:
         red = [o for o in self.prog.ops if o.reduce]
         self.red_dtype = red[0].dtype if red else None
         self.red_keep = red[0].params["keepdims"] if red else None
-        self.n_ops = len(self.prog.ops)
+        self.units = cost_units(self.prog)
 
     def plan_for(self, xs):
         key = tuple(x.shape for x in xs)
@@ -459,7 +466,7 @@ class Runner:
 
     def __call__(self, xs, donors=None):
         plan = self.static_plan or self.plan_for(xs)
-        if plan is None or not plan.ok or not pays(plan.size, self.n_ops):
+        if plan is None or not plan.ok or not pays(plan.size, self.units):
             return NotImplemented
         compact = None
         for i, x in enumerate(xs):
@@ -537,7 +544,7 @@ def request(fk, sync, xs=None):
         return
     r = Runner(fk, sync)
     p = r.static_plan
-    if p is not None and (not p.ok or not pays(p.size, r.n_ops)):
+    if p is not None and (not p.ok or not pays(p.size, r.units)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
         return
     fk.fast = r
