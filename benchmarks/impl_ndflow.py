@@ -39,6 +39,21 @@ def _compute_gradients(weights, inputs, labels):
 
 
 def build(column, case, d):
+    if column == "ndflow_fn" and case.workload != "first_call":
+        # steady state: fused regions ask for their numba kernels after a few calls and get
+        # them from a background compile (or the disk cache). A throwaway copy of the step
+        # (the workloads with Variables must start from their initial values) runs until
+        # those compiles are done, so that the timed calls do not wait for them, as the
+        # peers' columns are timed after their compiles (first_call times the start).
+        from ndflow.graph.kernels import wait_for_compiles
+        warm = _build(column, case, d)
+        for _ in range(1 if case.workload == "polyfit_adam" else 4):
+            warm()
+        wait_for_compiles()
+    return _build(column, case, d)
+
+
+def _build(column, case, d):
     compiled = column == "ndflow_fn"
     maybe_compile = nf.function if compiled else (lambda f: f)
     arr = {k: tnp.asarray(v) for k, v in d.items()}

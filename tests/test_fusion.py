@@ -533,3 +533,135 @@ def test_numba_tier_reductions_and_broadcasting(numba_sync, monkeypatch):
     want = (np.sum(np.exp(x + b) * 2), np.sum(np.tanh(x * b), axis=0), np.sum(x * b, axis=1))
     for g, w in zip(outs, want):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-12)
+
+
+def _mlp_grad_fn():
+    def grads(x, labels, w1, b, w2):
+        ws = [w1, b, w2]
+        with nf.GradientTape() as tape:
+            tape.watch(ws)
+            h = tnp.maximum(tnp.matmul(x, ws[0]) + ws[1], 0)
+            loss = tnp.sum(tnp.square(tnp.matmul(h, ws[2]) - labels))
+        return tape.gradient(loss, ws)
+    return nf.function(grads)
+
+
+@needs_numba
+def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(monkeypatch):
+    """The MLP gradient's relu-gradient region writes into a reused buffer and reads a folded
+    zeros constant (a broadcast, non-contiguous array): it still gets its numba kernel, and
+    every result equals the NumPy tier's bit for bit."""
+    from ndflow.graph.kernels import numba_tier
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s).astype(np.float32) for s in
+            ((512, 32), (512, 2), (32, 64), (64,), (64, 2))]
+    args[0][:5] = 0.0                     # relu inputs at exactly 0 (the select's tie)
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    want = [g.numpy() for g in _mlp_grad_fn()(*args)]
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    f = _mlp_grad_fn()
+    calls = {"tier1": 0, "declined": 0}
+    run = numba_tier.Runner.__call__
+
+    def counting(self, xs, donors=None):
+        r = run(self, xs, donors)
+        calls["declined" if r is NotImplemented else "tier1"] += 1
+        return r
+    for _ in range(5):
+        f(*args)
+    monkeypatch.setattr(numba_tier.Runner, "__call__", counting)
+    got = [g.numpy() for g in f(*args)]
+    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
+    big = [k for k in ks if getattr(k, "tier1_unavailable", None) is None]
+    assert big and all(k.tier() == 1 for k in big)
+    assert calls == {"tier1": len(big), "declined": 0}
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_numba
+@pytest.mark.parametrize("shape_b", [(1, 300), (40, 1), (), (40, 300)])
+def test_numba_tier_broadcast_view_operands(numba_sync, monkeypatch, shape_b):
+    """Zero-stride operands (np.broadcast_to views) run as the array they repeat; a region
+    whose every operand is such a view keeps its full result shape."""
+    from ndflow.graph.kernels import numba_tier
+    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((40, 300))
+    b = np.broadcast_to(rng.standard_normal(shape_b), (40, 300))
+    f = nf.function(lambda x, b: tnp.where(x > 0, x * b, b - 1.5))
+    g = nf.function(lambda b: tnp.exp(b) * 2.0 + b)        # every operand broadcast
+    fk, out = _tier1(f, x, b, n=5)
+    assert fk.tier() == 1
+    np.testing.assert_array_equal(out.numpy(), np.where(x > 0, x * b, b - 1.5))
+    out2 = _tier1(g, b, n=5)[1]
+    assert out2.shape == (40, 300)
+    # exp is ours (a few ulps from NumPy's), the rest exact
+    np.testing.assert_allclose(out2.numpy(), np.exp(b) * 2.0 + b, rtol=1e-14, atol=1e-15)
+
+
+def _outer_cases():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 32)).astype(np.float32)
+    b = rng.standard_normal((16, 64)).astype(np.float32)
+    a[0, :4] = [0.0, -0.0, np.inf, np.nan]
+    b[0, :4] = [-0.0, np.inf, 0.0, 1e-45]
+    return a, b
+
+
+@pytest.mark.parametrize("mode", ["0", "sync"])
+def test_outer_product_broadcast_is_one_kernel(monkeypatch, mode):
+    """(b,m,1) * (b,1,n): one node becomes a kernel of its own (NumPy's broadcast loop is ~4x
+    a loop writing the result once); values equal NumPy's bit for bit on both tiers."""
+    if mode == "sync" and not HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    monkeypatch.setenv("NDFLOW_NUMBA", mode)
+    a, b = _outer_cases()
+    f = nf.function(lambda a, b: a[:, :, None] * b[:, None, :])
+    with np.errstate(all="ignore"):
+        want = a[:, :, None] * b[:, None, :]
+        cf = f.get_concrete_function(a, b)
+        assert len(_fused(cf)) == 1 and _fused(cf)[0].prim.name == "fused{t0=multiply(x0, x1)}"
+        for _ in range(5):
+            got = f(a, b).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    if mode == "sync":
+        assert fusion.fused_kernels(cf.graph)[0].tier() == 1
+
+
+def test_plain_broadcasts_stay_unfused(numpy_only):
+    """A bias add (the result has the shape of one operand) and small outer products are
+    NumPy's fast paths already: no kernel of their own."""
+    x = np.ones((128, 64))
+    cf = nf.function(lambda x, b: x + b).get_concrete_function(x, np.ones(64))
+    assert _names(cf) == ["add"]
+    cf = nf.function(lambda a, b: a[:, None] * b[None, :]).get_concrete_function(
+        np.ones(8), np.ones(9))
+    assert "fused" not in _names(cf)
+
+
+@needs_numba
+def test_numba_tier_cost_model_small_regions_of_many_ops(numba_sync):
+    """A kernel call costs about 5 small NumPy calls: regions that cost tier 0 more compile
+    from fewer elements (a select chain); cheap ones (a 4-op sigmoid) stay on tier 0 below
+    NB_MIN."""
+    from ndflow.graph.kernels import numba_tier
+    assert numba_tier.pays(1024, 9.5) and not numba_tier.pays(1024, 4)
+    assert not numba_tier.pays(64, 20) and numba_tier.pays(numba_tier.NB_MIN, 1)
+    s = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
+    sk = _tier1(s, np.linspace(-3, 3, 1024), n=5)[0]
+    assert sk.tier() == 0 and "too small" in sk.tier1_unavailable
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(1024)
+    x[:4] = [0.0, -0.0, np.nan, -np.inf]
+    y = x[::-1].copy()
+    f = nf.function(lambda x, y: tnp.where(x > 0, x * y, tnp.where(x < -1, y, x)) * y)
+    fk, out = _tier1(f, x, y, n=5)
+    assert fk.tier() == 1
+    with np.errstate(all="ignore"):
+        want = np.where(x > 0, x * y, np.where(x < -1, y, x)) * y
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(out.numpy()), np.signbit(want))
+    g = nf.function(lambda x, y: x * y)           # one op: not fused, nothing to compile
+    assert "fused" not in _names(g.get_concrete_function(x, y))

@@ -231,8 +231,8 @@ def elementwise_fusion(g):
     if os.environ.get("NDFLOW_FUSION", "1") == "0":
         return g
     groups = {r: m for r, m in _regions(g).items()
-              if len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
-              and _convex(g, m)}
+              if (len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
+                  or len(m) == 1 and _outer(g.nodes[m[0]])) and _convex(g, m)}
     if not groups:
         return g
     uses_blas = any(n.prim.blas for n in g.nodes)
@@ -248,6 +248,26 @@ def elementwise_fusion(g):
         if _build(g, trial, uses_blas) is not None:
             kept = trial
     return _build(g, kept, uses_blas) if kept else g
+
+
+def _outer(node):
+    """Whether one elementwise node is worth a kernel of its own: an outer-product-like
+    broadcast (every operand that is not a scalar is smaller than the result, and there are
+    two of them: (b,m,1) * (b,1,n)), large enough for a compiled loop. NumPy runs these with a
+    stride-0 inner operand at ~4x the cost of a loop that writes the result once."""
+    from .kernels import numba_tier
+    if _is_reduction(node):
+        return False
+    shape = tuple(node.outputs[0].shape)
+    if None in shape:
+        return False
+    size = int(np.prod(shape, dtype=np.int64))
+    if size < numba_tier.NB_MIN:
+        return False
+    big = [v for v in node.inputs if None not in tuple(v.shape)
+           and int(np.prod(tuple(v.shape), dtype=np.int64)) > 1]
+    return len(big) >= 2 and len(big) == len([v for v in node.inputs if v.shape != ()]) and \
+        all(int(np.prod(tuple(v.shape), dtype=np.int64)) < size for v in big)
 
 
 def _build(g, groups, uses_blas):
@@ -364,4 +384,5 @@ def explain(g):
 
 def fused_kernels(g):
     """The FusedKernel of every fused node in `g`, in order."""
-    return [n.prim.impl for n in g.nodes if n.prim.fused]
+    # a fused node given reused buffers (memory.reuse_buffers) wraps its kernel
+    return [getattr(n.prim.impl, "kernel", n.prim.impl) for n in g.nodes if n.prim.fused]

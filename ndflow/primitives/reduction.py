@@ -102,9 +102,13 @@ def _prod_vjp(ct, x, axes, keepdims):
     return (ct * others,)
 
 # dtype=x.dtype: the NumPy layer already cast to the result dtype; NumPy would widen small ints
-reduce_sum_p = reduction("reduce_sum", lambda x, axes, keepdims: np.sum(x, axis=axes, keepdims=keepdims,
-                                                                        dtype=x.dtype),
-                         _sum_vjp)
+def _sum_impl(x, axes, keepdims):
+    if type(x) is np.ndarray:     # what np.sum calls for an ndarray, without its 2 us of dispatch
+        return np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=keepdims)
+    return np.sum(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
+
+
+reduce_sum_p = reduction("reduce_sum", _sum_impl, _sum_vjp)
 reduce_max_p = reduction("reduce_max", lambda x, axes, keepdims: np.max(x, axis=axes, keepdims=keepdims),
                          _extremum_vjp)
 reduce_min_p = reduction("reduce_min", lambda x, axes, keepdims: np.min(x, axis=axes, keepdims=keepdims),

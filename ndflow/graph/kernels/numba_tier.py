@@ -1,5 +1,5 @@
 """Tier 1: a fused region compiled by numba into one loop nest (imported only when a compile
-is first requested; needs `pip install numba`).
+is first requested; numba is a dependency of ndflow, imported lazily).
 
 The loop body is the region's ops as scalar code, written from each primitive's `fusion`
 template with function names mapped to scalar implementations: our own vectorizable exp,
@@ -11,15 +11,15 @@ them, so such regions stay on tier 0 (`why_not(program)` says which op).
 Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
 vectorizes. A kernel is specialised to that broadcast pattern; patterns and programs are the
-cache key. Kernels are written to files under NDFLOW_CACHE_DIR (default
-~/.cache/ndflow/kernels) so that numba's `cache=True` keeps them between processes.
+cache key. Compiled kernels are kept between processes in a private directory
+(NDFLOW_CACHE_DIR, default ~/.cache/ndflow/kernels) whose files are verified before they are
+loaded (`kernel_cache`).
 
 Compiles run in one background thread (NDFLOW_NUMBA=sync: in the caller) and are swapped in
 when ready; until then, and for operands a kernel does not fit (non-contiguous, too small,
 another pattern), tier 0 runs.
 """
 import hashlib
-import importlib.util
 import math
 import os
 import queue
@@ -54,6 +54,20 @@ def _fast_math():
     return fast_math()
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
+
+
+def cost_units(prog):
+    """Tier 0's fixed cost of one call of `prog`, in NumPy ufunc calls on small arrays
+    (~0.4 us each): a select (np.where / copyto with where=) ~2.5 of them, a reduction ~1.5."""
+    return sum(1.5 if o.reduce else 2.5 if o.prim.name == "select" else 1.0 for o in prog.ops)
+
+
+def pays(size, units):
+    """Whether a compiled loop beats tier 0 for a region of `units` (cost_units) on `size`
+    elements. A kernel call costs ~5 units of fixed overhead (collapsing operands, pooled
+    results): below NB_MIN elements only regions that cost tier 0 more than that compile
+    (not from tiny sizes: each kernel is a background compile that holds the GIL)."""
+    return size >= NB_MIN or (units >= 6 and size >= NB_MIN // 16)
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -282,7 +296,7 @@ def _kernel_source(prog, plan, parallel, name):
     # the outermost loop is split between threads unless it runs along a reduced axis
     outer_red = red and not full_red and not pat[-1][0]
     parallel = parallel and not outer_red
-    L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', cache=True, nogil=True)"
+    L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', nogil=True)"
              % (parallel, FASTMATH if _fast_math() else set()))
     L.append("def %s(%s):" % (name, ", ".join(params)))
     ind = "    "
@@ -320,50 +334,23 @@ _pending = 0
 _idle = threading.Condition()
 
 
-def _cache_dir():
-    d = os.environ.get("NDFLOW_CACHE_DIR")
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "ndflow", "kernels")
-    try:
-        os.makedirs(d, exist_ok=True)
-        return d if os.access(d, os.W_OK) else None
-    except OSError:
-        return None
-
-
-_MATH_HASH = None
+_STAMP = None
 
 
 def _load(src, name, cache=True):
-    """Compile-ready dispatcher for `src`: from a module file (so numba can cache it on disk),
-    or from memory when no cache directory is writable."""
-    global _MATH_HASH
-    if _MATH_HASH is None:
+    """Compile-ready dispatcher for `src`, with the verified disk cache (kernel_cache) unless
+    `cache` is false or no safe cache directory exists."""
+    global _STAMP
+    from . import kernel_cache
+    if _STAMP is None:
         import numba
-        h = hashlib.sha1()
-        for m in (mathlib, sys.modules[__name__]):
+        h = hashlib.sha256()
+        for m in (mathlib, sys.modules[__name__], kernel_cache):
             with open(m.__file__, "rb") as f:
                 h.update(f.read())
         h.update(numba.__version__.encode())
-        _MATH_HASH = h.hexdigest()[:12]
-    d = _cache_dir() if cache else None
-    digest = hashlib.sha1((src + _MATH_HASH).encode()).hexdigest()[:20]
-    if d is not None:
-        path = os.path.join(d, "k_%s.py" % digest)
-        if not os.path.exists(path):
-            tmp = path + ".%d.tmp" % os.getpid()
-            with open(tmp, "w") as f:
-                f.write(src)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location("ndflow_kernel_%s" % digest, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod        # numba's cache re-imports a kernel's module by name
-        spec.loader.exec_module(mod)
-        return getattr(mod, name)
-    ns = {}
-    exec(compile(src.replace("cache=True", "cache=False"), "<ndflow kernel>", "exec"), ns)
-    return ns[name]
+        _STAMP = h.hexdigest()
+    return kernel_cache.load(src, name, _STAMP, cache)
 
 
 def _dummy_args(prog, plan):
@@ -461,6 +448,16 @@ def wait(timeout=None):
 
 
 # ------------------------------------------------------------------ running
+def _compact(x):
+    """`x` without the repeats of its zero-stride dims (each becomes size 1), if that leaves
+    C-contiguous memory; else None."""
+    sh, st = x.shape, x.strides
+    if not any(t == 0 and n > 1 for n, t in zip(sh, st)):
+        return None
+    c = x[tuple(slice(0, 1) if (t == 0 and n > 1) else slice(None) for n, t in zip(sh, st))]
+    return c if c.flags.c_contiguous else None
+
+
 class Runner:
     """The tier-1 callable of one FusedKernel: collapse operands, call the kernel."""
 
@@ -479,6 +476,7 @@ class Runner:
         red = [o for o in self.prog.ops if o.reduce]
         self.red_dtype = red[0].dtype if red else None
         self.red_keep = red[0].params["keepdims"] if red else None
+        self.units = cost_units(self.prog)
 
     def plan_for(self, xs):
         key = tuple(x.shape for x in xs)
@@ -510,10 +508,27 @@ class Runner:
 
     def __call__(self, xs, donors=None):
         plan = self.static_plan or self.plan_for(xs)
-        if plan is None or not plan.ok or plan.size < NB_MIN:
+        if plan is None or not plan.ok or not pays(plan.size, self.units):
             return NotImplemented
         if not _quiet_errstate():
             return NotImplemented       # tier 0 (NumPy) raises/calls as `np.errstate` asks
+        compact = None
+        for i, x in enumerate(xs):
+            if type(x) is np.ndarray and not x.flags.c_contiguous:
+                c = _compact(x)
+                if c is None:
+                    return NotImplemented
+                if compact is None:
+                    compact = list(xs)
+                compact[i] = c
+        if compact is not None:
+            # a broadcast operand (a folded constant, np.broadcast_to) runs as the smaller
+            # array it repeats, read broadcast by the kernel: same values, same result shape
+            cplan = self.plan_for(compact)
+            if cplan is None or not cplan.ok or cplan.S != plan.S or \
+                    cplan.red_shape != plan.red_shape:
+                return NotImplemented
+            plan, xs = cplan, compact
         par = self.parallel_ok and plan.size >= PAR_MIN
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
@@ -573,7 +588,7 @@ def request(fk, sync, xs=None):
         return
     r = Runner(fk, sync)
     p = r.static_plan
-    if p is not None and (not p.ok or p.size < NB_MIN):
+    if p is not None and (not p.ok or not pays(p.size, r.units)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
         return
     fk.fast = r
