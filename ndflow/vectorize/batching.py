@@ -244,7 +244,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     leaves = [tnp.asarray(x) for x in leaves]
     sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
     if STATE.traces:
-        from ..primitives.control import scan_carry
+        from ..graph.control import scan_carry
         _, ys = scan_carry(lambda c, x: (c, fn(x)), (), tree.unflatten(d, leaves),
                            name=name or "map_fn")
         y_leaves, o_def = tree.flatten_with_def(ys)

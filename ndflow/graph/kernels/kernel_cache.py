@@ -50,7 +50,7 @@ def _private(st, what, mask):
     """Reason `st` is unsafe (another owner, or `mask` permission bits set), or None."""
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return "%s is owned by another user (uid %d)" % (what, st.st_uid)
-    if st.st_mode & mask and os.name != "nt":   # Windows: st_mode says nothing of ACLs
+    if st.st_mode & mask and sys.platform != "win32":   # Windows: st_mode says nothing of ACLs
         return "%s has mode %o (group/others may %s it)" % (
             what, stat.S_IMODE(st.st_mode), "write" if mask == 0o022 else "access")
     return None

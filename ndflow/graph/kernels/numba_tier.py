@@ -59,7 +59,8 @@ STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
 def cost_units(prog):
     """Tier 0's fixed cost of one call of `prog`, in NumPy ufunc calls on small arrays
     (~0.4 us each): a select (np.where / copyto with where=) ~2.5 of them, a reduction ~1.5."""
-    return sum(1.5 if o.reduce else 2.5 if o.prim.name == "select" else 1.0 for o in prog.ops)
+    select = _prims().select_p
+    return sum(1.5 if o.reduce else 2.5 if o.prim is select else 1.0 for o in prog.ops)
 
 
 def pays(size, units):
