@@ -40,6 +40,8 @@ by its name):
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
+import numpy as _np
+
 from .state import STATE, GLOBAL
 from . import mutation as _mut
 
@@ -132,6 +134,7 @@ class Primitive:
 REGISTRY = []
 
 _wrap = None          # set by ndarray module: buffer -> eager ndarray
+_ndarray = None       # set by ndarray module: the ndarray class
 _eager_apply = None   # set by backends: full eager path (devices, conversions)
 
 
@@ -211,3 +214,152 @@ def _check_numerics(prim, args, outs, params):
 def _is_body(v):
     """A control-flow body parameter (a SubGraph, or a tuple of them: switch_case)."""
     return hasattr(v, "in_avals") or (type(v) is tuple and bool(v) and hasattr(v[0], "in_avals"))
+
+
+# ------------------------------------------------------------------ composite primitives
+class Composite:
+    """A function with two definitions that must agree: `kernel`, NumPy's function run on host
+    buffers, and `compose`, its composition over primitives. Plain eager execution (no tape,
+    trace, batching, device scope or switch; every array argument an eager array on the default
+    device) runs the kernel, for NumPy's speed; everything else (tapes, traces, vectorized_map,
+    forward mode) runs `compose` inline, so every transformation sees its primitives.
+    `bind_composite` chooses; tests/test_composites.py checks the two against each other.
+
+    `kernel(*args, **kwargs)` takes the function's own arguments, ndflow arrays replaced by
+    their NumPy buffers, and returns NumPy values. `compose_if` names parameters (e.g. 'out')
+    for which a value other than None means the kernel cannot answer (it has no `out=` array to
+    write into), so the composition runs."""
+    __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "__weakref__")
+
+    def __init__(self, name, kernel, compose, compose_if=()):
+        import inspect
+        self.name = name
+        self.kernel = kernel
+        self.compose = compose
+        self.compose_if = tuple(compose_if)
+        params = list(inspect.signature(compose).parameters.values())
+        pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # (name, position or None): found without binding the signature on every call
+        self._where = tuple((n, pos.index(n) if n in pos else None) for n in self.compose_if)
+        COMPOSITES[name] = self
+
+    def __repr__(self):
+        return "Composite(%s)" % self.name
+
+    def __call__(self, *args, **kwargs):
+        return bind_composite(self, args, kwargs)
+
+    def kernel_applies(self, args, kwargs):
+        """Whether the kernel can answer this call (no `compose_if` argument is given)."""
+        for name, i in self._where:
+            v = kwargs.get(name)
+            if v is None and i is not None and i < len(args):
+                v = args[i]
+            if v is not None:
+                return False
+        return True
+
+
+COMPOSITES = {}   # name -> Composite (tests enumerate them)
+
+
+def composite(kernel, name=None, compose_if=(), adapt=True):
+    """Decorator: the decorated function is the composition; the result is a plain function
+    (keeping its name, docstring and signature) that goes through `bind_composite`. `kernel`
+    is NumPy's function; `adapt` passes it the arguments as `numpy_kernel` does (False: as
+    given, the signatures being the same)."""
+    import functools
+
+    def deco(compose):
+        k = numpy_kernel(kernel, compose) if adapt else kernel
+        c = Composite(name or compose.__name__, k, compose, compose_if)
+
+        @functools.wraps(compose)
+        def f(*args, **kwargs):
+            return bind_composite(c, args, kwargs)
+        f.composite = c
+        return f
+    return deco
+
+
+def numpy_kernel(npf, compose):
+    """A kernel calling NumPy's `npf` with the arguments of `compose` (ndflow's version of it):
+    parameters NumPy does not have, or that NumPy leaves unset (its `<no value>` default) where
+    ndflow writes None, are not passed."""
+    import inspect
+    sig = inspect.signature(compose)
+    nsig = inspect.signature(npf).parameters
+    unset = {n for n, p in nsig.items() if p.default is _np._NoValue}
+
+    def kernel(*args, **kwargs):
+        given = sig.bind(*args, **kwargs).arguments
+        pos, kw, gap = [], {}, False
+        for n in sig.parameters:
+            p = nsig.get(n)
+            if n not in given or p is None or (given[n] is None and n in unset):
+                gap = True       # later arguments go by keyword
+                continue
+            v = given[n]
+            if p.kind is p.VAR_POSITIONAL:
+                pos.extend(v)
+            elif p.kind is p.POSITIONAL_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and not gap):
+                pos.append(v)
+            elif p.kind is p.VAR_KEYWORD:
+                kw.update(v)
+            else:
+                kw[n] = v
+        return npf(*pos, **kw)
+    kernel.__name__ = "numpy." + npf.__name__
+    return kernel
+
+
+def _plain_eager(xs):
+    # an ndflow array on a device, or owned by a trace or a batch, is not plain; Python values,
+    # NumPy arrays and lists of them are (the kernel converts them as NumPy would)
+    for x in xs:
+        if type(x) is _ndarray and (x._dev is not None or x._t is not None):
+            return False
+    return True
+
+
+def bind_composite(c, args, kwargs):
+    """Run composite `c`: its NumPy kernel when plain eager, else its composition inline (a
+    tape or trace then records the composition's primitives)."""
+    if (GLOBAL.fast or STATE.fast) and not STATE.compose and _plain_eager(args) \
+            and _plain_eager(kwargs.values()) and c.kernel_applies(args, kwargs):
+        return host_to_nf(c.kernel(*map(to_host, args),
+                                   **{k: to_host(v) for k, v in kwargs.items()}))
+    return c.compose(*args, **kwargs)
+
+
+def to_host(x):
+    """The NumPy value of an eager ndflow array (anything else as is, lists walked)."""
+    if type(x) is _ndarray:
+        return x._v
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(to_host(e) for e in x)
+    return x
+
+
+def host_to_nf(r):
+    """NumPy results (arrays, scalars, tuples, lists, named tuples) as ndflow arrays."""
+    if isinstance(r, (_np.ndarray, _np.generic)):
+        return _wrap(r)
+    if hasattr(r, "_fields"):
+        return type(r)(*[host_to_nf(e) for e in r])
+    if isinstance(r, (tuple, list)):
+        return type(r)(host_to_nf(e) for e in r)
+    return r
+
+
+class compose_composites:
+    """Context manager: composites run their composition even when eager (tests compare it with
+    the kernel). Per thread."""
+
+    def __enter__(self):
+        self._prev = STATE.compose
+        STATE.compose = True
+        return self
+
+    def __exit__(self, *exc):
+        STATE.compose = self._prev

@@ -42,6 +42,7 @@ class _State(threading.local):
         self.prefer_float32 = GLOBAL_MODE["prefer_float32"]
         self.check_numerics = False   # nf.debugging.enable_check_numerics (per thread, as TF)
         self.fast = True
+        self.compose = False      # composites run their composition even eagerly (tests)
         self.level = 0            # next interpreter level
         self.views = {}           # while tracing: id(base) -> views to re-derive on a write
         self.slot = slot = _Slot()
