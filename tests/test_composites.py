@@ -93,13 +93,16 @@ def _check_signs(got, want, ctx):
 
 
 # Functions answering with one of several equal-comparing inputs (an order statistic, an
-# extremum). Given +0.0 and -0.0 together, which one NumPy returns depends on its selection
-# algorithm (introselect's partition, SIMD lanes of maximum.reduce and fmax.reduce, which even
-# disagree with each other): not a property of the function, so only the value (zero) is
-# compared for the mixed-zero variant. Signs are still checked for every other input,
-# all -0.0 included (where NumPy's answer is defined: e.g. a median of -0.0 is +0.0).
+# extremum, the representative of a run of equal values). Given +0.0 and -0.0 together, which
+# one NumPy returns depends on its algorithm (introselect's partition, the unstable sort inside
+# unique, SIMD lanes of maximum.reduce and fmax.reduce, which even disagree with each other):
+# not a property of the function, so only the value (zero) is compared for the mixed-zero
+# variant. Signs are still checked for every other input, all -0.0 included (where NumPy's
+# answer is defined: e.g. a median of -0.0 is +0.0).
 _SELECTS_AMONG_EQUAL = {"nanmax", "nanmin", "median", "nanmedian", "quantile", "percentile",
-                        "nanquantile", "nanpercentile"}
+                        "nanquantile", "nanpercentile", "unique", "unique_values", "unique_all",
+                        "unique_counts", "unique_inverse", "union1d", "intersect1d",
+                        "setdiff1d", "setxor1d"}
 
 
 def _agree(rec, args, kwargs, ctx, signs=True):

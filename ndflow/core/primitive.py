@@ -228,7 +228,8 @@ class Composite:
     `kernel(*args, **kwargs)` takes the function's own arguments, ndflow arrays replaced by
     their NumPy buffers, and returns NumPy values. `compose_if` names parameters (e.g. 'out')
     for which a value other than None means the kernel cannot answer (it has no `out=` array to
-    write into), so the composition runs."""
+    write into), so the composition runs; a dict gives the value the kernel handles instead of
+    None (e.g. {'descending': False})."""
     __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "__weakref__")
 
     def __init__(self, name, kernel, compose, compose_if=()):
@@ -236,11 +237,15 @@ class Composite:
         self.name = name
         self.kernel = kernel
         self.compose = compose
-        self.compose_if = tuple(compose_if)
+        if not isinstance(compose_if, dict):
+            compose_if = dict.fromkeys(compose_if)
+        self.compose_if = compose_if
         params = list(inspect.signature(compose).parameters.values())
         pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        # (name, position or None): found without binding the signature on every call
-        self._where = tuple((n, pos.index(n) if n in pos else None) for n in self.compose_if)
+        # (name, position or None, the value the kernel handles): found without binding the
+        # signature on every call
+        self._where = tuple((n, pos.index(n) if n in pos else None, ok)
+                            for n, ok in compose_if.items())
         COMPOSITES[name] = self
 
     def __repr__(self):
@@ -251,11 +256,14 @@ class Composite:
 
     def kernel_applies(self, args, kwargs):
         """Whether the kernel can answer this call (no `compose_if` argument is given)."""
-        for name, i in self._where:
-            v = kwargs.get(name)
-            if v is None and i is not None and i < len(args):
+        for name, i, ok in self._where:
+            if name in kwargs:
+                v = kwargs[name]
+            elif i is not None and i < len(args):
                 v = args[i]
-            if v is not None:
+            else:
+                continue                  # the default: the kernel's too
+            if v is not ok and not (type(v) in (bool, int) and v == ok):
                 return False
         return True
 
@@ -265,18 +273,30 @@ COMPOSITES = {}   # name -> Composite (tests enumerate them)
 
 def composite(kernel, name=None, compose_if=(), adapt=True):
     """Decorator: the decorated function is the composition; the result is a plain function
-    (keeping its name, docstring and signature) that goes through `bind_composite`. `kernel`
-    is NumPy's function; `adapt` passes it the arguments as `numpy_kernel` does (False: as
-    given, the signatures being the same)."""
+    (keeping its name, docstring and signature) that does what `bind_composite` does, inlined
+    (it is on eager hot paths such as `reshape`). `kernel` is NumPy's function; `adapt` passes
+    it the arguments as `numpy_kernel` does (False: as given, the signatures being the same)."""
     import functools
 
     def deco(compose):
         k = numpy_kernel(kernel, compose) if adapt else kernel
         c = Composite(name or compose.__name__, k, compose, compose_if)
+        where = c._where
+        applies = c.kernel_applies
 
         @functools.wraps(compose)
         def f(*args, **kwargs):
-            return bind_composite(c, args, kwargs)
+            if GLOBAL.fast or STATE.fast:
+                h = _hosted(args)
+                if h is not None and (not where or applies(args, kwargs)):
+                    if not kwargs:
+                        r = k(*h)
+                        return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
+                    hk = _hosted(kwargs.values())
+                    if hk is not None:
+                        r = k(*h, **dict(zip(kwargs, hk)))
+                        return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
+            return compose(*args, **kwargs)
         f.composite = c
         return f
     return deco
@@ -288,6 +308,8 @@ def numpy_kernel(npf, compose):
     ndflow writes None, are not passed."""
     import inspect
     sig = inspect.signature(compose)
+    if str(sig) == str(inspect.signature(npf)):
+        return npf               # the same parameters and defaults: nothing to adapt
     nsig = inspect.signature(npf).parameters
     unset = {n for n, p in nsig.items() if p.default is _np._NoValue}
 
@@ -313,22 +335,39 @@ def numpy_kernel(npf, compose):
     return kernel
 
 
-def _plain_eager(xs):
-    # an ndflow array on a device, or owned by a trace or a batch, is not plain; Python values,
-    # NumPy arrays and lists of them are (the kernel converts them as NumPy would)
+def _hosted(xs):
+    """The kernel's arguments: eager default-device ndflow arrays as their NumPy buffers
+    (inside lists and tuples too), anything else as is; None if an array is on a device or
+    belongs to a trace or a batch (the composition must run)."""
+    out = []
     for x in xs:
-        if type(x) is _ndarray and (x._dev is not None or x._t is not None):
-            return False
-    return True
+        t = type(x)
+        if t is _ndarray:
+            if x._dev is not None or x._t is not None:
+                return None
+            x = x._v
+        elif t is list or t is tuple:
+            for e in x:
+                if type(e) is _ndarray or type(e) is list or type(e) is tuple:
+                    h = _hosted(x)
+                    if h is None:
+                        return None
+                    x = t(h)
+                    break
+        out.append(x)
+    return out
 
 
 def bind_composite(c, args, kwargs):
     """Run composite `c`: its NumPy kernel when plain eager, else its composition inline (a
-    tape or trace then records the composition's primitives)."""
-    if (GLOBAL.fast or STATE.fast) and not STATE.compose and _plain_eager(args) \
-            and _plain_eager(kwargs.values()) and c.kernel_applies(args, kwargs):
-        return host_to_nf(c.kernel(*map(to_host, args),
-                                   **{k: to_host(v) for k, v in kwargs.items()}))
+    tape or trace then records the composition's primitives). (`composite`'s functions do
+    the same, inlined.)"""
+    if GLOBAL.fast or STATE.fast:
+        h = _hosted(args)
+        hk = _hosted(kwargs.values()) if h is not None else None
+        if hk is not None and (not c._where or c.kernel_applies(args, kwargs)):
+            r = c.kernel(*h, **dict(zip(kwargs, hk)))
+            return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
     return c.compose(*args, **kwargs)
 
 
@@ -354,12 +393,14 @@ def host_to_nf(r):
 
 class compose_composites:
     """Context manager: composites run their composition even when eager (tests compare it with
-    the kernel). Per thread."""
+    the kernel). Per thread; it makes the thread's state not `fast`, as a tape would."""
 
     def __enter__(self):
         self._prev = STATE.compose
         STATE.compose = True
+        STATE.refresh()
         return self
 
     def __exit__(self, *exc):
         STATE.compose = self._prev
+        STATE.refresh()

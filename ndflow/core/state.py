@@ -53,7 +53,7 @@ class _State(threading.local):
     def refresh(self):
         fast = (not self.traces and not self.tapes and self.device is None
                 and self.promotion == "legacy" and not self.prefer_float32
-                and not self.check_numerics)
+                and not self.check_numerics and not self.compose)
         self.fast = fast
         if not self.traces and self.views:
             self.views = {}
