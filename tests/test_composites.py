@@ -153,3 +153,38 @@ def test_kernel_and_composition_agree(name):
                 for desc, args, kwargs in _special_variants(s):
                     _agree(rec, args, kwargs, f"{name}[{desc}]{s!r}",
                            signs=not (desc == "+-0" and name in _SELECTS_AMONG_EQUAL))
+
+
+def test_out_and_unsupported_arguments_take_the_composition():
+    # the kernel has no `out=` to write into: the composition runs and writes it
+    x = tnp.asarray(np.array([[3.0, 1.0, 2.0], [0.5, -1.0, 4.0]]))
+    out = tnp.zeros(2)
+    r = tnp.median(x, axis=1, out=out)
+    assert r is out
+    np.testing.assert_array_equal(out.numpy(), np.median(x.numpy(), axis=1))
+    # descending sort is the composition (a flip of the kernel's ascending sort)
+    np.testing.assert_array_equal(tnp.sort(x, descending=True).numpy(),
+                                  -np.sort(-x.numpy()))
+
+
+def test_forcing_the_composition_is_per_thread_and_restored():
+    import threading
+    from ndflow.core.state import STATE
+    assert STATE.fast
+    seen = []
+    with compose_composites():
+        assert not STATE.fast
+        t = threading.Thread(target=lambda: seen.append(STATE.fast))
+        t.start()
+        t.join()
+    assert STATE.fast and seen == [True]
+
+
+def test_a_tape_sees_the_composition():
+    import ndflow as nf
+    x = tnp.asarray(np.array([3.0, 1.0, 2.0, 5.0]))
+    with nf.GradientTape() as tape:
+        tape.watch(x)
+        y = tnp.median(x)
+    g = tape.gradient(y, x)
+    np.testing.assert_array_equal(g.numpy(), [0.5, 0.0, 0.5, 0.0])

@@ -3,9 +3,10 @@ diff, ediff1d, gradient, trapezoid, ptp, average, median, quantile/percentile (e
 `method`), cov, corrcoef and the nan-ignoring variants. (Histograms: histograms.py.)
 
 Composed of primitives (sort, gathers, scans, reductions), so everything differentiates, traces
-and vectorizes; quantiles differentiate through the sort and the interpolation weights. Where
-no tape, trace, batching or device is involved NumPy answers directly (its values by
-construction, at its speed).
+and vectorizes; quantiles differentiate through the sort and the interpolation weights. Each
+public function is a composite primitive (`core.primitive.composite`): plain eager calls run
+NumPy's kernel (its values, at its speed), everything else runs the composition written here;
+tests/test_composites.py checks that the two agree.
 """
 import operator
 import warnings
