@@ -759,4 +759,5 @@ class ndarray:
 
 
 _mut._ndarray = ndarray
+_prim._ndarray = ndarray
 _mut._new_tid = new_tid

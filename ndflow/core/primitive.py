@@ -40,6 +40,8 @@ by its name):
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
 the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
 """
+import numpy as _np
+
 from .state import STATE, GLOBAL
 from . import mutation as _mut
 
@@ -132,6 +134,7 @@ class Primitive:
 REGISTRY = []
 
 _wrap = None          # set by ndarray module: buffer -> eager ndarray
+_ndarray = None       # set by ndarray module: the ndarray class
 _eager_apply = None   # set by backends: full eager path (devices, conversions)
 
 
@@ -211,3 +214,193 @@ def _check_numerics(prim, args, outs, params):
 def _is_body(v):
     """A control-flow body parameter (a SubGraph, or a tuple of them: switch_case)."""
     return hasattr(v, "in_avals") or (type(v) is tuple and bool(v) and hasattr(v[0], "in_avals"))
+
+
+# ------------------------------------------------------------------ composite primitives
+class Composite:
+    """A function with two definitions that must agree: `kernel`, NumPy's function run on host
+    buffers, and `compose`, its composition over primitives. Plain eager execution (no tape,
+    trace, batching, device scope or switch; every array argument an eager array on the default
+    device) runs the kernel, for NumPy's speed; everything else (tapes, traces, vectorized_map,
+    forward mode) runs `compose` inline, so every transformation sees its primitives.
+    `bind_composite` chooses; tests/test_composites.py checks the two against each other.
+
+    `kernel(*args, **kwargs)` takes the function's own arguments, ndflow arrays replaced by
+    their NumPy buffers, and returns NumPy values. `compose_if` names parameters (e.g. 'out')
+    for which a value other than None means the kernel cannot answer (it has no `out=` array to
+    write into), so the composition runs; a dict gives the value the kernel handles instead of
+    None (e.g. {'descending': False})."""
+    __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "__weakref__")
+
+    def __init__(self, name, kernel, compose, compose_if=()):
+        import inspect
+        self.name = name
+        self.kernel = kernel
+        self.compose = compose
+        if not isinstance(compose_if, dict):
+            compose_if = dict.fromkeys(compose_if)
+        self.compose_if = compose_if
+        params = list(inspect.signature(compose).parameters.values())
+        pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # (name, position or None, the value the kernel handles): found without binding the
+        # signature on every call
+        self._where = tuple((n, pos.index(n) if n in pos else None, ok)
+                            for n, ok in compose_if.items())
+        COMPOSITES[name] = self
+
+    def __repr__(self):
+        return "Composite(%s)" % self.name
+
+    def __call__(self, *args, **kwargs):
+        return bind_composite(self, args, kwargs)
+
+    def kernel_applies(self, args, kwargs):
+        """Whether the kernel can answer this call (no `compose_if` argument is given)."""
+        for name, i, ok in self._where:
+            if name in kwargs:
+                v = kwargs[name]
+            elif i is not None and i < len(args):
+                v = args[i]
+            else:
+                continue                  # the default: the kernel's too
+            if v is not ok and not (type(v) in (bool, int) and v == ok):
+                return False
+        return True
+
+
+COMPOSITES = {}   # name -> Composite (tests enumerate them)
+
+
+def composite(kernel, name=None, compose_if=(), adapt=True):
+    """Decorator: the decorated function is the composition; the result is a plain function
+    (keeping its name, docstring and signature) that does what `bind_composite` does, inlined
+    (it is on eager hot paths such as `reshape`). `kernel` is NumPy's function; `adapt` passes
+    it the arguments as `numpy_kernel` does (False: as given, the signatures being the same)."""
+    import functools
+
+    def deco(compose):
+        k = numpy_kernel(kernel, compose) if adapt else kernel
+        c = Composite(name or compose.__name__, k, compose, compose_if)
+        where = c._where
+        applies = c.kernel_applies
+
+        @functools.wraps(compose)
+        def f(*args, **kwargs):
+            if GLOBAL.fast or STATE.fast:
+                h = _hosted(args)
+                if h is not None and (not where or applies(args, kwargs)):
+                    if not kwargs:
+                        r = k(*h)
+                        return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
+                    hk = _hosted(kwargs.values())
+                    if hk is not None:
+                        r = k(*h, **dict(zip(kwargs, hk)))
+                        return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
+            return compose(*args, **kwargs)
+        f.composite = c
+        return f
+    return deco
+
+
+def numpy_kernel(npf, compose):
+    """A kernel calling NumPy's `npf` with the arguments of `compose` (ndflow's version of it):
+    parameters NumPy does not have, or that NumPy leaves unset (its `<no value>` default) where
+    ndflow writes None, are not passed."""
+    import inspect
+    sig = inspect.signature(compose)
+    if str(sig) == str(inspect.signature(npf)):
+        return npf               # the same parameters and defaults: nothing to adapt
+    nsig = inspect.signature(npf).parameters
+    unset = {n for n, p in nsig.items() if p.default is _np._NoValue}
+
+    def kernel(*args, **kwargs):
+        given = sig.bind(*args, **kwargs).arguments
+        pos, kw, gap = [], {}, False
+        for n in sig.parameters:
+            p = nsig.get(n)
+            if n not in given or p is None or (given[n] is None and n in unset):
+                gap = True       # later arguments go by keyword
+                continue
+            v = given[n]
+            if p.kind is p.VAR_POSITIONAL:
+                pos.extend(v)
+            elif p.kind is p.POSITIONAL_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and not gap):
+                pos.append(v)
+            elif p.kind is p.VAR_KEYWORD:
+                kw.update(v)
+            else:
+                kw[n] = v
+        return npf(*pos, **kw)
+    kernel.__name__ = "numpy." + npf.__name__
+    return kernel
+
+
+def _hosted(xs):
+    """The kernel's arguments: eager default-device ndflow arrays as their NumPy buffers
+    (inside lists and tuples too), anything else as is; None if an array is on a device or
+    belongs to a trace or a batch (the composition must run)."""
+    out = []
+    for x in xs:
+        t = type(x)
+        if t is _ndarray:
+            if x._dev is not None or x._t is not None:
+                return None
+            x = x._v
+        elif t is list or t is tuple:
+            for e in x:
+                if type(e) is _ndarray or type(e) is list or type(e) is tuple:
+                    h = _hosted(x)
+                    if h is None:
+                        return None
+                    x = t(h)
+                    break
+        out.append(x)
+    return out
+
+
+def bind_composite(c, args, kwargs):
+    """Run composite `c`: its NumPy kernel when plain eager, else its composition inline (a
+    tape or trace then records the composition's primitives). (`composite`'s functions do
+    the same, inlined.)"""
+    if GLOBAL.fast or STATE.fast:
+        h = _hosted(args)
+        hk = _hosted(kwargs.values()) if h is not None else None
+        if hk is not None and (not c._where or c.kernel_applies(args, kwargs)):
+            r = c.kernel(*h, **dict(zip(kwargs, hk)))
+            return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
+    return c.compose(*args, **kwargs)
+
+
+def to_host(x):
+    """The NumPy value of an eager ndflow array (anything else as is, lists walked)."""
+    if type(x) is _ndarray:
+        return x._v
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(to_host(e) for e in x)
+    return x
+
+
+def host_to_nf(r):
+    """NumPy results (arrays, scalars, tuples, lists, named tuples) as ndflow arrays."""
+    if isinstance(r, (_np.ndarray, _np.generic)):
+        return _wrap(r)
+    if hasattr(r, "_fields"):
+        return type(r)(*[host_to_nf(e) for e in r])
+    if isinstance(r, (tuple, list)):
+        return type(r)(host_to_nf(e) for e in r)
+    return r
+
+
+class compose_composites:
+    """Context manager: composites run their composition even when eager (tests compare it with
+    the kernel). Per thread; it makes the thread's state not `fast`, as a tape would."""
+
+    def __enter__(self):
+        self._prev = STATE.compose
+        STATE.compose = True
+        STATE.refresh()
+        return self
+
+    def __exit__(self, *exc):
+        STATE.compose = self._prev
+        STATE.refresh()

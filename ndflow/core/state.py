@@ -42,6 +42,7 @@ class _State(threading.local):
         self.prefer_float32 = GLOBAL_MODE["prefer_float32"]
         self.check_numerics = False   # nf.debugging.enable_check_numerics (per thread, as TF)
         self.fast = True
+        self.compose = False      # composites run their composition even eagerly (tests)
         self.level = 0            # next interpreter level
         self.views = {}           # while tracing: id(base) -> views to re-derive on a write
         self.slot = slot = _Slot()
@@ -52,7 +53,7 @@ class _State(threading.local):
     def refresh(self):
         fast = (not self.traces and not self.tapes and self.device is None
                 and self.promotion == "legacy" and not self.prefer_float32
-                and not self.check_numerics)
+                and not self.check_numerics and not self.compose)
         self.fast = fast
         if not self.traces and self.views:
             self.views = {}

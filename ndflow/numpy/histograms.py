@@ -13,11 +13,11 @@ import warnings
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind
+from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
 from ._core import asarray
-from .sorting import eager, host, to_nf, no_vmap
+from .sorting import host, no_vmap
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
 from .statistics import _cast, _size_of, _same_shape
@@ -25,12 +25,11 @@ from .statistics import _cast, _size_of, _same_shape
 _py_range = range
 
 
+@composite(np.bincount)
 def bincount(x, /, weights=None, minlength=0):
     """Occurrences of each non-negative integer (weighted: float64 sums of the weights, which
     get gradients), as `numpy.bincount`. The length depends on the data: an unknown size while
     tracing, an error inside vectorized_map."""
-    if eager(x, weights):
-        return to_nf(np.bincount(host(x), host(weights), minlength))
     x = asarray(x)
     if x.ndim != 1:
         raise ValueError("object too deep for desired array" if x.ndim > 1 else
@@ -62,11 +61,10 @@ def bincount(x, /, weights=None, minlength=0):
     return bind(S.bincount_p, x, *ws, minlength=minlength, length=length)
 
 
+@composite(np.digitize)
 def digitize(x, bins, right=False):
     """Indices of the bins each value falls in, as `numpy.digitize` (bins increasing or
     decreasing)."""
-    if eager(x, bins):
-        return to_nf(np.digitize(host(x), host(bins), right))
     from .sorting import searchsorted
     x = asarray(x)
     bins = asarray(bins)
@@ -231,20 +229,18 @@ def _hist_counts(a, edges, nbins, weights):
     return _cast(counts[0], w.dtype)
 
 
+@composite(np.histogram_bin_edges)
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The bin edges `histogram` would use, as `numpy.histogram_bin_edges` (edges from the
     data's extremes carry their gradients)."""
-    if eager(a, bins, weights):
-        return to_nf(np.histogram_bin_edges(host(a), host(bins), host(range), host(weights)))
     a, w = _ravel_and_check_weights(a, weights)
     return _bin_edges(a, bins, range, w)[0]
 
 
+@composite(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
     """(counts, edges), as `numpy.histogram`; counts are integers (no gradient), weighted sums
     differentiate in the weights, edges from the data's extremes in those extremes."""
-    if eager(a, bins, weights):
-        return to_nf(np.histogram(host(a), host(bins), host(range), density, host(weights)))
     a, w = _ravel_and_check_weights(a, weights)
     edges, nbins = _bin_edges(a, bins, range, w)
     n = _hist_counts(a, edges, nbins, w)
@@ -255,10 +251,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     return n, edges
 
 
+@composite(np.histogramdd)
 def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     """Multidimensional histogram, as `numpy.histogramdd`: (float64 counts, list of edges)."""
-    if eager(sample, weights) and not _has_nf_list(bins):
-        return to_nf(np.histogramdd(host(sample), host(bins), range, density, host(weights)))
     if isinstance(sample, (ndarray, np.ndarray)) and np.ndim(sample) == 2:
         s = asarray(sample)
     else:
@@ -331,11 +326,9 @@ def _has_nf_list(bins):
                                                    for b in bins)
 
 
+@composite(np.histogram2d)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     """Two-dimensional histogram, as `numpy.histogram2d`: (counts, x edges, y edges)."""
-    if eager(x, y, weights) and not _has_nf_list(bins):
-        return to_nf(np.histogram2d(host(x), host(y), host(bins), range, density,
-                                    host(weights)))
     try:
         N = len(bins)
     except TypeError:

@@ -21,8 +21,8 @@ from typing import Any as _Any, NamedTuple as _NamedTuple
 import numpy as _np
 from numpy.linalg import LinAlgError
 
-from ..core.ndarray import ndarray as _ndarray, _wrap
-from ..core.primitive import bind as _bind
+from ..core.ndarray import ndarray as _ndarray
+from ..core.primitive import bind as _bind, composite as _composite
 from ..core.state import STATE as _STATE
 from ..core import dtypes as _dt
 from ..primitives import linalg_decomp as _D, elementwise as _E
@@ -121,17 +121,6 @@ def _assert_2d(*arrays):
         if a.ndim != 2:
             raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be "
                               f"two-dimensional")
-
-
-def _fast(*xs):
-    """Plain eager execution (no tape, trace, device scope or promotion switch) on default-device
-    arrays: NumPy's own function gives the answer, so call it (as `matmul` does)."""
-    if not _STATE.fast:
-        return False
-    for x in xs:
-        if type(x) is not _ndarray or x._dev is not None:
-            return False
-    return True
 
 
 def _concrete(x):
@@ -313,39 +302,35 @@ def _ops_zeros_like(a):
 
 
 # ------------------------------------------------------------------ inverses and solvers
+@_composite(_np.linalg.inv, "linalg.inv", adapt=False)
 def inv(a):
     """Inverse of each matrix; LinAlgError("Singular matrix") if one is singular."""
-    if _fast(a):
-        return _wrap(_np.linalg.inv(a._v))
     a = _prep(a)
     _assert_stacked_square(a)
     return _bind(_D.inv_p, a)
 
 
+@_composite(_np.linalg.det, "linalg.det", adapt=False)
 def det(a):
     """Determinant of each matrix (LU). Its gradient uses the inverse: at a singular matrix it
     raises LinAlgError."""
-    if _fast(a):
-        return _wrap(_np.linalg.det(a._v))
     a = _prep(a)
     _assert_stacked_square(a)
     return _bind(_D.det_p, a)
 
 
+@_composite(lambda a: SlogdetResult(*_np.linalg.slogdet(a)), "linalg.slogdet", adapt=False)
 def slogdet(a):
     """(sign, log|det|) of each matrix, as `SlogdetResult`."""
-    if _fast(a):
-        return SlogdetResult(*map(_wrap, _np.linalg.slogdet(a._v)))
     a = _prep(a)
     _assert_stacked_square(a)
     return SlogdetResult(*_bind(_D.slogdet_p, a))
 
 
+@_composite(_np.linalg.solve, "linalg.solve", adapt=False)
 def solve(a, b):
     """x with a @ x = b. As NumPy 2, b is a vector only when it is 1-D ((..., M, M), (M,) ->
     (..., M)); otherwise a stack of matrices (..., M, K) broadcast against a."""
-    if _fast(a, b):
-        return _wrap(_np.linalg.solve(a._v, b._v))
     a, b = _asarray(a), _asarray(b)
     _assert_stacked_square(a)
     d = _result_dtype(a, b)
@@ -622,11 +607,10 @@ def _abs2(x):
     return x * x
 
 
+@_composite(_np.linalg.norm, "linalg.norm", adapt=False)
 def norm(x, ord=None, axis=None, keepdims=False):
     """Matrix or vector norm, as `numpy.linalg.norm` (every `ord`). Gradients are 0, not NaN, at
     a zero vector/matrix for the 2-norm, Frobenius norm and p-norms with p >= 1."""
-    if _fast(x):
-        return _wrap(_np.linalg.norm(x._v, ord, axis, keepdims))
     x = _asarray(x)
     if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
         x = _cast(x, _dt.default_float())
@@ -710,11 +694,10 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return norm(_asarray(x), axis=(-2, -1), keepdims=keepdims, ord=ord)
 
 
+@_composite(_np.linalg.vector_norm, "linalg.vector_norm", adapt=False)
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """Vector norm over `axis` (all axes by default; a tuple of axes is one flattened vector)."""
     from ..primitives._util import norm_axes
-    if _fast(x):
-        return _wrap(_np.linalg.vector_norm(x._v, axis=axis, keepdims=keepdims, ord=ord))
     x = _asarray(x)
     if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
         x = _cast(x, _dt.default_float())

@@ -3,18 +3,13 @@ import operator
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
-from ..core.state import STATE
+from ..core.ndarray import ndarray
+from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
 from ..primitives._util import norm_axes, norm_axis, broadcast_shapes
 from ._core import asarray
 from ._dynshape import shape_arg, RuntimeShape
-
-
-def _fast(a):
-    return STATE.fast and type(a) is ndarray and a._dev is None
 
 
 def _shape_arg(shape):
@@ -23,6 +18,11 @@ def _shape_arg(shape):
     return tuple(operator.index(d) for d in shape)
 
 
+def _reshape_kernel(a, /, shape=None, order="C", *, newshape=None, copy=None):
+    return np.reshape(a, newshape if shape is None else shape)
+
+
+@composite(_reshape_kernel, "reshape", {"order": "C"}, adapt=False)
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     """Gives a new shape to an array without changing its data, as `numpy.reshape`."""
     if shape is None:
@@ -30,8 +30,6 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     if order not in ("C", "A"):
         a = asarray(a)
         return transpose(reshape(transpose(a), tuple(reversed(_shape_arg(shape)))))
-    if _fast(a):
-        return _wrap(np.reshape(a._v, shape))
     a = asarray(a)
     shape = shape_arg(shape, "reshape")
     if isinstance(shape, RuntimeShape):
@@ -69,10 +67,9 @@ def ravel(a, order="C"):
     return reshape(a, (-1,), order=order)
 
 
+@composite(np.transpose, "transpose", adapt=False)
 def transpose(a, axes=None):
     """Permute the axes (reverse them by default), as `numpy.transpose`."""
-    if _fast(a):
-        return _wrap(np.transpose(a._v, axes))
     a = asarray(a)
     n = a.ndim
     if axes is None:
@@ -115,18 +112,16 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+@composite(np.expand_dims, "expand_dims", adapt=False)
 def expand_dims(a, axis):
     """Insert size-1 axes at `axis`, as `numpy.expand_dims`."""
-    if _fast(a):
-        return _wrap(np.expand_dims(a._v, axis))
     a = asarray(a)
     axes = norm_axes(axis, a.ndim + (1 if isinstance(axis, int) else len(axis)))
     return bind(S.expand_dims_p, a, axes=tuple(sorted(axes)))
 
 
+@composite(np.squeeze, "squeeze", adapt=False)
 def squeeze(a, axis=None):
-    if _fast(a):
-        return _wrap(np.squeeze(a._v, axis))
     a = asarray(a)
     if axis is None:
         if None in a.shape:

@@ -3,9 +3,8 @@ import builtins
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
-from ..core.state import STATE
+from ..core.ndarray import ndarray
+from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R
 from ..primitives._util import norm_axes, norm_axis
@@ -26,14 +25,11 @@ def _sum_dtype(d):
     return d
 
 
-def _fast(a):
-    return STATE.fast and type(a) is ndarray and a._dev is None
-
-
+@composite(lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
+           np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims), "sum",
+           ("out", "initial", "where"), adapt=False)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum of array elements over the given axes, as `numpy.sum`."""
-    if _fast(a) and out is None and initial is None and where is None:
-        return _wrap(np.sum(a._v, axis=axis, dtype=dtype, keepdims=keepdims))
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     if where is not None:
@@ -59,9 +55,11 @@ def E_where(c, x, y):
     return where_(c, x, y)
 
 
+@composite(lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
+           np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims), "prod",
+           ("out", "initial", "where"), adapt=False)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    if _fast(a) and out is None and initial is None and where is None:
-        return _wrap(np.prod(a._v, axis=axis, dtype=dtype, keepdims=keepdims))
+    """Product of array elements over the given axes, as `numpy.prod`."""
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     if where is not None:
@@ -77,8 +75,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 
 def _extremum(prim, npf, name):
     def f(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-        if _fast(a) and out is None and initial is None and where is None:
-            return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
         a = asarray(a)
         axes = _axes(a, axis)
         empty = builtins.any(a.shape[i] == 0 for i in axes)
@@ -102,7 +98,10 @@ def _extremum(prim, npf, name):
         r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
         return _out((maximum if name == "maximum" else minimum)(r, init), out)
     f.__name__ = "max" if name == "maximum" else "min"
-    return f
+    f.__doc__ = f"The {name} along the given axes, as `numpy.{f.__name__}`."
+    return composite(lambda a, axis=None, out=None, keepdims=False, initial=None, where=None:
+                     npf(a, axis=axis, keepdims=keepdims), f.__name__,
+                     ("out", "initial", "where"), adapt=False)(f)
 
 
 max = _extremum(R.reduce_max_p, np.max, "maximum")
@@ -112,8 +111,6 @@ amax, amin = max, min
 
 def _bool_reduce(prim, npf):
     def f(a, axis=None, out=None, keepdims=False, *, where=None):
-        if _fast(a) and out is None and where is None:
-            return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
         a = asarray(a)
         if a.dtype != _dt.BOOL:
             a = bind(E.ne_p, a, bind(E.zeros_like_p, a))
@@ -122,7 +119,10 @@ def _bool_reduce(prim, npf):
             a = E_where(where, a, npf is np.all)
         return _out(bind(prim, a, axes=_axes(a, axis), keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
-    return f
+    f.__doc__ = f"`numpy.{npf.__name__}` along the given axes."
+    return composite(lambda a, axis=None, out=None, keepdims=False, *, where=None:
+                     npf(a, axis=axis, keepdims=keepdims), npf.__name__, ("out", "where"),
+                     adapt=False)(f)
 
 
 any = _bool_reduce(R.reduce_any_p, np.any)
@@ -131,8 +131,6 @@ all = _bool_reduce(R.reduce_all_p, np.all)
 
 def _arg(prim, npf):
     def f(a, axis=None, out=None, *, keepdims=False):
-        if _fast(a) and out is None:
-            return _wrap(npf(a._v, axis=axis, keepdims=keepdims))
         a = asarray(a)
         if (a.size == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
@@ -144,7 +142,10 @@ def _arg(prim, npf):
             return _out(r, out)
         return _out(bind(prim, a, axis=norm_axis(int(axis), a.ndim), keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
-    return f
+    f.__doc__ = f"`numpy.{npf.__name__}`: the index of the extremum (int64; no gradient)."
+    return composite(lambda a, axis=None, out=None, *, keepdims=False:
+                     npf(a, axis=axis, keepdims=keepdims), npf.__name__, ("out",),
+                     adapt=False)(f)
 
 
 argmax = _arg(R.argmax_p, np.argmax)
@@ -161,15 +162,20 @@ def _count(a, axes):
     return n
 
 
+@composite(lambda a, axis=None, dtype=None, out=None, keepdims=False, *, where=None:
+           np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims), "mean", ("out", "where"),
+           adapt=False)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean, as `numpy.mean` (integers average in float64)."""
-    if _fast(a) and out is None and where is None:
-        return _wrap(np.mean(a._v, axis=axis, dtype=dtype, keepdims=keepdims))
     a = asarray(a)
     if dtype is not None:
         d = _dt.canonical(dtype)
     elif a.dtype.kind in "biu":
         d = _dt.default_float()
+    elif a.dtype == np.dtype(np.float16):
+        # NumPy sums float16 in float32 and rounds the mean back (no overflow on the way)
+        r = mean(bind(E.convert_p, a, dtype=_dt.F32), axis, None, None, keepdims, where=where)
+        return _out(bind(E.convert_p, r, dtype=a.dtype), out)
     else:
         d = a.dtype
     if a.dtype != d:
@@ -193,13 +199,15 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return _out(bind(runtime_warning_p, s * np.nan, message="Mean of empty slice."), out)
 
 
+@composite(lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None: np.var(a, axis=axis, dtype=dtype, ddof=ddof,
+                                              keepdims=keepdims),
+           "var", ("out", "where", "mean", "correction"), adapt=False)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """Variance, as `numpy.var` (two-pass: mean first, for accuracy); `where` masks elements,
     `mean` supplies a precomputed mean (keepdims-shaped), `correction` is ddof's Array-API
     name."""
-    if _fast(a) and out is None and where is None and mean is None and correction is None:
-        return _wrap(np.var(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
     a = asarray(a)
     if correction is not None:
         if ddof != 0:
@@ -208,7 +216,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if mean is not None:
         m = asarray(mean)
     else:
-        m = _mean(a, axis, dtype, keepdims=True, where=where)
+        # NumPy's var sums in the array's own dtype, float16 too (unlike its mean)
+        m = _mean(a, axis, a.dtype if dtype is None and a.dtype == np.dtype(np.float16)
+                  else dtype, keepdims=True, where=where)
     from .math import square, real, imag
     dev = a - m
     # |dev|**2 as NumPy forms it for complex (re**2 + im**2, no square root): the same values,
@@ -236,14 +246,16 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 _mean = mean
 
 
+@composite(lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None: np.std(a, axis=axis, dtype=dtype, ddof=ddof,
+                                              keepdims=keepdims),
+           "std", ("out", "where", "mean", "correction"), adapt=False)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """Standard deviation, as `numpy.std` (the square root of `var`, same arguments).
 
     Where the variance is 0 std is not differentiable (like a norm at 0); its gradient there is
     the subgradient 0, as `linalg.norm`'s at 0 (JAX and TensorFlow give NaN)."""
-    if _fast(a) and out is None and where is None and mean is None and correction is None:
-        return _wrap(np.std(a._v, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
     return _out(_std_from_var(v), out)
 

@@ -8,23 +8,21 @@ gathered from the inputs, so they carry gradients.
 """
 import numpy as np
 
-from ..core.primitive import bind
+from ..core.primitive import bind, composite
 from ..primitives import elementwise as E, sorting as S, reduction as R
 from ._core import asarray
-from .sorting import eager, host, to_nf, no_vmap, unique, searchsorted
+from .sorting import no_vmap, unique, searchsorted
 from . import math as M
 from .manipulation import ravel, concatenate
 from .indexing import take, nonzero
 
 
+@composite(np.isin)
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
     """Whether each element of `element` is in `test_elements` (element's shape), as
     `numpy.isin` (NaN is never found, as NaN != NaN)."""
     if kind not in (None, "sort", "table"):
         raise ValueError(f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'.")
-    if eager(element, test_elements):
-        return to_nf(np.isin(host(element), host(test_elements), assume_unique, invert,
-                             kind=kind))
     e = asarray(element)
     t = ravel(asarray(test_elements))
     if t.shape[0] == 0:
@@ -51,11 +49,10 @@ def _flat_unique(a, assume_unique):
     return a if assume_unique else unique(a)
 
 
+@composite(np.intersect1d)
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
     """Sorted values in both arrays, as `numpy.intersect1d` (with `return_indices`, the first
     positions in each)."""
-    if eager(ar1, ar2):
-        return to_nf(np.intersect1d(host(ar1), host(ar2), assume_unique, return_indices))
     a1, a2 = ravel(asarray(ar1)), ravel(asarray(ar2))
     no_vmap("intersect1d", a1, a2)
     if not assume_unique:
@@ -86,19 +83,17 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
     return common, j1, j2
 
 
+@composite(np.union1d)
 def union1d(ar1, ar2):
     """Sorted unique values of either array, as `numpy.union1d`."""
-    if eager(ar1, ar2):
-        return to_nf(np.union1d(host(ar1), host(ar2)))
     a = concatenate([ravel(asarray(ar1)), ravel(asarray(ar2))])
     no_vmap("union1d", a)
     return unique(a)
 
 
+@composite(np.setdiff1d)
 def setdiff1d(ar1, ar2, assume_unique=False):
     """Unique values of ar1 not in ar2 (sorted unless assume_unique), as `numpy.setdiff1d`."""
-    if eager(ar1, ar2):
-        return to_nf(np.setdiff1d(host(ar1), host(ar2), assume_unique))
     a1 = ravel(asarray(ar1))
     no_vmap("setdiff1d", a1, asarray(ar2))
     if not assume_unique:
@@ -109,10 +104,9 @@ def setdiff1d(ar1, ar2, assume_unique=False):
     return take(a1, nonzero(keep)[0])
 
 
+@composite(np.setxor1d)
 def setxor1d(ar1, ar2, assume_unique=False):
     """Sorted values in exactly one of the arrays, as `numpy.setxor1d`."""
-    if eager(ar1, ar2):
-        return to_nf(np.setxor1d(host(ar1), host(ar2), assume_unique))
     no_vmap("setxor1d", asarray(ar1), asarray(ar2))
     a1, a2 = _flat_unique(ar1, assume_unique), _flat_unique(ar2, assume_unique)
     aux = concatenate([a1, a2])

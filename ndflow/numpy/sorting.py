@@ -11,9 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
-from ..core.state import GLOBAL
+from ..core.ndarray import ndarray
+from ..core.primitive import bind, composite, to_host as host, host_to_nf as to_nf  # noqa: F401
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
 from ..primitives._util import norm_axis
@@ -21,36 +20,6 @@ from ._core import asarray
 
 
 # ------------------------------------------------------------------ shared helpers
-def eager(*xs):
-    """True when NumPy itself can answer: no tape, trace, batching or device is involved."""
-    if not GLOBAL.fast:
-        return False
-    for x in xs:
-        if type(x) is ndarray and x._dev is not None:
-            return False
-    return True
-
-
-def host(x):
-    """The NumPy value of an eager ndflow array (anything else as is, lists walked)."""
-    if type(x) is ndarray:
-        return x._v
-    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(host(e) for e in x)
-    return x
-
-
-def to_nf(r):
-    """NumPy results (arrays, scalars, tuples, lists, named tuples) as ndflow arrays."""
-    if isinstance(r, (np.ndarray, np.generic)):
-        return _wrap(r)
-    if hasattr(r, "_fields"):
-        return type(r)(*[to_nf(e) for e in r])
-    if isinstance(r, (tuple, list)):
-        return type(r)(to_nf(e) for e in r)
-    return r
-
-
 def is_batched(*xs):
     """Whether any of these is a batched value of `vectorized_map`."""
     for x in xs:
@@ -96,6 +65,15 @@ def _no_order(order, name):
 
 
 # ------------------------------------------------------------------ sort / argsort / lexsort
+def _sort_kernel(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    return np.sort(a, axis=axis, kind=_kind(kind, stable))
+
+
+def _argsort_kernel(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    return np.argsort(a, axis=axis, kind=_kind(kind, stable, _ARGSORT_DEFAULT))
+
+
+@composite(_sort_kernel, "sort", {"order": None, "descending": False}, adapt=False)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """Sorted copy, as `numpy.sort`; `descending=True` as the Array API's `sort`. Differentiable (the cotangent of each sorted position goes to the
     element that landed there)."""
@@ -104,13 +82,12 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
         if axis is None:
             return flip(sort(a, None, kind, order, stable=stable))
         return flip(sort(a, axis, kind, order, stable=stable), axis)
-    if eager(a) and order is None:
-        return to_nf(np.sort(host(a), axis=axis, kind=_kind(kind, stable)))
     _no_order(order, "sort")
     x, ax = _axis_and_array(asarray(a), axis)
     return bind(S.sort_p, x, axis=ax, kind=_kind(kind, stable))
 
 
+@composite(_argsort_kernel, "argsort", {"order": None, "descending": False}, adapt=False)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """Indices that sort `a`, as `numpy.argsort` (int64; no gradient; stable unless asked
     otherwise); `descending=True` as the Array API's `argsort`, equal elements keeping their
@@ -131,13 +108,12 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
             n = _size_of(x, ax)
         r = argsort(flip(x, ax), ax, kind, order, stable=stable)
         return subtract(subtract(n, 1), flip(r, ax))
-    if eager(a) and order is None:
-        return to_nf(np.argsort(host(a), axis=axis, kind=_kind(kind, stable, _ARGSORT_DEFAULT)))
     _no_order(order, "argsort")
     x, ax = _axis_and_array(asarray(a), axis)
     return bind(S.argsort_p, x, axis=ax, kind=_kind(kind, stable, _ARGSORT_DEFAULT))
 
 
+@composite(np.lexsort, adapt=False)
 def lexsort(keys, axis=-1):
     """Indirect stable sort on several keys, the last the primary one, as `numpy.lexsort`."""
     if isinstance(keys, (ndarray, np.ndarray)) and np.ndim(keys) >= 1:
@@ -148,8 +124,6 @@ def lexsort(keys, axis=-1):
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     if not ks:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
-    if eager(*ks):
-        return to_nf(np.lexsort(tuple(host(k) for k in ks), axis=axis))
     shapes = {tuple(k.shape) for k in ks}
     if len(shapes) > 1 and not any(None in s for s in shapes):
         raise ValueError("all keys need to be the same shape")
@@ -184,32 +158,29 @@ def _kth(kth, n):
     return tuple(out)
 
 
+@composite(np.partition, compose_if=("order",), adapt=False)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     """`numpy.partition`: the kth elements in sorted position, smaller ones before, larger ones
     after. The values are NumPy's (the same kernel); differentiable."""
-    if eager(a, kth) and order is None:
-        return to_nf(np.partition(host(a), host(kth), axis=axis, kind=kind))
     _no_order(order, "partition")
     x, ax = _axis_and_array(asarray(a), axis)
     return bind(S.partition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
 
 
+@composite(np.argpartition, compose_if=("order",), adapt=False)
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """Indices that partition `a`, as `numpy.argpartition` (no gradient)."""
-    if eager(a, kth) and order is None:
-        return to_nf(np.argpartition(host(a), host(kth), axis=axis, kind=kind))
     _no_order(order, "argpartition")
     x, ax = _axis_and_array(asarray(a), axis)
     return bind(S.argpartition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
 
 
 # ------------------------------------------------------------------ searchsorted
+@composite(np.searchsorted, adapt=False)
 def searchsorted(a, v, side="left", sorter=None):
     """Insertion indices of `v` into the sorted 1-D `a`, as `numpy.searchsorted`."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
-    if eager(a, v, sorter):
-        return to_nf(np.searchsorted(host(a), host(v), side=side, sorter=host(sorter)))
     a = asarray(a)
     if a.ndim != 1:
         raise ValueError("object too deep for desired array" if a.ndim > 1 else
@@ -263,14 +234,18 @@ def _unique_parts(ar, axis, equal_nan, name="unique"):
     return moveaxis(take(y, index, axis=0), 0, ax), index, inverse, counts
 
 
+def _unique_kernel(ar, return_index=False, return_inverse=False, return_counts=False,
+                   axis=None, *, equal_nan=True, sorted=True):
+    # always sorted (NumPy's sorted=False may hash): see `unique`
+    return np.unique(ar, return_index, return_inverse, return_counts, axis, equal_nan=equal_nan)
+
+
+@composite(_unique_kernel, "unique", adapt=False)
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, sorted=True):
     """Sorted unique elements, as `numpy.unique` (always sorted: NumPy's `sorted=False` only
     permits an arbitrary order). The values are gathered from the input, so they carry
     gradients."""
-    if eager(ar):
-        return to_nf(np.unique(host(ar), return_index, return_inverse, return_counts, axis,
-                               equal_nan=equal_nan))
     values, index, inverse, counts = _unique_parts(ar, axis, equal_nan)
     if axis is None and return_inverse:
         inverse = _inverse_shape(inverse, ar)
@@ -284,53 +259,52 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return out[0] if len(out) == 1 else out
 
 
-def _eager_unique(x, index=False, inverse=False, counts=False):
+def _np_unique(a, index=False, inverse=False, counts=False):
     """NumPy's sorted unique with every NaN distinct (the standard's rule), the inverse
     indices shaped like x. NumPy's own unique_* may use a hash table and return the values
     unsorted; consumers such as scikit-learn rely on sorted classes."""
-    a = np.asarray(host(x))
+    a = np.asarray(a)
     r = np.unique(a, return_index=index, return_inverse=inverse, return_counts=counts,
                   equal_nan=False)
     if not (index or inverse or counts):
-        return _wrap(r)
+        return r
     r = list(r)
     if inverse:
         k = 1 + index
         r[k] = r[k].reshape(a.shape)
-    return [_wrap(e) for e in r]
+    return r
 
 
+@composite(lambda x: UniqueAllResult(*_np_unique(x, True, True, True)), "unique_all",
+           adapt=False)
 def unique_all(x):
     """Sorted unique values, first indices, inverse indices (x's shape) and counts, as
     `numpy.unique_all`; NaNs are distinct."""
-    if eager(x):
-        return UniqueAllResult(*_eager_unique(x, True, True, True))
     v, i, inv, c = _unique_parts(x, None, False, "unique_all")
     return UniqueAllResult(v, i, _inverse_shape(inv, x), c)
 
 
+@composite(lambda x: UniqueCountsResult(*_np_unique(x, counts=True)), "unique_counts",
+           adapt=False)
 def unique_counts(x):
     """Sorted unique values and their counts, as `numpy.unique_counts`; NaNs are distinct."""
-    if eager(x):
-        return UniqueCountsResult(*_eager_unique(x, counts=True))
     v, _, _, c = _unique_parts(x, None, False, "unique_counts")
     return UniqueCountsResult(v, c)
 
 
+@composite(lambda x: UniqueInverseResult(*_np_unique(x, inverse=True)), "unique_inverse",
+           adapt=False)
 def unique_inverse(x):
     """Sorted unique values and inverse indices shaped like x, as `numpy.unique_inverse`."""
-    if eager(x):
-        return UniqueInverseResult(*_eager_unique(x, inverse=True))
     v, _, inv, _ = _unique_parts(x, None, False, "unique_inverse")
     return UniqueInverseResult(v, _inverse_shape(inv, x))
 
 
+@composite(_np_unique, "unique_values", adapt=False)
 def unique_values(x):
     """The distinct values of x, sorted (NumPy's `unique_values` may leave them in hash-table
     order; sorted is what `numpy.unique` gives and what consumers assume); NaNs are
     distinct."""
-    if eager(x):
-        return _eager_unique(x)
     return _unique_parts(x, None, False, "unique_values")[0]
 
 

@@ -3,9 +3,10 @@ diff, ediff1d, gradient, trapezoid, ptp, average, median, quantile/percentile (e
 `method`), cov, corrcoef and the nan-ignoring variants. (Histograms: histograms.py.)
 
 Composed of primitives (sort, gathers, scans, reductions), so everything differentiates, traces
-and vectorizes; quantiles differentiate through the sort and the interpolation weights. Where
-no tape, trace, batching or device is involved NumPy answers directly (its values by
-construction, at its speed).
+and vectorizes; quantiles differentiate through the sort and the interpolation weights. Each
+public function is a composite primitive (`core.primitive.composite`): plain eager calls run
+NumPy's kernel (its values, at its speed), everything else runs the composition written here;
+tests/test_composites.py checks that the two agree.
 """
 import operator
 import warnings
@@ -13,12 +14,11 @@ import warnings
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind
+from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
 from ..primitives._util import norm_axis, norm_axes
 from ._core import asarray
-from .sorting import eager, host, to_nf
 from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
 from . import math as M
 from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
@@ -64,8 +64,6 @@ def _size_of(x, axis):
 
 # ------------------------------------------------------------------ cumulative
 def _scan(prim, npf, a, axis, dtype, out):
-    if out is None and eager(a):
-        return to_nf(npf(host(a), axis=axis, dtype=dtype))
     x = asarray(a)
     if axis is None:
         x, axis = ravel(x), 0
@@ -74,12 +72,14 @@ def _scan(prim, npf, a, axis, dtype, out):
     return _out(bind(prim, _cast(x, d), axis=axis), out)
 
 
+@composite(np.cumsum, compose_if=("out",), adapt=False)
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum, as `numpy.cumsum` (small integers accumulate in int64); its gradient is
     the reversed cumulative sum of the cotangent."""
     return _scan(C.cumsum_p, np.cumsum, a, axis, dtype, out)
 
 
+@composite(np.cumprod, compose_if=("out",), adapt=False)
 def cumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product, as `numpy.cumprod`; the gradient is exact with zeros in the input
     too (see primitives/cumulative.py)."""
@@ -87,8 +87,6 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
-    if out is None and eager(x):
-        return to_nf(npf(host(x), axis=axis, dtype=dtype, include_initial=include_initial))
     a = asarray(x)
     if a.ndim == 0:
         raise ValueError(f"{name} does not support 0-d arrays" if False else
@@ -107,12 +105,14 @@ def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
     return _out(r, out)
 
 
+@composite(np.cumulative_sum, compose_if=("out",), adapt=False)
 def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """`numpy.cumulative_sum` (the Array API's cumsum, optionally starting with 0)."""
     return _cumulative("cumulative_sum", C.cumsum_p, np.cumulative_sum, 0, x, axis, dtype, out,
                        include_initial)
 
 
+@composite(np.cumulative_prod, compose_if=("out",), adapt=False)
 def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
     """`numpy.cumulative_prod` (optionally starting with 1)."""
     return _cumulative("cumulative_prod", C.cumprod_p, np.cumulative_prod, 1, x, axis, dtype,
@@ -128,17 +128,15 @@ def _replace_nan(a, val):
     return M.where_(mask, _cast(val, a.dtype), a), mask
 
 
+@composite(np.nancumsum, compose_if=("out",))
 def nancumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum treating NaN as 0, as `numpy.nancumsum`."""
-    if out is None and eager(a):
-        return to_nf(np.nancumsum(host(a), axis=axis, dtype=dtype))
     return cumsum(_replace_nan(a, 0)[0], axis=axis, dtype=dtype, out=out)
 
 
+@composite(np.nancumprod, compose_if=("out",))
 def nancumprod(a, axis=None, dtype=None, out=None):
     """Cumulative product treating NaN as 1, as `numpy.nancumprod`."""
-    if out is None and eager(a):
-        return to_nf(np.nancumprod(host(a), axis=axis, dtype=dtype))
     return cumprod(_replace_nan(a, 1)[0], axis=axis, dtype=dtype, out=out)
 
 
@@ -154,10 +152,9 @@ def _slab(a, axis):
     return bind(R.reduce_all_p, t, axes=(axis,), keepdims=True)
 
 
+@composite(np.diff)
 def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     """n-th discrete difference along `axis`, as `numpy.diff` (booleans: not_equal)."""
-    if eager(a, prepend, append):
-        return to_nf(np.diff(host(a), n, axis, host(prepend), host(append)))
     if n == 0:
         return asarray(a)
     if n < 0:
@@ -183,11 +180,10 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     return a
 
 
+@composite(np.ediff1d)
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of the flattened array, with optional values before and after, as
     `numpy.ediff1d` (the result has the input's dtype)."""
-    if eager(ary, to_end, to_begin):
-        return to_nf(np.ediff1d(host(ary), host(to_end), host(to_begin)))
     a = ravel(asarray(ary))
     d = a.dtype
     parts = []
@@ -205,12 +201,10 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return concatenate([p for p in (parts[0], body, parts[1]) if p is not None])
 
 
+@composite(np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
     """Central differences inside, one-sided (first or second order) at the edges, with
     uniform or coordinate-array spacing, as `numpy.gradient`."""
-    if eager(f, *varargs):
-        return to_nf(np.gradient(host(f), *[host(v) for v in varargs], axis=axis,
-                                 edge_order=edge_order))
     f = asarray(f)
     N = f.ndim
     axes = tuple(range(N)) if axis is None else norm_axes(axis, N)
@@ -300,10 +294,9 @@ def _gradient_axis(f, axis, h, edge_order):
     return concatenate([_cast(first, d), _cast(inner, d), _cast(last, d)], axis=axis)
 
 
+@composite(np.trapezoid)
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral by the composite trapezoidal rule, as `numpy.trapezoid`."""
-    if eager(y, x, dx):
-        return to_nf(np.trapezoid(host(y), host(x), host(dx), axis))
     y = asarray(y)
     axis = norm_axis(axis, y.ndim)
     if x is None:
@@ -321,10 +314,9 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return M.add.reduce(M.true_divide(M.multiply(d, s), 2.0), axis)
 
 
+@composite(np.ptp, compose_if=("out",))
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (maximum - minimum) along an axis, as `numpy.ptp`."""
-    if out is None and eager(a):
-        return to_nf(np.ptp(host(a), axis=axis, keepdims=keepdims))
     from .reductions import max as _max, min as _min
     a = asarray(a)
     return _out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
@@ -355,11 +347,9 @@ def _weights_are_valid(w, a, axis):
     return w
 
 
+@composite(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
     """Weighted average, as `numpy.average` (`returned=True` also gives the sum of weights)."""
-    if eager(a, weights):
-        kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
-        return to_nf(np.average(host(a), axis, host(weights), returned, **kw))
     from .reductions import mean as _mean, sum as _sum
     a = asarray(a)
     if axis is not None:
@@ -409,12 +399,10 @@ def _keepdims(r, axes, qdims):
     return expand_dims(r, tuple(qdims + i for i in axes)) if axes else r
 
 
+@composite(np.median, compose_if=("out",))
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Median, as `numpy.median`: the mean of the middle one or two sorted elements (NaN where
     a slice has a NaN); differentiable through the sort."""
-    if out is None and eager(a):
-        return to_nf(np.median(host(a), axis=axis, overwrite_input=overwrite_input,
-                               keepdims=keepdims))
     a = asarray(a)
     x, raxes = _reduce_layout(a, axis)
     r = _median_last(x, nan=False)
@@ -423,16 +411,18 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return _out(r, out)
 
 
+@composite(np.nanmedian, compose_if=("out",))
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
     """Median ignoring NaNs, as `numpy.nanmedian` (NaN, with a warning, for all-NaN slices)."""
-    if out is None and eager(a):
-        kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
-        return to_nf(np.nanmedian(host(a), axis=axis, overwrite_input=overwrite_input, **kw))
     a = asarray(a)
     if not _inexact(a.dtype):
         return median(a, axis, out, keepdims=keepdims is True)
     x, raxes = _reduce_layout(a, axis)
-    r = _median_last(x, nan=True)
+    # NumPy's short-slice path (a masked median, several slices of fewer than 600 elements)
+    # sums the middle element with itself where the count is odd; the others take it once
+    n = x.shape[-1]
+    r = _median_last(x, nan=True, doubled=axis is not None and x.ndim > 1
+                     and (n is None or n < 600))
     if keepdims is True:
         r = _keepdims(r, raxes, 0)
     return _out(r, out)
@@ -453,8 +443,19 @@ def _mean_dtype(d):
     return d
 
 
-def _median_last(x, nan):
-    """Median along the last axis of x."""
+def _mid_mean(v_lo, v_hi, cd):
+    """NumPy's median: the mean of the middle element (v_hi None) or two. Its sum starts from
+    +0 (a median of -0.0 is +0.0) and one element is divided by 1, not doubled and halved
+    (which could overflow)."""
+    lo = _cast(v_lo, cd)
+    if v_hi is None:
+        return M.add(lo, 0.0)
+    return M.true_divide(M.add(M.add(lo, _cast(v_hi, cd)), 0.0), 2)
+
+
+def _median_last(x, nan, doubled=False):
+    """Median along the last axis of x (`doubled`: an odd count's middle element is added to
+    itself and halved, as NumPy's masked median does)."""
     s = bind(S.sort_p, x, axis=x.ndim - 1, kind=None)
     ax = x.ndim - 1
     n = x.shape[ax]
@@ -469,7 +470,8 @@ def _median_last(x, nan):
         hi = M.minimum(M.maximum(hi, 0), M.maximum((_size_of(x, ax) - 1), 0))
         v_lo = squeeze(take_along_axis(s, expand_dims(lo, -1), axis=ax), -1)
         v_hi = squeeze(take_along_axis(s, expand_dims(hi, -1), axis=ax), -1)
-        r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
+        r = _mid_mean(v_lo, v_hi, cd) if doubled else \
+            M.where_(M.equal(lo, hi), _mid_mean(v_lo, None, cd), _mid_mean(v_lo, v_hi, cd))
         empty = M.equal(cnt, 0)
         r = M.where_(empty, _cast(np.nan, cd), r)
         r = bind(runtime_warning_p, r, empty, message="All-NaN slice encountered")
@@ -480,6 +482,7 @@ def _median_last(x, nan):
         hi = M.floor_divide(nn, 2)
         v_lo = take(s, lo, axis=ax)
         v_hi = take(s, hi, axis=ax)
+        r = M.where_(M.equal(lo, hi), _mid_mean(v_lo, None, cd), _mid_mean(v_lo, v_hi, cd))
     elif n == 0:
         z = _cast(bind(R.reduce_sum_p, _cast(s, cd), axes=(ax,), keepdims=False), cd)
         z = bind(runtime_warning_p, M.multiply(z, np.nan), message="Mean of empty slice.")
@@ -488,7 +491,7 @@ def _median_last(x, nan):
         v_lo = _slice_along(s, ax, slice((n - 1) // 2, (n - 1) // 2 + 1))
         v_hi = _slice_along(s, ax, slice(n // 2, n // 2 + 1))
         v_lo, v_hi = squeeze(v_lo, ax), squeeze(v_hi, ax)
-    r = M.true_divide(M.add(_cast(v_lo, cd), _cast(v_hi, cd)), 2)
+        r = _mid_mean(v_lo, v_hi if n % 2 == 0 else None, cd)
     if _inexact(x.dtype):
         last = _slice_along(s, ax, slice(-1, None))
         r = M.where_(M.isnan(squeeze(last, ax)), _cast(np.nan, cd), r)
@@ -612,10 +615,19 @@ def _quantile_core(x, q, method, weak_q, nan):
         empty = M.equal(n, 0)
         r = _warn_where(M.where_(empty, _cast(np.nan, r.dtype), r), empty,
                         "All-NaN slice encountered")
+        if r.dtype != arr.dtype and empty._t is None and empty.size \
+                and bool(empty.numpy().reshape(-1)[0]):
+            # NumPy maps its 1-d function over the slices and takes the result's dtype from
+            # the first slice; an all-NaN slice answers NaN in the array's own dtype
+            r = _cast(r, arr.dtype)
     elif supports_nans:
         lastv = _slice_along(s, 0, slice(-1, None))
         lastv = squeeze(lastv, 0)
         r = M.where_(M.isnan(lastv), _cast(lastv, r.dtype), r)
+        if r.ndim == 0 and r.dtype != arr.dtype and lastv._t is None \
+                and bool(np.isnan(lastv.numpy())):
+            # a 0-d NumPy result holding NaN is the array's own (last, NaN) element: its dtype
+            r = _cast(r, arr.dtype)
     return r
 
 
@@ -698,45 +710,37 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
     return _out(r, out)
 
 
+@composite(np.quantile, compose_if=("out", "interpolation"))
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None, interpolation=None):
     """q-th quantiles, as `numpy.quantile`, for every `method` NumPy has (`weights` with
     'inverted_cdf'); differentiable in `a` through the sort and the interpolation."""
-    if out is None and eager(a, q, weights) and interpolation is None:
-        return to_nf(np.quantile(host(a), host(q), axis, None, overwrite_input, method,
-                                 keepdims, weights=host(weights)))
     return _quantile("quantile", a, q, axis, out, method, keepdims, weights, interpolation,
                      False, 1)
 
 
+@composite(np.percentile, compose_if=("out", "interpolation"))
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, interpolation=None):
     """q-th percentiles (q in [0, 100]), as `numpy.percentile`."""
-    if out is None and eager(a, q, weights) and interpolation is None:
-        return to_nf(np.percentile(host(a), host(q), axis, None, overwrite_input, method,
-                                   keepdims, weights=host(weights)))
     return _quantile("percentile", a, q, axis, out, method, keepdims, weights, interpolation,
                      False, 100)
 
 
+@composite(np.nanquantile, compose_if=("out", "interpolation"))
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=np._NoValue, *, weights=None, interpolation=None):
     """Quantiles ignoring NaNs, as `numpy.nanquantile`."""
-    if out is None and eager(a, q, weights) and interpolation is None:
-        return to_nf(np.nanquantile(host(a), host(q), axis, None, overwrite_input, method,
-                                    keepdims, weights=host(weights)))
     if weights is not None:
         raise NotImplementedError("nanquantile with weights runs eagerly only")
     return _quantile("nanquantile", a, q, axis, out, method, keepdims, weights,
                      interpolation, True, 1)
 
 
+@composite(np.nanpercentile, compose_if=("out", "interpolation"))
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=np._NoValue, *, weights=None, interpolation=None):
     """Percentiles ignoring NaNs, as `numpy.nanpercentile`."""
-    if out is None and eager(a, q, weights) and interpolation is None:
-        return to_nf(np.nanpercentile(host(a), host(q), axis, None, overwrite_input, method,
-                                      keepdims, weights=host(weights)))
     if weights is not None:
         raise NotImplementedError("nanpercentile with weights runs eagerly only")
     return _quantile("nanpercentile", a, q, axis, out, method, keepdims, weights,
@@ -744,24 +748,16 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 
 # ------------------------------------------------------------------ nan-ignoring reductions
+@composite(np.nansum, compose_if=("out",))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum treating NaN as 0, as `numpy.nansum`."""
-    if out is None and eager(a, where):
-        kw = {} if where is None else {"where": host(where)}
-        if initial is not None:
-            kw["initial"] = initial
-        return to_nf(np.nansum(host(a), axis, dtype, None, keepdims, **kw))
     from .reductions import sum as _sum
     return _sum(_replace_nan(a, 0)[0], axis, dtype, out, keepdims, initial, where)
 
 
+@composite(np.nanprod, compose_if=("out",))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product treating NaN as 1, as `numpy.nanprod`."""
-    if out is None and eager(a, where):
-        kw = {} if where is None else {"where": host(where)}
-        if initial is not None:
-            kw["initial"] = initial
-        return to_nf(np.nanprod(host(a), axis, dtype, None, keepdims, **kw))
     from .reductions import prod as _prod
     return _prod(_replace_nan(a, 1)[0], axis, dtype, out, keepdims, initial, where)
 
@@ -771,11 +767,9 @@ def _divide_keep(tot, cnt):
     return _cast(M.true_divide(tot, cnt), tot.dtype)
 
 
+@composite(np.nanmean, compose_if=("out",))
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Mean ignoring NaNs, as `numpy.nanmean` (NaN, with a warning, for all-NaN slices)."""
-    if out is None and eager(a, where):
-        kw = {} if where is None else {"where": host(where)}
-        return to_nf(np.nanmean(host(a), axis, dtype, None, keepdims, **kw))
     from .reductions import sum as _sum, mean as _mean
     arr, mask = _replace_nan(a, 0)
     if mask is None:
@@ -787,16 +781,10 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
                 out)
 
 
+@composite(np.nanvar, compose_if=("out",))
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
     """Variance ignoring NaNs, as `numpy.nanvar`."""
-    if out is None and eager(a, where, mean):
-        kw = {} if where is None else {"where": host(where)}
-        if mean is not None:
-            kw["mean"] = host(mean)
-        if correction is not None:
-            kw["correction"] = correction
-        return to_nf(np.nanvar(host(a), axis, dtype, None, ddof, keepdims, **kw))
     from .reductions import sum as _sum, var as _var
     if correction is not None:
         if ddof != 0:
@@ -823,16 +811,10 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     return _out(M.where_(M.less_equal(dof, 0), _cast(np.nan, v.dtype), v), out)
 
 
+@composite(np.nanstd, compose_if=("out",))
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
     """Standard deviation ignoring NaNs, as `numpy.nanstd`."""
-    if out is None and eager(a, where, mean):
-        kw = {} if where is None else {"where": host(where)}
-        if mean is not None:
-            kw["mean"] = host(mean)
-        if correction is not None:
-            kw["correction"] = correction
-        return to_nf(np.nanstd(host(a), axis, dtype, None, ddof, keepdims, **kw))
     from .reductions import _std_from_var
     return _out(_std_from_var(nanvar(a, axis, dtype, None, ddof, keepdims, where=where,
                                      mean=mean, correction=correction)), out)
@@ -840,11 +822,6 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 def _nan_extremum(name, npf, red, fill):
     def f(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-        if out is None and eager(a, where):
-            kw = {} if where is None else {"where": host(where)}
-            if initial is not None:
-                kw["initial"] = initial
-            return to_nf(npf(host(a), axis, None, keepdims, **kw))
         arr, mask = _replace_nan(a, fill)
         r = red(arr, axis=axis, keepdims=keepdims, initial=initial, where=where)
         if mask is None:
@@ -859,7 +836,7 @@ def _nan_extremum(name, npf, red, fill):
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the extremum ignoring NaNs (NaN, with a warning, for all-NaN " \
                 f"slices); the gradient goes to the extremal elements."
-    return f
+    return composite(npf, compose_if=("out",))(f)
 
 
 nanmax = _nan_extremum("nanmax", np.nanmax, _max, -np.inf)
@@ -868,8 +845,6 @@ nanmin = _nan_extremum("nanmin", np.nanmin, _min, np.inf)
 
 def _nan_arg(name, npf, argf, fill):
     def f(a, axis=None, out=None, *, keepdims=False):
-        if out is None and eager(a):
-            return to_nf(npf(host(a), axis, keepdims=keepdims))
         arr, mask = _replace_nan(a, fill)
         if mask is not None:
             from .reductions import all as _all
@@ -879,7 +854,7 @@ def _nan_arg(name, npf, argf, fill):
         return _out(argf(arr, axis=axis, keepdims=keepdims), out)
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the index of the extremum ignoring NaNs."
-    return f
+    return composite(npf, compose_if=("out",))(f)
 
 
 nanargmax = _nan_arg("nanargmax", np.nanargmax, _argmax, -np.inf)
@@ -887,12 +862,10 @@ nanargmin = _nan_arg("nanargmin", np.nanargmin, _argmin, np.inf)
 
 
 # ------------------------------------------------------------------ covariance
+@composite(np.cov)
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
         dtype=None):
     """Covariance matrix, as `numpy.cov` (frequency and analytic weights)."""
-    if eager(m, y, fweights, aweights):
-        return to_nf(np.cov(host(m), host(y), rowvar, bias, ddof, host(fweights),
-                            host(aweights), dtype=dtype))
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
     m = asarray(m)
@@ -975,10 +948,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(c, ones) if ones else c                      # has as many rows as it has)
 
 
+@composite(np.corrcoef)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     """Pearson correlation coefficients, as `numpy.corrcoef` (clipped to [-1, 1])."""
-    if eager(x, y):
-        return to_nf(np.corrcoef(host(x), host(y), rowvar, dtype=dtype))
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return M.true_divide(c, c)

@@ -15,9 +15,15 @@ from ...core.ndarray import ndarray, _wrap
 from ...primitives._util import norm_axis
 from .._core import asarray
 from ..manipulation import broadcast_to, broadcast_arrays, broadcast_shapes_ as broadcast_shapes  # noqa: F401,E501
-from ..sorting import eager, host
+from ...core.primitive import composite
 
 
+def _swv_kernel(x, window_shape, axis=None, *, subok=False, writeable=False):
+    return np.lib.stride_tricks.sliding_window_view(np.asarray(x), window_shape, axis,
+                                                    writeable=writeable)
+
+
+@composite(_swv_kernel, "lib.stride_tricks.sliding_window_view", adapt=False)
 def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
     """All windows of `window_shape` over `x` (along `axis`, all axes by default), the window
     dimensions last, as `numpy.lib.stride_tricks.sliding_window_view`. Differentiable: each
@@ -26,9 +32,6 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
                     if np.iterable(window_shape) else (operator.index(window_shape),))
     if any(w < 0 for w in window_shape):
         raise ValueError("`window_shape` cannot contain negative values")
-    if eager(x):
-        return _wrap(np.lib.stride_tricks.sliding_window_view(
-            np.asarray(host(x)), window_shape, axis, writeable=writeable))
     if writeable:
         raise ValueError("sliding_window_view(writeable=True) under a tape or inside "
                          "nf.function/vectorized_map: the windows are copies there, so writes "
