@@ -109,15 +109,19 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return a, tnp.stack(pivs).astype(np.int32)
 
 
-def _apply_pivots(piv, b):
-    n = b.shape[0]
+def _pivot_perm(piv, n):
+    """The row order LAPACK's row swaps (row k with row piv[k], k = 0..n-1) produce."""
     rows = tnp.arange(n)
     perm = rows
     for k in range(n):
         p = piv[k]
         pk, pp = tnp.take(perm, k), tnp.take(perm, p)
         perm = tnp.where(rows == k, pp, tnp.where(rows == p, pk, perm))
-    return tnp.take(b, perm, axis=0)
+    return perm
+
+
+def _apply_pivots(piv, b):
+    return tnp.take(b, _pivot_perm(piv, b.shape[0]), axis=0)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -136,16 +140,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if trans == 2:
         L, U = tnp.conj(L), tnp.conj(U)
     y = tnp.linalg.solve(L.T, tnp.linalg.solve(U.T, b))
-    # undo the row swaps in reverse order
-    n = b.shape[0]
-    rows = tnp.arange(n)
-    perm = rows
-    for k in range(n):
-        p = piv[k]
-        pk, pp = tnp.take(perm, k), tnp.take(perm, p)
-        perm = tnp.where(rows == k, pp, tnp.where(rows == p, pk, perm))
-    inv = tnp.argsort(perm)
-    return tnp.take(y, inv, axis=0)
+    # undo the row swaps: the inverse of their permutation
+    return tnp.take(y, tnp.argsort(_pivot_perm(piv, b.shape[0])), axis=0)
 
 
 _PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
