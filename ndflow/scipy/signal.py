@@ -40,6 +40,17 @@ def _centered(arr, shape):
     return arr[tuple(slice(st, st + s) for st, s in zip(start, shape))]
 
 
+def _valid_order(in1, in2):
+    """For mode 'valid': whether in1 is at least as large as in2 in every dimension (else in2
+    must be as large as in1 in every dimension: SciPy's ValueError otherwise)."""
+    ok1 = all(a >= b for a, b in zip(in1.shape, in2.shape))
+    ok2 = all(b >= a for a, b in zip(in1.shape, in2.shape))
+    if not (ok1 or ok2):
+        raise ValueError("For 'valid' mode, one must be at least as large as the other in "
+                         "every dimension")
+    return ok1
+
+
 def convolve(in1, in2, mode="full", method="auto"):
     """N-dimensional convolution, as `scipy.signal.convolve` (method 'direct')."""
     in1, in2 = tnp.asarray(in1), tnp.asarray(in2)
@@ -49,11 +60,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     if in1.size == 0 or in2.size == 0:
         return tnp.zeros((0,) * in1.ndim, dtype=np.result_type(in1.dtype, in2.dtype))
     if mode == "valid":
-        ok1 = all(a >= b for a, b in zip(in1.shape, in2.shape))
-        ok2 = all(b >= a for a, b in zip(in1.shape, in2.shape))
-        if not (ok1 or ok2):
-            raise ValueError("For 'valid' mode, one must be at least as large as the other in "
-                             "every dimension")
+        ok1 = _valid_order(in1, in2)
         if not ok1:
             in1, in2 = in2, in1
     # loop over the smaller operand's elements
@@ -74,11 +81,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     if in1.ndim == 0:
         return in1 * tnp.conj(in2)
     if mode == "valid":
-        ok1 = all(a >= b for a, b in zip(in1.shape, in2.shape))
-        ok2 = all(b >= a for a, b in zip(in1.shape, in2.shape))
-        if not (ok1 or ok2):
-            raise ValueError("For 'valid' mode, one must be at least as large as the other in "
-                             "every dimension")
+        ok1 = _valid_order(in1, in2)
         if not ok1:       # SciPy: swap, correlate, and reverse (conjugated) the result
             out = correlate(in2, in1, mode)
             return tnp.conj(tnp.flip(out))
