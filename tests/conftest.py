@@ -36,3 +36,15 @@ def rng():
 
 def gpu_available():
     return bool(nf.config.list_physical_devices("GPU"))
+
+
+@pytest.fixture
+def two_cpus():
+    """The CPU split into two logical devices for one test (restored afterwards)."""
+    from ndflow.backends import device as D
+    saved = list(D._cpu_devices)
+    nf.config.set_logical_device_configuration(
+        nf.config.list_physical_devices("CPU")[0],
+        [nf.config.LogicalDeviceConfiguration(), nf.config.LogicalDeviceConfiguration()])
+    yield
+    D._cpu_devices[:] = saved

@@ -8,7 +8,6 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
-from ndflow.backends import device as D
 
 # The 2024.12 main namespace (functions, constants, dtypes, inspection).
 STANDARD_2024_12 = sorted("""
@@ -46,15 +45,6 @@ PENDING_ELSEWHERE = {
     "cumulative_sum", "cumulative_prod", "vecdot",
 }
 
-
-@pytest.fixture
-def two_cpus():
-    cpu = nf.config.list_physical_devices("CPU")[0]
-    saved = list(D._cpu_devices)
-    nf.config.set_logical_device_configuration(
-        cpu, [nf.config.LogicalDeviceConfiguration(), nf.config.LogicalDeviceConfiguration()])
-    yield
-    D._cpu_devices[:] = saved
 
 
 # ------------------------------------------------------------------ the namespace and its names

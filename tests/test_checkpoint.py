@@ -407,16 +407,6 @@ def test_manager_interval_and_preserved_checkpoints(tmp_path):
         nf.train.CheckpointManager(ck, str(tmp_path / "c"), 1, checkpoint_interval=5)
 
 
-@pytest.fixture
-def two_cpus():
-    from ndflow.backends import device as D
-    saved = list(D._cpu_devices)
-    nf.config.set_logical_device_configuration(
-        nf.config.list_physical_devices("CPU")[0],
-        [nf.config.LogicalDeviceConfiguration(), nf.config.LogicalDeviceConfiguration()])
-    yield
-    D._cpu_devices[:] = saved
-
 
 def test_restore_keeps_each_variable_on_its_device(tmp_path, two_cpus):
     with nf.device("CPU:1"):

@@ -5,7 +5,6 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
-from ndflow.backends import device as D
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -113,15 +112,6 @@ def test_everything_works_inside_a_device_scope():
     np.testing.assert_allclose(g.numpy(), np.exp([1.0, 2.0, 3.0]))
     assert float(z) == 14.0 and v.numpy().tolist() == [2.0, 4.0, 6.0]
 
-
-@pytest.fixture
-def two_cpus():
-    cpu = nf.config.list_physical_devices("CPU")[0]
-    saved = list(D._cpu_devices)
-    nf.config.set_logical_device_configuration(
-        cpu, [nf.config.LogicalDeviceConfiguration(), nf.config.LogicalDeviceConfiguration()])
-    yield
-    D._cpu_devices[:] = saved
 
 
 def test_logical_cpu_devices(two_cpus):

@@ -9,19 +9,9 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
-from ndflow.backends import device as D
 
 RS = nf.distribute.ReduceOp
 
-
-@pytest.fixture
-def two_cpus():
-    saved = list(D._cpu_devices)
-    nf.config.set_logical_device_configuration(
-        nf.config.list_physical_devices("CPU")[0],
-        [nf.config.LogicalDeviceConfiguration(), nf.config.LogicalDeviceConfiguration()])
-    yield
-    D._cpu_devices[:] = saved
 
 
 def _data(n=40, seed=0):

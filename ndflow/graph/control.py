@@ -116,6 +116,18 @@ def _vmapped(graph, in_axes):
     return vmap(lambda *xs: eval_graph(graph, *xs), in_axes=tuple(in_axes))
 
 
+def _batched_body(sub, in_axes, avals):
+    """`sub` traced again with batched operands (`in_axes`), cached on the body by its axes and
+    operand avals."""
+    key = ("batch", tuple(in_axes), tuple(avals))
+    g = sub.cache.get(key)
+    if g is None:
+        fn = _vmapped(sub.graph, in_axes)
+        t, leaves, _ = trace_body(lambda *xs: fn(*xs), avals, sub.name + "_batched")
+        g = sub.cache[key] = close(t, leaves)
+    return g
+
+
 def _grads(fn, xs, wrt, cts):
     """VJP of `fn(*xs)` (a list of outputs) at `xs` for the cotangents `cts` of its
     differentiable outputs: gradients for xs[i], i in `wrt` (zeros where unconnected)."""
@@ -196,13 +208,7 @@ def _cond_batch(args, axes, branches):
         avals = _aval_list(ops)
         new = []
         for b in branches:
-            key = ("batch", tuple(in_axes), tuple(avals))
-            g = b.cache.get(key)
-            if g is None:
-                fn = _vmapped(b.graph, in_axes)
-                t, leaves, _ = trace_body(lambda *xs: fn(*xs), avals, b.name + "_batched")
-                g = b.cache[key] = close(t, leaves)
-            new.append(g)
+            new.append(_batched_body(b, in_axes, avals))
         outs = bind(_pick(COND, *new), index, *ops, branches=tuple(new))
         return outs, [0] * len(outs)
     # a branch per example: run them all, then select
@@ -772,12 +778,7 @@ def _scan_batch(args, axes, body, n_consts, n_carry, length, reverse, record):
     in_axes = c_in + [0] * n_carry + x_in
     avals = _aval_list(consts) + _aval_list(carry) + [
         (tuple(x.shape[1:]), np.dtype(x.dtype)) for x in xs]
-    key = ("batch", tuple(in_axes), tuple(avals))
-    g = body.cache.get(key)
-    if g is None:
-        fn = _vmapped(body.graph, in_axes)
-        t, leaves, _ = trace_body(lambda *a: fn(*a), avals, body.name + "_batched")
-        g = body.cache[key] = close(t, leaves)
+    g = _batched_body(body, in_axes, avals)
     outs = bind(_pick(SCAN, g), *consts, *carry, *xs, body=g, n_consts=n_consts,
                 n_carry=n_carry, length=length, reverse=reverse, record=record)
     ny = len(body.graph.outputs) - n_carry
