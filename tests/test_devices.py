@@ -5,6 +5,7 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
+from ndflow.backends import device as D
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 
