@@ -99,6 +99,9 @@ class FakeArray(NDArrayOperatorsMixin):
         return "FakeArray(%r)" % (self._a,)
 
     def __getattr__(self, name):      # methods: astype, copy, reshape, sum, ...
+        if name.startswith("__") or name in ("base", "ctypes", "data", "tobytes", "view"):
+            # no way to the host memory (__array_interface__, buffers) but .get()
+            raise AttributeError(name)
         attr = getattr(self._a, name)
         if not callable(attr):
             return _wrap(attr)
@@ -152,13 +155,15 @@ class _XP(types.ModuleType):
             return sub
         if not callable(target) or isinstance(target, type) and not issubclass(target, np.generic):
             return target
-        return lambda *a, **k: _wrap(target(*_unwrap(a), **_unwrap(k)))
+        # called by name (creation kernels: xp.full(shape, value)): host values are an explicit
+        # upload here, as in CuPy; only the dispatch protocols refuse them
+        return lambda *a, **k: _wrap(target(*_unwrap(a, True), **_unwrap(k, True)))
 
 
 class _SubXP(_XP):
     def __getattr__(self, name):
         target = getattr(self._np, name)
-        return lambda *a, **k: _wrap(target(*_unwrap(a), **_unwrap(k)))
+        return lambda *a, **k: _wrap(target(*_unwrap(a, True), **_unwrap(k, True)))
 
 
 xp = _XP("fake_xp")

@@ -307,10 +307,13 @@ def to_device(x, dev):
 
 def _mixed(prim, args):
     """Inputs on devices of different backends: an error naming both (moving one would be a
-    host round trip nobody asked for)."""
+    host round trip nobody asked for). A 0-d host value (a Python scalar converted by the
+    NumPy layer, `x + 1`) goes along with the device operands, as CuPy takes NumPy scalars."""
     devs = []
     for a in args:
         d = device_of(a)
+        if d.backend.host and a.ndim == 0:
+            continue
         if all(d.backend is not e.backend for e in devs):
             devs.append(d)
     if len(devs) > 1:
@@ -342,10 +345,44 @@ def eager_apply(prim, args, params):
         if not args:
             params = dict(params, xp=b.xp)     # creation kernels allocate on the device
         with b.activate(dev.gpu_id):
-            out = prim.impl(*bufs, **params)
+            try:
+                out = prim.impl(*bufs, **params)
+            except TypeError as e:
+                raise TypeError(f"'{prim.name}' on {dev.name} ({b.name}): {e}") from e
+        out = on_device(prim, out, dev, prim.multiple_results)
+        if prim.multiple_results:
+            return tuple(wrap_on(o, dev) for o in out)
+        return wrap_on(out, dev)
     if prim.multiple_results:
         return tuple(wrap_on(o, dev) for o in out)
     return wrap_on(out, dev)
+
+
+_warned_upload = set()
+
+
+def on_device(prim, out, dev, many):
+    """A kernel's result(s) `out` for device `dev`: as they are when they live there, else
+    copied there with a warning (`_upload`)."""
+    b = dev.backend
+    if many:
+        if all(o is None or b.is_device_array(o) for o in out):
+            return out
+        return tuple(o if o is None or b.is_device_array(o) else _upload(prim, o, dev)
+                     for o in out)
+    return out if out is None or b.is_device_array(out) else _upload(prim, out, dev)
+
+
+def _upload(prim, out, dev):
+    """A kernel that computed in host memory for device inputs (it has no device kernel): its
+    result is copied to the device, with a warning once per primitive, never silently."""
+    if prim.name not in _warned_upload:
+        _warned_upload.add(prim.name)
+        import warnings
+        warnings.warn(f"'{prim.name}' has no kernel for {dev.backend.name} on {dev.name}: it "
+                      f"computed on the host and its result is copied to the device",
+                      RuntimeWarning, stacklevel=5)
+    return dev.backend.from_host(out, dev.gpu_id)
 
 
 _prim._eager_apply = eager_apply

@@ -801,7 +801,10 @@ jit = function
 
 # ------------------------------------------------------------------ dynamic shape
 def _shape_impl(x, out_type=np.int32):
-    return np.asarray(np.shape(x), dtype=out_type)
+    if type(x) is np.ndarray or isinstance(x, np.generic):
+        return np.asarray(np.shape(x), dtype=out_type)
+    # a device buffer: the shape array is made on its device (from metadata, no transfer)
+    return np.asarray(np.shape(x), dtype=out_type, like=x)
 
 
 def _shape_batch(args, axes, out_type=np.int32):
