@@ -218,10 +218,11 @@ def _device_args(sample):
             for a in sample.args]
 
 
-def _check_on_device(got, want, rec, ctx):
+def _check_on_device(got, want, rec, ctx, backend):
     for g in tree.flatten(got):
         if isinstance(g, tnp.ndarray):
-            assert g.device == GPU0 and type(g._v) is FakeArray, f"{ctx}: result off the device"
+            assert g.device == GPU0 and D.backend_of(g._v) is backend, \
+                f"{ctx}: result off the device ({g.device}, {type(g._v).__name__})"
     assert_same(got, want, rec.tolerance, None, ctx=ctx, values=rec.values == "values")
 
 
@@ -231,17 +232,11 @@ def _host_fallbacks_declared(caught):
     assert warned <= HOST_FALLBACKS, f"new host fallbacks: {warned - HOST_FALLBACKS}"
 
 
-# every record of the op table, its first dtype, eagerly and compiled on the fake device. An
-# implicit conversion to host memory raises (the fake's __array__); explicit reads of values
-# the NumPy layer needs on the host (histogram's range, data-dependent sizes) are allowed.
-_RECS = [pytest.param(r, id=r.name) for r in optable.RECORDS]
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
-@pytest.mark.parametrize("rec", _RECS)
-def test_optable_on_a_device(rec, fake):
-    dt = np.dtype(rec.dtypes[0])
+def run_record_on_device(rec, backend, dtype=None):
+    """One op-table record on GPU:0 (its first dtype): every sample eagerly, the first one
+    compiled (no scope: the inputs' device), results on the device and equal to NumPy's.
+    Shared with tests/test_gpu.py, which runs it on a real GPU."""
+    dt = np.dtype(dtype or rec.dtypes[0])
     samples = rec.samples(np.random.default_rng(0), dt)
     ran = 0
     with warnings.catch_warnings(record=True) as caught:
@@ -251,7 +246,7 @@ def test_optable_on_a_device(rec, fake):
                 want = rec.call(np, *s.args, **s.kwargs)
             with nf.device("GPU:0"):
                 got = rec.call(tnp, *_device_args(s), **s.kwargs)
-            _check_on_device(got, want, rec, f"{rec.name}{s!r}")
+            _check_on_device(got, want, rec, f"{rec.name}{s!r}", backend)
             ran += 1
         s = samples[0]
         if rec.jit and any(isinstance(a, np.ndarray) for a in s.args):
@@ -265,10 +260,23 @@ def test_optable_on_a_device(rec, fake):
                 return rec.call(tnp, *full, **s.kwargs)
             with np.errstate(all="ignore"):
                 want = rec.call(np, *s.args, **s.kwargs)
-            got = nf.function(f)(*[args[i] for i in pos])     # no scope: the inputs' device
-            _check_on_device(got, want, rec, f"nf.function {rec.name}{s!r}")
+            got = nf.function(f)(*[args[i] for i in pos])
+            _check_on_device(got, want, rec, f"nf.function {rec.name}{s!r}", backend)
     assert ran
     _host_fallbacks_declared(caught)
+
+
+# every record of the op table, its first dtype, eagerly and compiled on the fake device. An
+# implicit conversion to host memory raises (the fake's __array__); explicit reads of values
+# the NumPy layer needs on the host (histogram's range, data-dependent sizes) are allowed.
+RECORD_PARAMS = [pytest.param(r, id=r.name) for r in optable.RECORDS]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("rec", RECORD_PARAMS)
+def test_optable_on_a_device(rec, fake):
+    run_record_on_device(rec, fake)
 
 
 def test_host_fallback_is_a_warned_copy_not_a_silent_one(fake):
