@@ -92,8 +92,8 @@ def test_every_fusible_primitive_has_a_cuda_expression():
     assert not missing, missing
 
 
-def _sum_exp(a):
-    return tnp.sum(tnp.exp(a) * 2)
+def _max_exp(a):
+    return tnp.max(tnp.exp(a) * 2)
 
 
 def _affine_exp(a):
@@ -105,7 +105,7 @@ def _to_int(a):
 
 
 @pytest.mark.parametrize("fn,arg,reason", [
-    (_sum_exp, lambda: tnp.ones(10000), "reduction"),
+    (_max_exp, lambda: tnp.ones(10000), "only sums"),
     (_affine_exp, lambda: tnp.ones(3, dtype="complex128"), "complex128"),
     (_to_int, lambda: tnp.ones(3), "float-to-integer"),
 ])
@@ -117,6 +117,7 @@ def test_what_the_tier_does_not_take_says_why(fn, arg, reason):
 
 # ------------------------------------------------------------------ the C, run on the CPU
 _SHIM = r"""
+#define __device__
 #include <cmath>
 #include <cstring>
 using std::isnan; using std::isinf; using std::isfinite;
@@ -238,6 +239,55 @@ def test_generated_c_matches_numpy(compiled, k):
             np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True)
+
+
+def _row_sums(a, b):
+    return tnp.sum(tnp.maximum(a * b, 0.25) - tnp.tanh(a), axis=1)
+
+
+def test_a_trailing_sum_is_a_reduction_kernel():
+    a = np.linspace(-2, 2, 64 * 80).reshape(64, 80)
+    b = np.cos(a)
+    prog = _prog(_row_sums, tnp.asarray(a), tnp.asarray(b))
+    src = cuda_tier.generate(prog)
+    assert src is not None, cuda_tier.why_not(prog)
+    assert src.reduce == ((1,), False, "double") and src.body == ""
+    assert src.map_expr == "%s_map(%s)" % (src.name, ", ".join(
+        "x%d" % i for i in range(len(src.in_dtypes))))
+    kw = cuda_tier.reduction_kernel_args(src)
+    assert kw["reduce_expr"] == "a + b" and kw["identity"] == "0" and kw["reduce_type"] == "double"
+    assert "__device__ double %s_map(" % src.name in kw["preamble"]
+    # a sum that is not the region's only result stays with the elementwise tier's rules
+    two = _prog(lambda x: (tnp.sum(tnp.exp(x) * 2, axis=0), tnp.exp(x) * 2), tnp.ones((3, 4)))
+    assert "not the region's one trailing result" in cuda_tier.why_not(two)
+    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if cxx is None:
+        return
+    # the map function, compiled for the CPU, then summed as the ReductionKernel would
+    cf = nf.function(_row_sums).get_concrete_function(tnp.asarray(a), tnp.asarray(b))
+    node = next(n for n in cf.graph.nodes if n.prim.fused)
+    env = {v.id: o for v, o in zip(cf.graph.inputs, (a, b))}
+    env.update({c.id: np.asarray(c.const._v) for c in cf.graph.consts})
+    n = a.size
+    ins = [np.ascontiguousarray(np.broadcast_to(env[v.id], a.shape).reshape(-1), dtype=d)
+           for v, d in zip(node.inputs, src.in_dtypes)]
+    params = ", ".join(["long n"] + ["const double* p%d" % i for i in range(len(ins))]
+                       + ["double* out"])
+    call = "%s_map(%s)" % (src.name, ", ".join("p%d[i]" % i for i in range(len(ins))))
+    code = _SHIM + src.preamble + 'extern "C" void run(%s) { for (long i = 0; i < n; i++) ' \
+        'out[i] = %s; }\n' % (params, call)
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        cpp, lib = os.path.join(d, "r.cpp"), os.path.join(d, "r.so")
+        with open(cpp, "w") as f:
+            f.write(code)
+        subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-ffp-contract=off", cpp, "-o", lib],
+                       check=True, capture_output=True, timeout=120)
+        out = np.empty(n)
+        ctypes.CDLL(lib).run(ctypes.c_long(n), *[x.ctypes.data_as(ctypes.c_void_p) for x in ins],
+                             out.ctypes.data_as(ctypes.c_void_p))
+    want = np.sum(np.maximum(a * b, 0.25) - np.tanh(a), axis=1)
+    np.testing.assert_allclose(out.reshape(a.shape).sum(axis=1), want, rtol=1e-12, atol=1e-12)
 
 
 def test_runner_steps_aside_for_unexpected_dtypes():

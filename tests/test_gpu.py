@@ -129,3 +129,16 @@ def test_gradients_and_vectorized_map_on_gpu(gpu):
     assert g.device == GPU0 and v.device == GPU0
     np.testing.assert_allclose(g.numpy(), np.cos(xs) * xs + np.sin(xs), rtol=1e-12)
     np.testing.assert_array_equal(v.numpy(), np.full(4, 3.0))
+
+
+def test_fused_region_with_a_trailing_sum_is_one_reduction_kernel(gpu):
+    from ndflow.graph.kernels import cuda_tier
+    f = nf.function(lambda y: tnp.sum(tnp.exp(y) * 2 - y, axis=1))
+    yn = np.random.default_rng(1).standard_normal((256, 4096))
+    y = tnp.asarray(yn, device="GPU:0")
+    out = f(y)
+    prog = fusion.fused_kernels(f.get_concrete_function(y).graph)[0].prog
+    src = cuda_tier.generate(prog)
+    assert src is not None and src.reduce is not None and src.key in gpu._kernels
+    assert out.device == GPU0 and out.shape == (256,)
+    np.testing.assert_allclose(out.numpy(), np.sum(np.exp(yn) * 2 - yn, axis=1), rtol=1e-12)

@@ -11,7 +11,8 @@ reproducible too) and draws on the device with CuPy's generator for that seed. T
 differ from the NumPy stream's on the CPU. A distribution CuPy lacks is drawn on the host and
 copied, with a RuntimeWarning once per method.
 
-Fused elementwise regions compile to one `cupy.ElementwiseKernel` each (source written by
+Fused elementwise regions compile to one `cupy.ElementwiseKernel` each, one ending in a sum to
+a `cupy.ReductionKernel` (source written by
 `graph/kernels/cuda_tier.py`, cached by its key); buffers come from CuPy's memory pool, and
 nothing on that path synchronizes.
 """
@@ -125,6 +126,10 @@ class CupyBackend(Backend):
             return None
         k = self._kernels.get(src.key)
         if k is None:
-            k = self._kernels[src.key] = self.xp.ElementwiseKernel(
-                src.in_params, src.out_params, src.body, src.name, preamble=src.preamble)
+            if src.reduce is not None:
+                k = self.xp.ReductionKernel(**cuda_tier.reduction_kernel_args(src))
+            else:
+                k = self.xp.ElementwiseKernel(src.in_params, src.out_params, src.body,
+                                              src.name, preamble=src.preamble)
+            self._kernels[src.key] = k
         return cuda_tier.Runner(src, k, self.xp)

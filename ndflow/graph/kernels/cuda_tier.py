@@ -14,8 +14,9 @@ int8/int16 results are cast back to their type (C computes in int). Float math (
 ...) is CUDA's libdevice, within a few ulps of NumPy's, not bit for bit: GPU results are
 compared with a tolerance. What the tier does not take (`why_not` says why) runs op by op with
 CuPy's own kernels instead: complex and float16 values, float-to-integer conversions (NaN and
-out-of-range casts are undefined in C), integer powers, and regions with a trailing reduction
-(a ReductionKernel for them is future work).
+out-of-range casts are undefined in C), integer powers, and reductions other than one trailing
+float sum (which becomes a `ReductionKernel`: the region's elementwise part is its map, the
+sum adds in the result's type, in the GPU's order, not NumPy's pairwise one).
 """
 import hashlib
 import struct
@@ -48,14 +49,20 @@ class Ineligible(Exception):
 class Source:
     """The kernel text for one program: `ElementwiseKernel(in_params, out_params, body, name,
     preamble=preamble)`; `key` is the complete cache key (op chain with params, operand and
-    result dtypes, outputs, and the class of operand shapes: each operand's ndim)."""
-    __slots__ = ("key", "name", "in_params", "out_params", "body", "preamble", "in_dtypes",
-                 "out_dtypes")
+    result dtypes, outputs, and the class of operand shapes: each operand's ndim).
 
-    def __init__(self, key, name, in_params, out_params, body, preamble, in_dtypes, out_dtypes):
+    A region ending in one sum whose result is its only output is a `ReductionKernel` instead
+    (`reduce` holds (axes, keepdims, C type)): `map_expr` calls the region's elementwise part,
+    written as a device function in the preamble, and the sum adds in `reduce_type`."""
+    __slots__ = ("key", "name", "in_params", "out_params", "body", "preamble", "in_dtypes",
+                 "out_dtypes", "reduce", "map_expr")
+
+    def __init__(self, key, name, in_params, out_params, body, preamble, in_dtypes, out_dtypes,
+                 reduce=None, map_expr=None):
         self.key, self.name = key, name
         self.in_params, self.out_params, self.body = in_params, out_params, body
         self.preamble, self.in_dtypes, self.out_dtypes = preamble, in_dtypes, out_dtypes
+        self.reduce, self.map_expr = reduce, map_expr
 
     def __str__(self):
         return ("// %s\n// in:  %s\n// out: %s\n%s%s\n" % (self.name, self.in_params,
@@ -227,31 +234,61 @@ def _op_expr(op, a, in_dts):
     raise Ineligible("no CUDA expression for '%s'" % name)
 
 
+def _trailing_sum(prog):
+    """The region's one trailing sum (its only output, of a float value), or None; raises
+    Ineligible for the reductions this tier does not take."""
+    red = [j for j, o in enumerate(prog.ops) if o.reduce]
+    if not red:
+        return None
+    j = red[0]
+    o = prog.ops[j]
+    if len(red) > 1 or j != len(prog.ops) - 1 or prog.outputs != (prog.n_in + j,):
+        raise Ineligible("a reduction that is not the region's one trailing result")
+    if o.prim.name != "reduce_sum":
+        raise Ineligible("a trailing '%s' (only sums become a ReductionKernel)" % o.prim.name)
+    if o.dtype not in _FLOATS or prog.value_dtype(o.args[0]) != o.dtype:
+        raise Ineligible("a trailing sum of %s" % prog.value_dtype(o.args[0]))
+    return j
+
+
 def _generate(prog, key):
     names = ["x%d" % i for i in range(prog.n_in)]
     in_dts = [d for _, d in prog.ins]
     for d in in_dts:
         _ctype(d)
+    red = _trailing_sum(prog)
     lines = []
     for j, o in enumerate(prog.ops):
         if o.reduce:
-            raise Ineligible("a trailing reduction ('%s'): no ReductionKernel yet" % o.prim.name)
+            continue              # the trailing sum: the ReductionKernel's own reduction
         args = [names[v] for v in o.args]
         dts = [prog.value_dtype(v) for v in o.args]
         expr = _op_expr(o, args, dts)
         lines.append("%s t%d = %s;" % (_ctype(o.dtype), j, expr))
         names.append("t%d" % j)
     out_dts = [prog.value_dtype(v) for v in prog.outputs]
-    for k, v in enumerate(prog.outputs):
-        lines.append("y%d = %s;" % (k, names[v]))
     digest = hashlib.sha1(repr(key).encode()).hexdigest()[:16]
     name = "ndflow_fused_" + digest
     in_params = ", ".join("%s x%d" % (d.name if d != np.bool_ else "bool", i)
                           for i, d in enumerate(in_dts))
     out_params = ", ".join("%s y%d" % (d.name if d != np.bool_ else "bool", k)
                            for k, d in enumerate(out_dts))
-    body = "\n".join(lines)
     preamble = "// ndflow fused region: %s\n" % prog.describe()
+    if red is not None:
+        o = prog.ops[red]
+        T = _ctype(o.dtype)
+        mapped = names[o.args[0]]
+        fn = name + "_map"
+        sig = ", ".join("%s x%d" % (_ctype(d), i) for i, d in enumerate(in_dts))
+        preamble += "__device__ %s %s(%s) {\n%s\nreturn %s;\n}\n" % (
+            T, fn, sig, "\n".join(lines), mapped)
+        map_expr = "%s(%s)" % (fn, ", ".join("x%d" % i for i in range(len(in_dts))))
+        return Source(key, name, in_params, out_params, "", preamble, tuple(in_dts),
+                      tuple(out_dts), (tuple(o.params["axes"]), bool(o.params["keepdims"]), T),
+                      map_expr)
+    for k, v in enumerate(prog.outputs):
+        lines.append("y%d = %s;" % (k, names[v]))
+    body = "\n".join(lines)
     return Source(key, name, in_params, out_params, body, preamble, tuple(in_dts),
                   tuple(out_dts))
 
@@ -261,16 +298,28 @@ class Runner:
     pool (CuPy allocates them), nothing synchronizes. Operands whose dtypes are not the ones
     the kernel was written for (which the graph never produces) make it step aside
     (NotImplemented: the region then runs op by op)."""
-    __slots__ = ("src", "kernel", "multiple")
+    __slots__ = ("src", "kernel", "multiple", "reduce")
 
     def __init__(self, src, kernel, xp=None):
         self.src = src
         self.kernel = kernel
         self.multiple = len(src.out_dtypes) > 1
+        self.reduce = src.reduce
 
     def __call__(self, *xs):
         for x, d in zip(xs, self.src.in_dtypes):
             if x.dtype != d:
                 return NotImplemented
+        if self.reduce is not None:
+            axes, keepdims, _ = self.reduce
+            return self.kernel(*xs, axis=axes, keepdims=keepdims)
         out = self.kernel(*xs)
         return tuple(out) if self.multiple else out
+
+
+def reduction_kernel_args(src):
+    """The arguments of `cupy.ReductionKernel` for a reduction Source."""
+    T = src.reduce[2]
+    return dict(in_params=src.in_params, out_params=src.out_params, map_expr=src.map_expr,
+                reduce_expr="a + b", post_map_expr="y0 = a", identity="0",
+                name=src.name, reduce_type=T, preamble=src.preamble)
