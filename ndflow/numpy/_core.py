@@ -17,7 +17,7 @@ def _place(buf):
     if dev is None:
         return _wrap(buf)
     if dev.backend.xp is not np:
-        buf = dev.backend.from_host(buf)
+        buf = dev.backend.from_host(buf, dev.gpu_id)
     return wrap_on(buf, dev)
 
 

@@ -32,14 +32,51 @@ _UNSIGNED = {np.dtype(np.int8): "unsigned char", np.dtype(np.int16): "unsigned s
              np.dtype(np.int32): "unsigned int", np.dtype(np.int64): "unsigned long long"}
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-# unary float functions: CUDA's overloads for float and double (libdevice)
-_MATH = {"exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
-         "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin",
-         "cos": "cos", "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-         "trunc": "trunc", "rint": "rint"}
-_CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
-        "greater_equal": ">="}
-_ARITH = {"add": "+", "subtract": "-", "multiply": "*"}
+_TABLE = None
+
+
+def _table():
+    """Primitive -> (kind, detail): which C each fusible primitive becomes. Keyed by the
+    primitive objects (no pass identifies a primitive by its name), built on first use."""
+    global _TABLE
+    if _TABLE is None:
+        from ...primitives import elementwise as E, misc as M
+        t = {}
+        # unary float functions: CUDA's overloads for float and double (libdevice)
+        for p, f in ((E.exp_p, "exp"), (E.exp2_p, "exp2"), (E.expm1_p, "expm1"),
+                     (E.log_p, "log"), (E.log2_p, "log2"), (E.log10_p, "log10"),
+                     (E.log1p_p, "log1p"), (E.sqrt_p, "sqrt"), (E.cbrt_p, "cbrt"),
+                     (E.sin_p, "sin"), (E.cos_p, "cos"), (E.tan_p, "tan"), (E.tanh_p, "tanh"),
+                     (E.floor_p, "floor"), (E.ceil_p, "ceil"), (E.trunc_p, "trunc"),
+                     (E.rint_p, "rint")):
+            t[p] = ("math", f)
+        for p, op in ((E.eq_p, "=="), (E.ne_p, "!="), (E.lt_p, "<"), (E.le_p, "<="),
+                      (E.gt_p, ">"), (E.ge_p, ">=")):
+            t[p] = ("compare", op)
+        for p, op in ((E.add_p, "+"), (E.sub_p, "-"), (E.mul_p, "*")):
+            t[p] = ("arith", op)
+        for p, op in ((E.logical_and_p, "&&"), (E.logical_or_p, "||"),
+                      (E.logical_xor_p, "!=")):
+            t[p] = ("logical", op)
+        for p, f in ((E.isnan_p, "isnan"), (E.isinf_p, "isinf"), (E.isfinite_p, "isfinite")):
+            t[p] = ("classify", f)
+        t[E.max_p] = ("extremum", ">")
+        t[E.min_p] = ("extremum", "<")
+        t[E.positive_p] = t[M.stop_gradient_p] = ("identity", None)
+        for kind, p in (("negative", E.neg_p), ("divide", E.div_p),
+                        ("reciprocal", E.reciprocal_p), ("power", E.pow_p),
+                        ("logical_not", E.logical_not_p), ("abs", E.abs_p), ("sign", E.sign_p),
+                        ("convert", E.convert_p), ("select", E.select_p),
+                        ("zeros", E.zeros_like_p), ("ones", E.ones_like_p),
+                        ("full", E.full_like_p)):
+            t[p] = (kind, None)
+        _TABLE = t
+    return _TABLE
+
+
+def _is_sum(prim):
+    from ...primitives.reduction import reduce_sum_p
+    return prim is reduce_sum_p
 
 
 class Ineligible(Exception):
@@ -143,93 +180,87 @@ def _literal(v, dt):
 def _op_expr(op, a, in_dts):
     """C expression of `op` over the C names `a` whose dtypes are `in_dts`."""
     name = op.prim.name
+    kind, detail = _table().get(op.prim, (None, None))
     out = op.dtype
     T = _ctype(out)
     x = a[0] if a else None
     dx = in_dts[0] if in_dts else None
-    if name in ("positive", "stop_gradient"):
+    if kind == "identity":
         return x
-    if name == "negative":
+    if kind == "negative":
         if out == np.bool_:
             raise Ineligible("negative on bool")
         if out in _UNSIGNED:
             return "((%s)(0 - (%s)%s))" % (T, _UNSIGNED[out], x)
         return "(-%s)" % x
-    if name in _ARITH:
+    if kind == "arith":
         if out == np.bool_:
             raise Ineligible("'%s' on bool" % name)
-        sym = _ARITH[name]
         if out in _UNSIGNED:           # wraps as NumPy does; C's signed overflow is undefined
             U = _UNSIGNED[out]
-            return "((%s)((%s)%s %s (%s)%s))" % (T, U, a[0], sym, U, a[1])
+            return "((%s)((%s)%s %s (%s)%s))" % (T, U, a[0], detail, U, a[1])
         if out.kind == "u" and out.itemsize < 4:
-            return "((%s)(%s %s %s))" % (T, a[0], sym, a[1])
-        return "((%s)%s %s (%s)%s)" % (T, a[0], sym, T, a[1])
-    if name == "true_divide":
+            return "((%s)(%s %s %s))" % (T, a[0], detail, a[1])
+        return "((%s)%s %s (%s)%s)" % (T, a[0], detail, T, a[1])
+    if kind == "divide":
         if out not in _FLOATS:
             raise Ineligible("true_divide to %s" % out)
         return "((%s)%s / (%s)%s)" % (T, a[0], T, a[1])
-    if name == "reciprocal":
+    if kind == "reciprocal":
         if out not in _FLOATS:
             raise Ineligible("reciprocal on %s (integer division)" % out)
         return "((%s)1 / %s)" % (T, x)
-    if name == "power":
+    if kind == "power":
         if out not in _FLOATS:
             raise Ineligible("power on %s" % out)
         return "pow((%s)%s, (%s)%s)" % (T, a[0], T, a[1])
-    if name in ("maximum", "minimum"):
-        cmp = ">" if name == "maximum" else "<"
+    if kind == "extremum":
         A, B = "((%s)%s)" % (T, a[0]), "((%s)%s)" % (T, a[1])
         if out in _FLOATS:            # NaN wins; on a tie NumPy returns the second operand
-            return "((%s %s %s || isnan(%s)) ? %s : %s)" % (A, cmp, B, A, A, B)
-        return "((%s %s %s) ? %s : %s)" % (A, cmp, B, A, B)
-    if name in _CMP:
-        ct = np.result_type(*in_dts)
-        C = _ctype(ct)
-        return "((%s)%s %s (%s)%s)" % (C, a[0], _CMP[name], C, a[1])
-    if name == "logical_and":
-        return "((%s != 0) && (%s != 0))" % (a[0], a[1])
-    if name == "logical_or":
-        return "((%s != 0) || (%s != 0))" % (a[0], a[1])
-    if name == "logical_xor":
-        return "((%s != 0) != (%s != 0))" % (a[0], a[1])
-    if name == "logical_not":
+            return "((%s %s %s || isnan(%s)) ? %s : %s)" % (A, detail, B, A, A, B)
+        return "((%s %s %s) ? %s : %s)" % (A, detail, B, A, B)
+    if kind == "compare":
+        C = _ctype(np.result_type(*in_dts))
+        return "((%s)%s %s (%s)%s)" % (C, a[0], detail, C, a[1])
+    if kind == "logical":
+        return "((%s != 0) %s (%s != 0))" % (a[0], detail, a[1])
+    if kind == "logical_not":
         return "(!(%s != 0))" % x
-    if name in ("isnan", "isinf", "isfinite"):
+    if kind == "classify":
         if dx not in _FLOATS:
-            return "false" if name != "isfinite" else "true"
-        return "%s(%s)" % (name, x)
-    if name in _MATH:
+            return "true" if detail == "isfinite" else "false"
+        return "%s(%s)" % (detail, x)
+    if kind == "math":
         if out not in _FLOATS:
             raise Ineligible("'%s' on %s" % (name, out))
-        return "%s((%s)%s)" % (_MATH[name], T, x)
-    if name == "absolute":
+        return "%s((%s)%s)" % (detail, T, x)
+    if kind == "abs":
         if out in _FLOATS:
             return "fabs(%s)" % x
         if out == np.bool_ or out.kind == "u":
             return x
         return "((%s)(%s < 0 ? -%s : %s))" % (T, x, x, x)     # abs(INT_MIN) wraps, as NumPy
-    if name == "sign":
+    if kind == "sign":
         if out == np.bool_:
             raise Ineligible("sign on bool")
         if out in _FLOATS:            # NaN stays NaN, -0.0 gives 0.0 (NumPy's)
             return "(%s > 0 ? (%s)1 : (%s < 0 ? (%s)-1 : (%s == 0 ? (%s)0 : %s)))" % (
                 x, T, x, T, x, T, x)
         return "((%s)((%s > 0) - (%s < 0)))" % (T, x, x)
-    if name == "convert_element_type":
+    if kind == "convert":
         if out == np.bool_:
             return "(%s != 0)" % x
         if out.kind in "iu" and dx.kind == "f":
             raise Ineligible("float-to-integer conversion (NaN and out-of-range casts are "
                              "undefined in C)")
         return "((%s)%s)" % (T, x)
-    if name == "select":
+    if kind == "select":
         return "((%s != 0) ? (%s)%s : (%s)%s)" % (a[0], T, a[1], T, a[2])
-    if name == "zeros_like":
+    if kind == "zeros":
         return _literal(0, out)
-    if name == "ones_like":
+    if kind == "ones":
         return _literal(1, out)
-    if name == "full_like":
+    if kind == "full":
         return _literal(op.params["fill_value"], out)
     raise Ineligible("no CUDA expression for '%s'" % name)
 
@@ -244,7 +275,7 @@ def _trailing_sum(prog):
     o = prog.ops[j]
     if len(red) > 1 or j != len(prog.ops) - 1 or prog.outputs != (prog.n_in + j,):
         raise Ineligible("a reduction that is not the region's one trailing result")
-    if o.prim.name != "reduce_sum":
+    if not _is_sum(o.prim):
         raise Ineligible("a trailing '%s' (only sums become a ReductionKernel)" % o.prim.name)
     if o.dtype not in _FLOATS or prog.value_dtype(o.args[0]) != o.dtype:
         raise Ineligible("a trailing sum of %s" % prog.value_dtype(o.args[0]))
