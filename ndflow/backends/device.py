@@ -1,7 +1,7 @@
 """Devices, placement scopes and the eager execution of primitives.
 
-A backend wraps an array module (NumPy for CPU, CuPy for GPU) and says how to move buffers to
-and from the host. Devices are logical: the CPU can be split into several (as TensorFlow's
+Each device has a backend (`base.Backend`: NumPy for the CPU, `cupy_backend` for GPUs) that
+says how to allocate, move buffers and run kernels. Devices are logical: the CPU can be split into several (as TensorFlow's
 `set_logical_device_configuration` does) so multi-device code runs without a GPU.
 """
 import contextlib
@@ -14,6 +14,8 @@ from ..core import primitive as _prim
 from ..core import ndarray as _nd
 from ..core.ndarray import _wrap, wrap_on, ndarray
 from ..core.state import STATE
+from ..primitives import random as _random
+from .numpy_backend import NumpyBackend
 
 LogicalDevice = namedtuple("LogicalDevice", ["name", "device_type"])
 PhysicalDevice = namedtuple("PhysicalDevice", ["name", "device_type"])
@@ -21,38 +23,103 @@ LogicalDeviceConfiguration = namedtuple("LogicalDeviceConfiguration", ["memory_l
                                         defaults=[None])
 
 
-class Backend:
-    def __init__(self, name, xp):
-        self.name = name
-        self.xp = xp
-
-    def from_host(self, a):
-        return a if self.xp is np else self.xp.asarray(a)
-
-    def to_host(self, a):
-        return a if self.xp is np or isinstance(a, (np.ndarray, np.generic)) else a.get()
-
-    def synchronize(self):
-        if self.xp is not np:
-            self.xp.cuda.Device().synchronize()
+CPU_BACKEND = NumpyBackend()
+_gpu_backend = None          # the GPU backend once looked for (False: none on this machine)
+_BY_TYPE = {}                # buffer type -> its (device) backend, for the backends in use
+_BY_XP = {}                  # array module -> its (device) backend
 
 
-CPU_BACKEND = Backend("numpy", np)
-_gpu_backend = None
+def _register(backend):
+    for t in backend.array_types:
+        _BY_TYPE[t] = backend
+    _BY_XP[backend.xp] = backend
 
 
 def gpu_backend():
-    """The CuPy backend, or None when CuPy or a GPU is not available (imported lazily)."""
+    """The GPU backend (CuPy), or None when CuPy or a GPU is not available (imported lazily)."""
     global _gpu_backend
     if _gpu_backend is None:
-        try:
-            import cupy
-            if cupy.cuda.runtime.getDeviceCount() < 1:
-                raise RuntimeError("no GPU")
-            _gpu_backend = Backend("cupy", cupy)
-        except Exception:
-            _gpu_backend = False
+        from .cupy_backend import CupyBackend
+        _gpu_backend = CupyBackend.load() or False
+        if _gpu_backend:
+            _register(_gpu_backend)
     return _gpu_backend or None
+
+
+@contextlib.contextmanager
+def use_gpu_backend(backend, count=1):
+    """Make `backend` this process's GPU backend (devices GPU:0 .. GPU:count-1) inside the
+    block: the test suite's fake device (tests/fake_device.py) proves on a CPU-only machine
+    that kernels run on a device's array module without host round trips."""
+    global _gpu_backend, _gpu_devices, _initialized
+    saved = _gpu_backend, _gpu_devices, _initialized, dict(_BY_TYPE), dict(_BY_XP)
+    _gpu_backend = backend
+    _gpu_devices = [Device(backend.device_type, i, backend, gpu_id=i) for i in range(count)]
+    _initialized = True
+    _register(backend)
+    try:
+        yield _gpu_devices
+    finally:
+        _gpu_backend, _gpu_devices, _initialized, by_type, by_xp = saved
+        _BY_TYPE.clear()
+        _BY_TYPE.update(by_type)
+        _BY_XP.clear()
+        _BY_XP.update(by_xp)
+
+
+def backend_of(buf):
+    """The device backend owning buffer `buf`, or None for a host (NumPy) buffer."""
+    return _BY_TYPE.get(type(buf))
+
+
+def device_of_buffer(buf):
+    """The Device holding the device buffer `buf`, or None for a host buffer."""
+    b = _BY_TYPE.get(type(buf))
+    if b is None:
+        return None
+    return _gpus()[b.device_id(buf)]
+
+
+def adopt(obj):
+    """(device, buffer) for an array object of a device library (a CuPy array, or anything with
+    `__cuda_array_interface__`), zero-copy; None for anything else."""
+    b = _BY_TYPE.get(type(obj))
+    if b is None:
+        if not hasattr(obj, "__cuda_array_interface__"):
+            return None
+        b = gpu_backend()
+        if b is None:
+            raise RuntimeError(f"{type(obj).__name__} lives in GPU memory, but ndflow found no "
+                               f"GPU backend (install the 'gpu' extra: pip install ndflow[gpu])")
+    buf = b.adopt(obj)
+    if buf is None:
+        return None
+    return _gpus()[b.device_id(buf)], buf
+
+
+def dlpack_backend(device_code):
+    """The device backend importing DLPack arrays with device code `device_code`, or None for
+    host memory; an error when no backend of this machine can import it."""
+    if device_code in CPU_BACKEND.dlpack_device_types:
+        return None
+    for b in list(_BY_XP.values()) + [gpu_backend()]:
+        if b is not None and device_code in b.dlpack_device_types:
+            return b
+    raise RuntimeError(f"from_dlpack: the array lives on DLPack device type {device_code}, "
+                       f"and ndflow has no backend for it (a CUDA array needs the 'gpu' extra)")
+
+
+def _random_backend(xp, arrays):
+    """For the random primitive (primitives/random.py's hook): the device backend that must
+    draw, from the array module passed to a creation kernel or the draw's array operands."""
+    if xp is not None and xp is not np:
+        return _BY_XP.get(xp)
+    if _BY_TYPE:
+        for a in arrays:
+            b = _BY_TYPE.get(type(a))
+            if b is not None:
+                return b
+    return None
 
 
 class Device:
@@ -81,7 +148,7 @@ def _gpus():
     _initialized = True
     if _gpu_devices is None:
         b = gpu_backend()
-        n = b.xp.cuda.runtime.getDeviceCount() if b else 0
+        n = b.device_count() if b else 0
         _gpu_devices = [Device("GPU", i, b, gpu_id=i) for i in range(n)]
     return _gpu_devices
 
@@ -225,41 +292,99 @@ def device_of(x):
 
 
 def to_device(x, dev):
-    """Copy an eager array to `dev` (a no-op when it is already there)."""
+    """Copy an eager array to `dev` (a no-op when it is already there): the one explicit way
+    between devices (`tnp.copy` in a device scope, `to_device`, `nf.device` placement)."""
     src = device_of(x)
     if src is dev:
         return x
     buf = x._v
     if src.backend is not dev.backend:
-        buf = dev.backend.from_host(src.backend.to_host(buf))
-    elif dev.backend.xp is np:
-        buf = np.array(buf)   # a logical copy: the new device owns its own buffer
+        buf = dev.backend.from_host(src.backend.to_host(buf), dev.gpu_id)
+    else:
+        buf = dev.backend.copy(buf, dev.gpu_id)   # the new device owns its own buffer
     return _wrap(buf) if dev is DEFAULT else wrap_on(buf, dev)
+
+
+def _mixed(prim, args):
+    """Inputs on devices of different backends: an error naming both (moving one would be a
+    host round trip nobody asked for). A 0-d host value (a Python scalar converted by the
+    NumPy layer, `x + 1`) goes along with the device operands, as CuPy takes NumPy scalars."""
+    devs = []
+    for a in args:
+        d = device_of(a)
+        if d.backend.host and a.ndim == 0:
+            continue
+        if all(d.backend is not e.backend for e in devs):
+            devs.append(d)
+    if len(devs) > 1:
+        raise ValueError(f"'{prim.name}': its inputs live on different devices, {devs[0].name} "
+                         f"and {devs[1].name}; copy one explicitly (tnp.copy inside "
+                         f"nf.device(...), or x.to_device(...)) before combining them")
 
 
 def eager_apply(prim, args, params):
     dev = STATE.device
+    first = None
+    for a in args:
+        if a._dev is not None:
+            first = a._dev
+            break
+    if first is not None and not first.backend.host or dev is not None and not dev.backend.host:
+        _mixed(prim, args)
     if dev is None:
-        for a in args:
-            if a._dev is not None:
-                dev = a._dev
-                break
+        dev = first
     if dev is None or dev is DEFAULT:
         bufs = [a._v if a._dev is None else to_device(a, DEFAULT)._v for a in args]
         out = prim.impl(*bufs, **params)
         return tuple(map(_wrap, out)) if prim.multiple_results else _wrap(out)
     bufs = [a._v if a._dev is dev else to_device(a, dev)._v for a in args]
-    if not args and dev.backend.xp is not np:
-        params = dict(params, xp=dev.backend.xp)
-    if dev.backend.xp is not np:
-        with dev.backend.xp.cuda.Device(dev.gpu_id):
-            out = prim.impl(*bufs, **params)
-    else:
+    b = dev.backend
+    if b.host:
         out = prim.impl(*bufs, **params)
+    else:
+        if not args:
+            params = dict(params, xp=b.xp)     # creation kernels allocate on the device
+        with b.activate(dev.gpu_id):
+            try:
+                out = prim.impl(*bufs, **params)
+            except TypeError as e:
+                raise TypeError(f"'{prim.name}' on {dev.name} ({b.name}): {e}") from e
+        out = on_device(prim, out, dev, prim.multiple_results)
+        if prim.multiple_results:
+            return tuple(wrap_on(o, dev) for o in out)
+        return wrap_on(out, dev)
     if prim.multiple_results:
         return tuple(wrap_on(o, dev) for o in out)
     return wrap_on(out, dev)
 
 
+_warned_upload = set()
+
+
+def on_device(prim, out, dev, many):
+    """A kernel's result(s) `out` for device `dev`: as they are when they live there, else
+    copied there with a warning (`_upload`)."""
+    b = dev.backend
+    if many:
+        if all(o is None or b.is_device_array(o) for o in out):
+            return out
+        return tuple(o if o is None or b.is_device_array(o) else _upload(prim, o, dev)
+                     for o in out)
+    return out if out is None or b.is_device_array(out) else _upload(prim, out, dev)
+
+
+def _upload(prim, out, dev):
+    """A kernel that computed in host memory for device inputs (it has no device kernel): its
+    result is copied to the device, with a warning once per primitive, never silently."""
+    if prim.name not in _warned_upload:
+        _warned_upload.add(prim.name)
+        import warnings
+        warnings.warn(f"'{prim.name}' has no kernel for {dev.backend.name} on {dev.name}: it "
+                      f"computed on the host and its result is copied to the device",
+                      RuntimeWarning, stacklevel=5)
+    return dev.backend.from_host(out, dev.gpu_id)
+
+
 _prim._eager_apply = eager_apply
 _nd._device_of = device_of
+_random.backend_for = _random_backend

@@ -223,10 +223,9 @@ class ThreadGroup:
 
 
 def _on_device(d, host):
-    if d.backend.xp is np:
+    if d.backend.host:
         return host
-    with d.backend.xp.cuda.Device(d.gpu_id):      # this replica's GPU, not the current one
-        return d.backend.from_host(host)
+    return d.backend.from_host(host, d.gpu_id)    # this replica's GPU, not the current one
 
 
 def _describe(bufs):

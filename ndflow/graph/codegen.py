@@ -8,6 +8,10 @@ mapped back to the node and the user's line that created it.
 import functools
 import itertools
 
+import numpy as np
+
+from ..core.state import STATE
+
 _serial = itertools.count()
 
 
@@ -16,6 +20,21 @@ def _kernel(node):
     if node.params:
         return functools.partial(impl, **node.params)
     return impl
+
+
+def _device_kernel(node, fn, dev):
+    """`fn` in a graph on a device: creation kernels (no inputs) get the device's array module,
+    as they do eagerly; a result a kernel made in host memory (a primitive without a device
+    kernel) is copied to the device with a warning (backends.device.on_device)."""
+    from ..backends.device import on_device
+    prim = node.prim
+    many = prim.multiple_results
+    if not node.inputs:
+        fn = functools.partial(fn, xp=dev.backend.xp)
+
+    def run(*a):
+        return on_device(prim, fn(*a), dev, many)
+    return run
 
 
 def _checker(node):
@@ -47,9 +66,16 @@ def generate(graph, check_numerics=False):
     names = {}
     for i, v in enumerate(graph.inputs):
         names[v.id] = "a%d" % i
+    # a graph generated for a device (its inputs' or the scope's) gets its constants there once,
+    # not at every call (and never as host memory mixed into device kernels)
+    dev = STATE.device
+    upload = dev.backend.from_host if dev is not None and not dev.backend.host else None
     for i, c in enumerate(graph.consts):
         names[c.id] = "c%d" % i
-        ns["c%d" % i] = c.const._v
+        v = c.const._v
+        if upload is not None and isinstance(v, np.ndarray):
+            v = upload(v, dev.gpu_id)
+        ns["c%d" % i] = v
     lines = ["def run(%s):" % "".join("a%d, " % i for i in range(len(graph.inputs)))]
     line_nodes = {}
     # free each intermediate after its last use, as eager code does: holding them all until
@@ -61,7 +87,7 @@ def generate(graph, check_numerics=False):
     returned = {o.id for o in graph.outputs}
     for k, n in enumerate(graph.nodes):
         f = "f%d" % k
-        ns[f] = _kernel(n)
+        ns[f] = _kernel(n) if upload is None else _device_kernel(n, _kernel(n), dev)
         outs = []
         for o in n.outputs:
             names[o.id] = "v%d" % o.id

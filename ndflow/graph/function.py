@@ -452,6 +452,14 @@ class Function:
         key, leaves, d = self._key(args, kwargs)
         if key is None:
             return self._fn(*args, **kwargs)
+        if STATE.device is None:
+            for x in leaves:
+                if type(x) is ndarray and x._dev is not None:
+                    # no scope: the graph runs on its inputs' device (constants, results and
+                    # creation ops placed there), as a device scope around the call would
+                    from ..backends.device import device as _scope
+                    with _scope(x._dev):
+                        return self._call(raw, kwargs)
         if key is UNCACHEABLE:
             if not self._warned_unhashable:
                 self._warned_unhashable = True
@@ -793,7 +801,10 @@ jit = function
 
 # ------------------------------------------------------------------ dynamic shape
 def _shape_impl(x, out_type=np.int32):
-    return np.asarray(np.shape(x), dtype=out_type)
+    if type(x) is np.ndarray or isinstance(x, np.generic):
+        return np.asarray(np.shape(x), dtype=out_type)
+    # a device buffer: the shape array is made on its device (from metadata, no transfer)
+    return np.asarray(np.shape(x), dtype=out_type, like=x)
 
 
 def _shape_batch(args, axes, out_type=np.int32):

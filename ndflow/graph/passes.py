@@ -58,10 +58,20 @@ def _key(n, rename):
     return (n.prim, tuple(rename.get(v.id, v).id for v in n.inputs), params)
 
 
+def _host(buf):
+    """A constant's buffer as a NumPy array, for passes that look at values while compiling:
+    a device constant (a graph traced for a GPU) is read back here, once, never at run time."""
+    if isinstance(buf, (np.ndarray, np.generic)):
+        return np.asarray(buf)
+    from ..backends.device import backend_of
+    b = backend_of(buf)
+    return np.asarray(buf) if b is None else b.to_host(buf)
+
+
 def _const_key(c):
-    buf = np.asarray(c.const._v)
-    if buf.size > _SMALL_CONST:
+    if c.const.size > _SMALL_CONST:
         return None
+    buf = _host(c.const._v)
     return (c.dtype, c.shape, buf.tobytes())
 
 
@@ -161,7 +171,10 @@ def _is_const(v, value, negative_zero=None):
     have that sign."""
     if v.kind != "c":
         return False
-    buf = np.asarray(v.const._v)
+    raw = v.const._v
+    if raw.size > 4096 and not isinstance(raw, np.ndarray):
+        return False           # a large device constant: not worth reading back to inspect
+    buf = _host(raw)
     if buf.size == 0:
         return False
     if buf.size > 4096:        # only a broadcast scalar (all strides 0) is checked cheaply
@@ -274,7 +287,7 @@ def algebraic_simplification(g: Graph) -> Graph:
                 src = x
         elif p is E.pow_p and n.inputs[1].kind == "c":
             x, k = n.inputs
-            src = _integer_power(x, np.asarray(k.const._v), out, nodes, producer, consts, n.loc,
+            src = _integer_power(x, _host(k.const._v), out, nodes, producer, consts, n.loc,
                                  E)
             if src is out:          # rewritten into new nodes that define `out` itself
                 continue
@@ -488,7 +501,7 @@ def inline_constant_branches(g: Graph) -> Graph:
         n = ren(n)
         if n.prim in (C.cond_p, C.cond_effect_p) and n.inputs[0].kind == "c":
             branches = n.params["branches"]
-            i = C.branch_for(int(np.asarray(n.inputs[0].const._v)), len(branches))
+            i = C.branch_for(int(_host(n.inputs[0].const._v)), len(branches))
             _inline(branches[i].graph, n.inputs[1:], n.outputs, nodes, rename, consts)
             changed = True
             continue

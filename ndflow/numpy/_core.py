@@ -17,7 +17,7 @@ def _place(buf):
     if dev is None:
         return _wrap(buf)
     if dev.backend.xp is not np:
-        buf = dev.backend.from_host(buf)
+        buf = dev.backend.from_host(buf, dev.gpu_id)
     return wrap_on(buf, dev)
 
 
@@ -51,6 +51,12 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             raise _no_copy(a)
         from .manipulation import stack
         return asarray(stack([asarray(e) for e in a]), dtype)
+    if type(a) not in _PY and not isinstance(a, (np.ndarray, np.generic, list, tuple)):
+        from ..backends.device import adopt
+        placed = adopt(a)                  # a device library's array (CuPy's...): zero-copy
+        if placed is not None:
+            dev, buf = placed
+            return wrap_on(buf if dtype is None else buf.astype(dtype), dev)
     if dtype is None:
         t = type(a)
         if t in _PY:
@@ -59,10 +65,6 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             probe = np.asarray(a)
             dtype = _dt.F32 if probe.dtype == _dt.F64 else (
                 _dt.C64 if probe.dtype == _dt.C128 else None)
-    if hasattr(a, "__cuda_array_interface__") or type(a).__module__.startswith("cupy"):
-        from ..backends.device import _gpus
-        buf = a if dtype is None else a.astype(dtype)
-        return wrap_on(buf, _gpus()[int(a.device.id)])
     if copy is False:
         try:
             buf = np.asarray(a, dtype, copy=False)

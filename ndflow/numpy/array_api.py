@@ -187,9 +187,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if not hasattr(x, "__dlpack__"):
             raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
         dev_type = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
-        if dev_type in (2, 3):           # kDLCUDA, kDLCUDAHost
-            import cupy
-            buf = cupy.from_dlpack(x)
+        b = D.dlpack_backend(dev_type)
+        if b is not None:                # device memory: that device's backend imports it
+            buf = b.from_dlpack(x)
             out = asarray(buf.copy() if copy else buf)
         else:
             buf = np.from_dlpack(x, copy=copy)

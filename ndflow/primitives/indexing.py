@@ -122,7 +122,7 @@ def _index_add_impl(x, v, *arrays, spec):
 
 
 def _index_update_impl(x, v, *arrays, spec):
-    out = np.array(x, copy=True)
+    out = np.copy(x)         # np.copy dispatches: a device buffer is copied on its device
     out[build_index(spec, arrays)] = v
     return out
 
@@ -328,7 +328,9 @@ def _iota_abstract(x, axis):
 def _iota_impl(x, axis):
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
-    return np.arange(x.shape[axis], dtype=np.int64).reshape(shape)
+    # like=x: on x's device (NumPy's dispatch hands it to a device array's module)
+    like = None if isinstance(x, np.generic) else x
+    return np.arange(x.shape[axis], dtype=np.int64, like=like).reshape(shape)
 
 
 def _iota_batch(args, axes, axis):

@@ -31,12 +31,15 @@ def seed(s):
     STREAM["rs"].seed(s)
 
 
-def _host(a):
-    return a if isinstance(a, (np.ndarray, np.generic)) else a.get()   # cupy -> NumPy
+# Set by backends/device.py (a higher layer): the device backend that draws for a creation
+# kernel's array module `xp` or for device-buffer operands, None for a host draw. A device
+# backend draws with its own generators, seeded from the NumPy stream `rs` (base.Backend).
+backend_for = None
 
 
 def _draw_impl(*arrays, method, rs, static, names, shape, dtype, elementwise=True, xp=None):
     r = STREAM["rs"] if rs is None else rs
+    dev = backend_for(xp, arrays)
     kw = dict(static)
     if names:
         donors = []
@@ -44,15 +47,13 @@ def _draw_impl(*arrays, method, rs, static, names, shape, dtype, elementwise=Tru
             if name[0] == "~":
                 donors.append(a.shape)
             elif name[0] != "!":
-                kw[name] = _host(a)
+                kw[name] = a
         if donors and kw.get("size") is None:
             kw["size"] = np.broadcast_shapes(*donors)
+    if dev is not None:
+        return dev.random_draw(r, method, kw, np.dtype(dtype))
     out = np.asarray(getattr(r, method)(**kw))
-    if out.dtype != dtype:
-        out = out.astype(dtype)
-    if xp is None and arrays and not isinstance(arrays[0], (np.ndarray, np.generic)):
-        import cupy as xp
-    return out if xp is None or xp is np else xp.asarray(out)
+    return out if out.dtype == dtype else out.astype(dtype)
 
 
 def _draw_abstract(*arrays, method, rs, static, names, shape, dtype, elementwise=True):

@@ -104,7 +104,8 @@ lexsort_p.batch = _lexsort_batch
 # ------------------------------------------------------------------ searchsorted
 def _searchsorted_impl(a, v, side, batch_dims=0):
     if not batch_dims:
-        return np.asarray(np.searchsorted(a, v, side=side), dtype=np.int64)
+        # astype, not np.asarray: a device buffer stays on its device
+        return np.searchsorted(a, v, side=side).astype(np.int64, copy=False)
     # NumPy searches one sorted row at a time: loop over the leading (batch) dims
     lead = np.broadcast_shapes(a.shape[:batch_dims], v.shape[:batch_dims])
     a = np.broadcast_to(a, lead + a.shape[batch_dims:])
@@ -200,8 +201,8 @@ def _unique_impl(x, equal_nan):
     _, index, inverse, counts = np.unique(
         x, return_index=True, return_inverse=True, return_counts=True,
         axis=None if x.ndim == 1 else 0, equal_nan=equal_nan)
-    return (np.asarray(index, np.int64), np.asarray(inverse, np.int64).reshape(-1),
-            np.asarray(counts, np.int64))
+    return (index.astype(np.int64, copy=False), inverse.astype(np.int64, copy=False).reshape(-1),
+            counts.astype(np.int64, copy=False))
 
 
 def _data_dependent_batch(name):

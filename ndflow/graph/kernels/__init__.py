@@ -32,6 +32,7 @@ import threading
 
 from .program import Program, Op
 from . import numpy_tier
+from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
 
 __all__ = ["Program", "Op", "FusedKernel", "kernel_for", "numba_available", "wait_for_compiles"]
 
@@ -108,8 +109,13 @@ class FusedKernel:
         self.calls = 0
         self.fast = None           # bound tier-1 runner once ready
         self.tier0 = numpy_tier.build(entry.prog)     # own pools, shared nothing mutable
+        self.device_kernels = {}   # device backend -> its compiled kernel (False: none)
 
     def __call__(self, *xs):
+        if _DEVICE_BUFFERS:          # a device backend is in use: its buffers run on it
+            b = _device_backend(xs)
+            if b is not None:
+                return b.run_fused(self.prog, xs, self.device_kernels)
         fast = self.fast
         if fast is not None:
             r = fast(xs)
@@ -130,6 +136,10 @@ class FusedKernel:
 
     def into(self, xs, donors):
         """Run with `donors[k]` (a dead buffer, or None) offered for result k."""
+        if _DEVICE_BUFFERS:
+            b = _device_backend(xs)
+            if b is not None:        # device memory comes from the backend's pool, not donors
+                return b.run_fused(self.prog, xs, self.device_kernels)
         fast = self.fast
         if fast is not None:
             r = fast(xs, donors)
@@ -155,6 +165,15 @@ class FusedKernel:
 
     def source(self):
         return self.tier0.source
+
+
+def _device_backend(xs):
+    """The device backend of the first device buffer among `xs`, or None (host buffers)."""
+    for x in xs:
+        b = _DEVICE_BUFFERS.get(type(x))
+        if b is not None:
+            return b
+    return None
 
 
 def wait_for_compiles(timeout=None):

@@ -1,0 +1,315 @@
+"""Backends: the interface, where CuPy may be named, and (on any machine) a fake device whose
+arrays refuse implicit host conversion (tests/fake_device.py), registered as GPU:0 only inside
+these tests. It proves that work placed on a device runs on that device's array module with
+no silent host round trip: eager ops, the op table, compiled functions (their fused regions
+included), gradients, vectorized_map, random draws, copies between devices, and the error
+naming both devices when inputs live on different ones."""
+import ast
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import ndflow as nf
+import ndflow.numpy as tnp
+from ndflow.backends import device as D
+from ndflow.backends.base import Backend
+from ndflow.core import tree
+from ndflow.graph import fusion
+
+import optable
+from fake_device import FakeArray, HostConversionError, fake_gpu, transfers
+from helpers import assert_same
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Primitives with no device kernel: their kernels compute in host memory, so on a device their
+# results are copied there with a RuntimeWarning (never silently). None in the op table today;
+# a new one must be declared here.
+HOST_FALLBACKS = set()
+
+
+@pytest.fixture
+def fake():
+    with fake_gpu() as b:
+        yield b
+
+
+# ------------------------------------------------------------------ the interface
+def test_every_cupy_line_lives_in_the_cupy_backend():
+    """No module but backends/cupy_backend.py imports CuPy or names a CuPy attribute."""
+    offenders = []
+    for d, _, files in os.walk(os.path.join(ROOT, "ndflow")):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(d, f)
+            rel = os.path.relpath(path, ROOT)
+            if rel == os.path.join("ndflow", "backends", "cupy_backend.py"):
+                continue
+            with open(path, encoding="utf-8") as fh:
+                tree_ = ast.parse(fh.read(), path)
+            for node in ast.walk(tree_):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Attribute) and node.attr == "cuda":
+                    names = ["<attribute .cuda>"]
+                if any(n.split(".")[0] in ("cupy", "cupyx", "<attribute .cuda>") for n in names):
+                    offenders.append("%s:%d" % (rel, node.lineno))
+    assert not offenders, offenders
+
+
+def test_numpy_backend_round_trips_and_draws_numpys_stream():
+    b = D.CPU_BACKEND
+    assert b.host and b.xp is np and b.device_type == "CPU"
+    a = np.arange(4.0)
+    assert b.from_host(a) is a and b.to_host(a) is a
+    c = b.copy(a, 0)
+    assert not np.shares_memory(a, c) and np.array_equal(a, c)
+    assert b.empty((2, 3), np.float32).dtype == np.float32
+    info = b.memory_info()
+    assert set(info) >= {"used", "total", "free"}
+    rs1, rs2 = np.random.RandomState(3), np.random.RandomState(3)
+    got = b.random_draw(rs1, "normal", {"size": (4,)}, np.dtype(np.float32))
+    want = rs2.normal(size=(4,)).astype(np.float32)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+
+
+def test_a_backend_subclass_must_say_how_to_move_memory():
+    b = Backend()
+    with pytest.raises(NotImplementedError):
+        b.from_host(np.ones(2))
+    with pytest.raises(NotImplementedError):
+        b.to_host(np.ones(2))
+
+
+def test_no_gpu_backend_means_no_gpu_devices_and_soft_placement():
+    if D.gpu_backend() is not None:
+        pytest.skip("this machine has a GPU")
+    assert nf.config.list_physical_devices("GPU") == []
+
+
+# ------------------------------------------------------------------ the fake device
+def test_fake_device_placement(fake):
+    assert [d.name for d in nf.config.list_physical_devices("GPU")] == ["/physical_device:GPU:0"]
+    before = transfers()
+    with nf.device("GPU:0"):
+        x = tnp.asarray(np.arange(6.0).reshape(2, 3))      # the one upload
+        y = tnp.tanh(x @ x.T) + 1
+        s = tnp.sum(y, axis=0)
+        z = tnp.zeros(3)
+    for a in (x, y, s, z):
+        assert a.device == GPU0 and type(a._v) is FakeArray
+    after = transfers()
+    assert after["to_host"] == before["to_host"], "a host round trip while computing"
+    assert after["from_host"] == before["from_host"] + 1
+    want = np.tanh(np.arange(6.0).reshape(2, 3) @ np.arange(6.0).reshape(2, 3).T) + 1
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(s.numpy(), want.sum(0), rtol=1e-12)
+    with pytest.raises(HostConversionError):
+        np.asarray(x._v)                          # the buffer refuses implicit conversion
+
+
+def test_fake_device_refuses_a_kernel_that_would_go_through_the_host(fake):
+    from ndflow.core.primitive import Primitive, Aval, REGISTRY, bind
+    p = Primitive("host_only_for_test", lambda x: np.asarray(x) * 2,
+                  lambda x: Aval(x.shape, x.dtype))
+    REGISTRY.remove(p)
+    with nf.device("GPU:0"):
+        x = tnp.ones(3)
+        with pytest.raises(TypeError, match=r"host_only_for_test.*GPU:0"):
+            bind(p, x)
+
+
+def test_mixing_devices_is_an_error_naming_both(fake):
+    with nf.device("GPU:0"):
+        g = tnp.ones(3)
+    c = tnp.ones(3)
+    with pytest.raises(ValueError, match=r"device:GPU:0.*device:CPU:0"):
+        g + c
+    with pytest.raises(ValueError, match=r"device:CPU:0.*device:GPU:0"):
+        tnp.concatenate([c, g])
+    assert (g + 1).device == GPU0 and (2.0 * g).device == GPU0     # Python scalars are fine
+
+
+def test_copies_between_devices(fake):
+    c = tnp.arange(4.0)
+    with nf.device("GPU:0"):
+        g = tnp.copy(c)
+        g2 = tnp.copy(g)                           # a copy on the same device
+    assert g.device == GPU0 and type(g._v) is FakeArray
+    assert g2._v._a is not g._v._a
+    with nf.device("CPU:0"):
+        back = tnp.copy(g)
+    assert back.device == CPU0 and type(back._v) is np.ndarray
+    np.testing.assert_array_equal(back.numpy(), c.numpy())
+    h = g.to_device("CPU:0")
+    assert h.device == CPU0 and np.array_equal(h.numpy(), c.numpy())
+    assert tnp.asarray(np.ones(2), device="GPU:0").device == GPU0
+
+
+def test_compiled_function_runs_on_its_inputs_device(fake):
+    with nf.device("GPU:0"):
+        x = tnp.asarray(np.linspace(-3, 3, 12).reshape(3, 4))
+    f = nf.function(lambda a: tnp.tanh(a) * 2 + 1 / (1 + tnp.exp(-a)))
+    runs = fake.fused_runs
+    out = f(x)      # tracing may read small constants back (the compiler's passes), once
+    before = transfers()
+    out2 = f(x)
+    assert transfers() == before, "a call of the compiled graph moved memory"
+    assert out.device == GPU0 and type(out._v) is FakeArray and out2.device == GPU0
+    assert fake.fused_runs >= runs + 2, "the fused region did not run through the backend"
+    xs = np.linspace(-3, 3, 12).reshape(3, 4)
+    np.testing.assert_allclose(out.numpy(), np.tanh(xs) * 2 + 1 / (1 + np.exp(-xs)), rtol=1e-12)
+    # the same function on CPU inputs: its own trace, on the CPU
+    cpu = f(tnp.asarray(xs))
+    assert cpu.device == CPU0 and type(cpu._v) is np.ndarray
+    np.testing.assert_allclose(cpu.numpy(), out.numpy(), rtol=1e-12)
+
+
+def test_gradients_vectorized_map_and_variables_on_the_device(fake):
+    xs = np.array([0.1, 0.2, 0.3])
+    with nf.device("GPU:0"):
+        x = tnp.asarray(xs)
+        with nf.GradientTape() as tape:
+            tape.watch(x)
+            y = tnp.sum(tnp.sin(x) * x)
+        g = tape.gradient(y, x)
+        v = nf.vectorized_map(lambda r: r * r + 1, tnp.ones((4, 2)))
+        var = nf.Variable(tnp.zeros(3))
+        var.assign_add(x)
+    grad_fn = nf.function(lambda a: nf.grad(lambda b: tnp.sum(tnp.tanh(b) ** 2))(a))
+    cg = grad_fn(x)
+    for a in (g, v, cg):
+        assert a.device == GPU0 and type(a._v) is FakeArray
+    np.testing.assert_allclose(g.numpy(), np.cos(xs) * xs + np.sin(xs), rtol=1e-12)
+    np.testing.assert_allclose(cg.numpy(), 2 * np.tanh(xs) * (1 - np.tanh(xs) ** 2), rtol=1e-12)
+    np.testing.assert_array_equal(v.numpy(), np.full((4, 2), 2.0))
+    assert var.device == GPU0
+    np.testing.assert_array_equal(var.numpy(), xs)
+
+
+def test_random_draws_on_the_device_are_seeded_but_not_numpys_stream(fake):
+    def draw():
+        tnp.random.seed(7)
+        with nf.device("GPU:0"):
+            a = tnp.random.normal(size=(5,))
+            b = tnp.random.uniform(size=(2, 2)).astype(np.float32)
+            c = nf.function(lambda: tnp.random.normal(size=(3,)))()
+            d = tnp.random.normal(loc=tnp.zeros(4), scale=1.0)
+        return a, b, c, d
+    first, second = draw(), draw()
+    for a, b in zip(first, second):
+        assert a.device == GPU0 and type(a._v) is FakeArray
+        np.testing.assert_array_equal(a.numpy(), b.numpy())      # reproducible under seed
+    np.random.seed(7)
+    assert not np.array_equal(first[0].numpy(), np.random.normal(size=(5,)))
+    assert first[1].dtype == np.float32 and first[3].shape == (4,)
+
+
+def _device_args(sample):
+    return [tnp.asarray(a, device="GPU:0") if isinstance(a, np.ndarray) else a
+            for a in sample.args]
+
+
+def _check_on_device(got, want, rec, ctx, backend):
+    for g in tree.flatten(got):
+        if isinstance(g, tnp.ndarray):
+            assert g.device == GPU0 and D.backend_of(g._v) is backend, \
+                f"{ctx}: result off the device ({g.device}, {type(g._v).__name__})"
+    assert_same(got, want, rec.tolerance, None, ctx=ctx, values=rec.values == "values")
+
+
+def _host_fallbacks_declared(caught):
+    warned = {str(w.message).split("'")[1] for w in caught
+              if "has no kernel for" in str(w.message)}
+    assert warned <= HOST_FALLBACKS, f"new host fallbacks: {warned - HOST_FALLBACKS}"
+
+
+def run_record_on_device(rec, backend, dtype=None):
+    """One op-table record on GPU:0 (its first dtype): every sample eagerly, the first one
+    compiled (no scope: the inputs' device), results on the device and equal to NumPy's.
+    Shared with tests/test_gpu.py, which runs it on a real GPU."""
+    dt = np.dtype(dtype or rec.dtypes[0])
+    samples = rec.samples(np.random.default_rng(0), dt)
+    ran = 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for s in samples:
+            with np.errstate(all="ignore"):
+                want = rec.call(np, *s.args, **s.kwargs)
+            with nf.device("GPU:0"):
+                got = rec.call(tnp, *_device_args(s), **s.kwargs)
+            _check_on_device(got, want, rec, f"{rec.name}{s!r}", backend)
+            ran += 1
+        s = samples[0]
+        if rec.jit and any(isinstance(a, np.ndarray) for a in s.args):
+            args = _device_args(s)
+            pos = [i for i, a in enumerate(args) if isinstance(a, tnp.ndarray)]
+
+            def f(*arrs):
+                full = list(args)
+                for i, v in zip(pos, arrs):
+                    full[i] = v
+                return rec.call(tnp, *full, **s.kwargs)
+            with np.errstate(all="ignore"):
+                want = rec.call(np, *s.args, **s.kwargs)
+            got = nf.function(f)(*[args[i] for i in pos])
+            _check_on_device(got, want, rec, f"nf.function {rec.name}{s!r}", backend)
+    assert ran
+    _host_fallbacks_declared(caught)
+
+
+# every record of the op table, its first dtype, eagerly and compiled on the fake device. An
+# implicit conversion to host memory raises (the fake's __array__); explicit reads of values
+# the NumPy layer needs on the host (histogram's range, data-dependent sizes) are allowed.
+RECORD_PARAMS = [pytest.param(r, id=r.name) for r in optable.RECORDS]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+@pytest.mark.parametrize("rec", RECORD_PARAMS)
+def test_optable_on_a_device(rec, fake):
+    run_record_on_device(rec, fake)
+
+
+def test_host_fallback_is_a_warned_copy_not_a_silent_one(fake):
+    """A kernel that allocates in host memory for device inputs (no device kernel): its result
+    reaches the device as a copy, with a warning naming the primitive, eagerly and compiled."""
+    from ndflow.core.primitive import Primitive, Aval, REGISTRY, bind
+    p = Primitive("host_alloc_for_test", lambda x: np.ones(x.shape, x.dtype),
+                  lambda x: Aval(x.shape, x.dtype))
+    REGISTRY.remove(p)
+    with nf.device("GPU:0"):
+        x = tnp.zeros(3)
+    D._warned_upload.discard(p.name)
+    with pytest.warns(RuntimeWarning, match=r"'host_alloc_for_test' has no kernel for fake.*copied"):
+        u = bind(p, x)
+    assert u.device == GPU0 and type(u._v) is FakeArray
+    np.testing.assert_array_equal(u.numpy(), np.ones(3))
+    D._warned_upload.discard(p.name)
+    f = nf.function(lambda a: bind(p, a) * 2 + a)
+    with pytest.warns(RuntimeWarning, match=r"'host_alloc_for_test' has no kernel"):
+        c = f(x)
+    assert c.device == GPU0 and type(c._v) is FakeArray
+    np.testing.assert_array_equal(c.numpy(), np.full(3, 2.0))
+
+
+def test_fused_region_falls_back_op_by_op_without_a_compiler(fake):
+    f = nf.function(lambda a, b: tnp.maximum(a * b + 1, 0.5) - tnp.sqrt(tnp.abs(a)))
+    with nf.device("GPU:0"):
+        a = tnp.asarray(np.linspace(-1, 1, 8))
+        b = tnp.asarray(np.linspace(2, 3, 8))
+    cf = f.get_concrete_function(a, b)
+    assert fusion.fused_kernels(cf.graph), "expected a fused region"
+    out = f(a, b)
+    an, bn = np.linspace(-1, 1, 8), np.linspace(2, 3, 8)
+    np.testing.assert_allclose(out.numpy(), np.maximum(an * bn + 1, 0.5) - np.sqrt(np.abs(an)),
+                               rtol=1e-12)
+    assert type(out._v) is FakeArray
