@@ -424,8 +424,8 @@ def memory_report(g):
     for i, n in enumerate(g.nodes):
         donated = getattr(n.prim.impl, "donated", {})
         for k, o in enumerate(n.outputs):
-            if k and n.prim.impl is _read_with_donor:
-                continue                # the Variable's buffer again, offered as a donor
+            if n.prim.variable_access == "read":
+                continue                # a Variable's own buffer (and again, as a donor)
             b = _nbytes(o)
             if b is None:
                 unknown += 1
