@@ -234,12 +234,16 @@ def _cannot_raise(n):
 
 def _tier1_may(fk):
     """Whether the compiled tier may run this fused kernel (numba present and on, the region
-    eligible): only then may its results go over its own operands beyond what tier 0 allows."""
+    eligible and large enough to pay): only then may its results go over its own operands
+    beyond what tier 0 allows."""
     from .kernels import numba_mode, numba_available
     if numba_mode() == "off" or not numba_available():
         return False
     from .kernels import numba_tier
-    return numba_tier.why_not(fk.prog) is None
+    prog = fk.prog
+    if None in prog.shape or numba_tier.why_not(prog) is not None:
+        return False
+    return numba_tier.pays(math.prod(prog.shape), numba_tier.cost_units(prog))
 
 
 def _has_sub_effects(n):
