@@ -166,3 +166,25 @@ def test_transposes_reach_blas_as_views():
     finally:
         matmul_p.impl = orig
     assert any(np.shares_memory(a, x) and not a.flags.c_contiguous for a, _ in seen)
+
+
+@needs_numba
+def test_epilogue_writes_over_the_product_vectorized(monkeypatch):
+    """A large product's bias+relu pass goes into the product's own buffer (a dead value);
+    the compiled tier then stores through the operand (its in-place variant), not through a
+    second name for the same memory, which LLVM would not vectorize."""
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    x, w, b = _data(np.float64, 96, 24, 128)
+    f = nf.function(_layer)
+    with np.errstate(all="ignore"):
+        want = _layer(*map(tnp.asarray, (x, w, b))).numpy()
+        for _ in range(5):
+            _same(f(x, w, b).numpy(), want)
+    cf = f.get_concrete_function(x, w, b)
+    (node,) = [n for n in cf.graph.nodes if n.prim.fused]
+    product = [n for n in cf.graph.nodes if n.prim is matmul_p][0].outputs[0]
+    assert list(node.inputs).count(product) == 2        # read, and given as the result's buffer
+    from ndflow.graph.fusion import fused_kernels
+    (k,) = fused_kernels(cf.graph)
+    assert k.tier() == 1 and k.fast.static_plan.variants
