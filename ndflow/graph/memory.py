@@ -77,10 +77,11 @@ class _InPlace:
 class _Into:
     """impl of a fused node given dead buffers for some of its results.
 
-    `variables`: {result k: (shape, dtype, tier1_only)} for results that are a Variable's next
-    value, donated the Variable's own buffer (or None when something else refers to it). Such
-    a result never comes from the kernel's pool of result buffers: the pool would keep a
-    reference to the Variable's new buffer, and the next call would find it shared. With
+    `variables`: {result k: (shape, dtype, tier1_only, i)} for results that are a Variable's
+    next value (operand i its current one), donated the Variable's own buffer (or None when
+    something else refers to it). Such a result never comes from the kernel's pool of result
+    buffers: the pool would keep a reference to the Variable's new buffer, and the next call
+    would find it shared. (A Variable on a device: the kernel's own path, no donors.) With
     `tier1_only` the donor is one of the node's own operands that only the compiled tier may
     write over (it reads every operand of an element before writing it; tier 0 may use a
     result's buffer as scratch while an operand is still to be read)."""
@@ -90,15 +91,16 @@ class _Into:
         self.kernel, self.n_in, self.slots = kernel, n_in, slots
         self.n_out = len(kernel.prog.outputs)
         self.variables = variables or {}
-        self.tier1_only = [k for k, (_, _, t1) in self.variables.items() if t1]
+        self.tier1_only = [k for k, (_, _, t1, _) in self.variables.items() if t1]
 
     def __call__(self, *args):
         donors = [None] * self.n_out
         for k, d in zip(self.slots, args[self.n_in:]):
             donors[k] = d
         xs = args[:self.n_in]
-        if self.variables:
-            for k, (shape, dtype, _) in self.variables.items():
+        if self.variables and all(type(xs[i]) is np.ndarray
+                                  for _, _, _, i in self.variables.values()):
+            for k, (shape, dtype, _, _) in self.variables.items():
                 if donors[k] is None:
                     donors[k] = np.empty(shape, dtype)
             if self.tier1_only:
@@ -109,7 +111,7 @@ class _Into:
                     if r is not NotImplemented:
                         return r
                 for k in self.tier1_only:
-                    shape, dtype, _ = self.variables[k]
+                    shape, dtype, _, _ = self.variables[k]
                     donors[k] = np.empty(shape, dtype)
                 if fast is not None:
                     return kernel.tier0(*xs, *donors)
@@ -282,8 +284,10 @@ def reuse_buffers(g):
             if r not in replaced:
                 replaced[r] = _donor_read(g.nodes[r])
             donor_of[(f, k)] = replaced[r][1]
-            o = g.nodes[f].outputs[k]
-            variables.setdefault(f, {})[k] = (tuple(o.shape), np.dtype(o.dtype), tier1)
+            F = g.nodes[f]
+            o = F.outputs[k]
+            variables.setdefault(f, {})[k] = (tuple(o.shape), np.dtype(o.dtype), tier1,
+                                              F.inputs.index(g.nodes[r].outputs[0]))
     last, consumers, producer = {}, {}, {}
     for i, n in enumerate(g.nodes):
         for v in n.inputs:
