@@ -233,6 +233,7 @@ def elementwise_fusion(g):
     groups = {r: m for r, m in _regions(g).items()
               if (len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
                   or len(m) == 1 and _outer(g.nodes[m[0]])) and _convex(g, m)}
+    groups = _split_inexact_reductions(g, groups)
     if not groups:
         return g
     uses_blas = any(n.prim.blas for n in g.nodes)
@@ -248,6 +249,39 @@ def elementwise_fusion(g):
         if _build(g, trial, uses_blas) is not None:
             kept = trial
     return _build(g, kept, uses_blas) if kept else g
+
+
+def _split_inexact_reductions(g, groups):
+    """Regions ending in a reduction that the compiled tier would run but for the reduction
+    (by default tier 1 does not sum: its loop order is not NumPy's pairwise sum, bit for bit)
+    leave the reduction out: one compiled loop for the elementwise part, NumPy's own sum
+    after it, instead of the whole region on tier 0, where each select is a masked copy (the
+    relu gradient of an MLP layer: ~170 us at 512x64 on tier 0, ~25 us split)."""
+    from .kernels import numba_mode, numba_available, fast_math
+    if fast_math() or numba_mode() == "off" or not any(
+            _is_reduction(g.nodes[m[-1]]) for m in groups.values()):
+        return groups
+    if not numba_available():
+        return groups
+    from .kernels import numba_tier
+    out = {}
+    for r, m in groups.items():
+        last = g.nodes[m[-1]]
+        if len(m) >= 3 and _is_reduction(last) and \
+                not any(_is_reduction(g.nodes[i]) for i in m[:-1]):
+            rest = m[:-1]
+            used = {last.inputs[0].id}
+            for i in rest:
+                o = g.nodes[i].outputs[0]
+                used.add(o.id)      # over-approximate: only the program's eligibility counts
+            prog, _, _ = program_from_nodes([g.nodes[i] for i in rest], used)
+            shape = prog.shape
+            if numba_tier.why_not(prog) is None and None not in shape and \
+                    numba_tier.pays(int(np.prod(shape, dtype=np.int64)),
+                                    numba_tier.cost_units(prog)):
+                m = rest
+        out[r] = m
+    return out
 
 
 def _outer(node):

@@ -11,6 +11,13 @@ consumer only reads them (no view of them can exist). The kernel checks the buff
 at run time (shape, dtype, contiguous, not a view) and allocates if it does not fit. Below
 `MIN_BYTES` nothing is donated: small allocations are cheap, and the bookkeeping is not.
 
+Variables are updated in place: where a compiled step computes a Variable's next value in a
+fused or ufunc node from its current value and assigns it (`v.assign_sub(lr * g)`, an
+optimizer's slots and weights), the read becomes one that also offers the Variable's buffer
+as a donor, and the node writes the new value into it (`variable_updates` says when that is
+safe; the Variable decides at each call whether nothing else refers to the buffer, see
+`Variable._exclusive_buffer`). The assignment then has nothing left to do.
+
 `memory_report(graph)` walks the graph in execution order with the static sizes and reports the
 peak of live intermediate bytes, what was allocated, and what reuse saved.
 """
@@ -18,7 +25,7 @@ import math
 
 import numpy as np
 
-from .ir import Node
+from .ir import Node, Var
 from ..core.primitive import Primitive, REGISTRY
 
 MIN_BYTES = 1 << 16
@@ -68,18 +75,47 @@ class _InPlace:
 
 
 class _Into:
-    """impl of a fused node given dead buffers for some of its results."""
+    """impl of a fused node given dead buffers for some of its results.
+
+    `variables`: {result k: (shape, dtype, tier1_only, i)} for results that are a Variable's
+    next value (operand i its current one), donated the Variable's own buffer (or None when
+    something else refers to it). Such a result never comes from the kernel's pool of result
+    buffers: the pool would keep a reference to the Variable's new buffer, and the next call
+    would find it shared. (A Variable on a device: the kernel's own path, no donors.) With
+    `tier1_only` the donor is one of the node's own operands that only the compiled tier may
+    write over (it reads every operand of an element before writing it; tier 0 may use a
+    result's buffer as scratch while an operand is still to be read)."""
     ndflow_reads_only = True
 
-    def __init__(self, kernel, n_in, slots):
+    def __init__(self, kernel, n_in, slots, variables=None):
         self.kernel, self.n_in, self.slots = kernel, n_in, slots
         self.n_out = len(kernel.prog.outputs)
+        self.variables = variables or {}
+        self.tier1_only = [k for k, (_, _, t1, _) in self.variables.items() if t1]
 
     def __call__(self, *args):
         donors = [None] * self.n_out
         for k, d in zip(self.slots, args[self.n_in:]):
             donors[k] = d
-        return self.kernel.into(args[:self.n_in], donors)
+        xs = args[:self.n_in]
+        if self.variables and all(type(xs[i]) is np.ndarray
+                                  for _, _, _, i in self.variables.values()):
+            for k, (shape, dtype, _, _) in self.variables.items():
+                if donors[k] is None:
+                    donors[k] = np.empty(shape, dtype)
+            if self.tier1_only:
+                kernel = self.kernel
+                fast = kernel.fast
+                if fast is not None:
+                    r = fast(xs, donors)
+                    if r is not NotImplemented:
+                        return r
+                for k in self.tier1_only:
+                    shape, dtype, _, _ = self.variables[k]
+                    donors[k] = np.empty(shape, dtype)
+                if fast is not None:
+                    return kernel.tier0(*xs, *donors)
+        return self.kernel.into(xs, donors)
 
 
 def _prim_like(p, impl, donated_to):
@@ -98,8 +134,160 @@ def _prim_like(p, impl, donated_to):
     return q
 
 
+# Variables smaller than this are updated by binding a new array, as in eager code: for a few
+# elements the run-time check costs more than the allocation it saves
+INPLACE_MIN_BYTES = 1 << 12
+
+
+def _touches(n, var_id):
+    return n.prim.variable_access is not None and id(n.params.get("var")) == var_id
+
+
+def variable_updates(g):
+    """{node index: {result k: index of the read_variable node}}: the nodes that may write
+    result k, the next value of a Variable, into the buffer of its current value. All of:
+
+    * the Variable is read once and written once in `g` (no control flow holds effects), by
+      an assignment of result k of a fused or ufunc node `F` that reads the current value,
+      and `F` may write result k over that operand (same shape and dtype, not read after);
+    * no value that may share the current value's buffer (the read, views of it) is used
+      after `F`, returned, stored into another Variable or passed to a host callback;
+    * between the read and the assignment run no effects but reads and writes of other
+      Variables (a callback there could look at the Variable), and between `F` and the
+      assignment nothing else at all: an error there would leave the Variable updated
+      without its assignment having run."""
+    nodes = g.nodes
+    if any(_has_sub_effects(n) for n in nodes):
+        return {}
+    reads, writes, producer = {}, {}, {}
+    for i, n in enumerate(nodes):
+        acc = n.prim.variable_access
+        if acc == "read":
+            reads.setdefault(id(n.params.get("var")), []).append(i)
+        elif acc == "write":
+            writes.setdefault(id(n.params.get("var")), []).append(i)
+        for k, o in enumerate(n.outputs):
+            producer[o.id] = (i, k)
+    roots = None
+    plan = {}
+    for vid, rs in reads.items():
+        ws = writes.get(vid, ())
+        if len(rs) != 1 or len(ws) != 1:
+            continue
+        r, a = rs[0], ws[0]
+        R, A = nodes[r], nodes[a]
+        if len(R.outputs) != 1 or not hasattr(R.params.get("var"), "_exclusive_buffer"):
+            continue
+        V = R.outputs[0]
+        got = producer.get(A.inputs[0].id) if A.inputs else None
+        if got is None:
+            continue
+        f, k = got
+        F = nodes[f]
+        if not (r < f < a) or F.inputs.count(V) != 1:
+            continue
+        o = F.outputs[k]
+        b = _nbytes(o)
+        if b is None or b < INPLACE_MIN_BYTES or tuple(o.shape) != tuple(V.shape) or \
+                np.dtype(o.dtype) != np.dtype(V.dtype):
+            continue
+        tier1 = False
+        if _is_fused(F):
+            fk = F.prim.impl
+            if not hasattr(fk, "can_write_over"):
+                continue
+            if not fk.can_write_over(k, F.inputs.index(V)):
+                if not _tier1_may(fk):
+                    continue
+                tier1 = True
+        elif not _is_ufunc(F):
+            continue
+        if roots is None:
+            roots = alias_roots(g)
+        ok = not any(V.id in roots.get(v.id, ()) for v in g.outputs)
+        for j in range(r + 1, len(nodes)):
+            if not ok:
+                break
+            n = nodes[j]
+            if any(V.id in roots.get(v.id, ()) for v in n.inputs):
+                ok = j <= f and not n.prim.effect
+            if ok and j < a and n.prim.effect:
+                ok = n.prim.variable_access is not None and not _touches(n, vid)
+            if ok and f < j < a:
+                ok = _cannot_raise(n)
+        if ok:
+            plan.setdefault(f, {})[k] = (r, tier1)
+    return plan
+
+
+def _static(n):
+    return all(None not in tuple(v.shape) for v in tuple(n.inputs) + tuple(n.outputs))
+
+
+def _cannot_raise(n):
+    """Whether `n` runs without raising: another Variable's access, or elementwise / BLAS
+    work on static shapes (floating-point errors raise only under an error state that stops
+    in-place updates altogether)."""
+    if n.prim.variable_access is not None:
+        return True
+    return (_is_fused(n) or _is_ufunc(n) or n.prim.blas) and _static(n) and \
+        not any(True for _ in n.subgraphs())
+
+
+def _tier1_may(fk):
+    """Whether the compiled tier may run this fused kernel (numba present and on, the region
+    eligible and large enough to pay): only then may its results go over its own operands
+    beyond what tier 0 allows."""
+    from .kernels import numba_mode, numba_available
+    if numba_mode() == "off" or not numba_available():
+        return False
+    from .kernels import numba_tier
+    prog = fk.prog
+    if None in prog.shape or numba_tier.why_not(prog) is not None:
+        return False
+    return numba_tier.pays(math.prod(prog.shape), numba_tier.cost_units(prog))
+
+
+def _has_sub_effects(n):
+    return any(s.effect for s in n.subgraphs())
+
+
+def _read_with_donor(var=None):
+    return var._exclusive_buffer()
+
+
+def _donor_read(n):
+    """The read node `n` with a second result: the Variable's buffer when the step may write
+    the Variable's next value into it, else None (decided at each call)."""
+    p = n.prim
+    q = Primitive(p.name, _read_with_donor,
+                  None if p.abstract is None else (lambda **k: (p.abstract(**k),) * 2),
+                  multiple_results=True, effect=True, variable_access="read")
+    try:
+        REGISTRY.remove(q)
+    except ValueError:
+        pass
+    v = n.outputs[0]
+    donor = Var(v.shape, v.dtype)
+    return Node(q, (), n.params, (v, donor), n.loc), donor
+
+
 def reuse_buffers(g):
-    """The pass: give dead buffers to ufunc and fused nodes (see the module docstring)."""
+    """The pass: give dead buffers to ufunc and fused nodes, and Variables' own buffers to the
+    nodes computing their next values (see the module docstring)."""
+    updates = variable_updates(g)
+    donor_of = {}           # (node index, result k) -> donor Var
+    replaced = {}           # read node index -> its donor form
+    variables = {}          # fused node index -> {k: (shape, dtype, tier 1 only)}
+    for f, ks in updates.items():
+        for k, (r, tier1) in ks.items():
+            if r not in replaced:
+                replaced[r] = _donor_read(g.nodes[r])
+            donor_of[(f, k)] = replaced[r][1]
+            F = g.nodes[f]
+            o = F.outputs[k]
+            variables.setdefault(f, {})[k] = (tuple(o.shape), np.dtype(o.dtype), tier1,
+                                              F.inputs.index(g.nodes[r].outputs[0]))
     last, consumers, producer = {}, {}, {}
     for i, n in enumerate(g.nodes):
         for v in n.inputs:
@@ -122,7 +310,15 @@ def reuse_buffers(g):
     nodes = []
     for i, n in enumerate(g.nodes):
         new = n
-        if _is_ufunc(n):
+        if i in replaced:
+            nodes.append(replaced[i][0])
+            continue
+        if _is_ufunc(n) and (i, 0) in donor_of:
+            o = n.outputs[0]
+            prim = _prim_like(n.prim, _InPlace(n.prim.impl, tuple(o.shape), np.dtype(o.dtype)),
+                              {0: donor_of[(i, 0)]})
+            new = Node(prim, tuple(n.inputs) + (donor_of[(i, 0)],), {}, n.outputs, n.loc)
+        elif _is_ufunc(n):
             o = n.outputs[0]
             b = _nbytes(o)
             if b is not None and b >= MIN_BYTES:
@@ -138,6 +334,10 @@ def reuse_buffers(g):
             slots, extra = [], []
             fk = n.prim.impl
             for k, o in enumerate(n.outputs):
+                if (i, k) in donor_of:
+                    slots.append(k)
+                    extra.append(donor_of[(i, k)])
+                    continue
                 b = _nbytes(o)
                 if b is None or b < MIN_BYTES:
                     continue
@@ -161,7 +361,8 @@ def reuse_buffers(g):
                         extra.append(v)
                         break
             if slots:
-                prim = _prim_like(n.prim, _Into(n.prim.impl, len(n.inputs), tuple(slots)),
+                prim = _prim_like(n.prim, _Into(n.prim.impl, len(n.inputs), tuple(slots),
+                                                variables.get(i)),
                                   dict(zip(slots, extra)))
                 new = Node(prim, tuple(n.inputs) + tuple(extra), {}, n.outputs, n.loc)
         nodes.append(new)
@@ -231,6 +432,8 @@ def memory_report(g):
     for i, n in enumerate(g.nodes):
         donated = getattr(n.prim.impl, "donated", {})
         for k, o in enumerate(n.outputs):
+            if n.prim.variable_access == "read":
+                continue                # a Variable's own buffer (and again, as a donor)
             b = _nbytes(o)
             if b is None:
                 unknown += 1
@@ -279,6 +482,8 @@ def alias_roots(g):
         donated = getattr(n.prim.impl, "donated", None) or {}
         if n.prim.returns_view:
             shared = frozenset().union(*[roots.get(v.id, frozenset((v.id,))) for v in n.inputs])
+        elif n.prim.impl is _read_with_donor:       # the value and its donor: one buffer
+            shared = frozenset(o.id for o in n.outputs)
         else:
             shared = frozenset()
         for k, o in enumerate(n.outputs):

@@ -1,4 +1,5 @@
 """`nf.Variable`: mutable state that tapes watch and `nf.function` reads and writes by reference."""
+import sys
 import threading
 
 import numpy as np
@@ -20,9 +21,12 @@ read_var_p = Primitive("read_variable", _read_impl,
 
 
 def _assign_impl(value, var=None):
+    cur = var._value
+    if value is cur._v:
+        return value        # the update was written into the Variable's own buffer
     # a compiled step's write keeps the Variable on its device (logical CPUs share buffers'
     # type, so only the wrapper says where the value lives)
-    d = var._value._dev
+    d = cur._dev
     var._value = _wrap(value) if d is None else wrap_on(value, d)
     return value
 
@@ -30,6 +34,38 @@ def _assign_impl(value, var=None):
 assign_var_p = Primitive("assign_variable", _assign_impl,
                          lambda value, var: Aval(value.shape, value.dtype), effect=True,
                          variable_access="write", returns_view=True)
+
+
+_getrefcount = sys.getrefcount
+_FREE = None        # (refs to the value wrapper, refs to its buffer) when only the Variable holds them
+_errstate = [None, None, True]    # [contextvar, last error state object, whether it may raise]
+
+
+def _calibrate():
+    global _FREE
+    v = Variable.__new__(Variable)
+    v._value = _wrap(np.zeros(1))
+    w = v._value
+    b = w._v
+    _FREE = (_getrefcount(w), _getrefcount(b))
+
+
+def _errors_may_raise():
+    """Whether NumPy's error state could raise in the middle of a computation ('raise' or
+    'call'): cheap when the state is the one seen last (NumPy keeps it in a context variable;
+    `np.geterr()` costs ~2 us)."""
+    e = _errstate
+    if e[0] is None:
+        try:
+            from numpy._core.umath import _extobj_contextvar
+        except ImportError:       # another NumPy: ask every time
+            _extobj_contextvar = False
+        e[0] = _extobj_contextvar
+    cur = e[0].get() if e[0] is not False else object()
+    if cur is not e[1]:
+        e[1] = cur
+        e[2] = any(m in ("raise", "call") for m in np.geterr().values())
+    return e[2]
 
 
 def _graph_trace():
@@ -155,6 +191,25 @@ class Variable(VariableBase, metaclass=_VariableMeta):
     def __repr__(self):
         return "<nf.Variable '%s' shape=%s dtype=%s, numpy=%r>" % (
             self.name, tuple(self.shape), self.dtype.name, self._value.numpy())
+
+    def _exclusive_buffer(self):
+        """(value buffer, the same buffer or None): the buffer again when a compiled step may
+        write this Variable's next value into it (graph/memory.py, `reuse_buffers`): a whole,
+        writeable, C-contiguous NumPy array that nothing but this Variable refers to. Eager
+        code never writes a Variable's buffer (`assign` binds a new value), so an array taken
+        from it earlier (`v.numpy()`, `v.value()`, a view, a tape's record, another Variable
+        assigned from it) keeps its values; each of those holds a reference, which the
+        reference counts here see. Not while NumPy's error state may raise: an error in the
+        middle of the update would leave the Variable half written."""
+        w = self._value
+        b = w._v
+        if _FREE is None:
+            _calibrate()
+        if type(b) is np.ndarray and _getrefcount(w) == _FREE[0] and \
+                _getrefcount(b) == _FREE[1] and b.base is None and b.flags.writeable and \
+                b.flags.c_contiguous and not _errors_may_raise():
+            return b, b
+        return b, None
 
     # ------------------------------------------------------------------ writing
     def assign(self, value, use_locking=False, name=None, read_value=True):

@@ -34,7 +34,7 @@ from .program import runtime_shapes
 from .pool import OutputPool, donated
 from . import mathlib
 
-NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 4096))   # smaller: tier 0 is as fast
+NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
 
 
 def _quiet_errstate():
@@ -65,10 +65,14 @@ def cost_units(prog):
 
 def pays(size, units):
     """Whether a compiled loop beats tier 0 for a region of `units` (cost_units) on `size`
-    elements. A kernel call costs ~5 units of fixed overhead (collapsing operands, pooled
-    results): below NB_MIN elements only regions that cost tier 0 more than that compile
-    (not from tiny sizes: each kernel is a background compile that holds the GIL)."""
-    return size >= NB_MIN or (units >= 6 and size >= NB_MIN // 16)
+    elements. Measured (2-core x86, float32): tier 0 costs ~1.6 us per op plus ~0.3 ns per
+    element per op, a kernel call ~7 us (collapsing operands, pooled results, numba's
+    dispatch) plus ~0.07 ns per element per op; so a two-op region pays from ~8K elements, a
+    three-op one from ~3K, a six-op one from a few hundred (not from tiny sizes: each kernel
+    is a background compile that holds the GIL). At 4K elements a two-op region (bias add
+    and relu of a batch-32 layer) ran ~25% slower compiled."""
+    return size >= NB_MIN or (units >= 3 and size >= NB_MIN // 2) or \
+        (units >= 6 and size >= NB_MIN // 32)
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -219,10 +223,12 @@ def helpers():
 class Plan:
     """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
     __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
-                 "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable")
+                 "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable",
+                 "variants")
 
     def __init__(self, prog, in_shapes):
         self.kernel = self.parallel_kernel = None
+        self.variants = {}     # (parallel, in_place) -> kernel writing results over operands
         self.requested = set()
         shapes = runtime_shapes(prog, in_shapes)
         n = prog.n_in
@@ -270,8 +276,14 @@ class Plan:
         return self.acc_shape is not None and not any(self.pattern[-1])
 
 
-def _kernel_source(prog, plan, parallel, name):
+def _kernel_source(prog, plan, parallel, name, in_place=()):
+    """`in_place`: pairs (j, i): the j-th elementwise result is written into operand i (its
+    buffer was donated and it is that operand). The kernel then stores through the operand's
+    own name: given one array as operand and output, LLVM's runtime overlap check fails and
+    the loop runs unvectorized (2-3x slower); a load and a store of the same element through
+    one pointer vectorize."""
     n = prog.n_in
+    into = dict(in_place)
     pat = plan.pattern
     r = len(plan.dims)
     idx = ["i%d" % k for k in range(r)]
@@ -285,7 +297,8 @@ def _kernel_source(prog, plan, parallel, name):
         return "[%s]" % ", ".join(i if f else "0" for i, f in zip(idx, p))
 
     params = ["d%d" % k for k in range(r)] + ["x%d" % i for i in range(n)] + \
-             ["o%d" % k for k in range(len(outs))] + (["acc"] if red and not full_red else [])
+             ["o%d" % k for k in range(len(outs)) if k not in into] + \
+             (["acc"] if red and not full_red else [])
     body = _body(prog, ["a%d" % i for i in range(n)])
     h = helpers()
     used = sorted({m for line in body for m in re.findall(r"\b([A-Za-z_]\w*)\(", line)
@@ -311,7 +324,10 @@ def _kernel_source(prog, plan, parallel, name):
         L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
     L += [ind + line for line in body]
     for k, v in enumerate(outs):
-        L.append(ind + "o%d%s = t%d" % (k, index(pat[n + k]), v - n))
+        if k in into:
+            L.append(ind + "x%d%s = t%d" % (into[k], index(pat[into[k]]), v - n))
+        else:
+            L.append(ind + "o%d%s = t%d" % (k, index(pat[n + k]), v - n))
     if red:
         src = prog.ops[red[0]].args[0]
         sv = ("a%d" % src) if src < n else ("t%d" % (src - n))
@@ -354,20 +370,24 @@ def _load(src, name, cache=True):
     return kernel_cache.load(src, name, _STAMP, cache)
 
 
-def _dummy_args(prog, plan):
+def _dummy_args(prog, plan, in_place=()):
     """Arguments of the kernel's types (dtype, rank, layout, writeable) but one element each:
     calling with them compiles the kernel, or loads it from numba's disk cache."""
     n = prog.n_in
+    into = dict(in_place)
+    written = set(into.values())
     r = len(plan.dims)
     args = [1] * r
     for i in range(n):
         a = np.zeros(tuple(1 for _ in plan.in_shapes[i]) if any(plan.pattern[i]) else (1,),
                      prog.ins[i][1])
-        if plan.writeable is not None and not plan.writeable[i]:
+        if plan.writeable is not None and not plan.writeable[i] and i not in written:
             a.flags.writeable = False
         args.append(a)
     outs = [v for v in prog.outputs if not prog.ops[v - n].reduce]
     for k, v in enumerate(outs):
+        if k in into:
+            continue
         args.append(np.zeros(tuple(1 for _ in plan.out_shapes[k]) if any(plan.pattern[n + k])
                              else (1,), prog.ops[v - n].dtype))
     red = [o for o in prog.ops if o.reduce]
@@ -376,8 +396,8 @@ def _dummy_args(prog, plan):
     return args
 
 
-def _compile(prog, plan, parallel):
-    key = (prog.key, plan.pattern, parallel, _fast_math())
+def _compile(prog, plan, parallel, in_place=()):
+    key = (prog.key, plan.pattern, parallel, _fast_math(), in_place)
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
@@ -387,16 +407,16 @@ def _compile(prog, plan, parallel):
         import numba  # noqa: F401
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
-    src = _kernel_source(prog, plan, parallel, name)
+    src = _kernel_source(prog, plan, parallel, name, in_place)
     try:
         disp = _load(src, name)
-        disp(*_dummy_args(prog, plan))       # compiles (or loads from the disk cache)
+        disp(*_dummy_args(prog, plan, in_place))    # compiles (or loads from the disk cache)
     except Exception as e:
         # numba cannot always reload what it cached (two-thread kernels: "No module named
         # '<dynamic>'"): compile in memory instead
         STATS["failures"].append("disk cache: %r" % e)
         disp = _load(src, name, cache=False)
-        disp(*_dummy_args(prog, plan))
+        disp(*_dummy_args(prog, plan, in_place))
     disp.disable_compile()                          # a new type later: tier 0, not a stall
     disp.ndflow_source = src
     STATS["compiles"] += 1
@@ -490,8 +510,8 @@ class Runner:
             self.plans[key] = p
         return p
 
-    def ensure(self, plan, parallel, xs):
-        which = "par" if parallel else "ser"
+    def ensure(self, plan, parallel, xs, in_place=()):
+        which = ("par" if parallel else "ser") if not in_place else (parallel, in_place)
         if which in plan.requested:
             return
         plan.requested.add(which)
@@ -500,8 +520,10 @@ class Runner:
         prog = self.prog
 
         def job():
-            k = _compile(prog, plan, parallel)
-            if parallel:
+            k = _compile(prog, plan, parallel, in_place)
+            if in_place:
+                plan.variants[(parallel, in_place)] = k
+            elif parallel:
                 plan.parallel_kernel = k
             else:
                 plan.kernel = k
@@ -547,19 +569,37 @@ class Runner:
                 else:
                     return NotImplemented
             args.append(x.reshape(plan.in_shapes[i]) if any(plan.pattern[i]) else x.reshape(1))
-        S_outs = []
         prog = self.prog
         n = prog.n_in
         res = [None] * len(prog.outputs)
+        in_place = ()
+        out_args = []
         for j, k_out in enumerate(self.outs):
             v = prog.outputs[k_out]
             dt = prog.ops[v - n].dtype
             o = donated(donors[k_out], plan.S, dt) if donors else None
             if o is None:
                 o = self.pools[k_out].take(plan.S, dt)
+            elif any(plan.pattern[n + j]):
+                for i, x in enumerate(xs):
+                    if x is o and plan.pattern[i] == plan.pattern[n + j]:
+                        in_place += ((j, i),)
+                        break
             res[k_out] = o
-            args.append(o.reshape(plan.out_shapes[j]) if any(plan.pattern[n + j]) else o.reshape(1))
-            S_outs.append(o)
+            out_args.append(o.reshape(plan.out_shapes[j]) if any(plan.pattern[n + j])
+                            else o.reshape(1))
+        if in_place:
+            kv = plan.variants.get((par, in_place))
+            if kv is None:
+                self.ensure(plan, par, xs, in_place)
+                kv = plan.variants.get((par, in_place))
+            if kv is not None:
+                k = kv
+                into = dict(in_place)
+                out_args = [a for j, a in enumerate(out_args) if j not in into]
+            # else: the plain kernel, correct on the shared buffer (only slower) until the
+            # variant is compiled
+        args += out_args
         acc = None
         if self.red_out and not plan.full_reduce():
             acc = np.zeros(plan.acc_shape, self.red_dtype)

@@ -26,12 +26,13 @@ _FREE_REFS = _calibrate()
 
 class OutputPool:
     """Reusable result buffers for one output of one fused node."""
-    __slots__ = ("free", "reused", "allocated")
+    __slots__ = ("free", "reused", "allocated", "lent")
 
     def __init__(self):
         self.free = []
         self.reused = 0
         self.allocated = 0
+        self.lent = None      # the buffer `take` handed out last
 
     def take(self, shape, dtype):
         try:
@@ -41,13 +42,20 @@ class OutputPool:
         if b is not None and _getrefcount(b) == _FREE_REFS and b.shape == shape \
                 and b.dtype == dtype:
             self.reused += 1
+            self.lent = b
             return b
         self.allocated += 1
-        return np.empty(shape, dtype)
+        b = self.lent = np.empty(shape, dtype)
+        return b
 
     def give(self, b):
-        if len(self.free) < 2:
-            self.free.append(b)
+        # only what this pool lent: a donated buffer (a dead intermediate, a Variable's own
+        # buffer updated in place) stays its owner's; holding it would make the next call
+        # see it as shared and stop the Variable's in-place update
+        if b is self.lent:
+            self.lent = None
+            if len(self.free) < 2:
+                self.free.append(b)
 
     def clear(self):
         self.free.clear()
