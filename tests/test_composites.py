@@ -16,12 +16,61 @@ import ndflow.numpy as tnp
 from ndflow.core.primitive import COMPOSITES, compose_composites
 from ndflow.core import tree
 
-from optable import RECORDS
+from optable import RECORDS, OpRecord, Sample, values
+from optable_ufuncs import METHOD_RECORDS
 from helpers import to_nf, assert_same
 
 
+def _index_samples(rng, dt):
+    v = lambda s: values(rng, s, dt)  # noqa: E731
+    return [Sample((v((4, 3)), 1)), Sample((v((4, 3)), -1)), Sample((v((4, 3)), (slice(1, None), 2))),
+            Sample((v((4, 3)), (Ellipsis, None, slice(None, None, -2)))),
+            Sample((v((4, 3)), np.array([3, 0, 3]))), Sample((v((4, 3)), (np.array([1, 2]), [0, 2]))),
+            Sample((v((4, 3)), np.array([True, False, True, True]))),
+            Sample((v((4, 3)), np.True_), desc="0-d mask"), Sample((v(()), ()), desc="0-d"),
+            Sample((v(()), None), desc="0-d new axis"), Sample((v((0, 3)), slice(None)), desc="empty"),
+            Sample((v((4, 3)), np.array([], dtype=np.int64)), desc="empty index"),
+            Sample((v((4, 3)), 4), desc="out of range"),
+            Sample((v((4, 3)), np.array([True, False])), desc="short mask"),
+            Sample((v((4, 3)), 1.5), desc="float index")]
+
+
+def _setitem_samples(rng, dt):
+    v = lambda s: values(rng, s, dt)  # noqa: E731
+    return [Sample((v((4, 3)), 1, v((3,)))), Sample((v((4, 3)), (slice(None), 0), 2.5)),
+            Sample((v((4, 3)), np.array([3, 0, 3]), v((3, 3))), desc="repeated"),
+            Sample((v((4, 3)), np.array([True, False, True, True]), v(())), desc="mask"),
+            Sample((v((4, 3)), (Ellipsis, 1), v((4,)))), Sample((v(()), (), 7), desc="0-d"),
+            Sample((v((4, 3)), np.True_, v((3,))), desc="0-d mask"),
+            Sample((v((0, 3)), slice(None), 1.0), desc="empty"),
+            Sample((v((4, 3)), 1, v((2,))), desc="bad shape"),
+            Sample((v((4, 3)), 9, 1.0), desc="out of range"),
+            Sample((v((3,)).astype(np.int8), 0, 300), desc="int out of range"),
+            Sample((v((3,)).astype(np.int32), 0, 2.7), desc="float into int"),
+            Sample((v((3,)), 0, 1 + 2j), desc="complex into real")]
+
+
+def _setitem_call(m, x, key, value):
+    x = m.array(x, copy=True)
+    x[key] = value
+    return x
+
+
+# composites called by syntax (x[key], x[key] = v) or otherwise without an op-table record of
+# their own name
+_EXTRA = [OpRecord("getitem", _index_samples, call=lambda m, x, key: x[key]),
+          OpRecord("setitem", _setitem_samples, call=_setitem_call),
+          OpRecord("isnat", lambda rng, dt: [Sample((values(rng, (3,), dt),))])]
+
+
 def _records(name):
-    return [r for r in RECORDS if r.name == name]
+    """The records that exercise composite `name`: its own, the methods' records for the
+    ufunc methods ('ufunc.reduce': add.reduce, maximum.reduce ...), and the aliases'."""
+    if name.startswith("ufunc."):
+        return [r for r in METHOD_RECORDS if r.name.endswith(name[5:])]
+    c = COMPOSITES[name]
+    return [r for r in RECORDS + _EXTRA if r.name == name
+            or getattr(getattr(tnp, r.name, None), "composite", None) is c]
 
 
 def _special_variants(sample):
@@ -102,7 +151,7 @@ def _check_signs(got, want, ctx):
 _SELECTS_AMONG_EQUAL = {"nanmax", "nanmin", "median", "nanmedian", "quantile", "percentile",
                         "nanquantile", "nanpercentile", "unique", "unique_values", "unique_all",
                         "unique_counts", "unique_inverse", "union1d", "intersect1d",
-                        "setdiff1d", "setxor1d"}
+                        "setdiff1d", "setxor1d", "fmax.reduce", "fmin.reduce"}
 
 
 def _agree(rec, args, kwargs, ctx, signs=True):
@@ -151,8 +200,9 @@ def test_kernel_and_composition_agree(name):
             for s in rec.samples(rng, np.dtype(dt)):
                 _agree(rec, s.args, s.kwargs, f"{name}{s!r}")
                 for desc, args, kwargs in _special_variants(s):
-                    _agree(rec, args, kwargs, f"{name}[{desc}]{s!r}",
-                           signs=not (desc == "+-0" and name in _SELECTS_AMONG_EQUAL))
+                    _agree(rec, args, kwargs, f"{rec.name}[{desc}]{s!r}",
+                           signs=not (desc == "+-0" and (name in _SELECTS_AMONG_EQUAL
+                                                         or rec.name in _SELECTS_AMONG_EQUAL)))
 
 
 def test_out_and_unsupported_arguments_take_the_composition():
