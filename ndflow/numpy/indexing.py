@@ -243,7 +243,14 @@ def _setitem_composed(x, key, value):
         # for an int out of range, TypeError for a complex into a real array, NaN into ints'
         # ValueError): a host value, so NumPy converts it here on every path
         tmp = np.empty((), x.dtype)
-        tmp[()] = value
+        try:
+            tmp[()] = value
+        except (TypeError, ValueError, OverflowError):
+            # NumPy looks at the index first: its IndexError wins where both are wrong
+            if None not in x.shape and all(a._t is None for a in arrays):
+                np.broadcast_to(np.empty((), bool), base.shape)[
+                    tuple(_spec_host_key(spec, arrays))]
+            raise
         value = tmp
     v = asarray(value)
     if v.dtype != x.dtype:
@@ -273,6 +280,15 @@ def _setitem_composed(x, key, value):
 # kernel, getitem_p / index_update_p over the split index the composition
 GETITEM = Composite("getitem", _index_kernel, _getitem_composed)
 SETITEM = Composite("setitem", _setitem_kernel, _setitem_composed)
+
+
+def _spec_host_key(spec, arrays):
+    """The host index that a split index (spec, arrays) stands for."""
+    it = iter(arrays)
+    for e in spec:
+        k = e[0]
+        yield (Ellipsis if k == "e" else None if k == "n" else e[1] if k == "i" else
+               slice(*e[1:]) if k == "s" else next(it).numpy())
 
 
 def _host_key(key):

@@ -193,8 +193,20 @@ class ufunc:
                            "reduce only supported for functions returning a single value")
         a = asarray(array)
         rd = self._method_dtype("reduce", a.dtype, dtype)
+        scalar_identity = False
         if a.ndim == 0:
-            axes = ()
+            # NumPy's rule for a 0-d array: axis 0, -1 or None "reduce" it by one application
+            # to the identity (hypot.reduce(-1.5) is 1.5, add.reduce(-0.0) is +0.0); () leaves
+            # it; any other axis is out of bounds
+            if isinstance(axis, (tuple, list)) and len(axis) == 0:
+                axes = ()
+            elif axis is None or (not isinstance(axis, (tuple, list))
+                                  and operator.index(axis) in (0, -1)):
+                axes = ()
+                scalar_identity = self.identity is not None
+            else:
+                bad = axis[0] if isinstance(axis, (tuple, list)) else axis
+                raise np.exceptions.AxisError(operator.index(bad), 0)
         elif axis is None:
             axes = tuple(range(a.ndim))
         elif isinstance(axis, (tuple, list)):
@@ -211,6 +223,10 @@ class ufunc:
         ident = initial if has_init else self.identity
         mask = None
         if where is not True:
+            if len(where.shape if isinstance(where, ndarray) else np.shape(where)) > a.ndim:
+                # (the mask broadcasts to the operand, never the operand to the mask)
+                raise ValueError("input operand has more dimensions than allowed by the axis "
+                                 "remapping")
             if ident is None:
                 raise ValueError(f"reduction operation '{self.__name__}' does not have an "
                                  f"identity, so to use a where mask one has to specify 'initial'")
@@ -236,6 +252,8 @@ class ufunc:
             r = bind(E.copy_p, r)
         elif not axes:
             r = x if not has_init else self._fn(_const(initial, rd), x)
+            if scalar_identity and not has_init:
+                r = self._fn(_const(self.identity, rd), x)
         elif self._reduce is not None:
             r = self._reduce(x, axes, bool(keepdims))
             if has_init:
@@ -293,6 +311,9 @@ class ufunc:
                            "accumulate only supported for functions returning a single value")
         a = asarray(array)
         if a.ndim == 0:
+            ax = axis[0] if isinstance(axis, (tuple, list)) and len(axis) == 1 else axis
+            if not isinstance(ax, (tuple, list)) and operator.index(ax) not in (0, -1):
+                raise np.exceptions.AxisError(operator.index(ax), 0)    # (NumPy's order)
             raise TypeError("cannot accumulate on a scalar")
         if isinstance(axis, (tuple, list)):
             if len(axis) != 1:
@@ -370,6 +391,10 @@ class ufunc:
         self._check_method("reduceat", "reduceat only supported for binary functions",
                            "reduceat only supported for functions returning a single value")
         a = asarray(array)
+        if a.ndim == 0:
+            if operator.index(axis) not in (0, -1):
+                raise np.exceptions.AxisError(operator.index(axis), 0)    # (NumPy's order)
+            raise TypeError("cannot reduceat on a scalar")
         if isinstance(indices, ndarray) and indices._t is not None:
             raise TypeError(f"{self.__name__}.reduceat needs concrete indices (the segments "
                             f"decide the shape of the work), got a traced array")
