@@ -410,7 +410,8 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 # ------------------------------------------------------------------ generalized ufuncs
 def _matmul(x1, x2, /, out=None, **kwargs):
     from .linalg_ops import matmul as _mm
-    return _mm(x1, x2, out=out, **kwargs)
+    # (no out=None keyword: a call without keywords is the composite's cheapest)
+    return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)
 
 
 def _gufunc_operands(np_ufunc, x1, x2):

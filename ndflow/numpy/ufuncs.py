@@ -182,7 +182,10 @@ class ufunc:
         self._check_method("reduce", "reduce only supported for binary functions",
                            "reduce only supported for functions returning a single value")
         if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            # composite dispatch (inlined): REDUCE's kernel
+            # composite dispatch (inlined): REDUCE's kernel (its NumPy call itself for the
+            # common arguments)
+            if initial is _NO_VALUE and where is True:
+                return _wrap(self._np.reduce(array._v, axis, dtype, None, keepdims))
             return _wrap(_reduce_kernel(self, array._v, axis, dtype, None, keepdims,
                                         _host(initial), _host(where)))
         return self._reduce_composed(array, axis, dtype, out, keepdims, initial, where)
