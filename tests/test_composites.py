@@ -477,3 +477,18 @@ def test_quantile_dtype_with_unknown_sizes_and_vectorized():
         xs = np.array([[np.nan, 1.], [1., 2.]], np.float32)
         v = nf.vectorized_map(lambda x: tnp.quantile(x, 0.5), tnp.asarray(xs))
         np.testing.assert_array_equal(v.numpy(), [np.quantile(r, 0.5) for r in xs])
+
+
+def test_matmul_dtype_option_on_every_path():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.linspace(-1, 1, 6).reshape(3, 2)
+    want = np.matmul(a, b, dtype=np.float32)
+    for compose in (False, True):
+        with (compose_composites() if compose else warnings.catch_warnings()):
+            got = tnp.matmul(tnp.asarray(a), tnp.asarray(b), dtype=np.float32)
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+            with pytest.raises(TypeError):        # float64 -> int32 is not same_kind
+                tnp.matmul(tnp.asarray(a), tnp.asarray(b), dtype=np.int32)
+    with pytest.raises(TypeError):
+        np.matmul(a, b, dtype=np.int32)

@@ -5,9 +5,7 @@ import warnings
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import bind, composite
-from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
 from ._core import asarray, ufunc_operands

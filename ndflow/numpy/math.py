@@ -8,7 +8,7 @@ import math as _math
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
+from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core.state import STATE
 from ..core import dtypes as _dt
