@@ -16,12 +16,61 @@ import ndflow.numpy as tnp
 from ndflow.core.primitive import COMPOSITES, compose_composites
 from ndflow.core import tree
 
-from optable import RECORDS
+from optable import RECORDS, OpRecord, Sample, values
+from optable_ufuncs import METHOD_RECORDS
 from helpers import to_nf, assert_same
 
 
+def _index_samples(rng, dt):
+    v = lambda s: values(rng, s, dt)  # noqa: E731
+    return [Sample((v((4, 3)), 1)), Sample((v((4, 3)), -1)), Sample((v((4, 3)), (slice(1, None), 2))),
+            Sample((v((4, 3)), (Ellipsis, None, slice(None, None, -2)))),
+            Sample((v((4, 3)), np.array([3, 0, 3]))), Sample((v((4, 3)), (np.array([1, 2]), [0, 2]))),
+            Sample((v((4, 3)), np.array([True, False, True, True]))),
+            Sample((v((4, 3)), np.True_), desc="0-d mask"), Sample((v(()), ()), desc="0-d"),
+            Sample((v(()), None), desc="0-d new axis"), Sample((v((0, 3)), slice(None)), desc="empty"),
+            Sample((v((4, 3)), np.array([], dtype=np.int64)), desc="empty index"),
+            Sample((v((4, 3)), 4), desc="out of range"),
+            Sample((v((4, 3)), np.array([True, False])), desc="short mask"),
+            Sample((v((4, 3)), 1.5), desc="float index")]
+
+
+def _setitem_samples(rng, dt):
+    v = lambda s: values(rng, s, dt)  # noqa: E731
+    return [Sample((v((4, 3)), 1, v((3,)))), Sample((v((4, 3)), (slice(None), 0), 2.5)),
+            Sample((v((4, 3)), np.array([3, 0, 3]), v((3, 3))), desc="repeated"),
+            Sample((v((4, 3)), np.array([True, False, True, True]), v(())), desc="mask"),
+            Sample((v((4, 3)), (Ellipsis, 1), v((4,)))), Sample((v(()), (), 7), desc="0-d"),
+            Sample((v((4, 3)), np.True_, v((3,))), desc="0-d mask"),
+            Sample((v((0, 3)), slice(None), 1.0), desc="empty"),
+            Sample((v((4, 3)), 1, v((2,))), desc="bad shape"),
+            Sample((v((4, 3)), 9, 1.0), desc="out of range"),
+            Sample((v((3,)).astype(np.int8), 0, 300), desc="int out of range"),
+            Sample((v((3,)).astype(np.int32), 0, 2.7), desc="float into int"),
+            Sample((v((3,)), 0, 1 + 2j), desc="complex into real")]
+
+
+def _setitem_call(m, x, key, value):
+    x = m.array(x, copy=True)
+    x[key] = value
+    return x
+
+
+# composites called by syntax (x[key], x[key] = v) or otherwise without an op-table record of
+# their own name
+_EXTRA = [OpRecord("getitem", _index_samples, call=lambda m, x, key: x[key]),
+          OpRecord("setitem", _setitem_samples, call=_setitem_call),
+          OpRecord("isnat", lambda rng, dt: [Sample((values(rng, (3,), dt),))])]
+
+
 def _records(name):
-    return [r for r in RECORDS if r.name == name]
+    """The records that exercise composite `name`: its own, the methods' records for the
+    ufunc methods ('ufunc.reduce': add.reduce, maximum.reduce ...), and the aliases'."""
+    if name.startswith("ufunc."):
+        return [r for r in METHOD_RECORDS if r.name.endswith(name[5:])]
+    c = COMPOSITES[name]
+    return [r for r in RECORDS + _EXTRA if r.name == name
+            or getattr(getattr(tnp, r.name, None), "composite", None) is c]
 
 
 def _special_variants(sample):
@@ -64,6 +113,19 @@ def _special_variants(sample):
     for desc, fill in (("nan", one_nan), ("inf", infs), ("-0", neg_zeros), ("+-0", mixed_zeros),
                        ("ties", ties), ("all-nan", all_nan), ("huge", huge)):
         variant(desc, fill)
+    if a.ndim:
+        # the same argument empty (its first axis of length 0) and 0-d (its first element)
+        out.append(("empty", (a[:0],) + tuple(args[1:]), sample.kwargs))
+        out.append(("0-d", (np.array(a.reshape(-1)[0]),) + tuple(args[1:]), sample.kwargs))
+    if len(args) > 1 and isinstance(args[1], np.ndarray) and args[1].dtype.kind in "fc" \
+            and args[1].size:
+        # a second operand with special values (binary functions): NaN, infinities, -0.0
+        b = np.array(args[1], copy=True)
+        f = b.reshape(-1)
+        f[::3] = np.nan
+        f[1::3] = -0.0
+        f[2::3] = np.inf if f.size < 4 else -np.inf
+        out.append(("2nd", (args[0], b) + tuple(args[2:]), sample.kwargs))
     return out
 
 
@@ -102,7 +164,7 @@ def _check_signs(got, want, ctx):
 _SELECTS_AMONG_EQUAL = {"nanmax", "nanmin", "median", "nanmedian", "quantile", "percentile",
                         "nanquantile", "nanpercentile", "unique", "unique_values", "unique_all",
                         "unique_counts", "unique_inverse", "union1d", "intersect1d",
-                        "setdiff1d", "setxor1d"}
+                        "setdiff1d", "setxor1d", "fmax.reduce", "fmin.reduce"}
 
 
 def _agree(rec, args, kwargs, ctx, signs=True):
@@ -140,19 +202,59 @@ def test_kernel_path_is_numpy():
     np.testing.assert_array_equal(r.numpy(), np.nanmedian(x))
 
 
+# Divergences the empty / 0-d / second-operand variants found in compositions outside this
+# change's files (the NumPy-layer modules named), pinned so each is visible: the test fails
+# when one of them stops diverging (remove its entry then) or a new one appears.
+_AXIS_0D = ("NumPy accepts axis 0 or -1 on a 0-d array (its legacy rule); the composition's "
+            "axis normalisation (primitives/_util.norm_axes) raises AxisError")
+_ERR_0D = "both refuse a 0-d array but with different exception types (or only one refuses)"
+_KNOWN_EDGE_DIVERGENCES = {
+    **{(n, "0-d"): _AXIS_0D for n in (
+        "all", "any", "amax", "amin", "max", "min", "sum", "prod", "ptp", "argmax", "argmin",
+        "argsort", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nanargmax",
+        "nanargmin", "nancumsum", "nancumprod", "nanmax", "nanmin", "nanmean", "nanprod",
+        "nanstd", "nansum", "nanvar", "squeeze")},
+    **{(n, "0-d"): _ERR_0D for n in ("argpartition", "partition", "average", "gradient",
+                                     "histogram2d", "unique", "trapezoid")},
+    ("partition", "empty"): "NumPy ignores an out-of-range kth on an empty array; sorting.py "
+                            "raises ValueError",
+    ("argpartition", "empty"): "as partition",
+    ("cov", "0-d"): "statistics.py's cov divides by a zero Python count (ZeroDivisionError) "
+                    "where NumPy answers NaN with a warning",
+    ("cov", "empty"): "as cov 0-d",
+    ("corrcoef", "0-d"): "as cov 0-d",
+    ("corrcoef", "empty"): "as cov 0-d",
+    ("searchsorted", "empty"): "a sorter longer than the array: NumPy's ValueError, the "
+                               "composition's IndexError",
+    ("digitize", "2nd"): "bins holding NaN: NumPy accepts them, the composition's "
+                         "monotonicity check raises ValueError",
+}
+
+
 @pytest.mark.parametrize("name", sorted(COMPOSITES))
 def test_kernel_and_composition_agree(name):
     recs = _records(name)
     if not recs:
         pytest.fail(f"no op-table record for composite {name!r}")
+    diverging = set()
     for rec in recs:
         for dt in rec.dtypes:
             rng = np.random.default_rng([len(name), sum(map(ord, name)), np.dtype(dt).num])
             for s in rec.samples(rng, np.dtype(dt)):
                 _agree(rec, s.args, s.kwargs, f"{name}{s!r}")
                 for desc, args, kwargs in _special_variants(s):
-                    _agree(rec, args, kwargs, f"{name}[{desc}]{s!r}",
-                           signs=not (desc == "+-0" and name in _SELECTS_AMONG_EQUAL))
+                    known = (rec.name, desc) in _KNOWN_EDGE_DIVERGENCES
+                    try:
+                        _agree(rec, args, kwargs, f"{rec.name}[{desc}]{s!r}",
+                               signs=not (desc == "+-0" and (name in _SELECTS_AMONG_EQUAL
+                                                             or rec.name in _SELECTS_AMONG_EQUAL)))
+                    except BaseException:
+                        if not known:
+                            raise
+                        diverging.add((rec.name, desc))
+    pinned = {k for k in _KNOWN_EDGE_DIVERGENCES if k[0] in {r.name for r in recs}}
+    fixed = sorted(pinned - diverging)
+    assert not fixed, f"known divergences that now agree (remove them from the list): {fixed}"
 
 
 def test_out_and_unsupported_arguments_take_the_composition():
@@ -188,3 +290,205 @@ def test_a_tape_sees_the_composition():
         y = tnp.median(x)
     g = tape.gradient(y, x)
     np.testing.assert_array_equal(g.numpy(), [0.5, 0.0, 0.5, 0.0])
+
+
+# ------------------------------------------------------------------ no second eager path
+# Every test of `STATE.fast` / `GLOBAL.fast` ("nothing watches") left in the NumPy layer, by
+# (file, function): why it is there, and the test that shows it cannot drift from the path
+# every transformation takes. Anything else is a second eager implementation: make it a
+# composite (core/primitive.py `composite`) or let `bind`'s fast path run the primitive's impl.
+_UFUNC_DISPATCH = ("the composite dispatch of the ufunc object, inlined (the hottest calls); "
+                   "its kernel is the NumPy ufunc `composite.kernel` names",
+                   "test_kernel_and_composition_agree[<each ufunc>], "
+                   "test_ufunc_kernels_are_what_the_fast_paths_run")
+_SANCTIONED = {
+    ("ufuncs.py", "ufunc.__call__"): _UFUNC_DISPATCH,
+    ("ufuncs.py", "_Unary.__call__"): _UFUNC_DISPATCH,
+    ("ufuncs.py", "_Binary.__call__"): _UFUNC_DISPATCH,
+    ("ufuncs.py", "ufunc.reduce"): ("composite 'ufunc.reduce' dispatch, inlined",
+                                    "test_kernel_and_composition_agree[ufunc.reduce]"),
+    ("ufuncs.py", "ufunc.accumulate"): ("composite 'ufunc.accumulate' dispatch, inlined",
+                                        "test_kernel_and_composition_agree[ufunc.accumulate]"),
+    ("ufuncs.py", "ufunc.reduceat"): ("composite 'ufunc.reduceat' dispatch, inlined",
+                                      "test_kernel_and_composition_agree[ufunc.reduceat]"),
+    ("ufuncs.py", "ufunc.at"): ("composite 'ufunc.at' dispatch, inlined (in place)",
+                                "test_kernel_and_composition_agree[ufunc.at]"),
+    ("indexing.py", "_getitem"): ("composite 'getitem' dispatch, inlined (x[i] is hot)",
+                                  "test_kernel_and_composition_agree[getitem]"),
+    ("indexing.py", "_setitem"): ("composite 'setitem' dispatch, inlined (in place)",
+                                  "test_kernel_and_composition_agree[setitem]"),
+    ("math.py", "_set_part"): ("x.real = v / x.imag = v: only eagerly, in place; every other "
+                               "path raises TypeError (no second implementation to drift)",
+                               "test_set_part_is_eager_only_and_numpys"),
+}
+
+
+def _fast_tests_in_numpy_layer():
+    import ast
+    import pathlib
+    import ndflow.numpy
+    found = set()
+    for path in sorted(pathlib.Path(ndflow.numpy.__file__).parent.rglob("*.py")):
+        tree_ = ast.parse(path.read_text())
+
+        def visit(node, scope):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    visit(child, scope + (child.name,))
+                    continue
+                if isinstance(child, ast.Attribute) and child.attr == "fast" and \
+                        isinstance(child.value, ast.Name):
+                    found.add((path.name, ".".join(scope), child.lineno))
+                visit(child, scope)
+        visit(tree_, ())
+    return found
+
+
+def test_no_unsanctioned_nothing_watches_shortcut_in_the_numpy_layer():
+    found = _fast_tests_in_numpy_layer()
+    stray = sorted(f"{f}:{line} in {fn or '<module>'}" for f, fn, line in found
+                   if (f, fn) not in _SANCTIONED)
+    assert not stray, ("eager shortcuts outside the sanctioned list (a second implementation "
+                       "that can drift from the traced one):\n  " + "\n  ".join(stray))
+    stale = sorted(k for k in _SANCTIONED if k not in {(f, fn) for f, fn, _ in found})
+    assert not stale, f"sanctioned entries with no shortcut left (remove them): {stale}"
+    for reason, test in _SANCTIONED.values():
+        assert reason and test.startswith("test_")
+
+
+def test_ufunc_kernels_are_what_the_fast_paths_run():
+    # the ufunc fast paths call `self._np` (methods: `self._np.<method>`): the composite's
+    # kernel must be that very function, so the kernel/composition test covers them
+    from ndflow.numpy.ufuncs import ufunc, REDUCE, ACCUMULATE, REDUCEAT, AT
+    n = 0
+    for name in dir(tnp):
+        u = getattr(tnp, name)
+        if isinstance(u, ufunc) and u.signature is None:
+            assert u.composite.kernel is u._np
+            assert COMPOSITES[u.__name__] is u.composite
+            n += 1
+    assert n > 80
+    for c in (REDUCE, ACCUMULATE, REDUCEAT, AT):
+        assert COMPOSITES[c.name] is c
+
+
+def test_set_part_is_eager_only_and_numpys():
+    import ndflow as nf
+    for dt in (np.complex64, np.complex128):
+        for v in (2.5, -0.0, np.nan, -np.inf, np.array([1.0, -0.0, np.inf])):
+            for part in ("real", "imag"):
+                want = np.array([1 + 2j, -0.0 - 0.0j, np.nan + 1j], dt)
+                x = tnp.asarray(want.copy())
+                setattr(want, part, v)
+                setattr(x, part, v)
+                np.testing.assert_array_equal(x.numpy(), want)
+                np.testing.assert_array_equal(np.signbit(getattr(x.numpy(), part)),
+                                              np.signbit(getattr(want, part)))
+    x = tnp.asarray(np.array([1 + 2j]))
+    with nf.GradientTape():
+        with pytest.raises(TypeError):
+            x.real = 3.0
+
+    @nf.function
+    def f(y):
+        y.imag = 1.0
+        return y
+    with pytest.raises(TypeError):
+        f(tnp.asarray(np.array([1 + 2j])))
+    # a real array's real part is the array: a plain write, on every path
+    r = tnp.asarray(np.array([1.0, 2.0]))
+    r.real = -0.0
+    assert np.signbit(r.numpy()).all()
+
+
+# ------------------------------------------------------------------ value-dependent dtypes
+@pytest.mark.parametrize("fn", ["quantile", "percentile", "nanquantile", "nanpercentile",
+                                "median", "nanmedian"])
+def test_quantile_dtypes_agree_eager_composed_compiled_and_numpy(fn):
+    # NumPy's result dtype depends on values (a 0-d result holding NaN is the array's own NaN
+    # element; nan* take the dtype from the first slice, an all-NaN one answering in the array's
+    # dtype; an empty array answers as nanmean): every path gives NumPy's, a compiled function
+    # switching graphs as the values change case
+    import ndflow as nf
+    qs = {"quantile": (0.5, np.array([0.25, 0.5]), np.float32(0.5)),
+          "nanquantile": (0.5, np.array([0.5], np.float32)),
+          "median": (None,)}
+    qs["percentile"] = tuple(q if q is None else q * 100 for q in qs["quantile"])
+    qs["nanpercentile"] = tuple(q * 100 for q in qs["nanquantile"])
+    qs["nanmedian"] = qs["median"]
+    data = ([1., np.nan, 3.], [np.nan, np.nan], [1., 2., 3.], [], [-0.0, np.inf],
+            [[1., np.nan], [2., 3.]], [[np.nan, np.nan], [2., 3.]], [[2., 3.], [np.nan, np.nan]])
+    for dt in (np.float16, np.float32, np.float64, np.int32):
+        for q in qs[fn]:
+            args = () if q is None else (q,)
+            for kw in ({}, {"axis": -1}):
+                f = nf.function(lambda x: getattr(tnp, fn)(x, *args, **kw))
+                for d in data:
+                    a = np.array(d, np.float64)
+                    if (dt == np.int32 and np.isnan(a).any()) or (kw and a.ndim < 2):
+                        continue
+                    a = a.astype(dt) if dt != np.int32 else a.astype(np.int64).astype(dt)
+                    ctx = f"{fn}({a!r}, {q!r}, {kw})"
+                    with warnings.catch_warnings(), np.errstate(all="ignore"):
+                        warnings.simplefilter("ignore")
+                        try:
+                            want = getattr(np, fn)(a, *args, **kw)
+                        except IndexError:          # NumPy's quantile of an empty array
+                            for path in ("eager", "composed", "compiled"):
+                                with pytest.raises(IndexError):
+                                    _path(f, fn, a, args, kw, path)
+                            continue
+                        for path in ("eager", "composed", "compiled", "compiled"):
+                            got = _path(f, fn, a, args, kw, path)
+                            assert got.dtype == np.asarray(want).dtype, (path, ctx)
+                            np.testing.assert_array_equal(got, want, err_msg=f"{path} {ctx}")
+
+
+def _path(f, fn, a, args, kw, path):
+    x = tnp.asarray(a)
+    if path == "compiled":
+        return f(x).numpy()
+    if path == "composed":
+        with compose_composites():
+            return getattr(tnp, fn)(x, *args, **kw).numpy()
+    return getattr(tnp, fn)(x, *args, **kw).numpy()
+
+
+def test_quantile_dtype_with_unknown_sizes_and_vectorized():
+    import ndflow as nf
+    f = nf.function(lambda x: tnp.quantile(x, 0.5),
+                    input_signature=[nf.TensorSpec([None], np.float16)])
+    g = nf.function(lambda x: tnp.nanquantile(x, np.array([0.5], np.float32), axis=-1),
+                    input_signature=[nf.TensorSpec([None, None], np.float16)])
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for d in ([1., 2., 3.], [1., np.nan, 3.], [np.nan], [1., 2.]):
+            a = np.array(d, np.float16)
+            r, w = f(tnp.asarray(a)).numpy(), np.quantile(a, 0.5)
+            assert r.dtype == w.dtype
+            np.testing.assert_array_equal(r, w)
+        for d in ([[1., 2.]], [[np.nan, np.nan]], [[np.nan, 1.], [2., 3.]], np.zeros((0, 3))):
+            a = np.array(d, np.float16)
+            r = g(tnp.asarray(a)).numpy()
+            w = np.nanquantile(a, np.array([0.5], np.float32), axis=-1)
+            assert r.dtype == w.dtype, d
+            if a.size:     # (an array empty only at run time keeps q's axis: NumPy drops it)
+                np.testing.assert_array_equal(r, w)
+        xs = np.array([[np.nan, 1.], [1., 2.]], np.float32)
+        v = nf.vectorized_map(lambda x: tnp.quantile(x, 0.5), tnp.asarray(xs))
+        np.testing.assert_array_equal(v.numpy(), [np.quantile(r, 0.5) for r in xs])
+
+
+def test_matmul_dtype_option_on_every_path():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.linspace(-1, 1, 6).reshape(3, 2)
+    want = np.matmul(a, b, dtype=np.float32)
+    for compose in (False, True):
+        with (compose_composites() if compose else warnings.catch_warnings()):
+            got = tnp.matmul(tnp.asarray(a), tnp.asarray(b), dtype=np.float32)
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+            with pytest.raises(TypeError):        # float64 -> int32 is not same_kind
+                tnp.matmul(tnp.asarray(a), tnp.asarray(b), dtype=np.int32)
+    with pytest.raises(TypeError):
+        np.matmul(a, b, dtype=np.int32)

@@ -702,6 +702,46 @@ def test_gradients_and_vectorized_map_with_summaries(tmp_path, writer):
     assert rec["c"] == [(1, np.float32(2.0))]
 
 
+def test_summaries_inside_differentiated_loop_bodies(tmp_path, writer):
+    # as in TensorFlow, a summary inside a while/scan body does not stop its gradient: the
+    # backward pass replays the body without it, so each iteration's value is written once
+    def body(i, v):
+        nf.summary.scalar("while", tnp.sum(v), step=i)
+        return i + 1, v * 1.5
+
+    def scan_step(c, e):
+        nf.summary.scalar("scan", c, step=7)
+        return c + e * c
+
+    def loss(x):
+        _, y = nf.while_loop(lambda i, v: i < 3, body, (tnp.asarray(0), x))
+        return tnp.sum(y)
+
+    def scan_loss(z):
+        return tnp.sum(nf.scan(scan_step, tnp.ones(3), z))
+
+    x = tnp.asarray([1.0, 2.0])
+    with writer.as_default():
+        with nf.GradientTape() as tape:
+            tape.watch(x)
+            y = loss(x)
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), [3.375, 3.375])
+        np.testing.assert_allclose(nf.function(nf.grad(loss))(x).numpy(), [3.375, 3.375])
+        g, = nf.function(lambda z: nf.grad(scan_loss)(z))(tnp.asarray(2.0)),
+        np.testing.assert_allclose(g.numpy(), 14.0)      # d/dz (2z + 4z + 8z)
+        # what a summary call returns (whether it recorded) stays usable inside a body
+        r = nf.function(lambda v: nf.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, a + tnp.where(nf.summary.scalar("w", a, step=i), 1.0, 0.0)),
+            (tnp.asarray(0), v))[1])(tnp.asarray(0.5))
+        np.testing.assert_allclose(r.numpy(), 2.5)
+    rec, _ = _records(tmp_path)
+    # two forward passes (tape, compiled) of three iterations each, none from the backward
+    assert [(s_, float(v)) for s_, v in rec["while"]] == [(0, 3.0), (1, 4.5), (2, 6.75)] * 2
+    assert [float(v) for _, v in rec["scan"]] == [2.0, 4.0, 8.0]
+    assert [float(v) for _, v in rec["w"]] == [0.5, 1.5]
+
+
 # ------------------------------------------------------------------ graphs
 def test_graph_of_a_compiled_function(tmp_path, writer):
     @nf.function

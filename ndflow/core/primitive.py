@@ -134,6 +134,7 @@ class Primitive:
 REGISTRY = []
 
 _wrap = None          # set by ndarray module: buffer -> eager ndarray
+_new = object.__new__
 _ndarray = None       # set by ndarray module: the ndarray class
 _eager_apply = None   # set by backends: full eager path (devices, conversions)
 
@@ -240,7 +241,7 @@ class Composite:
         if not isinstance(compose_if, dict):
             compose_if = dict.fromkeys(compose_if)
         self.compose_if = compose_if
-        params = list(inspect.signature(compose).parameters.values())
+        params = list(inspect.signature(compose).parameters.values()) if compose_if else ()
         pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         # (name, position or None, the value the kernel handles): found without binding the
         # signature on every call
@@ -283,19 +284,53 @@ def composite(kernel, name=None, compose_if=(), adapt=True):
         c = Composite(name or compose.__name__, k, compose, compose_if)
         where = c._where
         applies = c.kernel_applies
+        # positional arguments before the first `compose_if` parameter can never send the call
+        # to the composition: a call giving only those (the common one) skips the check
+        free = min([i for _, i, _ in where if i is not None], default=1 << 30)
 
         @functools.wraps(compose)
         def f(*args, **kwargs):
             if GLOBAL.fast or STATE.fast:
-                h = _hosted(args)
-                if h is not None and (not where or applies(args, kwargs)):
-                    if not kwargs:
-                        r = k(*h)
-                        return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
-                    hk = _hosted(kwargs.values())
-                    if hk is not None:
+                # the arguments' host values, inlined (_hosted): this wrapper is the whole eager
+                # cost of a composite over NumPy's own call
+                h = []
+                for x in args:
+                    t = type(x)
+                    if t is _ndarray:
+                        if x._dev is not None or x._t is not None:
+                            break
+                        h.append(x._v)
+                    elif t is tuple or t is list:
+                        for e in x:
+                            te = type(e)
+                            if te is _ndarray or te is tuple or te is list:
+                                x = _hosted_seq(x)
+                                break
+                        if x is None:
+                            break
+                        h.append(x)
+                    else:
+                        h.append(x)
+                else:
+                    if kwargs:
+                        if where and not applies(args, kwargs):
+                            return compose(*args, **kwargs)
+                        hk = _hosted(kwargs.values())
+                        if hk is None:
+                            return compose(*args, **kwargs)
                         r = k(*h, **dict(zip(kwargs, hk)))
-                        return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
+                    else:
+                        if len(args) > free and not applies(args, kwargs):
+                            return compose(*args)
+                        r = k(*h)
+                    if type(r) is _np.ndarray:
+                        o = _new(_ndarray)          # _wrap, inlined
+                        o._v = r
+                        o._t = None
+                        o._dev = None
+                        o._tid = 0
+                        return o
+                    return host_to_nf(r)
             return compose(*args, **kwargs)
         f.composite = c
         return f
@@ -356,6 +391,13 @@ def _hosted(xs):
                     break
         out.append(x)
     return out
+
+
+def _hosted_seq(x):
+    """A list or tuple holding arrays (or more lists) with their host values; None where one
+    of them is on a device or symbolic."""
+    h = _hosted(x)
+    return None if h is None else type(x)(h)
 
 
 def bind_composite(c, args, kwargs):

@@ -403,9 +403,6 @@ def _astype(x, dtype, copy=True):
     d = _dt.canonical(dtype)
     if x.dtype == d and not copy:
         return x
-    if STATE.fast and x._dev is None:
-        from ..core.ndarray import _wrap
-        return _wrap(x._v.astype(d))
     return bind(E.convert_p, x, dtype=d)
 
 

@@ -4,8 +4,8 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
-from ..core.state import STATE
+from ..core.primitive import bind, Composite
+from ..core.state import STATE, GLOBAL
 from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
@@ -117,19 +117,25 @@ def _slice_part(v):
 
 
 def bind_nonzero(mask):
-    if STATE.fast and mask._dev is None:
-        return [_wrap(i) for i in np.nonzero(mask._v)]
+    if mask.ndim == 0:        # NumPy's error, on every path (nonzero_p's kernel would pad it)
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "np.atleast_1d(scalar).nonzero() instead.")
     return list(bind(I.nonzero_p, mask))
 
 
+def _index_kernel(buf, key):
+    """GETITEM's kernel: NumPy indexes the buffer itself (its rules and errors exactly)."""
+    return buf[key]
+
+
 def _getitem(x, key):
-    if STATE.fast and x._dev is None:
+    if (GLOBAL.fast or STATE.fast) and x._dev is None:
+        # composite dispatch (inlined: `x[i]` is a hot path): GETITEM's kernel on the buffers
         t = type(key)
         if t is int or t is slice or key is None or key is Ellipsis:
             return _wrap(x._v[key])
         if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
             return _wrap(x._v[key])
-        # array keys, eager: NumPy indexes the buffer itself (its rules and errors exactly)
         if t is ndarray:
             if key._t is None and key._dev is None:
                 return _wrap(x._v[key._v])
@@ -138,6 +144,11 @@ def _getitem(x, key):
         elif t is tuple and all(type(k) is not ndarray or (k._t is None and k._dev is None)
                                 for k in key):
             return _wrap(x._v[tuple(k._v if type(k) is ndarray else k for k in key)])
+    return _getitem_composed(x, key)
+
+
+def _getitem_composed(x, key):
+    """x[key] over primitives (getitem_p on a split index): every path but plain eager."""
     if _traced_slice(key):
         return _getitem_runtime_slices(x, key)
     x, spec, arrays, _ = _split_index(x, key)
@@ -205,20 +216,42 @@ def _setitem(x, key, value):
     records `x` or the value records a functional update, so gradients flow to the value and
     not to the overwritten elements."""
     if STATE.fast and x._dev is None and not _mut.HOLDERS:
-        v = value._v if isinstance(value, ndarray) and value._dev is None else value
-        if isinstance(v, ndarray):
-            v = v.numpy()
-        buf = x._v
-        if not isinstance(buf, np.ndarray):
-            buf = x._v = np.array(buf)
-        if isinstance(key, ndarray):
-            key = key.numpy()
-        elif isinstance(key, tuple):
-            key = tuple(k.numpy() if isinstance(k, ndarray) else k for k in key)
-        buf[key] = v
+        # composite dispatch (inlined): SETITEM's kernel, NumPy's write into the buffer
+        _setitem_kernel(x, key, value)
         return
+    _setitem_composed(x, key, value)
+
+
+def _setitem_kernel(x, key, value):
+    """In place on an eager array's buffer (a NumPy scalar buffer becomes an array first)."""
+    v = value._v if isinstance(value, ndarray) and value._dev is None else value
+    if isinstance(v, ndarray):
+        v = v.numpy()
+    buf = x._v
+    if not isinstance(buf, np.ndarray):
+        buf = x._v = np.array(buf)
+    buf[_host_key(key)] = v
+
+
+def _setitem_composed(x, key, value):
+    """x[key] = value as a functional update that the mutation model applies (in place when
+    eager) or records: every path but plain eager."""
     _mut.begin(x)
     base, spec, arrays, inserted = _split_index(x, key)
+    if type(value) in (bool, int, float, complex):
+        # a Python scalar is converted as NumPy converts it when it assigns one (OverflowError
+        # for an int out of range, TypeError for a complex into a real array, NaN into ints'
+        # ValueError): a host value, so NumPy converts it here on every path
+        tmp = np.empty((), x.dtype)
+        try:
+            tmp[()] = value
+        except (TypeError, ValueError, OverflowError):
+            # NumPy looks at the index first: its IndexError wins where both are wrong
+            if None not in x.shape and all(a._t is None for a in arrays):
+                np.broadcast_to(np.empty((), bool), base.shape)[
+                    tuple(_spec_host_key(spec, arrays))]
+            raise
+        value = tmp
     v = asarray(value)
     if v.dtype != x.dtype:
         if x.dtype.kind in "iub" and v.dtype.kind == "c":
@@ -241,6 +274,21 @@ def _setitem(x, key, value):
     _mut.assign(x, (v,) + tuple(arrays), functional,
                 apply if eager_key and v._dev is None else None,
                 None if inserted else (I.index_update_p, (v,) + tuple(arrays), {"spec": spec}))
+
+
+# x[key] and x[key] = value as composite primitives: NumPy's indexing of the buffers is the
+# kernel, getitem_p / index_update_p over the split index the composition
+GETITEM = Composite("getitem", _index_kernel, _getitem_composed)
+SETITEM = Composite("setitem", _setitem_kernel, _setitem_composed)
+
+
+def _spec_host_key(spec, arrays):
+    """The host index that a split index (spec, arrays) stands for."""
+    it = iter(arrays)
+    for e in spec:
+        k = e[0]
+        yield (Ellipsis if k == "e" else None if k == "n" else e[1] if k == "i" else
+               slice(*e[1:]) if k == "s" else next(it).numpy())
 
 
 def _host_key(key):

@@ -5,20 +5,34 @@ import warnings
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
-from ..core.state import STATE
+from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
 from ._core import asarray, ufunc_operands
 
 
+@composite(np.matmul, "matmul", ("out",), adapt=False)
 def matmul(x1, x2, /, out=None, **kw):
-    """Matrix product, as `numpy.matmul` (stacks of matrices broadcast)."""
-    if STATE.fast and type(x1) is ndarray and type(x2) is ndarray and x1._dev is None \
-            and x2._dev is None and out is None:
-        return _wrap(np.matmul(x1._v, x2._v))
-    a, b = ufunc_operands(np.matmul, asarray(x1), asarray(x2))
+    """Matrix product, as `numpy.matmul` (stacks of matrices broadcast): NumPy's matmul when
+    plain eager, the matmul primitive on NumPy's loop dtypes else."""
+    dtype = kw.pop("dtype", None)
+    casting = kw.pop("casting", "same_kind")
+    for k in ("order", "subok"):
+        kw.pop(k, None)
+    if kw:
+        raise TypeError(f"matmul: the argument {next(iter(kw))!r} is supported only when "
+                        f"nothing watches (no tape, nf.function, vectorized_map or device "
+                        f"scope); transpose the operands instead")
+    a, b = asarray(x1), asarray(x2)
+    if dtype is not None:
+        d = _dt.canonical(dtype)
+        for o in (a, b):
+            if not np.can_cast(o.dtype, d, casting=casting):
+                raise TypeError(f"Cannot cast ufunc 'matmul' input from {o.dtype!r} to "
+                                f"{d!r} with casting rule {casting!r}")
+        a = a if a.dtype == d else bind(E.convert_p, a, dtype=d)
+        b = b if b.dtype == d else bind(E.convert_p, b, dtype=d)
+    a, b = ufunc_operands(np.matmul, a, b)
     r = bind(L.matmul_p, a, b)
     if out is not None:
         out[...] = r

@@ -8,8 +8,8 @@ import math as _math
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
+from ..core.ndarray import ndarray
+from ..core.primitive import bind, composite
 from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
@@ -342,17 +342,34 @@ def where_(condition, x=None, y=None, /):
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
+    return _select(condition, x, y)
+
+
+def _where_kernel(condition, x, y, /):
+    # a Python float beside a bfloat16 array: NEP 50 keeps bfloat16 (ml_dtypes' promotion,
+    # which np.where uses, would give float64), as the composition and the ufuncs do
+    tx, ty = type(x), type(y)
+    if tx is float and getattr(y, "dtype", None) == _dt.BFLOAT16:
+        x = np.asarray(x, _dt.BFLOAT16)
+    elif ty is float and getattr(x, "dtype", None) == _dt.BFLOAT16:
+        y = np.asarray(y, _dt.BFLOAT16)
+    return np.where(condition, x, y)
+
+
+@composite(_where_kernel, "where", adapt=False)
+def _select(condition, x, y, /):
+    """`where(condition, x, y)`: NumPy's where eagerly, select over promoted operands else."""
     c = asarray(condition)
     if c.dtype != _dt.BOOL:
         c = not_equal(c, 0)
     xo, yo = as_operand(x), as_operand(y)
-    if STATE.fast and type(xo) is ndarray and type(yo) is ndarray and c._dev is None \
-            and xo._dev is None and yo._dev is None:
-        return _wrap(np.where(c._v, xo._v, yo._v))
     d = _dt.result_type(xo, yo)
     xo = _cast_operand(xo, d)
     yo = _cast_operand(yo, d)
     return bind(E.select_p, c, xo, yo)
+
+
+where_.composite = _select.composite
 
 
 def _cast_operand(o, d):
@@ -393,7 +410,8 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 # ------------------------------------------------------------------ generalized ufuncs
 def _matmul(x1, x2, /, out=None, **kwargs):
     from .linalg_ops import matmul as _mm
-    return _mm(x1, x2, out=out, **kwargs)
+    # (no out=None keyword: a call without keywords is the composite's cheapest)
+    return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)
 
 
 def _gufunc_operands(np_ufunc, x1, x2):
@@ -454,6 +472,8 @@ def _set_part(x, part, value):
             raise TypeError("array does not have imaginary part to set")
         x[...] = value
         return
+    # Not a second implementation: a part can only be written in place eagerly (the other
+    # paths refuse, below), allowed in tests/test_composites.py's shortcut list
     if STATE.fast and x._dev is None and x._t is None and not live_tapes():
         v = value.numpy() if isinstance(value, ndarray) else value
         buf = x._v

@@ -25,8 +25,14 @@ def _sum_dtype(d):
     return d
 
 
-@composite(lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
-           np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims), "sum",
+def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    # np.sum of an ndarray is add.reduce with these arguments, without np.sum's dispatch
+    if type(a) is np.ndarray:
+        return np.add.reduce(a, axis, dtype, None, keepdims)
+    return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+@composite(_sum_kernel, "sum",
            ("out", "initial", "where"), adapt=False)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum of array elements over the given axes, as `numpy.sum`."""

@@ -561,6 +561,12 @@ def _quantile_core(x, q, method, weak_q, nan):
     arr = moveaxis(x, -1, 0)
     n_static = arr.shape[0]
     s = bind(S.sort_p, arr, axis=0, kind=None)
+    if nan and _inexact(arr.dtype) and not n_static:
+        # an empty axis (maybe only at run time) answers NaN: one NaN row keeps the gathers
+        # below in bounds (their results are replaced by NaN for an empty slice)
+        # (a sum along the axis has the row's shape even when sizes are unknown; + NaN: NaN)
+        row = M.add(bind(R.reduce_sum_p, s, axes=(0,), keepdims=True), _cast(np.nan, s.dtype))
+        s = concatenate([s, row], axis=0)
     supports_nans = _inexact(arr.dtype)
     rest = arr.ndim - 1
     if nan and supports_nans:
@@ -615,20 +621,44 @@ def _quantile_core(x, q, method, weak_q, nan):
         empty = M.equal(n, 0)
         r = _warn_where(M.where_(empty, _cast(np.nan, r.dtype), r), empty,
                         "All-NaN slice encountered")
-        if r.dtype != arr.dtype and empty._t is None and empty.size \
-                and bool(empty.numpy().reshape(-1)[0]):
-            # NumPy maps its 1-d function over the slices and takes the result's dtype from
-            # the first slice; an all-NaN slice answers NaN in the array's own dtype
-            r = _cast(r, arr.dtype)
+        # NumPy maps its 1-d function over the slices and takes the result's dtype from the
+        # first slice; an all-NaN slice answers NaN in the array's own dtype
+        r = _dtype_if(r, empty, arr.dtype)
     elif supports_nans:
         lastv = _slice_along(s, 0, slice(-1, None))
         lastv = squeeze(lastv, 0)
         r = M.where_(M.isnan(lastv), _cast(lastv, r.dtype), r)
-        if r.ndim == 0 and r.dtype != arr.dtype and lastv._t is None \
-                and bool(np.isnan(lastv.numpy())):
+        if r.ndim == 0:
             # a 0-d NumPy result holding NaN is the array's own (last, NaN) element: its dtype
-            r = _cast(r, arr.dtype)
+            r = _dtype_if(r, M.isnan(lastv), arr.dtype)
     return r
+
+
+def _dtype_if(r, flag, dtype):
+    """`r`, cast to `dtype` where the first element of `flag` holds (or it has none: an empty
+    array's answer): NumPy's value-dependent result dtype. Concrete flags decide now; inside `nf.function` the graph assumes one case
+    and checks it at run time (primitives/misc.py expect_case), so nf.function runs the graph
+    traced for the case each call's values are in."""
+    if r.dtype == dtype:
+        return r
+    base = flag
+    while base._t is not None and not getattr(base._t, "is_graph", False) \
+            and isinstance(base._v, ndarray):
+        base = base._v           # batched over concrete values: decide on the whole batch
+    if base._t is None:
+        v = base.numpy().reshape(-1)
+        return _cast(r, dtype) if not v.size or bool(v[0]) else r
+    from ..core.state import STATE
+    from ..primitives.misc import expect_case_p
+    root = next((t for t in STATE.traces if getattr(t, "assume", None) is not None), None)
+    if root is None:
+        raise TypeError("this quantile's result dtype depends on whether the data holds NaN "
+                        "(NumPy's rule), which is not known here; compute it inside "
+                        "nf.function or eagerly")
+    site = root.sites
+    root.sites += 1
+    expect = root.assume.setdefault(site, False)
+    return bind(expect_case_p, r, flag, expect=expect, site=site, dtype=dtype)
 
 
 def _lerp(a, b, t):
@@ -699,6 +729,10 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
         if w._t is None and bool(np.any(w.numpy() < 0)):
             raise ValueError("Weights must be non-negative.")
         w = broadcast_to(w, a.shape) if None not in a.shape else w
+    if nan and None not in a.shape and a.size == 0 and weights is None:
+        # NumPy answers an empty array with nanmean's answer (NaN, q's shape left out)
+        r = nanmean(a, axis=axis, keepdims=keepdims is True)
+        return _out(r, out)
     x, raxes = _reduce_layout(a, axis)
     if weights is not None:
         wx, _ = _reduce_layout(w, axis)

@@ -6,10 +6,15 @@ where NumPy defines them, and NumPy's attributes (`nin`, `nout`, `nargs`, `ident
 `signature`, `__name__`). Everything is composed of primitives, so it differentiates, traces
 and vectorizes.
 
-The eager fast path (no tape, trace, batching or device scope) calls NumPy's own ufunc on the
-buffers: its values are NumPy's by construction, and calling it costs one Python call more than
-calling NumPy. Everything else resolves dtypes as NumPy does (`ufunc_operands`) and calls
-`fn`, the ufunc's definition over primitives.
+Each ufunc, and each of the methods reduce, accumulate, reduceat and at, is a composite
+primitive (core/primitive.py `Composite`): NumPy's own ufunc (method) is its kernel, run on the
+buffers for a plain eager call, so its values are NumPy's by construction at one Python call more
+than calling NumPy; everything else (tapes, traces, vectorized_map, devices, options NumPy's
+loop would need `out=` for) runs the composition: dtypes resolved as NumPy does
+(`ufunc_operands`), then `fn`, the ufunc's definition over primitives. The choice is inlined in
+`__call__` and in each method (these are the hottest calls there are, see
+tests/test_composites.py, which checks every kernel against its composition on the op table
+and special values).
 """
 import functools
 import operator
@@ -17,7 +22,7 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind
+from ..core.primitive import bind, Composite
 from ..core.state import GLOBAL, STATE
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C
@@ -67,6 +72,9 @@ class ufunc:
         self._reorderable = self.identity is not None or self.__name__ in _REORDERABLE_NO_IDENTITY
         self.__doc__ = doc or (f"`numpy.{self.__name__}` on ndflow arrays: elementwise, "
                                f"differentiable where NumPy's result is a float.")
+        if self.signature is None:
+            # the kernel is exactly what `__call__`'s eager branch runs on the buffers
+            self.composite = Composite(self.__name__, np_ufunc, self._compose_call)
 
     # ------------------------------------------------------------------ attributes
     @property
@@ -87,11 +95,16 @@ class ufunc:
     def __call__(self, *args, **kwargs):
         ins, rest = args[:self.nin], args[self.nin:]
         if GLOBAL.fast and not kwargs and not rest:
+            # composite dispatch (inlined): the kernel, NumPy's ufunc, on the buffers
             b = fast_operands(*ins)
             if b is not None and len(b) == self.nin:
                 r = self._np(*b)
                 return tuple(map(_wrap, r)) if self.nout > 1 else _wrap(r)
         return self._apply(ins, *_call_options(self, rest, kwargs))
+
+    def _compose_call(self, *args, **kwargs):
+        """The composition of a call: every path but the plain eager one."""
+        return self._apply(args[:self.nin], *_call_options(self, args[self.nin:], kwargs))
 
     def _apply(self, args, out, where, dtype, casting):
         """The general path: NumPy's dtype resolution, then `fn` on primitives."""
@@ -169,15 +182,34 @@ class ufunc:
         self._check_method("reduce", "reduce only supported for binary functions",
                            "reduce only supported for functions returning a single value")
         if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            kw = {} if initial is _NO_VALUE else {"initial": _host(initial)}
-            if where is not True:
-                kw["where"] = _host(where)
-            return _wrap(self._np.reduce(array._v, axis=axis, dtype=dtype,
-                                         keepdims=keepdims, **kw))
+            # composite dispatch (inlined): REDUCE's kernel (its NumPy call itself for the
+            # common arguments)
+            if initial is _NO_VALUE and where is True:
+                return _wrap(self._np.reduce(array._v, axis, dtype, None, keepdims))
+            return _wrap(_reduce_kernel(self, array._v, axis, dtype, None, keepdims,
+                                        _host(initial), _host(where)))
+        return self._reduce_composed(array, axis, dtype, out, keepdims, initial, where)
+
+    def _reduce_composed(self, array, axis=0, dtype=None, out=None, keepdims=False,
+                         initial=_NO_VALUE, where=True):
+        self._check_method("reduce", "reduce only supported for binary functions",
+                           "reduce only supported for functions returning a single value")
         a = asarray(array)
         rd = self._method_dtype("reduce", a.dtype, dtype)
+        scalar_identity = False
         if a.ndim == 0:
-            axes = ()
+            # NumPy's rule for a 0-d array: axis 0, -1 or None "reduce" it by one application
+            # to the identity (hypot.reduce(-1.5) is 1.5, add.reduce(-0.0) is +0.0); () leaves
+            # it; any other axis is out of bounds
+            if isinstance(axis, (tuple, list)) and len(axis) == 0:
+                axes = ()
+            elif axis is None or (not isinstance(axis, (tuple, list))
+                                  and operator.index(axis) in (0, -1)):
+                axes = ()
+                scalar_identity = self.identity is not None
+            else:
+                bad = axis[0] if isinstance(axis, (tuple, list)) else axis
+                raise np.exceptions.AxisError(operator.index(bad), 0)
         elif axis is None:
             axes = tuple(range(a.ndim))
         elif isinstance(axis, (tuple, list)):
@@ -194,6 +226,10 @@ class ufunc:
         ident = initial if has_init else self.identity
         mask = None
         if where is not True:
+            if len(where.shape if isinstance(where, ndarray) else np.shape(where)) > a.ndim:
+                # (the mask broadcasts to the operand, never the operand to the mask)
+                raise ValueError("input operand has more dimensions than allowed by the axis "
+                                 "remapping")
             if ident is None:
                 raise ValueError(f"reduction operation '{self.__name__}' does not have an "
                                  f"identity, so to use a where mask one has to specify 'initial'")
@@ -219,6 +255,8 @@ class ufunc:
             r = bind(E.copy_p, r)
         elif not axes:
             r = x if not has_init else self._fn(_const(initial, rd), x)
+            if scalar_identity and not has_init:
+                r = self._fn(_const(self.identity, rd), x)
         elif self._reduce is not None:
             r = self._reduce(x, axes, bool(keepdims))
             if has_init:
@@ -267,9 +305,18 @@ class ufunc:
         self._check_method("accumulate", "accumulate only supported for binary functions",
                            "accumulate only supported for functions returning a single value")
         if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            return _wrap(self._np.accumulate(array._v, axis=axis, dtype=dtype))
+            # composite dispatch (inlined): ACCUMULATE's kernel
+            return _wrap(_accumulate_kernel(self, array._v, axis, dtype))
+        return self._accumulate_composed(array, axis, dtype, out)
+
+    def _accumulate_composed(self, array, axis=0, dtype=None, out=None):
+        self._check_method("accumulate", "accumulate only supported for binary functions",
+                           "accumulate only supported for functions returning a single value")
         a = asarray(array)
         if a.ndim == 0:
+            ax = axis[0] if isinstance(axis, (tuple, list)) and len(axis) == 1 else axis
+            if not isinstance(ax, (tuple, list)) and operator.index(ax) not in (0, -1):
+                raise np.exceptions.AxisError(operator.index(ax), 0)    # (NumPy's order)
             raise TypeError("cannot accumulate on a scalar")
         if isinstance(axis, (tuple, list)):
             if len(axis) != 1:
@@ -319,11 +366,14 @@ class ufunc:
             return None
         from ..core import mutation as _mut
         if STATE.fast and a._dev is None and not _mut.HOLDERS:
-            buf = a._v
-            if not isinstance(buf, np.ndarray):
-                buf = a._v = np.array(buf)
-            self._np.at(buf, _host(indices), *(() if b is None else (_host(b),)))
+            # composite dispatch (inlined): AT's kernel, NumPy's in-place `at` on the buffer
+            _at_kernel(self, a, _host(indices), None if b is None else _host(b))
             return None
+        return self._at_composed(a, indices, b)
+
+    def _at_composed(self, a, indices, b=None):
+        """`at` as a functional update recorded by the mutation model (core/mutation.py)."""
+        from ..core import mutation as _mut
         _mut.begin(a)
         ops = tuple(o for o in (indices, b) if isinstance(o, ndarray))
         _mut.assign(a, ops, lambda: _at(self, a, indices, b))
@@ -336,8 +386,18 @@ class ufunc:
         self._check_method("reduceat", "reduceat only supported for binary functions",
                            "reduceat only supported for functions returning a single value")
         if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            return _wrap(self._np.reduceat(array._v, _host(indices), axis=axis, dtype=dtype))
+            # composite dispatch (inlined): REDUCEAT's kernel
+            return _wrap(_reduceat_kernel(self, array._v, _host(indices), axis, dtype))
+        return self._reduceat_composed(array, indices, axis, dtype, out)
+
+    def _reduceat_composed(self, array, indices, axis=0, dtype=None, out=None):
+        self._check_method("reduceat", "reduceat only supported for binary functions",
+                           "reduceat only supported for functions returning a single value")
         a = asarray(array)
+        if a.ndim == 0:
+            if operator.index(axis) not in (0, -1):
+                raise np.exceptions.AxisError(operator.index(axis), 0)    # (NumPy's order)
+            raise TypeError("cannot reduceat on a scalar")
         if isinstance(indices, ndarray) and indices._t is not None:
             raise TypeError(f"{self.__name__}.reduceat needs concrete indices (the segments "
                             f"decide the shape of the work), got a traced array")
@@ -356,7 +416,15 @@ class ufunc:
             e = idx[k + 1] if k + 1 < len(idx) else None
             if e is None or s < e:
                 seg = _getitem(a, lead + (slice(s, e),))
-                parts.append(self.reduce(seg, axis=axis, dtype=rd))
+                r = self.reduce(seg, axis=axis, dtype=rd)
+                if self._np is np.add and rd.kind == "f" and seg.dtype.kind == "f":
+                    # NumPy's reduceat starts each segment from its first element, reduce
+                    # from the identity +0.0: a segment of -0.0 only sums to -0.0
+                    from .math import where_, signbit, equal, logical_and
+                    neg = logical_and.reduce(logical_and(equal(seg, 0), signbit(seg)),
+                                             axis=axis)
+                    r = where_(neg, _const(-0.0, rd), r)
+                parts.append(r)
             else:
                 v = squeeze(_getitem(a, lead + (slice(s, s + 1),)), axis)
                 parts.append(v if v.dtype == rd else bind(E.convert_p, v, dtype=rd))
@@ -390,6 +458,7 @@ class _Unary(ufunc):
 
     def __call__(self, x, /, *args, **kwargs):
         if GLOBAL.fast and not kwargs and not args:
+            # composite dispatch (inlined): the kernel, NumPy's ufunc, on the buffer
             if type(x) is ndarray:
                 if x._dev is None:
                     o = _new(ndarray)
@@ -408,6 +477,7 @@ class _Binary(ufunc):
 
     def __call__(self, x1, x2, /, *args, **kwargs):
         if GLOBAL.fast and not kwargs and not args:
+            # composite dispatch (inlined): the kernel, NumPy's ufunc, on the buffers
             if type(x1) is ndarray and type(x2) is ndarray and x1._dev is None and x2._dev is None:
                 o = _new(ndarray)      # _wrap, inlined: this is the hottest path
                 o._v = self._np(x1._v, x2._v)
@@ -465,6 +535,40 @@ def make_ufunc(np_ufunc, fn, **kw):
     else:
         cls = {1: _Unary, 2: _Binary}.get(np_ufunc.nin, ufunc)
     return cls(np_ufunc, fn, **kw)
+
+
+# ------------------------------------------------------------------ the methods as composites
+# Each method's kernel is NumPy's method on host buffers (the ufunc object first, so one
+# composite serves every ufunc); the composition is the method's general path.
+def _reduce_kernel(uf, array, axis=0, dtype=None, out=None, keepdims=False, initial=_NO_VALUE,
+                   where=True):
+    kw = {} if initial is _NO_VALUE else {"initial": initial}
+    if where is not True:
+        kw["where"] = where
+    return uf._np.reduce(array, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+
+def _accumulate_kernel(uf, array, axis=0, dtype=None, out=None):
+    return uf._np.accumulate(array, axis=axis, dtype=dtype)
+
+
+def _reduceat_kernel(uf, array, indices, axis=0, dtype=None, out=None):
+    return uf._np.reduceat(array, indices, axis=axis, dtype=dtype)
+
+
+def _at_kernel(uf, a, indices, b=None):
+    """In place on the eager array's buffer (a NumPy scalar buffer becomes an array first)."""
+    buf = a._v
+    if not isinstance(buf, np.ndarray):
+        buf = a._v = np.array(buf)
+    uf._np.at(buf, indices, *(() if b is None else (b,)))
+
+
+REDUCE = Composite("ufunc.reduce", _reduce_kernel, ufunc._reduce_composed, ("out",))
+ACCUMULATE = Composite("ufunc.accumulate", _accumulate_kernel, ufunc._accumulate_composed,
+                       ("out",))
+REDUCEAT = Composite("ufunc.reduceat", _reduceat_kernel, ufunc._reduceat_composed, ("out",))
+AT = Composite("ufunc.at", _at_kernel, ufunc._at_composed)
 
 
 def _by_name(name):

@@ -117,3 +117,49 @@ def _error_batch(args, axes, error, message):
 
 
 runtime_error_p.batch = _error_batch
+
+
+# ------------------------------------------------------------------ expect_case
+# A value-dependent dtype (NumPy answers the quantile of a slice holding NaN in the array's own
+# dtype, else in the interpolation's): `x`, cast to `dtype` where the first element of `flag`
+# holds. A traced graph has fixed dtypes, so `nf.function` assumes one case per site
+# (`expect`); at run time this checks the assumption and otherwise fails the call with
+# SpecializationError, and `nf.function` runs the graph traced for the observed case (the
+# mechanism of linalg_decomp's expect_real).
+def _expect_case_impl(x, flag, expect, site, dtype):
+    from ..core.ndarray import SpecializationError
+    f = np.asarray(flag).reshape(-1)
+    seen = bool(f[0]) if f.size else True     # no slice at all: NumPy's empty answer
+    if seen != expect:
+        raise SpecializationError(
+            "a value-dependent result dtype (NumPy's) differs from what the traced graph "
+            "assumed; call the nf.function again to use the graph for these values",
+            site, seen)
+    return x.astype(dtype) if expect else x
+
+
+def _expect_case_abstract(x, flag, expect, site, dtype):
+    from ..core.primitive import Aval
+    return Aval(x.shape, np.dtype(dtype) if expect else x.dtype)
+
+
+def _expect_case_vjp(ct, x, flag, expect, site, dtype):
+    if not expect:
+        return ct, None
+    from .elementwise import convert_p
+    return bind(convert_p, ct, dtype=np.dtype(x.dtype)), None
+
+
+def _expect_case_batch(args, axes, expect, site, dtype):
+    from ._util import move_to_front
+    x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
+    flag = args[1] if axes[1] is None else move_to_front(args[1], axes[1])
+    # the first element of the batched flag is the first example's: NumPy's first slice
+    return (bind(expect_case_p, x, flag, expect=expect, site=site, dtype=dtype),
+            None if axes[0] is None else 0)
+
+
+expect_case_p = Primitive("expect_case", _expect_case_impl, _expect_case_abstract,
+                          returns_view=True, run_time_check=True)
+expect_case_p.def_vjp(_expect_case_vjp)
+expect_case_p.batch = _expect_case_batch

@@ -365,7 +365,7 @@ _KINDS = {"scalar": (_scalar_tensor, "scalars"), "histogram": (_histogram_tensor
 def _write_impl(cond, step, *data, writer, tag, kind, metadata, **options):
     """Encode the summary and queue its event: the run-time half of every summary call."""
     if not bool(_host(cond)):
-        return np.asarray(False)
+        return ()
     encode, plugin = _KINDS[kind]
     try:
         tensor = encode(*[_host(d) for d in data], **options)
@@ -375,7 +375,7 @@ def _write_impl(cond, step, *data, writer, tag, kind, metadata, **options):
         metadata = R.summary_metadata(plugin)
     summ = R.summary_value(tag, metadata, tensor)
     writer._write_event(R.event(time.time(), int(_host(step)), summary=summ))
-    return np.asarray(True)
+    return ()
 
 
 def _write_abstract(*avals, **params):
@@ -388,8 +388,14 @@ def _no_batch(args, axes, *, kind, tag, **params):
                      f"result)")
 
 
-write_summary_p = Primitive("write_summary", _write_impl, _write_abstract, effect=True)
+# A sink (core/primitive.py): it only sends its inputs out and returns nothing, so a gradient
+# through a loop or branch body holding a summary replays the body without it (the summary is
+# written once, by the forward pass), as TensorFlow allows. What a summary call returns
+# (whether it recorded) is the recording condition itself, not an output of this node.
+write_summary_p = Primitive("write_summary", _write_impl, lambda *avals, **params: (),
+                            multiple_results=True, sink=True)
 write_summary_p.def_vjp(lambda ct, *args, **params: (None,) * len(args))
+write_summary_p.def_jvp(lambda tangents, *args, **params: ())
 write_summary_p.def_batch(_no_batch)
 
 
@@ -460,8 +466,9 @@ def _write(fn, kind, tag, data, step, metadata, **options):
     if cond is True:
         cond = tnp.asarray(True)
     writer._check_open()
-    return bind(write_summary_p, cond, step, *data, writer=writer, tag=tag, kind=kind,
-                metadata=metadata, **options)
+    bind(write_summary_p, cond, step, *data, writer=writer, tag=tag, kind=kind,
+         metadata=metadata, **options)
+    return cond
 
 
 def _numeric(fn, data, what="data"):
