@@ -15,7 +15,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite, to_host as host, host_to_nf as to_nf  # noqa: F401
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
-from ..primitives._util import norm_axis
+from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray
 
 
@@ -36,9 +36,12 @@ def no_vmap(name, *xs):
                          f"shape; compute it eagerly or outside the mapped function")
 
 
-def _axis_and_array(a, axis):
+def _axis_and_array(a, axis, legacy=False):
+    """(a, its normalised axis); axis=None sorts the flattened array, as does (`legacy`: NumPy's
+    C functions taking one axis, argsort and argpartition, not sort or partition) the integer
+    axis 0 or -1 of a 0-d array."""
     from .manipulation import ravel
-    if axis is None:
+    if axis is None or (legacy and legacy_0d(axis, a.ndim)):
         return ravel(a), 0
     return a, norm_axis(operator.index(axis), a.ndim)
 
@@ -109,7 +112,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
         r = argsort(flip(x, ax), ax, kind, order, stable=stable)
         return subtract(subtract(n, 1), flip(r, ax))
     _no_order(order, "argsort")
-    x, ax = _axis_and_array(asarray(a), axis)
+    x, ax = _axis_and_array(asarray(a), axis, legacy=True)
     return bind(S.argsort_p, x, axis=ax, kind=_kind(kind, stable, _ARGSORT_DEFAULT))
 
 

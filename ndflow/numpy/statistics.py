@@ -17,7 +17,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
-from ..primitives._util import norm_axis, norm_axes
+from ..primitives._util import norm_axis, norm_axes, legacy_0d
 from ._core import asarray
 from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
 from . import math as M
@@ -65,7 +65,7 @@ def _size_of(x, axis):
 # ------------------------------------------------------------------ cumulative
 def _scan(prim, npf, a, axis, dtype, out):
     x = asarray(a)
-    if axis is None:
+    if axis is None or legacy_0d(axis, x.ndim):     # NumPy's legacy 0-d rule: as axis=None
         x, axis = ravel(x), 0
     axis = norm_axis(operator.index(axis), x.ndim)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(x.dtype)
@@ -89,8 +89,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
     a = asarray(x)
     if a.ndim == 0:
-        raise ValueError(f"{name} does not support 0-d arrays" if False else
-                         "axis 0 is out of bounds for array of dimension 0")
+        a = reshape(a, (1,))        # NumPy takes a 0-d array as 1-d (its axis checks too)
     if axis is None:
         if a.ndim > 1:
             raise ValueError("axis must be specified for multi-dimensional arrays.")
