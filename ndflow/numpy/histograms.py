@@ -20,7 +20,7 @@ from ._core import asarray
 from .sorting import host, no_vmap
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
-from .statistics import _cast, _size_of, _same_shape
+from .statistics import _cast, _size_of, _same_shape, _differ
 
 _py_range = range
 
@@ -61,6 +61,23 @@ def bincount(x, /, weights=None, minlength=0):
     return bind(S.bincount_p, x, *ws, minlength=minlength, length=length)
 
 
+def _monotonicity(b):
+    """NumPy's `_monotonicity` (1 increasing, -1 decreasing, 0 neither), NaN included: on the
+    bins as float64, the direction is set by the first element unequal to the first one
+    (increasing only if it compares greater), and only later steps that compare against that
+    direction refuse. All-equal or empty bins are increasing."""
+    b = np.asarray(b)
+    b = b.astype(np.float64) if b.dtype.kind in "biuf" else b
+    with np.errstate(invalid="ignore"):
+        ne = np.flatnonzero(b[1:] != b[0]) if b.size else np.empty(0, np.intp)
+        if not ne.size:
+            return 1
+        i = int(ne[0]) + 1
+        if b[0] < b[i]:
+            return 0 if np.any(b[i:-1] > b[i + 1:]) else 1
+        return 0 if np.any(b[i:-1] < b[i + 1:]) else -1
+
+
 @composite(np.digitize)
 def digitize(x, bins, right=False):
     """Indices of the bins each value falls in, as `numpy.digitize` (bins increasing or
@@ -75,14 +92,12 @@ def digitize(x, bins, right=False):
                          "object of too small depth for desired array")
     side = "left" if right else "right"
     if bins._t is None:
-        b = bins.numpy()
-        inc = bool(np.all(b[1:] >= b[:-1]))
-        dec = bool(np.all(b[1:] <= b[:-1]))
-        if not inc and not dec:
+        mono = _monotonicity(bins.numpy())
+        if mono == 0:
             raise ValueError("bins must be monotonically increasing or decreasing")
-        if inc:
+        if mono == 1:
             return searchsorted(bins, x, side=side)
-        return M.subtract(b.shape[0], searchsorted(bins[::-1], x, side=side))
+        return M.subtract(bins.shape[0], searchsorted(bins[::-1], x, side=side))
     up = searchsorted(bins, x, side=side)
     down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
     decreasing = M.greater(bins[0], bins[-1])
@@ -329,6 +344,12 @@ def _has_nf_list(bins):
 @composite(np.histogram2d)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     """Two-dimensional histogram, as `numpy.histogram2d`: (counts, x edges, y edges)."""
+    xa, ya = asarray(x), asarray(y)
+    # NumPy's first check is len(x) != len(y): a 0-d operand has no len()
+    if xa.ndim == 0 or ya.ndim == 0:
+        raise TypeError("len() of unsized object")
+    if _differ(xa.shape[0], ya.shape[0]):
+        raise ValueError("x and y must have the same length.")
     try:
         N = len(bins)
     except TypeError:
@@ -336,7 +357,6 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     if N != 1 and N != 2:
         xedges = yedges = asarray(bins)
         bins = [xedges, yedges]
-    xa, ya = asarray(x), asarray(y)
     d = _dt.result_type(xa, ya)
     sample = stack([_cast(xa, d), _cast(ya, d)], axis=1)
     hist, edges = histogramdd(sample, bins, range, density, weights)

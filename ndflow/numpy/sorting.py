@@ -161,21 +161,35 @@ def _kth(kth, n):
     return tuple(out)
 
 
+def _partition_args(a, kth, axis, legacy):
+    """(x, axis, kth normalised); kth None for an array with no elements, whose partition is
+    itself: NumPy checks kth's type there but not its range."""
+    x, ax = _axis_and_array(asarray(a), axis, legacy)
+    if None not in tuple(x.shape) and 0 in tuple(x.shape):
+        _kth(kth, None)
+        return x, ax, None
+    return x, ax, _kth(kth, x.shape[ax])
+
+
 @composite(np.partition, compose_if=("order",), adapt=False)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     """`numpy.partition`: the kth elements in sorted position, smaller ones before, larger ones
     after. The values are NumPy's (the same kernel); differentiable."""
     _no_order(order, "partition")
-    x, ax = _axis_and_array(asarray(a), axis)
-    return bind(S.partition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
+    x, ax, ks = _partition_args(a, kth, axis, False)
+    if ks is None:
+        return bind(E.copy_p, x)
+    return bind(S.partition_p, x, axis=ax, kth=ks)
 
 
 @composite(np.argpartition, compose_if=("order",), adapt=False)
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """Indices that partition `a`, as `numpy.argpartition` (no gradient)."""
     _no_order(order, "argpartition")
-    x, ax = _axis_and_array(asarray(a), axis)
-    return bind(S.argpartition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
+    x, ax, ks = _partition_args(a, kth, axis, True)
+    if ks is None:
+        return bind(E.convert_p, x, dtype=_dt.I64)
+    return bind(S.argpartition_p, x, axis=ax, kth=ks)
 
 
 # ------------------------------------------------------------------ searchsorted
@@ -190,7 +204,17 @@ def searchsorted(a, v, side="left", sorter=None):
                          "object of too small depth for desired array")
     if sorter is not None:
         from .indexing import take
-        a = take(a, asarray(sorter))
+        s = asarray(sorter)
+        if s.ndim != 1:
+            raise TypeError("could not parse sorter argument")
+        if s.dtype.kind not in "iu":
+            raise TypeError("sorter must only contain integers")
+        if s.shape[0] is not None and a.shape[0] is not None and s.shape[0] != a.shape[0]:
+            raise ValueError("sorter.size must equal a.size")
+        if s._t is None and s.shape[0] and not (
+                0 <= int(s.numpy().min()) and int(s.numpy().max()) < a.shape[0]):
+            raise ValueError("Sorter index out of range.")
+        a = take(a, s)
     vv = asarray(v)
     if vv.dtype != a.dtype:
         # NumPy compares in the common dtype of a and v
