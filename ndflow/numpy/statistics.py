@@ -918,7 +918,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         X = transpose(X)
     if X.shape[0] == 0:
         from .creation import zeros
-        return zeros((0, 0), dtype)
+        return zeros((0, 0), _dt.F64)      # NumPy: np.array([]).reshape(0, 0), whatever dtype
     if y is not None:
         Y = _cast(y, dtype)
         if Y.ndim < 2:
@@ -973,9 +973,10 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     from .linalg_ops import dot
     c = dot(X, M.conjugate(X_T))
     # in place in NumPy (c *= 1 / fact): c keeps its dtype
-    inv = 1.0 / fact if not isinstance(fact, ndarray) else _cast(M.true_divide(1, fact), c.dtype)
-    if not isinstance(fact, ndarray) and fact == 0:
-        inv = np.inf
+    if isinstance(fact, ndarray):
+        inv = _cast(M.true_divide(1, fact), c.dtype)
+    else:
+        inv = np.inf if fact == 0 else 1.0 / fact      # NumPy's true_divide(1, 0.0)
     c = M.multiply(c, inv)
     ones = tuple(i for i, d in enumerate(c.shape) if d == 1)   # unknown sizes stay (a 2-d m
     return squeeze(c, ones) if ones else c                      # has as many rows as it has)
