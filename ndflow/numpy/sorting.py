@@ -209,12 +209,31 @@ def searchsorted(a, v, side="left", sorter=None):
             raise TypeError("could not parse sorter argument")
         if s.dtype.kind not in "iu":
             raise TypeError("sorter must only contain integers")
-        if s.shape[0] is not None and a.shape[0] is not None and s.shape[0] != a.shape[0]:
+        n = a.shape[0]
+        if s.shape[0] is not None and n is not None and s.shape[0] != n:
             raise ValueError("sorter.size must equal a.size")
-        if s._t is None and s.shape[0] and not (
-                0 <= int(s.numpy().min()) and int(s.numpy().max()) < a.shape[0]):
-            raise ValueError("Sorter index out of range.")
-        a = take(a, s)
+        vv = asarray(v)
+        if a._t is None and s._t is None and vv._t is None:
+            # NumPy checks a sorter index only when its binary search reaches it (a bad index
+            # elsewhere goes unnoticed): with the values known, its own search decides
+            np.searchsorted(a.numpy(), vv.numpy(), side=side, sorter=s.numpy())
+            # ... and its search on the gathered array meets the same positions only: what an
+            # unreached bad index gathers does not matter
+            a = take(a, s, mode="clip")
+        else:
+            # values known only at run time: every index is checked (stricter than NumPy,
+            # whose answer with an index it did not reach is meaningless anyway)
+            from ..primitives.misc import runtime_error_p
+            from . import math as M
+            from .statistics import _size_of
+            from .reductions import any as _any
+            size = _size_of(a, 0)
+            s = bind(runtime_error_p, s, M.not_equal(_size_of(s, 0), size), error=ValueError,
+                     message="sorter.size must equal a.size")
+            s = bind(runtime_error_p, s, _any(M.logical_or(M.less(s, 0),
+                                                           M.greater_equal(s, size))),
+                     error=ValueError, message="Sorter index out of range.")
+            a = take(a, s)
     vv = asarray(v)
     if vv.dtype != a.dtype:
         # NumPy compares in the common dtype of a and v
@@ -248,12 +267,13 @@ def _unique_parts(ar, axis, equal_nan, name="unique"):
     from .manipulation import ravel, moveaxis
     from .indexing import take
     a = asarray(ar)
+    # the arguments' own errors (NumPy's) come before the refusal to vectorize
+    ax = None if axis is None else norm_axis(operator.index(axis), a.ndim)
     no_vmap(name, a)
     if axis is None:
         x = ravel(a)
         index, inverse, counts = bind(S.unique_p, x, equal_nan=bool(equal_nan))
         return take(x, index), index, inverse, counts
-    ax = norm_axis(operator.index(axis), a.ndim)
     y = moveaxis(a, ax, 0)
     from ..primitives.shape import reshape_p
     rows = bind(reshape_p, y, shape=(-1,), keep=1)      # (n, everything else)

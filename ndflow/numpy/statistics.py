@@ -879,12 +879,20 @@ nanmin = _nan_extremum("nanmin", np.nanmin, _min, np.inf)
 def _nan_arg(name, npf, argf, fill):
     def f(a, axis=None, out=None, *, keepdims=False):
         arr, mask = _replace_nan(a, fill)
+        allnan = None
         if mask is not None:
             from .reductions import all as _all
             allnan = _all(mask, axis=axis)
-            if allnan._t is None and bool(np.any(allnan.numpy())):
-                raise ValueError("All-NaN slice encountered")
-        return _out(argf(arr, axis=axis, keepdims=keepdims), out)
+            if allnan._t is None:
+                if bool(np.any(allnan.numpy())):
+                    raise ValueError("All-NaN slice encountered")
+                allnan = None
+        r = argf(arr, axis=axis, keepdims=keepdims)
+        if allnan is not None:       # traced or batched: NumPy's error, at run time
+            from ..primitives.misc import runtime_error_p
+            r = bind(runtime_error_p, r, allnan, error=ValueError,
+                     message="All-NaN slice encountered")
+        return _out(r, out)
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the index of the extremum ignoring NaNs."
     return composite(npf, compose_if=("out",))(f)
@@ -978,6 +986,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     else:
         inv = np.inf if fact == 0 else 1.0 / fact      # NumPy's true_divide(1, 0.0)
     c = M.multiply(c, inv)
+    if X.shape[0] is None and c.dtype != _dt.F64:
+        # no variables at run time: NumPy answers a float64 (0, 0) whatever the dtype
+        c = _dtype_if(c, M.equal(_size_of(X, 0), 0), _dt.F64)
     ones = tuple(i for i, d in enumerate(c.shape) if d == 1)   # unknown sizes stay (a 2-d m
     return squeeze(c, ones) if ones else c                      # has as many rows as it has)
 
