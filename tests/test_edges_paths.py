@@ -211,3 +211,37 @@ def test_searchsorted_sorter_index_numpy_does_not_reach():
         np.testing.assert_array_equal(tnp.searchsorted(x, v, sorter=s).numpy(), want)
     with pytest.raises(ValueError, match="Sorter index out of range"):
         nf.function(lambda x: tnp.searchsorted(x, v, sorter=s))(tnp.asarray(a))
+
+
+_DIGITIZE_BINS = [[0.0, 1.0, 2.0], [2.0, 1.0, np.nan], [1.0, 1.0, 0.0], [np.nan, np.nan, 3.0],
+                  [0.0, np.nan, 1.0], [np.nan, 0.0, 1.0], [0.0, 2.0, 1.0], [3.0, 3.0, 3.0],
+                  [np.inf, 1.0, -np.inf], [-0.0, 0.0, np.nan]]
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_digitize_with_bins_known_at_run_time_only(right):
+    """NumPy's monotonicity rule (NaN compares false: the direction is set by the first element
+    unequal to the first, only later steps against it refuse) with traced bins, of known and
+    unknown length, and with bins batched by vectorized_map (one refusing example refuses the
+    map, as a loop would)."""
+    x = tnp.asarray(np.array([-1.0, 0.5, 1.0, 2.5, 9.0, np.nan, 0.0, 1.5, -np.inf]))
+    known = nf.function(lambda x, b: tnp.digitize(x, b, right))
+    unknown = nf.function(lambda x, b: tnp.digitize(x, b, right),
+                          input_signature=[nf.TensorSpec([None], "float64")] * 2)
+    ok = []
+    for b in map(np.array, _DIGITIZE_BINS + [[2.0]]):
+        want, err, _ = _numpy(lambda m, x: m.digitize(x, b, right), x.numpy())
+        for f in (known, unknown):
+            if err is not None:
+                with pytest.raises(err):
+                    f(x, tnp.asarray(b))
+            else:
+                np.testing.assert_array_equal(f(x, tnp.asarray(b)).numpy(), want)
+        if err is None and b.size == 3:
+            ok.append((b, want))
+    got = nf.vectorized_map(lambda b: tnp.digitize(x, b, right),
+                            tnp.asarray(np.stack([b for b, _ in ok])))
+    np.testing.assert_array_equal(got.numpy(), np.stack([w for _, w in ok]))
+    with pytest.raises(ValueError, match="monotonically"):
+        nf.vectorized_map(lambda b: tnp.digitize(x, b, right),
+                          tnp.asarray(np.array([[0.0, 1.0, 2.0], [0.0, 2.0, 1.0]])))

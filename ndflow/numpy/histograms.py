@@ -98,10 +98,36 @@ def digitize(x, bins, right=False):
         if mono == 1:
             return searchsorted(bins, x, side=side)
         return M.subtract(bins.shape[0], searchsorted(bins[::-1], x, side=side))
+    # the bins' values are known at run time only: the same rule as array operations, its
+    # refusal a run-time error
+    mono = _monotonicity_traced(bins)
+    from ..primitives.misc import runtime_error_p
     up = searchsorted(bins, x, side=side)
+    up = bind(runtime_error_p, up, M.equal(mono, 0), error=ValueError,
+              message="bins must be monotonically increasing or decreasing")
     down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
-    decreasing = M.greater(bins[0], bins[-1])
-    return M.where_(decreasing, down, up)
+    return M.where_(M.equal(mono, -1), down, up)
+
+
+def _monotonicity_traced(bins):
+    """`_monotonicity` of bins whose values (or length, at least 1) are known at run time
+    only: a 0-d int64 array."""
+    from .reductions import any as _any, argmax as _argmax
+    from .indexing import take
+    b = _cast(bins, _dt.F64) if bins.dtype.kind in "biuf" else bins
+    first = b[0]
+    ne = M.not_equal(b[1:], first)
+    # the first element unequal to the first (n if none: the True appended)
+    i = M.add(_argmax(concatenate([ne, M.logical_or(first, True)[None]])), 1)
+    from ..primitives.indexing import iota_p
+    k = bind(iota_p, ne, axis=0)
+    later = M.greater_equal(k, i)              # the steps (b[k], b[k+1]) from there on
+    lo, hi = b[:-1], b[1:]
+    inc = M.less(first, take(b, M.minimum(i, M.subtract(_size_of(b, 0), 1))))
+    bad_inc = _any(M.logical_and(later, M.greater(lo, hi)))
+    bad_dec = _any(M.logical_and(later, M.less(lo, hi)))
+    one = M.where_(inc, M.where_(bad_inc, 0, 1), M.where_(bad_dec, 0, -1))
+    return M.where_(_any(ne), one, 1)
 
 
 _HIST_BIN_ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
