@@ -131,8 +131,10 @@ def lexsort(keys, axis=-1):
     if len(shapes) > 1 and not any(None in s for s in shapes):
         raise ValueError("all keys need to be the same shape")
     if ks[0].ndim == 0:
+        # NumPy sorts 0-d keys as 1-d (any axis but 0 / -1 refused) and answers 0-d
         from .manipulation import reshape
-        ks = [reshape(k, (1,)) for k in ks]
+        norm_axis(operator.index(axis), 1)
+        return reshape(bind(S.lexsort_p, *[reshape(k, (1,)) for k in ks], axis=0), ())
     ax = norm_axis(operator.index(axis), ks[0].ndim)
     return bind(S.lexsort_p, *ks, axis=ax)
 
