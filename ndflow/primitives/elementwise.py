@@ -41,19 +41,21 @@ def _elementwise_batch(prim):
     return rule
 
 
-def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False):
+def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False,
+          reads=None):
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp, uses_out=uses_out)
+        p.def_vjp(vjp, uses_out=uses_out, reads=reads)
     p.batch = lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0])
     p.fusion = fusion
     return p
 
 
-def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract):
+def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract, reads=None,
+           needs=False):
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp)
+        p.def_vjp(vjp, reads=reads, needs=needs)
     p.batch = _elementwise_batch(p)
     p.fusion = fusion
     return p
@@ -64,9 +66,11 @@ def _zero_grad(ct, *xs, **kw):
 
 
 # ------------------------------------------------------------------ unary math
-neg_p = unary("negative", np.negative, lambda ct, x: (-ct,), "(-{0})")
-positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})")
-exp_p = unary("exp", np.exp, lambda ct, x, out: (ct * out,), "exp({0})", uses_out=True)
+# (reads=(): the rule reads no input's value, only shapes, so a tape keeps no input alive)
+neg_p = unary("negative", np.negative, lambda ct, x: (-ct,), "(-{0})", reads=())
+positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})", reads=())
+exp_p = unary("exp", np.exp, lambda ct, x, out: (ct * out,), "exp({0})", uses_out=True,
+              reads=())
 exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2({0})",
                uses_out=True)
 expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1({0})",
@@ -164,17 +168,18 @@ def _add_vjp(ct, x, y):
     return unbroadcast(ct, x), unbroadcast(ct, y)
 
 
-def _sub_vjp(ct, x, y):
-    return unbroadcast(ct, x), unbroadcast(-ct, y)
+def _sub_vjp(ct, x, y, needs=(True, True)):
+    return unbroadcast(ct, x), unbroadcast(-ct, y) if needs[1] else None
 
 
-def _mul_vjp(ct, x, y):
-    return unbroadcast(ct * y, x), unbroadcast(ct * x, y)
+def _mul_vjp(ct, x, y, needs=(True, True)):
+    return (unbroadcast(ct * y, x) if needs[0] else None,
+            unbroadcast(ct * x, y) if needs[1] else None)
 
 
-def _div_vjp(ct, x, y):
+def _div_vjp(ct, x, y, needs=(True, True)):
     q = ct / y
-    return unbroadcast(q, x), unbroadcast(-q * x / y, y)
+    return unbroadcast(q, x), unbroadcast(-q * x / y, y) if needs[1] else None
 
 
 def _pow_vjp(ct, x, y):
@@ -197,22 +202,25 @@ def _pow_vjp(ct, x, y):
 
 
 def _minmax_vjp(pick_x):
-    def vjp(ct, x, y):
+    def vjp(ct, x, y, needs=(True, True)):
         """Ties split the gradient evenly, as TensorFlow does."""
         xs = bind(pick_x, x, y)
         eq = bind(eq_p, x, y)
         half = ct * 0.5
         zero = bind(zeros_like_p, ct)
-        gx = bind(select_p, eq, half, bind(select_p, xs, ct, zero))
-        gy = bind(select_p, eq, half, bind(select_p, xs, zero, ct))
-        return unbroadcast(gx, x), unbroadcast(gy, y)
+        gx = gy = None
+        if needs[0]:
+            gx = unbroadcast(bind(select_p, xs, ct, bind(select_p, eq, half, zero)), x)
+        if needs[1]:
+            gy = unbroadcast(bind(select_p, xs, zero, bind(select_p, eq, half, ct)), y)
+        return gx, gy
     return vjp
 
 
-add_p = binary("add", np.add, _add_vjp, "({0} + {1})")
-sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})")
-mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})")
-div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})")
+add_p = binary("add", np.add, _add_vjp, "({0} + {1})", reads=())
+sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})", reads=(), needs=True)
+mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})", needs=True)
+div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})", needs=True)
 floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad)
 rem_p = binary("remainder", np.remainder,
                lambda ct, x, y: (unbroadcast(ct, x),
@@ -244,21 +252,53 @@ logical_or_p = binary("logical_or", np.logical_or, _zero_grad, "logical_or({0}, 
 logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, "logical_xor({0}, {1})",
                        _bool_abstract)
 
-max_p.def_vjp(_minmax_vjp(gt_p))
-min_p.def_vjp(_minmax_vjp(lt_p))
+max_p.def_vjp(_minmax_vjp(gt_p), needs=True)
+min_p.def_vjp(_minmax_vjp(lt_p), needs=True)
 
 
 # ------------------------------------------------------------------ select (where)
-def _select_vjp(ct, c, x, y):
+def _select_vjp(ct, c, x, y, needs=(False, True, True)):
     zero = bind(zeros_like_p, ct)
     # select, not multiply: a NaN/inf in the branch not taken must not leak into the gradient
-    return (None, unbroadcast(bind(select_p, c, ct, zero), x),
-            unbroadcast(bind(select_p, c, zero, ct), y))
+    return (None, unbroadcast(bind(select_p, c, ct, zero), x) if needs[1] else None,
+            unbroadcast(bind(select_p, c, zero, ct), y) if needs[2] else None)
 
 
-select_p = Primitive("select", np.where,
+_SAME_SIZE_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
+                  8: np.dtype(np.int64)}
+
+
+def _select_impl(c, x, y):
+    """np.where(c, x, y). NumPy's loop branches on every element, so a data-dependent
+    mask (relu's) costs ~1-4 ns an element; for same-shape contiguous operands of a 1-8 byte
+    dtype the same bits are picked without branches: y ^ ((x ^ y) & -c), in blocks so the
+    mask stays small and in cache."""
+    if (type(c) is np.ndarray and type(x) is np.ndarray and type(y) is np.ndarray
+            and c.dtype == np.bool_ and x.dtype == y.dtype and x.size >= 4096
+            and x.dtype.kind in "biuf" and c.shape == x.shape == y.shape
+            and c.flags.c_contiguous and x.flags.c_contiguous and y.flags.c_contiguous):
+        it = _SAME_SIZE_INT.get(x.dtype.itemsize)
+        if it is not None:
+            out = np.empty(x.shape, x.dtype)
+            cf = c.reshape(-1).view(np.int8)
+            xf, yf, of = x.reshape(-1).view(it), y.reshape(-1).view(it), out.reshape(-1).view(it)
+            n = xf.size
+            block = 1 << 16
+            m = np.empty(min(n, block), it)
+            for s in range(0, n, block):
+                e = min(s + block, n)
+                mm, o, yy = m[:e - s], of[s:e], yf[s:e]
+                np.negative(cf[s:e], out=mm)          # True -> all ones, False -> 0
+                np.bitwise_xor(xf[s:e], yy, out=o)
+                np.bitwise_and(o, mm, out=o)
+                np.bitwise_xor(o, yy, out=o)
+            return out
+    return np.where(c, x, y)
+
+
+select_p = Primitive("select", _select_impl,
                      lambda c, x, y: Aval(broadcast_shapes(c.shape, x.shape, y.shape), x.dtype))
-select_p.def_vjp(_select_vjp)
+select_p.def_vjp(_select_vjp, reads=(0,), needs=True)
 select_p.batch = _elementwise_batch(select_p)
 select_p.fusion = "where({0}, {1}, {2})"
 
