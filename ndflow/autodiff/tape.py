@@ -427,9 +427,12 @@ class GradientTape:
                     c_in = cts[0]
                 cts = c = None
                 kw = params
-                if prim.vjp_needs:
+                if prim.vjp_needs or prim.vjp_donate:
                     kw = dict(params)
-                    kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                    if prim.vjp_needs:
+                        kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                    if prim.vjp_donate:
+                        kw["donated"] = inplace and _sole(c_in)
                 if prim.vjp_uses_out:
                     # a multi-result primitive's rule gets all its outputs (eigh: w and v)
                     grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
@@ -563,6 +566,16 @@ class GradientTape:
             return None
         rows = tnp.moveaxis(rows, 0, 1)        # (b, m, source...)
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
+
+
+def _sole(c):
+    """Whether only the caller's name holds the eager array `c` and only `c` its memory (so
+    a VJP rule may write into it)."""
+    v = c._v
+    # references: the caller's name and this call's argument; c's attribute, v, the argument
+    return (type(v) is _np.ndarray and c._t is None and c._dev is None
+            and sys.getrefcount(c) == 3 and sys.getrefcount(v) == 3
+            and v.flags.owndata and v.flags.writeable)
 
 
 def _accumulate(prev, g, inplace):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL
-from ._util import broadcast_shapes, unbroadcast, align_batched
+from ._util import broadcast_shapes, unbroadcast, align_batched, owned_apply, owned_ok
 
 
 _LN2 = math.log(2.0)
@@ -42,20 +42,20 @@ def _elementwise_batch(prim):
 
 
 def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False,
-          reads=None):
+          reads=None, donate=False):
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp, uses_out=uses_out, reads=reads)
+        p.def_vjp(vjp, uses_out=uses_out, reads=reads, donate=donate)
     p.batch = lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0])
     p.fusion = fusion
     return p
 
 
 def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract, reads=None,
-           needs=False):
+           needs=False, donate=False):
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp, reads=reads, needs=needs)
+        p.def_vjp(vjp, reads=reads, needs=needs, donate=donate)
     p.batch = _elementwise_batch(p)
     p.fusion = fusion
     return p
@@ -67,10 +67,26 @@ def _zero_grad(ct, *xs, **kw):
 
 # ------------------------------------------------------------------ unary math
 # (reads=(): the rule reads no input's value, only shapes, so a tape keeps no input alive)
-neg_p = unary("negative", np.negative, lambda ct, x: (-ct,), "(-{0})", reads=())
+# (donate: the rule may write into the cotangent, which the tape hands over when it alone
+# holds it; owned_apply writes into it, or into a temporary the rule made, in plain eager only)
+def _in_place(donated, ufunc, a, *others):
+    """ufunc(a, *others) into a donated cotangent `a` where possible, else None."""
+    return owned_apply(ufunc, a, *others) if donated else None
+
+
+def _neg_vjp(ct, x, donated=False):
+    r = _in_place(donated, np.negative, ct)
+    return (-ct if r is None else r,)
+
+
+def _exp_vjp(ct, x, out, donated=False):
+    r = _in_place(donated, np.multiply, ct, out)
+    return (ct * out if r is None else r,)
+
+
+neg_p = unary("negative", np.negative, _neg_vjp, "(-{0})", reads=(), donate=True)
 positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})", reads=())
-exp_p = unary("exp", np.exp, lambda ct, x, out: (ct * out,), "exp({0})", uses_out=True,
-              reads=())
+exp_p = unary("exp", np.exp, _exp_vjp, "exp({0})", uses_out=True, reads=(), donate=True)
 exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2({0})",
                uses_out=True)
 expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1({0})",
@@ -82,8 +98,23 @@ log1p_p = unary("log1p", np.log1p, lambda ct, x: (ct / (x + 1),), "log1p({0})")
 sqrt_p = unary("sqrt", np.sqrt, lambda ct, x, out: (ct / (out * 2),), "sqrt({0})", uses_out=True)
 cbrt_p = unary("cbrt", np.cbrt, lambda ct, x, out: (ct / (out * out * 3),), "cbrt({0})",
                uses_out=True)
-sin_p = unary("sin", np.sin, lambda ct, x: (ct * bind(cos_p, x),), "sin({0})")
-cos_p = unary("cos", np.cos, lambda ct, x: (-ct * bind(sin_p, x),), "cos({0})")
+def _sin_vjp(ct, x):
+    c = bind(cos_p, x)
+    # the product written into the rule's own cos(x) (a product commutes exactly)
+    r = owned_apply(np.multiply, c, ct)
+    return (ct * c if r is None else r,)
+
+
+def _cos_vjp(ct, x):
+    s = bind(sin_p, x)
+    if owned_apply(np.multiply, s, ct) is not None:
+        # -(sin(x) * ct) = (-ct) * sin(x) exactly (negation commutes with rounding)
+        return (owned_apply(np.negative, s),)
+    return (-ct * s,)
+
+
+sin_p = unary("sin", np.sin, _sin_vjp, "sin({0})")
+cos_p = unary("cos", np.cos, _cos_vjp, "cos({0})")
 tan_p = unary("tan", np.tan, lambda ct, x, out: (ct * (out * out + 1),), "tan({0})", uses_out=True)
 arcsin_p = unary("arcsin", np.arcsin, lambda ct, x: (ct / bind(sqrt_p, 1 - x * x),))
 arccos_p = unary("arccos", np.arccos, lambda ct, x: (-ct / bind(sqrt_p, 1 - x * x),))
@@ -172,14 +203,29 @@ def _sub_vjp(ct, x, y, needs=(True, True)):
     return unbroadcast(ct, x), unbroadcast(-ct, y) if needs[1] else None
 
 
-def _mul_vjp(ct, x, y, needs=(True, True)):
-    return (unbroadcast(ct * y, x) if needs[0] else None,
-            unbroadcast(ct * x, y) if needs[1] else None)
+def _mul_vjp(ct, x, y, needs=(True, True), donated=False):
+    gx = unbroadcast(ct * y, x) if needs[0] else None
+    if not needs[1]:
+        return gx, None
+    # the last use of a donated cotangent may take its buffer
+    gy = _in_place(donated, np.multiply, ct, x)
+    return gx, unbroadcast(ct * x if gy is None else gy, y)
 
 
-def _div_vjp(ct, x, y, needs=(True, True)):
-    q = ct / y
-    return unbroadcast(q, x), unbroadcast(-q * x / y, y) if needs[1] else None
+def _div_vjp(ct, x, y, needs=(True, True), donated=False):
+    q = _in_place(donated, np.true_divide, ct, y)
+    if q is None:
+        q = ct / y
+    if needs[0]:
+        return unbroadcast(q, x), unbroadcast(-q * x / y, y) if needs[1] else None
+    if not needs[1]:
+        return None, None
+    if owned_ok(q, x) and owned_ok(q, y):
+        # q is the rule's own: -q * x / y in its buffer (the same operations, in order)
+        owned_apply(np.negative, q)
+        owned_apply(np.multiply, q, x)
+        return None, unbroadcast(owned_apply(np.true_divide, q, y), y)
+    return None, unbroadcast(-q * x / y, y)
 
 
 def _pow_vjp(ct, x, y):
@@ -219,8 +265,9 @@ def _minmax_vjp(pick_x):
 
 add_p = binary("add", np.add, _add_vjp, "({0} + {1})", reads=())
 sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})", reads=(), needs=True)
-mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})", needs=True)
-div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})", needs=True)
+mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})", needs=True, donate=True)
+div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})", needs=True,
+               donate=True)
 floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad)
 rem_p = binary("remainder", np.remainder,
                lambda ct, x, y: (unbroadcast(ct, x),
