@@ -39,6 +39,7 @@ class UnconnectedGradients(enum.Enum):
 
 
 _GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
+_DIFF = {}      # dtype -> whether gradients flow through it
 
 
 def _ghost(a):
@@ -432,7 +433,8 @@ class GradientTape:
                     if prim.vjp_needs:
                         kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
                     if prim.vjp_donate:
-                        kw["donated"] = inplace and _sole(c_in)
+                        kw["donated"] = (inplace and not prim.multiple_results
+                                         and _sole(c_in))
                 if prim.vjp_uses_out:
                     # a multi-result primitive's rule gets all its outputs (eigh: w and v)
                     grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
@@ -443,7 +445,11 @@ class GradientTape:
                 for a, g in zip(args, grads):
                     if g is None or not a._tid or a._tid not in conn:
                         continue
-                    if not _dt.is_differentiable(a.dtype):
+                    d = a.dtype
+                    ok = _DIFF.get(d)
+                    if ok is None:
+                        ok = _DIFF[d] = _dt.is_differentiable(d)
+                    if not ok:
                         continue
                     prev = ct.get(a._tid)
                     if prev is None:
@@ -451,7 +457,7 @@ class GradientTape:
                     else:
                         ct[a._tid] = _accumulate(prev, g, inplace)
                     prev = None
-                prim = args = outs = params = grads = a = g = None
+                prim = args = outs = params = grads = a = g = kw = None
             bad = [t for t in ct if t in self._poison and t not in keep]
             if bad:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])

@@ -49,6 +49,8 @@ def unbroadcast(ct, like):
         return None
     shape = tuple(like) if isinstance(like, (tuple, list)) else tuple(like.shape)
     cs = tuple(ct.shape)
+    if cs == shape and None not in shape:
+        return ct                     # (the common case, first)
     if len(cs) >= len(shape) and any(d is None and c != 1
                                      for d, c in zip(shape, cs[len(cs) - len(shape):])):
         if isinstance(like, (tuple, list)):

@@ -252,9 +252,16 @@ def _minmax_vjp(pick_x):
         """Ties split the gradient evenly, as TensorFlow does."""
         xs = bind(pick_x, x, y)
         eq = bind(eq_p, x, y)
-        half = ct * 0.5
         zero = bind(zeros_like_p, ct)
         gx = gy = None
+        if eq._t is None and type(eq._v) is np.ndarray and not eq._v.any():
+            # eager with no tie (relu's usual case): one select each, the same values
+            if needs[0]:
+                gx = unbroadcast(bind(select_p, xs, ct, zero), x)
+            if needs[1]:
+                gy = unbroadcast(bind(select_p, xs, zero, ct), y)
+            return gx, gy
+        half = ct * 0.5
         if needs[0]:
             gx = unbroadcast(bind(select_p, xs, ct, bind(select_p, eq, half, zero)), x)
         if needs[1]:
