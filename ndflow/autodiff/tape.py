@@ -434,7 +434,7 @@ class GradientTape:
                         kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
                     if prim.vjp_donate:
                         kw["donated"] = (inplace and not prim.multiple_results
-                                         and _sole(c_in))
+                                         and _refs(c_in) == _SOLE and _owned(c_in))
                 if prim.vjp_uses_out:
                     # a multi-result primitive's rule gets all its outputs (eigh: w and v)
                     grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
@@ -455,7 +455,9 @@ class GradientTape:
                     if prev is None:
                         ct[a._tid] = g
                     else:
-                        ct[a._tid] = _accumulate(prev, g, inplace)
+                        # summed in place where only the table holds prev and its memory
+                        ct[a._tid] = _accumulate(
+                            prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
             bad = [t for t in ct if t in self._poison and t not in keep]
@@ -574,30 +576,46 @@ class GradientTape:
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
 
 
-def _sole(c):
-    """Whether only the caller's name holds the eager array `c` and only `c` its memory (so
-    a VJP rule may write into it)."""
+def _refs(c):
+    """References to eager array `c` and to its NumPy buffer, as seen from here (compared
+    with `_SOLE` / `_SHARED`, measured the same way on arrays held as the backward pass
+    holds its own, so the counts do not depend on the interpreter's conventions)."""
     v = c._v
-    # references: the caller's name and this call's argument; c's attribute, v, the argument
-    return (type(v) is _np.ndarray and c._t is None and c._dev is None
-            and sys.getrefcount(c) == 3 and sys.getrefcount(v) == 3
-            and v.flags.owndata and v.flags.writeable)
+    if type(v) is not _np.ndarray or c._t is not None or c._dev is not None:
+        return None
+    return sys.getrefcount(c), sys.getrefcount(v)
+
+
+def _owned(c):
+    v = c._v
+    return v.flags.owndata and v.flags.writeable
+
+
+def _calibrate():
+    def probe():
+        a = _new(ndarray)
+        a._v, a._t, a._dev, a._tid = _np.empty(1), None, None, 0
+        return a
+    c = probe()
+    sole = _refs(c)                  # one name holds it (a cotangent being consumed)
+    table = {0: probe()}
+    prev = table[0]
+    shared = _refs(prev)             # the cotangent table and one name (one to sum into)
+    return sole, shared
+
+
+_SOLE, _SHARED = _calibrate()
 
 
 def _accumulate(prev, g, inplace):
-    """prev + g, written into prev's (or g's) buffer when nothing else can see it: the
-    backward pass alone holds the array and its memory (counted references), it owns that
-    memory, and the sum has its shape and dtype."""
-    if inplace and prev._t is None and g._t is None and prev._dev is None and g._dev is None:
+    """prev + g, where `inplace` says prev's buffer (the cotangent table's own, see the
+    caller) may take the sum: it has the sum's shape and dtype."""
+    if inplace:
         pv, gv = prev._v, g._v
-        if (type(pv) is _np.ndarray and type(gv) is _np.ndarray and pv.shape == gv.shape
-                and pv.dtype == gv.dtype):
-            # references: the cotangent table, the caller's and this frame's names, the
-            # call's own argument (prev); the wrapper's attribute, pv, the argument (pv)
-            if (sys.getrefcount(prev) == 4 and sys.getrefcount(pv) == 3
-                    and pv.flags.owndata and pv.flags.writeable):
-                _np.add(pv, gv, out=pv)
-                return prev
+        if (type(gv) is _np.ndarray and g._t is None and g._dev is None
+                and pv.shape == gv.shape and pv.dtype == gv.dtype):
+            _np.add(pv, gv, out=pv)
+            return prev
     return prev + g
 
 
