@@ -205,3 +205,37 @@ def test_select_kernel_is_numpys_where(dtype):
         np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
     got = tnp.where(tnp.asarray(c), tnp.asarray(x), tnp.asarray(y)).numpy()
     np.testing.assert_array_equal(got.view(np.uint8), np.where(c, x, y).view(np.uint8))
+
+
+def test_declared_reads_are_all_the_rule_reads():
+    """A record keeps only the inputs `vjp_reads` names: the rule gives the same gradients
+    when every other input is a stand-in of the same shape and dtype holding other values."""
+    from ndflow.core.primitive import REGISTRY, bind
+    rng = np.random.default_rng(5)
+    f = lambda *s: tnp.asarray(rng.standard_normal(s))
+    samples = {
+        "negative": ((f(3, 4),), {}), "positive": ((f(3, 4),), {}), "exp": ((f(3, 4),), {}),
+        "add": ((f(3, 4), f(4)), {}), "subtract": ((f(3, 1), f(3, 4)), {}),
+        "reduce_sum": ((f(3, 4),), {"axes": (1,), "keepdims": False}),
+        "select": ((tnp.asarray(rng.random((3, 4)) > 0.5), f(3, 4), f(1, 4)), {}),
+    }
+    declared = {p.name for p in REGISTRY if p.vjp_reads is not None}
+    assert declared <= set(samples), declared - set(samples)
+    for p in REGISTRY:
+        if p.name not in declared:
+            continue
+        args, params = samples[p.name]
+        out = bind(p, *args, **params)
+        ct = tnp.asarray(rng.standard_normal(out.shape))
+        kw = dict(params)
+        if p.vjp_uses_out:
+            kw["out"] = out
+        ref = p.vjp(ct, *args, **kw)
+        other = [a if i in p.vjp_reads else tnp.asarray(rng.standard_normal(a.shape)
+                                                         ).astype(a.dtype)
+                 for i, a in enumerate(args)]
+        got = p.vjp(ct, *other, **kw)
+        for r, g in zip(ref, got):
+            assert (r is None) == (g is None), p.name
+            if r is not None:
+                np.testing.assert_array_equal(g.numpy(), r.numpy(), err_msg=p.name)

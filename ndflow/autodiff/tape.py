@@ -7,6 +7,12 @@ before a write changes their memory), and writes are recorded as functional upda
 and mutation model is described in `ndflow/core/mutation.py`. Gradients are computed by calling the primitives' VJP rules, which
 bind primitives themselves: under an outer tape they are recorded (higher order), inside
 `nf.function` they become graph nodes, inside `vectorized_map` they are batched.
+
+Memory: a record keeps the values its VJP reads (`def_vjp(reads=...)`, `uses_out`); of the
+other inputs and outputs it keeps only shape, dtype and identity. The backward pass of a
+non-persistent tape releases each record once its VJP has run and each cotangent once
+consumed; in plain eager execution (no other tape or trace sees it) cotangents are summed in
+place, and a rule declared with `donate` may write into a cotangent the pass alone holds.
 """
 import contextlib
 import enum
