@@ -2,8 +2,9 @@
 
 * time: the seed guide's MLP gradient (batch 512, 32 -> 64 -> 2, float32), ndflow's tape
   against the hand-written forward + backward (`workloads.np_mlp_grads`); per call, the best
-  of many rounds of thread CPU time (less sensitive than wall time to a loaded machine), the
-  two interleaved in one process;
+  of many rounds of thread CPU time (less sensitive than wall time to a loaded machine), each
+  system in its own process (one program's frees change where the other's memory comes
+  from: the C allocator's heap, trimmed and grown again, costs page faults);
 * memory: the peak tracemalloc sees (NumPy reports its buffers to it) while computing the
   gradient of `sum(sin(x) * x)` and of `sum(1 / (1 + exp(-x)))` on a float32 array of 2**k
   elements, above what was allocated before (x itself), in arrays of x's size; ndflow and
@@ -27,7 +28,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ------------------------------------------------------------------ child measurements
-def _mlp():
+def _mlp(system):
     import ndflow as nf
     import ndflow.numpy as tnp
     from benchmarks import workloads as W
@@ -49,18 +50,15 @@ def _mlp():
 
     for g, r in zip(taped(), hand()):
         np.testing.assert_allclose(g.numpy(), r, rtol=1e-3, atol=1e-4)
+    f = hand if system == "numpy" else taped
 
-    def per_call(f, n=50):
+    def per_call(n=50):
         t = time.thread_time()
         for _ in range(n):
             f()
         return (time.thread_time() - t) / n
 
-    best = {"numpy": 1e9, "ndflow": 1e9}
-    for _ in range(30):
-        best["numpy"] = min(best["numpy"], per_call(hand))
-        best["ndflow"] = min(best["ndflow"], per_call(taped))
-    return {k: v * 1e6 for k, v in best.items()}
+    return {system: min(per_call() for _ in range(30)) * 1e6}
 
 
 def _grad_fns(which):
@@ -136,7 +134,7 @@ def main():
     a = ap.parse_args()
     if a.child:
         if a.child[0] == "mlp":
-            r = _mlp()
+            r = _mlp(a.child[1])
         else:
             r = _mem(a.child[1], int(a.child[2]), a.child[3])
         print(json.dumps(r))
@@ -149,9 +147,9 @@ def main():
     mem = {}
     for _ in range(a.rounds):
         for name, tree in trees:
-            r = _child(tree, ["mlp"])
-            for k in r:
-                mlp[name][k] = min(mlp[name][k], r[k])
+            for system in ("numpy", "ndflow"):
+                r = _child(tree, ["mlp", system])
+                mlp[name][system] = min(mlp[name][system], r[system])
     for which in ("sinx", "sigmoid"):
         for name, tree in trees:
             for system in ("numpy", "ndflow"):
