@@ -10,6 +10,11 @@
   elements, above what was allocated before (x itself), in arrays of x's size; ndflow and
   the hand-written NumPy gradient, each in a fresh process.
 
+`--top-pad BYTES` sets glibc's MALLOC_TOP_PAD_ in the measuring processes: a 128 KiB array
+freed at the top of the heap is otherwise often given back to the system and faulted in
+again at the next call (~100 page faults per MLP step, for NumPy and ndflow alike, depending
+on where long-lived objects happen to sit), which can triple a step's time.
+
 `--baseline PATH` runs the same measurements against another checkout (e.g. the main branch)
 in alternating processes, so before and after come from one run:
 
@@ -117,8 +122,10 @@ def _mem(which, log2n, system):
 
 
 # ------------------------------------------------------------------ parent
-def _child(tree, args):
+def _child(tree, args, top_pad=None):
     env = dict(os.environ, PYTHONPATH=tree + os.pathsep + HERE)
+    if top_pad:
+        env["MALLOC_TOP_PAD_"] = str(top_pad)
     # run as a file, so that `ndflow` comes from `tree` (the checkout measured)
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"] + args,
                          env=env, cwd=HERE, capture_output=True, text=True, check=True)
@@ -130,6 +137,7 @@ def main():
     ap.add_argument("--log2n", type=int, default=26)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", help="another ndflow checkout to compare with")
+    ap.add_argument("--top-pad", type=int, help="MALLOC_TOP_PAD_ for the measurements")
     ap.add_argument("--child", nargs="+")
     a = ap.parse_args()
     if a.child:
@@ -142,13 +150,14 @@ def main():
 
     trees = [("this", HERE)] + ([("baseline", os.path.abspath(a.baseline))] if a.baseline else [])
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
-          f"best of {a.rounds} rounds, checkouts alternating")
+          f"best of {a.rounds} rounds, checkouts alternating"
+          + (f"; MALLOC_TOP_PAD_={a.top_pad}" if a.top_pad else ""))
     mlp = {name: {"numpy": 1e9, "ndflow": 1e9} for name, _ in trees}
     mem = {}
     for _ in range(a.rounds):
         for name, tree in trees:
             for system in ("numpy", "ndflow"):
-                r = _child(tree, ["mlp", system])
+                r = _child(tree, ["mlp", system], a.top_pad)
                 mlp[name][system] = min(mlp[name][system], r[system])
     for which in ("sinx", "sigmoid"):
         for name, tree in trees:
