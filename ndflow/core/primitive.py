@@ -64,8 +64,9 @@ class Aval:
 
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
-                 "effect", "sink", "check", "vjp_uses_out", "vjp_reads", "vjp_needs", "vjp_donate", "returns_view", "blas", "fused",
-                 "variable_access", "run_time_check", "__weakref__")
+                 "effect", "sink", "check", "vjp_uses_out", "vjp_reads", "vjp_needs",
+                 "vjp_donate", "returns_view", "blas", "fused", "variable_access",
+                 "run_time_check", "__weakref__")
 
     def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
                  sink=False, check=False, returns_view=False, blas=False, variable_access=None,
