@@ -108,7 +108,7 @@ class FusedKernel:
         self.parallel = not uses_blas
         self.calls = 0
         self.fast = None           # bound tier-1 runner once ready
-        self.tier0 = numpy_tier.build(entry.prog)     # own pools, shared nothing mutable
+        self.tier0 = numpy_tier.build(entry.prog, self.parallel)   # own pools, nothing shared
         self.device_kernels = {}   # device backend -> its compiled kernel (False: none)
 
     def __call__(self, *xs):

@@ -6,6 +6,17 @@ results: ufuncs write with `out=` into the result buffers (pooled between calls)
 pooled temporaries, reusing a buffer as soon as its value is dead, so a chain such as
 `1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
 same dtypes, so the values are those of the unfused graph, bit for bit.
+
+Very large results (`BLOCK_MIN` elements and up) run blocked: the whole op chain runs over one
+chunk of `CHUNK_BYTES` (of its widest dtype) at a time, into chunk-sized scratch buffers that stay in the
+core's cache, and only the results are written to memory; chunks are shared out between a few
+threads (NumPy's loops release the GIL) from `THREAD_MIN` elements. This is exact too: each
+op is the same NumPy loop on the same values, only over a slice (NumPy's elementwise loops
+give an element the same bits whatever its position, alignment or the length of the call;
+tests/test_large_arrays.py checks every ufunc). Floating-point errors are NumPy's: the chunks
+run with every error that `np.errstate` does not ignore routed to a collector, and a call that
+meets any (or any exception) runs again whole, unblocked, under the caller's own error state,
+which warns, raises or calls exactly as the eager ops would.
 """
 import math
 import os
@@ -14,20 +25,35 @@ import numpy as np
 
 from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
+from . import blocks
 
 # results with fewer elements take the plain path
 LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
+# results with at least this many elements run blocked (chunk by chunk)
+BLOCK_MIN = int(os.environ.get("NDFLOW_BLOCK_MIN", 1 << 16))
+# bytes per chunk of the widest value (rounded to whole rows of the trailing dims): two or
+# three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that
+# the ~0.5 us fixed cost of each NumPy call in it is a few percent of its work
+CHUNK_BYTES = int(os.environ.get("NDFLOW_BLOCK_BYTES", 1 << 18))
+# results with at least this many elements share their chunks out between threads
+THREAD_MIN = int(os.environ.get("NDFLOW_BLOCK_THREADS_MIN", 1 << 18))
 
 
 class Plan:
-    __slots__ = ("large", "S", "size", "shapes")
+    __slots__ = ("large", "S", "size", "shapes", "block")
 
-    def __init__(self, prog, in_shapes):
+    def __init__(self, prog, in_shapes, blockable=False):
+        """`blockable`: whether the program may run blocked (`blockable(prog)`)."""
         self.shapes = runtime_shapes(prog, in_shapes)
         ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
         self.S = ew.pop() if len(ew) == 1 else None
         self.size = math.prod(self.S) if self.S is not None else 0
         self.large = self.S is not None and self.size >= LARGE_MIN
+        self.block = None
+        if blockable and self.large and self.size >= BLOCK_MIN:
+            width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
+                        [d for _, d in prog.ins])
+            self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width))
 
 
 def _how(op):
@@ -138,23 +164,46 @@ def _name(prog, v, where=None):
     return "t%d" % (v - prog.n_in)
 
 
-def generate(prog):
-    """Python source and namespace of `tier0(*operands)` for `prog`."""
+def blockable(prog):
+    """Whether the large path may run chunk by chunk: no reduction (summing chunk by chunk
+    would change NumPy's pairwise order), and every result is an operand or written into its
+    own result buffer (a result an op returns as a new array would be a chunk)."""
+    if len(prog.ops) < 2 or any(o.reduce for o in prog.ops):
+        return False
+    where, _ = assign_buffers(prog)
+    return all(v < prog.n_in or where.get(v) == ("out", k) for k, v in enumerate(prog.outputs))
+
+
+def _shares(o, xs):
+    return any(type(x) is np.ndarray and np.may_share_memory(o, x) for x in xs)
+
+
+def _threads_for(parallel):
+    def nthreads(size):
+        return blocks.threads() if parallel and size >= THREAD_MIN else 1
+    return nthreads
+
+
+def generate(prog, parallel=True):
+    """Python source and namespace of `tier0(*operands)` for `prog`. `parallel`: whether
+    blocked calls may use several threads."""
     n = prog.n_in
-    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {}}
+    blk = blockable(prog)
+    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {},
+          "_blk": blk}
     xs = ", ".join(["x%d" % i for i in range(n)] +
                    ["d%d=None" % k for k in range(len(prog.outputs))])
     ns["_donated"] = donated
     L = ["def tier0(%s):" % xs]
     if prog.static:
-        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins])
+        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins], blk)
         L.append("    plan = _static_plan")
     else:
         key = "(%s)" % "".join("x%d.shape, " % i for i in range(n))
         L += ["    key = %s" % key,
               "    plan = _plans.get(key)",
               "    if plan is None:",
-              "        plan = _plans[key] = _Plan(_prog, key)"]
+              "        plan = _plans[key] = _Plan(_prog, key, _blk)"]
     single = len(prog.outputs) == 1
     ret = (lambda names: names[0]) if single else (lambda names: "(%s)" % "".join(
         s + ", " for s in names))
@@ -176,24 +225,35 @@ def generate(prog):
             L.append("    o%d = _donated(d%d, S, _d%d)" % (k, k, k))
             L.append("    if o%d is None:" % k)
             L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
+    body = _op_lines(prog, where, ns)
+    if blk:
+        # the same statements over chunk views (operands, results, scratch), in a function of
+        # its own that blocks.run calls once per chunk
+        outs = [k for k, v in enumerate(prog.outputs) if v >= n]
+        params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
+            ["b%d" % s[1] for s in sorted(tmps)]
+        src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
+                                                  "\n".join("    " + ln for ln in body))
+        exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
+        ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
+        ns["_nthreads"] = _threads_for(parallel)
+        ns["_tdts"] = tuple(dt for _, dt in sorted(tmps.items()))
+        xt = "(%s)" % "".join("x%d, " % i for i in range(n))
+        L.append("    if plan.block is not None:")
+        for k in outs:
+            # a donated buffer that is also an operand stays out: a call that meets a
+            # floating-point error runs again unblocked and must find its operands intact
+            L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
+            L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
+        L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp, "
+                 "_nthreads(plan.size)):" % (xt, "".join("o%d, " % k for k in outs)))
+        for k in outs:
+            L.append("            _out%d.give(o%d)" % (k, k))
+        L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
     for s, dt in sorted(tmps.items()):
         ns["_dt%d" % s[1]] = dt
         L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
-    for j, o in enumerate(prog.ops):
-        v = n + j
-        args = [_name(prog, a, where) for a in o.args]
-        how = _how(o) if v in where else None
-        if how == "ufunc":
-            ns["u%d" % j] = o.prim.impl
-            L.append("    u%d(%s, out=%s)" % (j, ", ".join(args), _name(prog, v, where)))
-        elif how == "select":
-            dst = _name(prog, v, where)
-            L.append("    np.copyto(%s, %s)" % (dst, args[2]))
-            L.append("    np.copyto(%s, %s, where=%s)" % (dst, args[1], args[0]))
-        elif how == "convert":
-            L.append("    np.copyto(%s, %s, casting='unsafe')" % (_name(prog, v, where), args[0]))
-        else:
-            L.append("    t%d = f%d(%s)" % (j, j, ", ".join(args)))
+    L += ["    " + ln for ln in body]
     for s in sorted(tmps):
         L.append("    _tmp.give(b%d)" % s[1])
     for k, v in enumerate(prog.outputs):
@@ -201,6 +261,28 @@ def generate(prog):
             L.append("    _out%d.give(o%d)" % (k, k))
     L.append("    return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
     return "\n".join(L) + "\n", ns
+
+
+def _op_lines(prog, where, ns):
+    """The large path's statements, one or two per op, over the names of `where`."""
+    n = prog.n_in
+    L = []
+    for j, o in enumerate(prog.ops):
+        v = n + j
+        args = [_name(prog, a, where) for a in o.args]
+        how = _how(o) if v in where else None
+        if how == "ufunc":
+            ns["u%d" % j] = o.prim.impl
+            L.append("u%d(%s, out=%s)" % (j, ", ".join(args), _name(prog, v, where)))
+        elif how == "select":
+            dst = _name(prog, v, where)
+            L.append("np.copyto(%s, %s)" % (dst, args[2]))
+            L.append("np.copyto(%s, %s, where=%s)" % (dst, args[1], args[0]))
+        elif how == "convert":
+            L.append("np.copyto(%s, %s, casting='unsafe')" % (_name(prog, v, where), args[0]))
+        else:
+            L.append("t%d = f%d(%s)" % (j, j, ", ".join(args)))
+    return L
 
 
 def _bound(op):
@@ -211,8 +293,8 @@ def _bound(op):
     return impl
 
 
-def build(prog):
-    src, ns = generate(prog)
+def build(prog, parallel=True):
+    src, ns = generate(prog, parallel)
     exec(compile(src, "<ndflow fused %s>" % prog.describe(), "exec"), ns)
     fn = ns["tier0"]
     fn.source = src
