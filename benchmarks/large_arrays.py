@@ -80,7 +80,7 @@ def measure(p, dtype, reps, nf, tnp):
     cols = {
         "copy": lambda: np.copyto(out, y),
         "numpy": lambda: 1 / (1 + np.exp(-y)),
-        "unblocked": _build(nf, tnp, y, BLOCK_MIN=big),
+        "unblocked": _build(nf, tnp, y, BLOCK_MIN=big, THREAD_MIN=big),
         "blocked-1t": _build(nf, tnp, y, THREAD_MIN=big, BLOCK_MIN=0),
         "blocked": _build(nf, tnp, y),
     }

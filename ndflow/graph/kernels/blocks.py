@@ -26,9 +26,9 @@ _CATEGORIES = ("divide", "over", "under", "invalid")
 class Blocks:
     """How a result of shape S is cut into chunks, and how each operand is sliced."""
     __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
-                 "cap")
+                 "cap", "nthreads")
 
-    def __init__(self, S, in_shapes, chunk):
+    def __init__(self, S, in_shapes, chunk, nthreads=1):
         N = len(S)
         a = N - 1
         while a > 0 and math.prod(S[a:]) <= chunk:
@@ -44,6 +44,7 @@ class Blocks:
         self.chunk_shape = (self.m,) + self.rest
         self.cap = self.m * inner
         self.specs = [self._spec(s, N) for s in in_shapes]
+        self.nthreads = min(nthreads, self.nchunks)
 
     def _spec(self, sh, N):
         """(outer, sliced) for an operand of shape `sh`: `outer` picks, per outer dim the
@@ -108,7 +109,7 @@ def _executor():
     return _EXECUTOR
 
 
-def run(blk, body, xs, outs, tmp_dtypes, tmp_pool, nthreads):
+def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
     """Run `body(*operand views, *result views, *scratch views)` over every chunk. Returns
     True when done without any floating-point error the caller's `np.errstate` does not
     ignore, and without exceptions; False means: run the call again unblocked (results have
@@ -145,12 +146,15 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool, nthreads):
             for b in bufs:
                 tmp_pool.give(b)
 
-    if nthreads > 1 and blk.nchunks > 1:
+    if blk.nthreads > 1:
         ex = _executor()
-        futs = [ex.submit(work) for _ in range(min(nthreads, blk.nchunks) - 1)]
+        futs = [ex.submit(work) for _ in range(blk.nthreads - 1)]
         work()
         for f in futs:
-            f.result()
+            # a helper that has not started yet (its core is busy: this machine is shared)
+            # would find no chunk left: don't wait for it to be scheduled
+            if not f.cancel():
+                f.result()
     else:
         work()
     for e in failed:

@@ -29,31 +29,36 @@ from . import blocks
 
 # results with fewer elements take the plain path
 LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
-# results with at least this many elements run blocked (chunk by chunk)
-BLOCK_MIN = int(os.environ.get("NDFLOW_BLOCK_MIN", 1 << 16))
+# results with at least this many elements run blocked (chunk by chunk) even on one thread:
+# below, the whole-array ops run from the L3 cache and blocking only adds its per-chunk calls
+# (measured: 2^22 elements and less no faster blocked on one thread; 2^23, 2^24 6-10% faster)
+BLOCK_MIN = int(os.environ.get("NDFLOW_BLOCK_MIN", 1 << 22))
 # bytes per chunk of the widest value (rounded to whole rows of the trailing dims): two or
 # three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that
 # the ~0.5 us fixed cost of each NumPy call in it is a few percent of its work
 CHUNK_BYTES = int(os.environ.get("NDFLOW_BLOCK_BYTES", 1 << 18))
-# results with at least this many elements share their chunks out between threads
-THREAD_MIN = int(os.environ.get("NDFLOW_BLOCK_THREADS_MIN", 1 << 18))
+# results with at least this many elements run blocked with their chunks shared out between
+# threads (a thread's hand-off costs ~10-50 us; a 2^17-element chain of exp is ~100 us)
+THREAD_MIN = int(os.environ.get("NDFLOW_BLOCK_THREADS_MIN", 1 << 17))
 
 
 class Plan:
     __slots__ = ("large", "S", "size", "shapes", "block")
 
-    def __init__(self, prog, in_shapes, blockable=False):
-        """`blockable`: whether the program may run blocked (`blockable(prog)`)."""
+    def __init__(self, prog, in_shapes, blockable=False, parallel=False):
+        """`blockable`: whether the program may run blocked (`blockable(prog)`); `parallel`:
+        whether its chunks may be shared between threads."""
         self.shapes = runtime_shapes(prog, in_shapes)
         ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
         self.S = ew.pop() if len(ew) == 1 else None
         self.size = math.prod(self.S) if self.S is not None else 0
         self.large = self.S is not None and self.size >= LARGE_MIN
         self.block = None
-        if blockable and self.large and self.size >= BLOCK_MIN:
+        nt = blocks.threads() if parallel and self.size >= THREAD_MIN else 1
+        if blockable and self.large and (self.size >= BLOCK_MIN or nt > 1):
             width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
                         [d for _, d in prog.ins])
-            self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width))
+            self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width), nt)
 
 
 def _how(op):
@@ -178,32 +183,26 @@ def _shares(o, xs):
     return any(type(x) is np.ndarray and np.may_share_memory(o, x) for x in xs)
 
 
-def _threads_for(parallel):
-    def nthreads(size):
-        return blocks.threads() if parallel and size >= THREAD_MIN else 1
-    return nthreads
-
-
 def generate(prog, parallel=True):
     """Python source and namespace of `tier0(*operands)` for `prog`. `parallel`: whether
     blocked calls may use several threads."""
     n = prog.n_in
     blk = blockable(prog)
     ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {},
-          "_blk": blk}
+          "_blk": blk, "_par": parallel}
     xs = ", ".join(["x%d" % i for i in range(n)] +
                    ["d%d=None" % k for k in range(len(prog.outputs))])
     ns["_donated"] = donated
     L = ["def tier0(%s):" % xs]
     if prog.static:
-        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins], blk)
+        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins], blk, parallel)
         L.append("    plan = _static_plan")
     else:
         key = "(%s)" % "".join("x%d.shape, " % i for i in range(n))
         L += ["    key = %s" % key,
               "    plan = _plans.get(key)",
               "    if plan is None:",
-              "        plan = _plans[key] = _Plan(_prog, key, _blk)"]
+              "        plan = _plans[key] = _Plan(_prog, key, _blk, _par)"]
     single = len(prog.outputs) == 1
     ret = (lambda names: names[0]) if single else (lambda names: "(%s)" % "".join(
         s + ", " for s in names))
@@ -236,7 +235,6 @@ def generate(prog, parallel=True):
                                                   "\n".join("    " + ln for ln in body))
         exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
         ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
-        ns["_nthreads"] = _threads_for(parallel)
         ns["_tdts"] = tuple(dt for _, dt in sorted(tmps.items()))
         xt = "(%s)" % "".join("x%d, " % i for i in range(n))
         L.append("    if plan.block is not None:")
@@ -245,8 +243,8 @@ def generate(prog, parallel=True):
             # floating-point error runs again unblocked and must find its operands intact
             L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
             L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
-        L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp, "
-                 "_nthreads(plan.size)):" % (xt, "".join("o%d, " % k for k in outs)))
+        L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
+                 % (xt, "".join("o%d, " % k for k in outs)))
         for k in outs:
             L.append("            _out%d.give(o%d)" % (k, k))
         L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
