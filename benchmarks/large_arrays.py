@@ -10,8 +10,9 @@ that a change of machine load hits all columns alike):
     unblocked     nf.function, default (exact) tier, each op over the whole array (the
                   tier-0 path before blocking: NDFLOW_BLOCK_MIN above the size)
     blocked-1t    nf.function, default tier, chunk by chunk on one thread
-    blocked       nf.function, default tier as shipped (chunks shared between threads
-                  from NDFLOW_BLOCK_THREADS_MIN elements)
+    blocked       nf.function, default tier as shipped (from NDFLOW_BLOCK_THREADS_MIN
+                  elements chunks are shared between threads when timing shows it pays)
+    blocked-nt    the same, chunks always shared between all threads (NDFLOW_THREADS)
     fast-math     nf.function with NDFLOW_FAST_MATH=1 (numba loop with ndflow's own exp:
                   within a few ulps of NumPy, not bit for bit); absent without numba
 
@@ -46,6 +47,19 @@ def _build(nf, tnp, y, **attrs):
         for k, v in saved.items():
             setattr(numpy_tier, k, v)
     return lambda: f(ty)
+
+
+def _forced_threads(f):
+    """`f` with the thread choice off: its chunks always shared between all threads."""
+    from ndflow.graph.kernels import blocks
+
+    def g():
+        blocks.ADAPT = False
+        try:
+            return f()
+        finally:
+            blocks.ADAPT = True
+    return g
 
 
 def _fast_math(nf, tnp, y):
@@ -83,12 +97,13 @@ def measure(p, dtype, reps, nf, tnp):
         "unblocked": _build(nf, tnp, y, BLOCK_MIN=big, THREAD_MIN=big),
         "blocked-1t": _build(nf, tnp, y, THREAD_MIN=big, BLOCK_MIN=0),
         "blocked": _build(nf, tnp, y),
+        "blocked-nt": _forced_threads(_build(nf, tnp, y)),
     }
     fm = _fast_math(nf, tnp, y)
     if fm is not None:
         cols["fast-math"] = fm
     want = (1 / (1 + np.exp(-y))).view(np.uint8)
-    for name in ("unblocked", "blocked-1t", "blocked"):
+    for name in ("unblocked", "blocked-1t", "blocked", "blocked-nt"):
         got = np.asarray(cols[name]()).view(np.uint8)
         if not np.array_equal(got, want):
             raise AssertionError("%s: not NumPy's bits at 2^%d %s" % (name, p, dtype))

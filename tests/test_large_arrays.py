@@ -28,6 +28,7 @@ def blocked(request, monkeypatch):
     monkeypatch.setattr(numpy_tier, "THREAD_MIN", 64 if threaded else 1 << 62)
     if threaded:
         monkeypatch.setattr(blocks, "_NTHREADS", 3)     # more threads than this machine's cores
+        monkeypatch.setattr(blocks, "ADAPT", False)     # always threads, however fast
     runs = []
     real = blocks.run
 
@@ -245,6 +246,7 @@ def test_threads_give_the_same_bits(monkeypatch):
     monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
     monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
     monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
+    monkeypatch.setattr(blocks, "ADAPT", False)
     rng = np.random.default_rng(5)
     x, b = _specials("float32", 5000, rng), _specials("float32", 5000, rng)
     res = []
@@ -304,3 +306,21 @@ def test_exception_in_a_chunk_propagates(blocked, monkeypatch):
     g = nf.function(sigmoid(tnp))
     _same(g(y), sigmoid(np)(y.numpy()))         # fell back to the whole-array path
     assert calls
+
+
+def test_threads_are_chosen_by_timing(monkeypatch):
+    """One thread or several: each is timed, the faster runs, the slower is retried now and
+    then (so a busy spell does not switch threads off for good)."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    picks = []
+    for _ in range(3 * blocks.EXPLORE):
+        nt = blk.choose()
+        picks.append(nt)
+        blk.record(nt, 1.0 if nt == 2 else 2.0)        # threads twice as fast
+    assert picks[:2] == [2, 1]
+    assert picks.count(1) == 1 + 3                      # the first try, then every EXPLORE-th
+    blk.record(2, 10.0)                                  # threads got slow: estimate moves up
+    blk.record(2, 10.0)
+    blk.record(2, 10.0)
+    assert blk.choose() == 1

@@ -17,16 +17,21 @@ per thread (a context variable), so each thread sets the one the call asks for.
 import itertools
 import math
 import os
+import threading
+import time
 
 import numpy as np
 
 _CATEGORIES = ("divide", "over", "under", "invalid")
+# choose between one thread and several by timing both (Blocks.choose); off: always several
+ADAPT = True
+EXPLORE = 16
 
 
 class Blocks:
     """How a result of shape S is cut into chunks, and how each operand is sliced."""
     __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
-                 "cap", "nthreads")
+                 "cap", "nthreads", "calls", "est")
 
     def __init__(self, S, in_shapes, chunk, nthreads=1):
         N = len(S)
@@ -45,6 +50,30 @@ class Blocks:
         self.cap = self.m * inner
         self.specs = [self._spec(s, N) for s in in_shapes]
         self.nthreads = min(nthreads, self.nchunks)
+        self.calls = 0
+        self.est = {}            # threads -> smoothed seconds per call
+
+    def choose(self):
+        """Threads for this call. Whether a second thread pays depends on what else the
+        machine runs (on a busy 2-core machine a helper thread is scheduled late and the call
+        waits for its last chunk: measured 2.5x slower at 2^18 elements), so both ways are
+        timed: the faster one runs, the other is tried again every EXPLORE-th call."""
+        if self.nthreads <= 1 or not ADAPT:
+            return self.nthreads
+        self.calls += 1
+        one, many = self.est.get(1), self.est.get(self.nthreads)
+        if many is None:
+            return self.nthreads
+        if one is None:
+            return 1
+        best, other = (1, self.nthreads) if one < many else (self.nthreads, 1)
+        return other if self.calls % EXPLORE == 0 else best
+
+    def record(self, nthreads, seconds):
+        old = self.est.get(nthreads)
+        # a sudden slow call (preempted) moves the estimate a little, a faster one a lot
+        self.est[nthreads] = seconds if old is None or seconds < old else \
+            old + 0.25 * (seconds - old)
 
     def _spec(self, sh, N):
         """(outer, sliced) for an operand of shape `sh`: `outer` picks, per outer dim the
@@ -100,13 +129,28 @@ def threads():
     return _NTHREADS
 
 
+_EXECUTOR_LOCK = threading.Lock()
+
+
 def _executor():
     global _EXECUTOR
     if _EXECUTOR is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, threads() - 1),
-                                       thread_name_prefix="ndflow-block")
+        with _EXECUTOR_LOCK:
+            if _EXECUTOR is None:
+                from concurrent.futures import ThreadPoolExecutor
+                _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, threads() - 1),
+                                               thread_name_prefix="ndflow-block")
     return _EXECUTOR
+
+
+def _forget_executor():
+    # a forked child has none of the parent's threads: it starts its own pool when needed
+    global _EXECUTOR, _EXECUTOR_LOCK
+    _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_executor)
 
 
 def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
@@ -146,9 +190,11 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
             for b in bufs:
                 tmp_pool.give(b)
 
-    if blk.nthreads > 1:
+    nt = blk.choose()
+    t0 = time.perf_counter()
+    if nt > 1:
         ex = _executor()
-        futs = [ex.submit(work) for _ in range(blk.nthreads - 1)]
+        futs = [ex.submit(work) for _ in range(nt - 1)]
         work()
         for f in futs:
             # a helper that has not started yet (its core is busy: this machine is shared)
@@ -157,6 +203,8 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
                 f.result()
     else:
         work()
+    if not failed and not col.hit:
+        blk.record(nt, time.perf_counter() - t0)
     for e in failed:
         if not isinstance(e, Exception):
             raise e                      # KeyboardInterrupt, SystemExit: not for a re-run

@@ -55,7 +55,7 @@ class Plan:
         self.large = self.S is not None and self.size >= LARGE_MIN
         self.block = None
         nt = blocks.threads() if parallel and self.size >= THREAD_MIN else 1
-        if blockable and self.large and (self.size >= BLOCK_MIN or nt > 1):
+        if blockable and self.large and self.S and (self.size >= BLOCK_MIN or nt > 1):
             width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
                         [d for _, d in prog.ins])
             self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width), nt)
