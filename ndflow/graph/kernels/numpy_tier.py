@@ -169,14 +169,32 @@ def _name(prog, v, where=None):
     return "t%d" % (v - prog.n_in)
 
 
-def blockable(prog):
-    """Whether the large path may run chunk by chunk: no reduction (summing chunk by chunk
-    would change NumPy's pairwise order), and every result is an operand or written into its
-    own result buffer (a result an op returns as a new array would be a chunk)."""
-    if len(prog.ops) < 2 or any(o.reduce for o in prog.ops):
-        return False
+def _block_form(prog):
+    """None when the large path may not run chunk by chunk, else the buffer slot that must
+    hold a whole value (the reduced one) or False. Every elementwise result must be an
+    operand or written into its own result buffer (a result an op returns as a new array
+    would be one chunk's). A reduction must be the last op: it runs after the chunks, over
+    its whole operand, by NumPy (summing chunk by chunk would change NumPy's pairwise order),
+    so the slot of that operand is a whole buffer."""
+    ops = prog.ops
+    red = [j for j, o in enumerate(ops) if o.reduce]
+    if len(ops) - len(red) < 2 or red not in ([], [len(ops) - 1]):
+        return None
     where, _ = assign_buffers(prog)
-    return all(v < prog.n_in or where.get(v) == ("out", k) for k, v in enumerate(prog.outputs))
+    n = prog.n_in
+    last = n + len(ops) - 1
+    if not all(v < n or where.get(v) == ("out", k) or (red and v == last)
+               for k, v in enumerate(prog.outputs)):
+        return None
+    if not red:
+        return False
+    r = ops[-1].args[0]
+    return where.get(r)            # None (an operand, or not in a buffer): not blocked
+
+
+def blockable(prog):
+    """Whether the large path may run chunk by chunk (`_block_form`)."""
+    return _block_form(prog) is not None
 
 
 def _shares(o, xs):
@@ -226,16 +244,20 @@ def generate(prog, parallel=True):
             L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
     body = _op_lines(prog, where, ns)
     if blk:
-        # the same statements over chunk views (operands, results, scratch), in a function of
-        # its own that blocks.run calls once per chunk
-        outs = [k for k, v in enumerate(prog.outputs) if v >= n]
+        form = _block_form(prog)
+        # a whole buffer for the value a trailing reduction reads (chunk views of it in the
+        # body, as for results); the reduction runs once the chunks are done
+        whole = [form] if form and form[0] == "tmp" else []
+        chunk_tmps = [s for s in sorted(tmps) if s not in whole]
+        outs = [k for k, v in enumerate(prog.outputs) if where.get(v) == ("out", k)]
         params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
-            ["b%d" % s[1] for s in sorted(tmps)]
+            ["b%d" % s[1] for s in whole + chunk_tmps]
+        lines = body[:-1] if form is not False else body
         src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
-                                                  "\n".join("    " + ln for ln in body))
+                                                  "\n".join("    " + ln for ln in lines))
         exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
         ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
-        ns["_tdts"] = tuple(dt for _, dt in sorted(tmps.items()))
+        ns["_tdts"] = tuple(tmps[s] for s in chunk_tmps)
         xt = "(%s)" % "".join("x%d, " % i for i in range(n))
         L.append("    if plan.block is not None:")
         for k in outs:
@@ -243,11 +265,21 @@ def generate(prog, parallel=True):
             # floating-point error runs again unblocked and must find its operands intact
             L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
             L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
+        for s in whole:
+            ns["_dt%d" % s[1]] = tmps[s]
+            L.append("        b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
         L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
-                 % (xt, "".join("o%d, " % k for k in outs)))
+                 % (xt, "".join("o%d, " % k for k in outs) +
+                    "".join("b%d, " % s[1] for s in whole)))
+        if form is not False:
+            L.append("            " + body[-1])
+        for s in whole:
+            L.append("            _tmp.give(b%d)" % s[1])
         for k in outs:
             L.append("            _out%d.give(o%d)" % (k, k))
         L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
+        for s in whole:
+            L.append("        _tmp.give(b%d)" % s[1])
     for s, dt in sorted(tmps.items()):
         ns["_dt%d" % s[1]] = dt
         L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
