@@ -31,7 +31,7 @@ EXPLORE = 16
 class Blocks:
     """How a result of shape S is cut into chunks, and how each operand is sliced."""
     __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
-                 "cap", "nthreads", "calls", "est")
+                 "cap", "nthreads", "calls", "est", "every", "exploring")
 
     def __init__(self, S, in_shapes, chunk, nthreads=1):
         N = len(S)
@@ -52,12 +52,15 @@ class Blocks:
         self.nthreads = min(nthreads, self.nchunks)
         self.calls = 0
         self.est = {}            # threads -> smoothed seconds per call
+        self.every = EXPLORE
+        self.exploring = False
 
     def choose(self):
         """Threads for this call. Whether a second thread pays depends on what else the
         machine runs (on a busy 2-core machine a helper thread is scheduled late and the call
         waits for its last chunk: measured 2.5x slower at 2^18 elements), so both ways are
-        timed: the faster one runs, the other is tried again every EXPLORE-th call."""
+        timed: the faster one runs, the other is tried again every `every`-th call (from
+        EXPLORE, doubling while it keeps losing, up to 64 times that)."""
         if self.nthreads <= 1 or not ADAPT:
             return self.nthreads
         self.calls += 1
@@ -67,10 +70,16 @@ class Blocks:
         if one is None:
             return 1
         best, other = (1, self.nthreads) if one < many else (self.nthreads, 1)
-        return other if self.calls % EXPLORE == 0 else best
+        self.exploring = self.calls % self.every == 0
+        return other if self.exploring else best
 
     def record(self, nthreads, seconds):
         old = self.est.get(nthreads)
+        if self.exploring:
+            self.exploring = False
+            others = [t for k, t in self.est.items() if k != nthreads]
+            lost = bool(others) and seconds >= others[0]
+            self.every = min(self.every * 2, 64 * EXPLORE) if lost else EXPLORE
         # a sudden slow call (preempted) moves the estimate a little, a faster one a lot
         self.est[nthreads] = seconds if old is None or seconds < old else \
             old + 0.25 * (seconds - old)
