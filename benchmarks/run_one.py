@@ -1,9 +1,9 @@
 """Time one system on one workload, in this process, and print the result as JSON.
 
-    python -m benchmarks.run_one SYSTEM WORKLOAD [--quick] [--repeat N] [--min-time S]
-                                 [--cases KEY,...] [--columns COL,...]
+    python -m benchmarks.run_one SYSTEM WORKLOAD[,WORKLOAD...] [--quick] [--repeat N]
+                                 [--min-time S] [--cases KEY,...] [--columns COL,...]
 
-The last line of stdout is ``BENCH_JSON {...}`` with per-case, per-column median
+For each workload, in turn, stdout gets a line ``BENCH_JSON {...}`` with per-case, per-column median
 seconds per call (``null`` where the column failed), the error messages, and the contention
 probe's time before and after each measurement (see :func:`benchmarks.timing.probe`).
 Anything else a framework prints goes to stderr.
@@ -32,6 +32,9 @@ def _short(exc: BaseException) -> str:
     return first[:300]
 
 
+_SETUP = {}
+
+
 def run(system: str, workload: str, quick: bool, repeat: int, min_time: float,
         only_cases=None, only_columns=None) -> dict:
     result = {"system": system, "workload": workload, "version": None,
@@ -39,7 +42,9 @@ def run(system: str, workload: str, quick: bool, repeat: int, min_time: float,
               "not_applicable": []}
     mod = systems.impl(system)
     try:
-        result["version"] = mod.setup()
+        if system not in _SETUP:       # once per process: TF's thread settings are one-shot
+            _SETUP[system] = mod.setup()
+        result["version"] = _SETUP[system]
     except BaseException as exc:  # noqa: BLE001 - report, never crash the table
         traceback.print_exc(file=sys.stderr)
         result["setup_error"] = _short(exc)
@@ -86,7 +91,8 @@ def run(system: str, workload: str, quick: bool, repeat: int, min_time: float,
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run_one")
     p.add_argument("system", choices=sorted(systems.SYSTEMS))
-    p.add_argument("workload", choices=list(workloads.WORKLOADS))
+    p.add_argument("workload", help="a workload, or several, comma-separated: "
+                   + ",".join(workloads.WORKLOADS))
     p.add_argument("--quick", action="store_true")
     p.add_argument("--repeat", type=int, default=None)
     p.add_argument("--min-time", type=float, default=None)
@@ -98,12 +104,18 @@ def main(argv=None) -> int:
         DEFAULT_MIN_TIME_QUICK if a.quick else DEFAULT_MIN_TIME)
     split = (lambda v: None if v is None else set(v.split(",")))
 
-    # Keep stdout clean for the JSON line: library chatter goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
-        result = run(a.system, a.workload, a.quick, repeat, min_time,
-                     split(a.cases), split(a.columns))
-    sys.stdout.write(MARKER + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    names = a.workload.split(",")
+    bad = [w for w in names if w not in workloads.WORKLOADS]
+    if bad:
+        p.error(f"unknown workload(s) {bad}")
+    out = sys.stdout
+    for w in names:
+        # Keep stdout clean for the JSON lines: library chatter goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            result = run(a.system, w, a.quick, repeat, min_time, split(a.cases),
+                         split(a.columns))
+        out.write(MARKER + json.dumps(result) + "\n")
+        out.flush()
     return 0
 
 
