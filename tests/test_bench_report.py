@@ -97,3 +97,14 @@ def test_tables_only_prints_scaling_and_goals(tmp_path, capsys):
     line = [x for x in out.splitlines() if x.startswith("batch 4096")][0]
     assert line.split()[-2:] == ["0.50x", "1.00x"]        # nf.fn/np, nf eager/np
     assert "| MLP gradient b512, eager | <= 1.5x hand-written NumPy |" in out
+
+
+def test_merging_runs_keeps_each_least_contended_measurement():
+    q, noisy = [1e-3, 1e-3, 1.0, 1.0], [1e-3, 3e-3, 1.0, 1.0]
+    a = {"runs": [_run("numpy", "add", {"1": {"numpy": 5.0}, "2": {"numpy": 1.0}},
+                       {"1/numpy": noisy, "2/numpy": q})], "calibration": [1e-3]}
+    b = {"runs": [_run("numpy", "add", {"1": {"numpy": 2.0}, "2": {"numpy": 0.5}},
+                       {"1/numpy": q, "2/numpy": noisy})], "calibration": [1e-3]}
+    m = bm.merge_runs([a, b])
+    assert m["runs"][0]["results"] == {"1": {"numpy": 2.0}, "2": {"numpy": 1.0}}
+    assert a["runs"][0]["results"]["1"]["numpy"] == 5.0          # the inputs are not changed
