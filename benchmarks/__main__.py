@@ -16,8 +16,8 @@ workload shows ``n/a``; the reasons are listed under the tables.
 Contention: a fixed NumPy loop (the probe) is timed before and after every measurement, and the
 measurement's CPU time is compared with its wall time. Where the probe drifts by more than 20%
 (from itself or from the run's quietest probe), or the process got less than 1/1.2 of the CPU,
-the measurement is rerun (``--reruns``), keeping the least contended run; what stays contended
-is marked ``~``.
+the measurement is rerun (``--reruns``), keeping an uncontended run (else the fastest); what
+stays contended is marked ``~``.
 
 Peers installed in another environment (a venv kept outside the repository) run there:
 ``--peer-python /path/to/venv/bin/python`` (or NDFLOW_PEER_PYTHON, or a venv at ../peers or
@@ -133,6 +133,14 @@ def contention(probes, ref, drift):
     return score
 
 
+def _better(t, score, old_t, old_score, drift):
+    """Whether a measurement (time, contention score) replaces another of the same cell: an
+    unflagged one beats a flagged one; otherwise the faster wins (contention only adds time)."""
+    if old_t is None:
+        return True
+    return (score > 1 + drift, t) < (old_score > 1 + drift, old_t)
+
+
 def flagged_cells(results, ref, drift):
     """{(system, workload): {(case, column): score}} of the measurements to suspect."""
     out = {}
@@ -151,8 +159,8 @@ def quietest_probe(results, calibration):
 
 
 def rerun_flagged(results, args, pythons, calibration):
-    """Rerun the flagged measurements, keeping for each cell the least contended of its runs,
-    until none is flagged, ``--reruns`` rounds are done or ``--rerun-budget`` seconds spent."""
+    """Rerun the flagged measurements, keeping for each cell an unflagged run if there is one,
+    else the fastest, until none is flagged, ``--reruns`` rounds are done or ``--rerun-budget`` seconds spent."""
     t0, rounds = time.perf_counter(), 0
     for _ in range(args.reruns):
         ref = quietest_probe(results, calibration)
@@ -175,7 +183,8 @@ def rerun_flagged(results, args, pythons, calibration):
                 t = (new.get("results") or {}).get(case, {}).get(col)
                 if pr is None or t is None:
                     continue
-                if contention(pr, ref, args.drift) < score:
+                if _better(t, contention(pr, ref, args.drift),
+                           old["results"].get(case, {}).get(col), score, args.drift):
                     old["results"].setdefault(case, {})[col] = t
                     old["probes"][where] = pr
                     old["errors"].pop(where, None)
@@ -183,8 +192,9 @@ def rerun_flagged(results, args, pythons, calibration):
 
 
 def merge_runs(datas):
-    """One result from several runs of the benchmark: each measurement from the run where its
-    contention score (against the quietest probe of all the runs) is lowest."""
+    """One result from several runs of the benchmark: each measurement from a run where it was
+    not flagged as contended (against the quietest probe of all the runs), the fastest of
+    those, else the fastest of all."""
     if len(datas) == 1:
         return datas[0]
     ref = min(quietest_probe({(r["system"], r["workload"]): r for r in d["runs"]},
@@ -207,8 +217,10 @@ def merge_runs(datas):
                     if t is None or pr is None:
                         continue
                     opr = (old.get("probes") or {}).get(where)
-                    if (old["results"].get(case, {}).get(col) is None or opr is None
-                            or contention(pr, ref, drift) < contention(opr, ref, drift)):
+                    ot = old["results"].get(case, {}).get(col)
+                    if (ot is None or opr is None or _better(
+                            t, contention(pr, ref, drift), ot, contention(opr, ref, drift),
+                            drift)):
                         old["results"].setdefault(case, {})[col] = t
                         old.setdefault("probes", {})[where] = pr
                         old.get("errors", {}).pop(where, None)
@@ -279,8 +291,8 @@ def main(argv=None) -> int:
                    help="draw the figures from saved results (a --json file) and exit")
     p.add_argument("--tables-only", nargs="+", default=None, metavar="RESULTS.json",
                    help="print the tables (and goals) of saved results and exit; with several "
-                        "files, each measurement is taken from the run where it was least "
-                        "contended")
+                        "files, each measurement is the fastest of its uncontended runs (of all "
+                        "its runs when every one was contended)")
     p.add_argument("--no-plot", action="store_true", help="draw no figures")
     p.add_argument("--out", default=str(RESULTS), metavar="DIR",
                    help="where results.json and the figures go (default: benchmarks/results)")
