@@ -73,6 +73,9 @@ class OpRecord:
     # gradient is a convention not checked there: {edge: reason}; an edge is 'zeros', 'negzero',
     # 'ties' or 'mixed', '/2' after it for second order only, 'c:' before it for complex only
     edge_reasons: dict = dataclasses.field(default_factory=dict)
+    # tests/test_paths_agree.py: {exclusion: reason} for a comparison or path this record
+    # legitimately does not take part in (the kinds are paths_agree.EXCLUSIONS)
+    paths_reasons: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.call is None:
@@ -164,6 +167,8 @@ def unary_samples(domain="real"):
         out = [Sample((values(rng, s, dt, domain),), desc="shape") for s in UNARY_SHAPES]
         out.append(Sample((noncontig(rng, (3, 4), dt, domain),), desc="noncontig"))
         return out
+    # tests/test_paths_agree.py draws other shapes for this family
+    gen.family, gen.domains = "unary", (domain,)
     return gen
 
 
@@ -185,6 +190,7 @@ def binary_samples(domain="real", scalars=True):
             out.append(Sample((pyscalar(rng, dt, d0), values(rng, (3,), dt, d1)),
                               desc="python scalar"))
         return out
+    gen.family, gen.domains = "binary", (d0, d1)
     return gen
 
 
