@@ -759,3 +759,40 @@ for _reason, (_names, _edges) in NON_DIFFERENTIABLE_EDGES.items():
         for _r in (r for r in RECORDS if r.name == _n):
             for _e in _edges:
                 _r.edge_reasons[_e] = _reason
+
+
+# ------------------------------------------------------------------ paths-agree declarations
+# Where tests/test_paths_agree.py's comparison legitimately cannot be NumPy's bit for bit
+# (the kinds are listed in tests/paths_agree.py's EXCLUSIONS), the reason.
+PATHS_REASONS = {
+    "complex_nonfinite": (
+        "a complex contraction with an infinite or NaN operand: which part of each product is "
+        "NaN, inf or 0 depends on the kernel's operation order and its skipping of exact zeros "
+        "(BLAS), so only elements finite on both sides are compared",
+        ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "matvec",
+         "vecmat", "linalg.matmul", "linalg.tensordot", "linalg.vecdot", "linalg.outer",
+         "linalg.multi_dot", "convolve", "correlate", "kron", "polymul", "polyval", "poly",
+         "linalg.matrix_power", "cross", "linalg.cross", "trapezoid", "cov", "corrcoef",
+         "polyfit", "roots")),
+    "zero_sign": (
+        "which of equal elements -0.0 and 0.0 a set routine keeps depends on NumPy's unstable "
+        "sort (its SIMD quicksort), not on the values",
+        ("unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
+         "setxor1d", "intersect1d", "setdiff1d")),
+    "layouts": (
+        "NumPy's put_along_axis(axis=None) on a non-C-contiguous array raises 'assignment "
+        "destination is read-only' (its .flat view is a copy); ndflow writes as for C order",
+        ("put_along_axis",)),
+    "dynamic_size": (
+        "the remainder's length depends on its values (NumPy strips leading |c| <= 1e-8): "
+        "compiled, a run whose values decide another length raises",
+        ("polydiv",)),
+    "keep_args": (
+        "NumPy requires increasing xp and does not check it: xp gets no special values",
+        ("interp",)),
+}
+for _kind, (_why, _names) in PATHS_REASONS.items():
+    for _n in _names:
+        for _r in (r for r in RECORDS if r.name == _n):
+            _r.paths_reasons[_kind] = _why
+by_name()["interp"].paths_keep_args = (1,)

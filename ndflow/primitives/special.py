@@ -56,12 +56,17 @@ def _pointwise(scalar):
     return lambda x: np.asarray(uf(x), dtype=np.float64)
 
 
+_TINY_RECIPROCAL = 1 / np.finfo(np.float64).max
+
+
 def _lgamma(v):
     if v == -math.inf:          # SciPy's value (log|Gamma| has no limit there)
         return -math.inf
+    if v != 0 and abs(v) < _TINY_RECIPROCAL:    # SciPy (Cephes) goes through 1/x: inf
+        return math.inf
     try:
         return math.lgamma(v)
-    except ValueError:          # the poles 0, -1, -2, ...
+    except (ValueError, OverflowError):   # the poles 0, -1, -2, ...; beyond the float range
         return math.inf
 
 
