@@ -775,10 +775,29 @@ PATHS_REASONS = {
          "linalg.matrix_power", "cross", "linalg.cross", "trapezoid", "cov", "corrcoef",
          "polyfit", "roots")),
     "zero_sign": (
-        "which of equal elements -0.0 and 0.0 a set routine keeps depends on NumPy's unstable "
-        "sort (its SIMD quicksort), not on the values",
+        "the sign of a zero result is not NumPy's to define here: which of equal -0.0 and 0.0 "
+        "a set routine or a min/max reduction keeps depends on NumPy's SIMD kernels, and a "
+        "contraction's sum starts from +0.0 in some kernels (BLAS, einsum) and from the first "
+        "product in others",
         ("unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
-         "setxor1d", "intersect1d", "setdiff1d")),
+         "setxor1d", "intersect1d", "setdiff1d", "pad", "matmul", "dot", "vdot", "inner",
+         "outer", "tensordot", "einsum", "vecdot", "matvec", "vecmat", "linalg.matmul",
+         "linalg.tensordot", "linalg.vecdot", "linalg.outer", "linalg.multi_dot", "kron")),
+    "zero_sign_batched": (
+        "order statistics of equal -0.0 and 0.0: the batched sort orders them differently "
+        "from one example's sort (both valid: they compare equal)",
+        ("max", "amax", "min", "amin", "nanmax", "nanmin", "ptp", "median", "nanmedian",
+         "quantile", "nanquantile", "percentile", "nanpercentile", "sort", "partition")),
+    "value_dtype": (
+        "real input gives real eigenvalues only when all are real (NumPy's rule), and the "
+        "record splits complex results into (real, imag)",
+        ("linalg.eig", "linalg.eigvals")),
+    "nonfinite_kernel": (
+        "a transform of NaN or inf: which outputs are NaN and which inf depends on the FFT's "
+        "butterfly order",
+        tuple("fft." + n for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn",
+                                   "ifftn", "fft2", "ifft2", "rfftn", "rfft2", "irfftn",
+                                   "irfft2"))),
     "layouts": (
         "NumPy's put_along_axis(axis=None) on a non-C-contiguous array raises 'assignment "
         "destination is read-only' (its .flat view is a copy); ndflow writes as for C order",

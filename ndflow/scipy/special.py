@@ -318,7 +318,9 @@ def softmax(x, axis=None):
     x = tnp.asarray(x)
     if x.dtype.kind != "f":
         x = x.astype(np.float64)
-    return tnp.exp(x - logsumexp(x, axis=axis, keepdims=True))
+    # SciPy's formula: a NaN from inf - inf reaches the whole slice through the sum
+    shifted = tnp.exp(x - stop_gradient(tnp.max(x, axis=axis, keepdims=True)))
+    return shifted / tnp.sum(shifted, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis=None):
