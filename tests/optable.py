@@ -764,53 +764,53 @@ for _reason, (_names, _edges) in NON_DIFFERENTIABLE_EDGES.items():
 # ------------------------------------------------------------------ paths-agree declarations
 # Where tests/test_paths_agree.py's comparison legitimately cannot be NumPy's bit for bit
 # (the kinds are listed in tests/paths_agree.py's EXCLUSIONS), the reason.
-PATHS_REASONS = {
-    "complex_nonfinite": (
-        "a complex contraction with an infinite or NaN operand: which part of each product is "
-        "NaN, inf or 0 depends on the kernel's operation order and its skipping of exact zeros "
+_CONTRACTIONS = ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot",
+                 "matvec", "vecmat", "linalg.matmul", "linalg.tensordot", "linalg.vecdot",
+                 "linalg.outer", "linalg.multi_dot", "convolve", "correlate", "kron",
+                 "polymul", "polyval", "poly", "linalg.matrix_power", "cross", "linalg.cross",
+                 "trapezoid", "cov", "corrcoef", "polyfit", "roots")
+PATHS_REASONS = [
+    ("nonfinite_kernel",
+        "a contraction with NaN, inf or huge operands: which elements are NaN and which inf "
+        "depends on the summation order (max + max - inf is NaN, max - inf + max is -inf) and, "
+        "for complex operands, on the kernel's product formula and skipping of exact zeros "
         "(BLAS), so only elements finite on both sides are compared",
-        ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "matvec",
-         "vecmat", "linalg.matmul", "linalg.tensordot", "linalg.vecdot", "linalg.outer",
-         "linalg.multi_dot", "convolve", "correlate", "kron", "polymul", "polyval", "poly",
-         "linalg.matrix_power", "cross", "linalg.cross", "trapezoid", "cov", "corrcoef",
-         "polyfit", "roots")),
-    "zero_sign": (
+        _CONTRACTIONS),
+    ("zero_sign",
         "the sign of a zero result is not NumPy's to define here: which of equal -0.0 and 0.0 "
         "a set routine or a min/max reduction keeps depends on NumPy's SIMD kernels, and a "
         "contraction's sum starts from +0.0 in some kernels (BLAS, einsum) and from the first "
         "product in others",
         ("unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
-         "setxor1d", "intersect1d", "setdiff1d", "pad", "matmul", "dot", "vdot", "inner",
-         "outer", "tensordot", "einsum", "vecdot", "matvec", "vecmat", "linalg.matmul",
-         "linalg.tensordot", "linalg.vecdot", "linalg.outer", "linalg.multi_dot", "kron")),
-    "zero_sign_batched": (
+         "setxor1d", "intersect1d", "setdiff1d", "pad") + _CONTRACTIONS),
+    ("zero_sign_batched",
         "order statistics of equal -0.0 and 0.0: the batched sort orders them differently "
         "from one example's sort (both valid: they compare equal)",
         ("max", "amax", "min", "amin", "nanmax", "nanmin", "ptp", "median", "nanmedian",
          "quantile", "nanquantile", "percentile", "nanpercentile", "sort", "partition")),
-    "value_dtype": (
+    ("value_dtype",
         "real input gives real eigenvalues only when all are real (NumPy's rule), and the "
         "record splits complex results into (real, imag)",
         ("linalg.eig", "linalg.eigvals")),
-    "nonfinite_kernel": (
+    ("nonfinite_kernel",
         "a transform of NaN or inf: which outputs are NaN and which inf depends on the FFT's "
         "butterfly order",
         tuple("fft." + n for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn",
                                    "ifftn", "fft2", "ifft2", "rfftn", "rfft2", "irfftn",
                                    "irfft2"))),
-    "layouts": (
+    ("layouts",
         "NumPy's put_along_axis(axis=None) on a non-C-contiguous array raises 'assignment "
         "destination is read-only' (its .flat view is a copy); ndflow writes as for C order",
         ("put_along_axis",)),
-    "dynamic_size": (
+    ("dynamic_size",
         "the remainder's length depends on its values (NumPy strips leading |c| <= 1e-8): "
         "compiled, a run whose values decide another length raises",
         ("polydiv",)),
-    "keep_args": (
+    ("keep_args",
         "NumPy requires increasing xp and does not check it: xp gets no special values",
         ("interp",)),
-}
-for _kind, (_why, _names) in PATHS_REASONS.items():
+]
+for _kind, _why, _names in PATHS_REASONS:
     for _n in _names:
         for _r in (r for r in RECORDS if r.name == _n):
             _r.paths_reasons[_kind] = _why

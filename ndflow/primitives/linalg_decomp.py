@@ -510,7 +510,8 @@ def _svd_finite(a, what="SVD did not converge"):
 
 
 def _svd_impl(a, full_matrices, hermitian):
-    _svd_finite(a)
+    if not hermitian:           # hermitian: eigh of one triangle, which stops on its own
+        _svd_finite(a)
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
     return u, s, vh
 
@@ -595,7 +596,8 @@ def _pinv_impl(a, rcond, hermitian, scale_by_size=False):
     a = np.broadcast_to(a, batch + a.shape[-2:])
     if scale_by_size:
         rcond = rcond * max(a.shape[-2:])
-    _svd_finite(a)
+    if not hermitian:
+        _svd_finite(a)
     return np.linalg.pinv(a, rcond, hermitian=hermitian)
 
 
