@@ -366,9 +366,10 @@ _OPEN = {
         "stats.expon.logcdf", "stats.uniform.logpdf"),
     "distributions at parameters outside their domain or at inf/NaN (NaN where SciPy gives 0; "
     "SciPy's binom.pmf raises OverflowError from Boost where ndflow gives a value), "
-    "multivariate_normal at an infinite point (NaN, SciPy -inf)": (
+    "multivariate_normal at an infinite point (NaN, SciPy -inf), t at df = inf (NaN, SciPy "
+    "the normal limit)": (
         "stats.gamma.cdf", "stats.beta.cdf", "stats.beta.pdf", "stats.binom.pmf",
-        "stats.t.pdf", "stats.poisson.cdf",
+        "stats.t.pdf", "stats.t.logpdf", "stats.t.cdf", "stats.poisson.cdf",
         "stats.multivariate_normal.logpdf", "stats.multivariate_normal.pdf"),
     "expm of a matrix with inf or NaN (scaling and squaring: inf where SciPy gives NaN)": (
         "linalg.expm",),

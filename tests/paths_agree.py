@@ -485,10 +485,17 @@ def stacked_np(x):
 
 
 def thread_check(rec, case, threads=4, iterations=3):
-    """The record's eager and taped results computed by `threads` threads at once, each
-    `iterations` times, equal the single-thread results."""
+    """The record's eager, taped and compiled results computed by `threads` threads at once,
+    each `iterations` times, equal the single-thread results."""
     s = case.sample
-    want = {"eager": eager_path(rec, s), "tape": tape_path(rec, s)}
+    paths = {"eager": lambda: eager_path(rec, s), "tape": lambda: tape_path(rec, s)}
+    pos = _array_positions(s)
+    if rec.jit and pos:
+        # one compiled function shared by the threads (its trace cache and buffers too)
+        fn = nf.function(lambda *arrs: rec.call(tnp, *_with(s, pos, arrs), **s.kwargs))
+        paths["jit"] = lambda: _quiet(lambda: fn(*[_nf(a) for a in
+                                                     [fresh(s).args[i] for i in pos]]))
+    want = {k: f() for k, f in paths.items()}
     errors = []
     barrier = threading.Barrier(threads)
 
@@ -496,8 +503,8 @@ def thread_check(rec, case, threads=4, iterations=3):
         try:
             barrier.wait(timeout=10)
             for _ in range(iterations):
-                for name, fn in (("eager", eager_path), ("tape", tape_path)):
-                    got = fn(rec, s)
+                for name, run in paths.items():
+                    got = run()
                     w = want[name]
                     if isinstance(w, Raised):
                         d = None if isinstance(got, Raised) and type(got.exc) is type(w.exc) \

@@ -55,7 +55,8 @@ def test_paths_agree(rec, seed):
 
 @pytest.mark.parametrize("rec", _RECORDS)
 def test_threads_agree(rec):
-    """4 threads x 3 iterations, eager and taped, equal one thread's answer."""
+    """4 threads x 3 iterations, eager, taped and compiled (one function shared by the
+    threads), equal one thread's answer."""
     case = pa.Case(rec, 12345)
     problems = pa.thread_check(rec, case)
     assert not problems, f"{rec.name} {case!r}:\n  " + "\n  ".join(problems[:5])

@@ -192,5 +192,5 @@ def checked(x, bad, error, message):
         if bool(np.any(bad.numpy())):
             raise error(message)
         return x
-    from ..primitives.misc import runtime_error_p
-    return bind(runtime_error_p, x, bad, error=error, message=message)
+    from ..primitives.misc import runtime_error_p, error_name
+    return bind(runtime_error_p, x, bad, error=error_name(error), message=message)

@@ -367,10 +367,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
             rd = _dt.result_type(a.dtype, w.dtype, _dt.F64)
         else:
             rd = _dt.result_type(a.dtype, w.dtype)
-        from ..primitives.misc import runtime_error_p
         scl = _sum(w, axis, dtype=rd, **kd)
-        scl = bind(runtime_error_p, scl, M.equal(scl, 0), error=ZeroDivisionError,
-                   message="Weights sum to zero, can't be normalized")
+        scl = checked(scl, M.equal(scl, 0), ZeroDivisionError,
+                      "Weights sum to zero, can't be normalized")
         avg = M.true_divide(_sum(M.multiply(a, w, dtype=rd), axis, **kd), scl)
     if returned:
         if tuple(scl.shape) != tuple(avg.shape):
