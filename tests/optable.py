@@ -782,7 +782,7 @@ PATHS_REASONS = [
         "contraction's sum starts from +0.0 in some kernels (BLAS, einsum) and from the first "
         "product in others",
         ("unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
-         "setxor1d", "intersect1d", "setdiff1d", "pad") + _CONTRACTIONS),
+         "setxor1d", "intersect1d", "setdiff1d", "pad", "nanmin", "nanmax") + _CONTRACTIONS),
     ("zero_sign_batched",
         "order statistics of equal -0.0 and 0.0: the batched sort orders them differently "
         "from one example's sort (both valid: they compare equal)",

@@ -74,23 +74,29 @@ def digitize(x, bins, right=False):
         raise ValueError("object too deep for desired array" if bins.ndim > 1 else
                          "object of too small depth for desired array")
     side = "left" if right else "right"
-    if bins._t is None:
-        b = bins.numpy()
-        inc = bool(np.all(b[1:] >= b[:-1]))
-        dec = bool(np.all(b[1:] <= b[:-1]))
-        if not inc and not dec:
-            raise ValueError("bins must be monotonically increasing or decreasing")
-        if inc:
-            return searchsorted(bins, x, side=side)
-        return M.subtract(b.shape[0], searchsorted(bins[::-1], x, side=side))
-    from .reductions import all as _all
-    mono = M.logical_or(_all(M.greater_equal(bins[1:], bins[:-1])),
-                        _all(M.less_equal(bins[1:], bins[:-1])))
+    from .reductions import any as _any, argmax as _argmax
+    from .indexing import take
+    if bins.shape[0] == 0:          # no edges: monotonic, every value in bin 0
+        return searchsorted(bins, x, side=side)
+    # NumPy's monotonicity test (check_array_monotonic): skip the leading run equal to bins[0];
+    # the first different edge decides the direction (NaN: decreasing); then no pair may go the
+    # other way (comparisons with NaN are false, so NaN passes, as in NumPy)
+    neq = M.not_equal(bins[1:], bins[0])
+    has = _any(neq)
+    first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
+    up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
+    inc_ok = M.logical_not(_any(M.greater(bins[:-1], bins[1:])))
+    dec_ok = M.logical_not(_any(M.less(bins[:-1], bins[1:])))
+    decreasing = M.logical_and(has, M.logical_not(up_dir))
+    mono = M.logical_or(M.logical_not(has), M.where_(up_dir, inc_ok, dec_ok))
     bins = checked(bins, M.logical_not(mono), ValueError,
                    "bins must be monotonically increasing or decreasing")
+    if bins._t is None and decreasing._t is None:
+        if not bool(decreasing):
+            return searchsorted(bins, x, side=side)
+        return M.subtract(bins.shape[0], searchsorted(bins[::-1], x, side=side))
     up = searchsorted(bins, x, side=side)
     down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
-    decreasing = M.greater(bins[0], bins[-1])
     return M.where_(decreasing, down, up)
 
 
