@@ -16,7 +16,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
-from ._core import asarray
+from ._core import asarray, checked
 from .sorting import host, no_vmap
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
@@ -74,18 +74,29 @@ def digitize(x, bins, right=False):
         raise ValueError("object too deep for desired array" if bins.ndim > 1 else
                          "object of too small depth for desired array")
     side = "left" if right else "right"
-    if bins._t is None:
-        b = bins.numpy()
-        inc = bool(np.all(b[1:] >= b[:-1]))
-        dec = bool(np.all(b[1:] <= b[:-1]))
-        if not inc and not dec:
-            raise ValueError("bins must be monotonically increasing or decreasing")
-        if inc:
+    from .reductions import any as _any, argmax as _argmax
+    from .indexing import take
+    if bins.shape[0] == 0:          # no edges: monotonic, every value in bin 0
+        return searchsorted(bins, x, side=side)
+    # NumPy's monotonicity test (check_array_monotonic): skip the leading run equal to bins[0];
+    # the first different edge decides the direction (NaN: decreasing); then no pair may go the
+    # other way (comparisons with NaN are false, so NaN passes, as in NumPy)
+    neq = M.not_equal(bins[1:], bins[0])
+    has = _any(neq)
+    first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
+    up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
+    inc_ok = M.logical_not(_any(M.greater(bins[:-1], bins[1:])))
+    dec_ok = M.logical_not(_any(M.less(bins[:-1], bins[1:])))
+    decreasing = M.logical_and(has, M.logical_not(up_dir))
+    mono = M.logical_or(M.logical_not(has), M.where_(up_dir, inc_ok, dec_ok))
+    bins = checked(bins, M.logical_not(mono), ValueError,
+                   "bins must be monotonically increasing or decreasing")
+    if bins._t is None and decreasing._t is None:
+        if not bool(decreasing):
             return searchsorted(bins, x, side=side)
-        return M.subtract(b.shape[0], searchsorted(bins[::-1], x, side=side))
+        return M.subtract(bins.shape[0], searchsorted(bins[::-1], x, side=side))
     up = searchsorted(bins, x, side=side)
     down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
-    decreasing = M.greater(bins[0], bins[-1])
     return M.where_(decreasing, down, up)
 
 
@@ -127,6 +138,8 @@ def _outer_edges(a, range):
             if f == l_:
                 return M.subtract(first, 0.5), M.add(last, 0.5)
             return first, last
+        first = checked(first, M.logical_not(M.logical_and(M.isfinite(first), M.isfinite(last))),
+                        ValueError, "autodetected range of the data is not finite")
         same = M.equal(first, last)
         return (M.where_(same, M.subtract(first, 0.5), first),
                 M.where_(same, M.add(last, 0.5), last))
@@ -184,8 +197,8 @@ def _bin_edges(a, bins, range, weights):
         first, last = _outer_edges(a, range)
     elif np.ndim(bins) == 1:
         edges = asarray(bins)
-        if edges._t is None and np.any(edges.numpy()[:-1] > edges.numpy()[1:]):
-            raise ValueError("`bins` must increase monotonically, when an array")
+        edges = checked(edges, M.greater(edges[:-1], edges[1:]), ValueError,
+                        "`bins` must increase monotonically, when an array")
         return edges, edges.shape[0] - 1 if edges.shape[0] is not None else None
     else:
         raise ValueError("`bins` must be 1d, when an array")
@@ -194,9 +207,8 @@ def _bin_edges(a, bins, range, weights):
     if bin_type.kind in "iub":
         bin_type = _dt.result_type(bin_type, 1.0)
     edges = _linspace(first, last, n_equal + 1, dtype=bin_type)
-    if edges._t is None and np.any(edges.numpy()[:-1] >= edges.numpy()[1:]):
-        raise ValueError(f"Too many bins for data range. Cannot create {n_equal} finite-sized "
-                         f"bins.")
+    edges = checked(edges, M.greater_equal(edges[:-1], edges[1:]), ValueError,
+                    f"Too many bins for data range. Cannot create {n_equal} finite-sized bins.")
     return edges, n_equal
 
 
@@ -285,8 +297,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
             e = _linspace(smin, smax, n + 1)
         elif np.ndim(bins[i]) == 1:
             e = asarray(bins[i])
-            if e._t is None and np.any(e.numpy()[:-1] > e.numpy()[1:]):
-                raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+            e = checked(e, M.greater(e[:-1], e[1:]), ValueError,
+                        f"`bins[{i}]` must be monotonically increasing, when an array")
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
         edges.append(e)
