@@ -113,3 +113,26 @@ def test_inplace_operators_agree_with_numpy(op):
                 with nf.GradientTape():
                     return getattr(u, name)(other)
             _check(_outcome(taped), want, ctx + " taped")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_odd_reflections_are_numpys_bits_on_every_path(mode):
+    # 'odd' pads are chains of 2 * edge - chunk: infinities, NaN and -0.0 in the input must
+    # land where NumPy's rounds of reflections put them, also several periods out
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(1, 6))
+        a = rng.normal(size=(n, 2) if trial % 3 == 0 else n)
+        if trial % 5 == 0:
+            a = (a * 10).astype(np.int16)
+        else:
+            m = rng.random(a.shape)
+            a[m < 0.15] = np.inf
+            a[(m > 0.15) & (m < 0.3)] = -0.0
+            a[(m > 0.3) & (m < 0.4)] = -np.inf
+        widths = (int(rng.integers(0, 13)), int(rng.integers(0, 13)))
+        want = _outcome(lambda: np.pad(a, widths, mode=mode, reflect_type="odd"))
+        f = lambda x: tnp.pad(x, widths, mode=mode, reflect_type="odd")  # noqa: E731
+        ctx = f"pad {mode} odd {a!r} {widths}"
+        _check(_outcome(lambda: f(tnp.asarray(a))), want, ctx + " eager")
+        _check(_outcome(lambda: nf.function(f)(tnp.asarray(a))), want, ctx + " compiled")
