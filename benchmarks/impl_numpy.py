@@ -6,7 +6,10 @@ import numpy as np
 
 from . import workloads as W
 
-COLUMNS = {"numpy": "NumPy"}
+# "copy": a plain copy of the sigmoid's input (a new array, as the sigmoid's result is): the
+# memory floor the goal compares compiled elementwise kernels with
+COLUMNS = {"numpy": "NumPy", "numpy_copy": "copy"}
+UNCHECKED = {"numpy_copy"}     # its result is the input, not the sigmoid
 
 
 def setup() -> str:
@@ -15,6 +18,11 @@ def setup() -> str:
 
 def build(column, case, d):
     w = case.workload
+    if column == "numpy_copy":
+        if w != "sigmoid":
+            raise W.NotApplicable(column)
+        y = d["y"]
+        return lambda: y.copy()
     if w == "add":
         a, b = d["a"], d["b"]
         return lambda: a + b

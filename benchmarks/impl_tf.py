@@ -1,4 +1,5 @@
-"""TensorFlow: ``tf.experimental.numpy`` eager, and ``tf.function``."""
+"""TensorFlow: ``tf.experimental.numpy`` eager, ``tf.function``, and ``tf.function`` compiled by
+XLA (``jit_compile=True``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 
 from . import workloads as W
 
-COLUMNS = {"tf": "TF-NP eager", "tf_fn": "tf.function"}
+COLUMNS = {"tf": "TF-NP eager", "tf_fn": "tf.function", "tf_xla": "tf XLA"}
 
 tf = tnp = None
 
@@ -42,8 +43,11 @@ def _compute_gradients(weights, inputs, labels):
 
 
 def build(column, case, d):
-    compiled = column == "tf_fn"
-    maybe_compile = tf.function if compiled else (lambda f: f)
+    if column == "tf_xla":
+        def maybe_compile(f):
+            return tf.function(f, jit_compile=True)
+    else:
+        maybe_compile = tf.function if column == "tf_fn" else (lambda f: f)
     arr = {k: tnp.asarray(v) for k, v in d.items()}
     w = case.workload
 

@@ -1,4 +1,4 @@
-"""PyTorch: ``torch.compile`` (Inductor, CPU).
+"""PyTorch: eager, and ``torch.compile`` (Inductor, CPU).
 
 Gradients use ``torch.func`` (``grad``, ``grad_and_value``, ``vmap``) so that the whole step,
 backward pass included, is one compiled function, as ``jax.jit(jax.grad(...))`` is.
@@ -10,7 +10,7 @@ import os
 
 from . import workloads as W
 
-COLUMNS = {"torch_compile": "torch.compile"}
+COLUMNS = {"torch": "torch eager", "torch_compile": "torch.compile"}
 
 torch = None
 
@@ -48,7 +48,7 @@ def build(column, case, d):
 
     arr = {k: torch.from_numpy(v) for k, v in d.items()}
     w = case.workload
-    compile_ = torch.compile
+    compile_ = torch.compile if column == "torch_compile" else (lambda f: f)
 
     if w == "add":
         f, args = compile_(lambda a, b: a + b), (arr["a"], arr["b"])
@@ -58,14 +58,19 @@ def build(column, case, d):
         f = compile_(grad(_loss))
         args = ((arr["w1"], arr["b"], arr["w2"]), arr["x"], arr["labels"])
     elif w == "per_example_grads":
-        if case.params["via"] != "vectorized_map":
-            raise NotImplementedError("PyTorch has no map_fn (torch.compile would unroll a "
-                                      "Python loop over the examples)")
-
         def single_example_gradient(weights, inp, label):
             return grad(_loss)(weights, inp.unsqueeze(0), label.unsqueeze(0))
 
-        f = compile_(vmap(single_example_gradient, in_dims=(None, 0, 0)))
+        if case.params["via"] == "vectorized_map":
+            f = compile_(vmap(single_example_gradient, in_dims=(None, 0, 0)))
+        elif column == "torch_compile":
+            raise NotImplementedError("PyTorch has no map_fn (torch.compile would unroll a "
+                                      "Python loop over the examples)")
+        else:   # eager: what map_fn does, one example at a time
+            def f(weights, x, labels):
+                outs = [single_example_gradient(weights, x[i], labels[i])
+                        for i in range(x.shape[0])]
+                return [torch.stack(g) for g in zip(*outs)]
         args = ((arr["w1"], arr["b"], arr["w2"]), arr["x"], arr["labels"])
     elif w == "polyfit_adam":
         deg = len(W.POLY_TRUE)

@@ -19,9 +19,10 @@ from pathlib import Path
 from . import workloads
 
 # table column key -> legend text
-LEGEND = {"numpy": "NumPy", "ndflow": "ndflow eager", "ndflow_fn": "ndflow nf.function",
-          "tf": "TF eager", "tf_fn": "tf.function", "jax": "JAX", "jax_jit": "jax.jit",
-          "torch": "PyTorch", "torch_compile": "torch.compile"}
+LEGEND = {"numpy": "NumPy", "numpy_copy": "copy (memory floor)", "ndflow": "ndflow eager",
+          "ndflow_fn": "ndflow nf.function", "tf": "TF eager", "tf_fn": "tf.function",
+          "tf_xla": "tf XLA", "jax": "JAX", "jax_jit": "jax.jit", "torch": "torch eager",
+          "torch_compile": "torch.compile"}
 
 
 def _color(col):
@@ -97,7 +98,7 @@ def plot_comparison(times, path):
     keys.sort(key=lambda k: (list(workloads.WORKLOADS).index(k[0])
                              if k[0] in workloads.WORKLOADS else 99,
                              cases[k].params.get("n", 0) if k in cases else 0))
-    cols = [c for c in _column_order(times) if c != "numpy"]
+    cols = [c for c in _column_order(times) if c not in ("numpy", "numpy_copy")]
     if not keys or not cols:
         return None
     fig = _figure(max(7.0, 0.55 * len(keys) * max(1, len(cols)) / 2 + 2), 5)

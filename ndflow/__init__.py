@@ -29,24 +29,26 @@ from .compat import (constant, convert_to_tensor, cast, reduce_sum, reduce_mean,
                      identity, py_function, add_n, abs, exp, log, sqrt, maximum, minimum, where,
                      clip_by_value, one_hot, size, rank)
 from . import nn, losses, random  # noqa: F401
-from . import saved_model  # noqa: F401  (nf.saved_model.save / load)
 from . import debugging, errors  # noqa: F401  (nf.debugging, nf.errors)
 from .debugging import print_ as print  # noqa: F401,A001  (tf.print)
-from . import distribute  # noqa: F401  (strategies; mpi4py and dask load on first use)
 
 Tensor = ndarray
 __version__ = "0.1.0"
 
-# issue 9, keep/ship/see: ONNX export (the onnx package itself is imported only by export)
-from . import onnx  # noqa: F401,E402
+# Loaded on first use (`nf.summary`, ...), to keep `import ndflow` close to `import numpy`:
+# saved_model (nf.saved_model.save / load), onnx (export; the onnx package itself is imported
+# only by export), summary (TensorBoard event files written by ndflow itself), distribute
+# (strategies; mpi4py and dask load on first use), scipy (special, stats, linalg, integrate,
+# signal). A saved function that holds one of their primitives loads it (saved_model).
+_LAZY = ("saved_model", "onnx", "summary", "distribute", "scipy")
 
-# issue 9, keep/ship/see: TensorBoard summaries (event files written by ndflow itself)
-from . import summary  # noqa: F401,E402
 
-
-# issue 8: ndflow.scipy (special, stats, linalg, integrate, signal), loaded on first use
 def __getattr__(name):
-    if name == "scipy":
+    if name in _LAZY:
         import importlib
-        return importlib.import_module(".scipy", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ndflow' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -73,6 +73,9 @@ class OpRecord:
     # gradient is a convention not checked there: {edge: reason}; an edge is 'zeros', 'negzero',
     # 'ties' or 'mixed', '/2' after it for second order only, 'c:' before it for complex only
     edge_reasons: dict = dataclasses.field(default_factory=dict)
+    # tests/test_paths_agree.py: {exclusion: reason} for a comparison or path this record
+    # legitimately does not take part in (the kinds are paths_agree.EXCLUSIONS)
+    paths_reasons: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.call is None:
@@ -164,6 +167,8 @@ def unary_samples(domain="real"):
         out = [Sample((values(rng, s, dt, domain),), desc="shape") for s in UNARY_SHAPES]
         out.append(Sample((noncontig(rng, (3, 4), dt, domain),), desc="noncontig"))
         return out
+    # tests/test_paths_agree.py draws other shapes for this family
+    gen.family, gen.domains = "unary", (domain,)
     return gen
 
 
@@ -185,6 +190,7 @@ def binary_samples(domain="real", scalars=True):
             out.append(Sample((pyscalar(rng, dt, d0), values(rng, (3,), dt, d1)),
                               desc="python scalar"))
         return out
+    gen.family, gen.domains = "binary", (d0, d1)
     return gen
 
 
@@ -753,3 +759,70 @@ for _reason, (_names, _edges) in NON_DIFFERENTIABLE_EDGES.items():
         for _r in (r for r in RECORDS if r.name == _n):
             for _e in _edges:
                 _r.edge_reasons[_e] = _reason
+
+
+# ------------------------------------------------------------------ paths-agree declarations
+# Where tests/test_paths_agree.py's comparison legitimately cannot be NumPy's bit for bit
+# (the kinds are listed in tests/paths_agree.py's EXCLUSIONS), the reason.
+_CONTRACTIONS = ("matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot",
+                 "matvec", "vecmat", "linalg.matmul", "linalg.tensordot", "linalg.vecdot",
+                 "linalg.outer", "linalg.multi_dot", "convolve", "correlate", "kron",
+                 "polymul", "polyval", "poly", "linalg.matrix_power", "cross", "linalg.cross",
+                 "trapezoid", "cov", "corrcoef", "polyfit", "roots")
+PATHS_REASONS = [
+    ("nonfinite_kernel",
+        "a contraction with NaN, inf or huge operands: which elements are NaN and which inf "
+        "depends on the summation order (max + max - inf is NaN, max - inf + max is -inf) and, "
+        "for complex operands, on the kernel's product formula and skipping of exact zeros "
+        "(BLAS), so only elements finite on both sides are compared",
+        _CONTRACTIONS),
+    ("zero_sign",
+        "the sign of a zero result is not NumPy's to define here: which of equal -0.0 and 0.0 "
+        "a set routine or a min/max reduction keeps depends on NumPy's SIMD kernels, and a "
+        "contraction's sum starts from +0.0 in some kernels (BLAS, einsum) and from the first "
+        "product in others",
+        ("unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
+         "setxor1d", "intersect1d", "setdiff1d", "pad", "nanmin", "nanmax") + _CONTRACTIONS),
+    ("zero_sign_batched",
+        "order statistics of equal -0.0 and 0.0: the batched sort orders them differently "
+        "from one example's sort (both valid: they compare equal)",
+        ("max", "amax", "min", "amin", "nanmax", "nanmin", "ptp", "median", "nanmedian",
+         "quantile", "nanquantile", "percentile", "nanpercentile", "sort", "partition")),
+    ("value_dtype",
+        "real input gives real eigenvalues only when all are real (NumPy's rule), and the "
+        "record splits complex results into (real, imag)",
+        ("linalg.eig", "linalg.eigvals")),
+    ("nonfinite_kernel",
+        "a transform of NaN or inf: which outputs are NaN and which inf depends on the FFT's "
+        "butterfly order",
+        tuple("fft." + n for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn",
+                                   "ifftn", "fft2", "ifft2", "rfftn", "rfft2", "irfftn",
+                                   "irfft2"))),
+    ("layouts",
+        "NumPy's put_along_axis(axis=None) on a non-C-contiguous array raises 'assignment "
+        "destination is read-only' (its .flat view is a copy); ndflow writes as for C order",
+        ("put_along_axis",)),
+    ("dynamic_size",
+        "the remainder's length depends on its values (NumPy strips leading |c| <= 1e-8): "
+        "compiled, a run whose values decide another length raises",
+        ("polydiv",)),
+    ("known_defect",
+        "rank-deficient designs (huge, tiny or repeated x): NumPy's lstsq truncates singular "
+        "values below rcond (the minimum-norm solution), ndflow's MGS-QR does not, so the "
+        "coefficients differ (left open: needs a truncated solve that stays differentiable)",
+        ("polyfit",)),
+    ("keep_args",
+        "NumPy requires increasing xp and does not check it: xp gets no special values",
+        ("interp",)),
+    ("keep_args",
+        "explicit bin edges must increase (NumPy's precondition); NumPy's check lets a NaN edge "
+        "through and then counts garbage (negative counts from searchsorted of NaN): the edges "
+        "get no special values",
+        ("histogram",)),
+]
+for _kind, _why, _names in PATHS_REASONS:
+    for _n in _names:
+        for _r in (r for r in RECORDS if r.name == _n):
+            _r.paths_reasons[_kind] = _why
+by_name()["interp"].paths_keep_args = (1,)
+by_name()["histogram"].paths_keep_args = (1,)

@@ -162,8 +162,13 @@ def _pinv_samples(rng, dt):
         [Sample((r((3, 4)),), {"rtol": None}, "rtol=None")] if dt.kind in "fc" else [])
 
 
+# NumPy's gesdd (OpenBLAS 0.3.31) loops forever on some matrices with an infinite element and
+# returns garbage (pinv: zeros) on others; for NaN NumPy raises LinAlgError, and ndflow raises it
+# for every non-finite input (primitives/linalg_decomp.py)
+_SVD_NONFINITE = dict(paths_reasons={"nonfinite_raises": "NumPy's own SVD hangs on some "
+                                     "infinite inputs (LAPACK gesdd); LinAlgError as for NaN"})
 record("linalg.pinv", _pinv_samples, dtypes=_LA, call=_la("pinv"), tol=_LA_TOL,
-       grad_tol=(1e-5, 1e-7))
+       grad_tol=(1e-5, 1e-7), **_SVD_NONFINITE).paths_nonfinite_error = np.linalg.LinAlgError
 
 
 def _lstsq_samples(rng, dt):
@@ -180,7 +185,8 @@ def _lstsq_samples(rng, dt):
 record("linalg.lstsq", _lstsq_samples, dtypes=_LA, call=_la("lstsq"), tol=_LA_TOL,
        grad_tol=(1e-5, 1e-7), vmap=False,
        vmap_reason="its own test: the residuals of a tall matrix have a size that depends on "
-                   "the rank, so examples must agree (test_linalg.py)")
+                   "the rank, so examples must agree (test_linalg.py)",
+       **_SVD_NONFINITE).paths_nonfinite_error = np.linalg.LinAlgError
 
 # ---- decompositions ---------------------------------------------------------------------
 
@@ -258,7 +264,7 @@ def _svd_samples(rng, dt):
 
 # full_matrices=True on a non-square matrix (extra columns not unique) is in test_linalg.py
 record("linalg.svd", _svd_samples, dtypes=_LA, call=_la("svd"), tol=_LA_TOL,
-       grad_tol=(1e-5, 1e-7))
+       grad_tol=(1e-5, 1e-7), **_SVD_NONFINITE).paths_nonfinite_error = np.linalg.LinAlgError
 record("linalg.svdvals", lambda rng, dt: [
     Sample((_rect(rng, s, dt),)) for s in ((4, 3), (3, 5), (2, 3, 3))] + [
     Sample((_rect(rng, (4, 3), dt, noncontig=True),), desc="noncontig")],

@@ -346,3 +346,40 @@ srecord("signal.convolve", _conv_samples, tol=_SIG_TOL,
         unknown_dims=lambda s: "the output size depends on the input sizes (ValueError)")
 srecord("signal.correlate", _conv_samples, tol=_SIG_TOL,
         unknown_dims=lambda s: "the output size depends on the input sizes (ValueError)")
+
+
+# ------------------------------------------------------------------ paths-agree: open defects
+# tests/test_paths_agree.py found these records differing from SciPy at special values; they
+# are left open (xfail, not strict) with what differs, for the owner of ndflow.scipy to fix.
+# The explorations that found them: NDFLOW_PATHS_EXAMPLES=200 pytest tests/test_paths_agree.py
+_OPEN = {
+    "tails and limits of the special functions (NaN or a finite value where SciPy's limit is "
+    "0, inf or -0.5): zeta at q <= 0 and at s = 0 (Riemann: -0.5), gammainc/gammaincc/betainc "
+    "at x = 0 or inf and with tiny parameters, betaln at -inf": (
+        "special.zeta", "special.zeta.riemann", "special.gammainc", "special.gammaincc",
+        "special.betainc", "special.betaln"),
+    "log densities and log CDFs in the far tails (-inf where SciPy is finite near -710, or "
+    "-1e308 where it is -inf), the sign of a zero log probability (-0.0 vs SciPy's 0.0), "
+    "norm.ppf's last digits below 1e-300": (
+        "stats.norm.logcdf", "stats.norm.logsf", "stats.norm.ppf", "stats.laplace.logpdf",
+        "stats.laplace.logcdf", "stats.cauchy.logpdf", "stats.cauchy.logcdf",
+        "stats.expon.logcdf", "stats.uniform.logpdf"),
+    "distributions at parameters outside their domain or at inf/NaN (NaN where SciPy gives 0; "
+    "SciPy's binom.pmf raises OverflowError from Boost where ndflow gives a value), "
+    "multivariate_normal at an infinite point (NaN, SciPy -inf), t at df = inf (NaN, SciPy "
+    "the normal limit)": (
+        "stats.gamma.cdf", "stats.beta.cdf", "stats.beta.pdf", "stats.binom.pmf",
+        "stats.t.pdf", "stats.t.logpdf", "stats.t.cdf", "stats.poisson.cdf",
+        "stats.multivariate_normal.logpdf", "stats.multivariate_normal.pdf"),
+    "expm of a matrix with inf or NaN (scaling and squaring: inf where SciPy gives NaN)": (
+        "linalg.expm",),
+}
+for _why, _names in _OPEN.items():
+    for _n in _names:
+        for _r in (r for r in SCIPY_RECORDS if r.name == "scipy." + _n):
+            _r.paths_reasons["known_defect"] = _why
+_NONFINITE_FFT = ("SciPy's method='auto' takes the FFT for the 2-d samples, which spreads a NaN "
+                  "or inf over the whole output; ndflow's is the direct method")
+for _r in SCIPY_RECORDS:
+    if _r.name in ("scipy.signal.convolve", "scipy.signal.correlate"):
+        _r.paths_reasons["nonfinite_kernel"] = _NONFINITE_FFT

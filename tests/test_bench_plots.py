@@ -85,12 +85,13 @@ def test_benchmark_progress_bar(monkeypatch, tmp_path, capsys, no_progress):
     monkeypatch.setenv("NDFLOW_PROGRESS", "1")            # as on a terminal
     monkeypatch.setitem(sys.modules, "tqdm", None)         # the plain bar: predictable text
     runs = {(r["system"], r["workload"]): r for r in _runs()["runs"]}
-    monkeypatch.setattr(bm, "run_subprocess", lambda s, w, args, python=None: runs[(s, w)])
+    monkeypatch.setattr(bm, "run_subprocess", lambda s, names, args, python=None, **kw:
+                        {w: runs[(s, w)] for w in names})
     argv = ["--systems", "numpy,ndflow", "--workloads", "sigmoid,add", "--no-plot",
             "--out", str(tmp_path)] + (["--no-progress"] if no_progress else [])
     assert main(argv) == 0
     err = capsys.readouterr().err
     if no_progress:
-        assert "[bench]  numpy sigmoid ..." in err and "4/4 run" not in err
+        assert "[bench]  numpy sigmoid,add ..." in err and "2/2 system" not in err
     else:
-        assert "add / ndflow: 4/4 run" in err and "[bench]  numpy" not in err
+        assert "ndflow: 2/2 system" in err and "[bench]  numpy" not in err

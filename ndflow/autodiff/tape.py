@@ -7,10 +7,19 @@ before a write changes their memory), and writes are recorded as functional upda
 and mutation model is described in `ndflow/core/mutation.py`. Gradients are computed by calling the primitives' VJP rules, which
 bind primitives themselves: under an outer tape they are recorded (higher order), inside
 `nf.function` they become graph nodes, inside `vectorized_map` they are batched.
+
+Memory: a record keeps the values its VJP reads (`def_vjp(reads=...)`, `uses_out`); of the
+other inputs and outputs it keeps only shape, dtype and identity. The backward pass of a
+non-persistent tape releases each record once its VJP has run and each cotangent once
+consumed; in plain eager execution (no other tape or trace sees it) cotangents are summed in
+place, and a rule declared with `donate` may write into a cotangent the pass alone holds.
 """
 import contextlib
 import enum
+import sys
 import weakref
+
+import numpy as _np
 
 from ..core.ndarray import ndarray, new_tid
 from ..core.primitive import bind, Primitive
@@ -20,6 +29,8 @@ from ..core import tree
 from ..core import mutation as _mut
 from ..core.mutation import alias as _alias, root_of as _root_of
 from ..core.variable import VariableBase
+
+_new = object.__new__
 
 
 
@@ -31,6 +42,27 @@ def live_tapes():
 class UnconnectedGradients(enum.Enum):
     NONE = "none"
     ZERO = "zero"
+
+
+_GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
+_DIFF = {}      # dtype -> whether gradients flow through it
+
+
+def _ghost(a):
+    """A handle with `a`'s identity, shape and dtype that holds none of its memory (for a
+    value whose VJP reads only its shape); `a` itself when it is not an eager NumPy array."""
+    v = a._v
+    if type(v) is not _np.ndarray or a._t is not None:
+        return _alias(a)
+    key = (v.shape, v.dtype)
+    z = _GHOSTS.get(key)
+    if z is None:
+        if len(_GHOSTS) > 256:
+            _GHOSTS.clear()
+        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), v.dtype), v.shape)
+    h = _new(ndarray)
+    h._v, h._t, h._dev, h._tid = z, None, a._dev, a._tid
+    return h
 
 
 def _ensure_tid(x):
@@ -145,44 +177,74 @@ class GradientTape:
     def _record(self, prim, args, outs, params):
         conn = self._connected
         for a in args:
-            if a._tid and a._tid in conn:
+            if a._tid in conn:
                 break
         else:
             return
         if type(outs) is not tuple:
             outs = (outs,)
         keep = self._keep
-        handles = tuple(map(keep, args))
+        reads = prim.vjp_reads
+        if reads is None:
+            handles = tuple(map(keep, args))
+        else:
+            # the rule reads only the shapes of the other inputs: the tape does not keep
+            # their memory alive (the backward pass of a long chain holds what it needs only)
+            handles = tuple(keep(a) if i in reads else _ghost(a) for i, a in enumerate(args))
         outh = []
+        uses_out = prim.vjp_uses_out
         for o in outs:
-            tid = _ensure_tid(o)
-            conn.add(tid)
-            outh.append(keep(o) if prim.vjp_uses_out else _alias(o))
-            self._see(o, tid)
-        if len(outs) == 1 and _mut.is_view_record(prim, args):
-            o = outs[0]
-            if o._t is None and args[0]._t is None:
-                # the base is held (as NumPy's .base) so a chain through a temporary view
-                # still leads back to the written array
-                self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
+            if not o._tid:
+                o._tid = new_tid()
+            conn.add(o._tid)
+            outh.append(keep(o) if uses_out else _ghost(o))
+        if prim.returns_view:
+            # only a view shares memory with another array (every other primitive returns
+            # fresh buffers): the arrays a later write must bring up to date (_adopt). An
+            # array written in place is seen when it is written.
+            for o in outs:
+                self._see(o, o._tid)
+            for a in args:
+                if a._tid:
+                    self._see(a, a._tid)
+            if len(outs) == 1 and _mut.is_view_record(prim, args):
+                o = outs[0]
+                if o._t is None and args[0]._t is None:
+                    # the base is held (as NumPy's .base) so a chain through a temporary
+                    # view still leads back to the written array
+                    self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
         self._records.append((prim, handles, tuple(outh), params))
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
     def _keep(self, a):
         """A handle on `a`'s value for a record: copied before a write reaches its memory."""
-        h = _alias(a)
-        v = a._v
-        if a._t is not None or not _mut.is_buffer(v):
+        h = _new(ndarray)
+        v = h._v = a._v
+        h._dev = a._dev
+        h._tid = a._tid
+        if a._t is not None:
+            h._t = a._t
+            h._aux = getattr(a, "_aux", None)
             return h
-        rid = id(_root_of(v))
+        h._t = None
+        if type(v) is _np.ndarray:
+            rid = id(v) if v.base is None else id(_root_of(v))
+        elif _mut.is_buffer(v):
+            rid = id(_root_of(v))
+        else:
+            return h
+        # weakly: a handle dropped with its record (the backward pass of a non-persistent
+        # tape releases them as it goes) needs no copy
+        r = weakref.ref(h)
         with _mut.LOCK:
-            if not self._mem:
+            mem = self._mem
+            if not mem:
                 _mut.hold(self)
-            lst = self._mem.get(rid)
+            lst = mem.get(rid)
             if lst is None:
-                self._mem[rid] = [h]
+                mem[rid] = [r]
             else:
-                lst.append(h)
+                lst.append(r)
         return h
 
     def _see(self, o, tid):
@@ -199,8 +261,10 @@ class GradientTape:
         (each handle is copied at most once; called under core.mutation.LOCK)."""
         lst = self._mem.pop(rid, None)
         if lst:
-            for h in lst:
-                h._v = h._v.copy()
+            for r in lst:
+                h = r()
+                if h is not None:
+                    h._v = h._v.copy()
             if not self._mem:
                 _mut.release(self)
 
@@ -214,6 +278,9 @@ class GradientTape:
         """`x` was written in place and took its new value's identity (already recorded);
         bring the other arrays this tape knows that share x's memory up to date."""
         conn = self._connected
+        if old._tid and old._tid in conn:
+            # x as the tape first saw it (a gradient source names that value)
+            self._see(x, old._tid)
         if x._tid not in conn:
             return
         self._see(x, x._tid)
@@ -278,14 +345,24 @@ class GradientTape:
         if not self._persistent and self._used:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
                                "set of gradients (or jacobians)")
-        res = self._gradient(target, sources, output_gradients, unconnected_gradients)
+        try:
+            res = self._gradient(target, sources, output_gradients, unconnected_gradients,
+                                 consume=not self._persistent)
+        except BaseException:
+            if getattr(self, "_consumed", False):
+                # the backward pass had begun releasing the records: the tape cannot be
+                # used again (rather than give gradients from what is left)
+                self._used = True
+                self._reset_memory()
+            raise
         if not self._persistent:
             self._used = True
             self._records = []
             self._reset_memory()
         return res
 
-    def _gradient(self, target, sources, output_gradients, unconnected_gradients):
+    def _gradient(self, target, sources, output_gradients, unconnected_gradients,
+                  consume=False):
         from .. import numpy as tnp
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
@@ -322,31 +399,73 @@ class GradientTape:
                     for v in self._var_reads.get(id(s), (None, []))[1]:
                         keep.add(v._tid)
             conn = self._connected
-            for prim, args, outs, params in reversed(self._records):
-                cts = [ct.get(o._tid) if o._tid in keep else ct.pop(o._tid, None) for o in outs]
-                if all(c is None for c in cts):
-                    continue
+            recs = self._records
+            if consume:
+                # nothing records on this tape any more: the backward pass releases each
+                # record (its saved values) once it is used, and each cotangent once consumed
+                self._records = []
+                self._links = {}
+                self._consumed = True
+            # cotangents are summed in place into buffers only the backward pass holds,
+            # where nothing observes the sum (no other tape, trace or check is active)
+            inplace = st.fast
+            for i in range(len(recs) - 1, -1, -1):
+                prim, args, outs, params = recs[i]
+                if consume:
+                    recs[i] = None
+                if len(outs) == 1:
+                    tid = outs[0]._tid
+                    c = ct.get(tid) if tid in keep else ct.pop(tid, None)
+                    if c is None:
+                        continue
+                    cts = (c,)
+                else:
+                    cts = [ct.get(o._tid) if o._tid in keep else ct.pop(o._tid, None)
+                           for o in outs]
+                    if all(c is None for c in cts):
+                        continue
                 if prim.vjp is None:
                     raise LookupError(f"No gradient defined for operation '{prim.name}' "
                                       f"(ndflow primitive without a VJP rule)")
                 if prim.multiple_results:
-                    cts = [c if c is not None else tnp.zeros_like(o) for c, o in zip(cts, outs)]
-                    c_in = tuple(cts)
+                    c_in = tuple(c if c is not None else tnp.zeros_like(o)
+                                 for c, o in zip(cts, outs))
                 else:
                     c_in = cts[0]
+                cts = c = None
+                kw = params
+                if prim.vjp_needs or prim.vjp_donate:
+                    kw = dict(params)
+                    if prim.vjp_needs:
+                        kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                    if prim.vjp_donate:
+                        kw["donated"] = (inplace and not prim.multiple_results
+                                         and _refs(c_in) == _SOLE and _owned(c_in))
                 if prim.vjp_uses_out:
                     # a multi-result primitive's rule gets all its outputs (eigh: w and v)
                     grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
-                                     else outs[0], **params)
+                                     else outs[0], **kw)
                 else:
-                    grads = prim.vjp(c_in, *args, **params)
+                    grads = prim.vjp(c_in, *args, **kw)
+                c_in = None
                 for a, g in zip(args, grads):
                     if g is None or not a._tid or a._tid not in conn:
                         continue
-                    if not _dt.is_differentiable(a.dtype):
+                    d = a.dtype
+                    ok = _DIFF.get(d)
+                    if ok is None:
+                        ok = _DIFF[d] = _dt.is_differentiable(d)
+                    if not ok:
                         continue
                     prev = ct.get(a._tid)
-                    ct[a._tid] = g if prev is None else prev + g
+                    if prev is None:
+                        ct[a._tid] = g
+                    else:
+                        # summed in place where only the table holds prev and its memory
+                        ct[a._tid] = _accumulate(
+                            prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
+                    prev = None
+                prim = args = outs = params = grads = a = g = kw = None
             bad = [t for t in ct if t in self._poison and t not in keep]
             if bad:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
@@ -461,6 +580,49 @@ class GradientTape:
             return None
         rows = tnp.moveaxis(rows, 0, 1)        # (b, m, source...)
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
+
+
+def _refs(c):
+    """References to eager array `c` and to its NumPy buffer, as seen from here (compared
+    with `_SOLE` / `_SHARED`, measured the same way on arrays held as the backward pass
+    holds its own, so the counts do not depend on the interpreter's conventions)."""
+    v = c._v
+    if type(v) is not _np.ndarray or c._t is not None or c._dev is not None:
+        return None
+    return sys.getrefcount(c), sys.getrefcount(v)
+
+
+def _owned(c):
+    v = c._v
+    return v.flags.owndata and v.flags.writeable
+
+
+def _calibrate():
+    def probe():
+        a = _new(ndarray)
+        a._v, a._t, a._dev, a._tid = _np.empty(1), None, None, 0
+        return a
+    c = probe()
+    sole = _refs(c)                  # one name holds it (a cotangent being consumed)
+    table = {0: probe()}
+    prev = table[0]
+    shared = _refs(prev)             # the cotangent table and one name (one to sum into)
+    return sole, shared
+
+
+_SOLE, _SHARED = _calibrate()
+
+
+def _accumulate(prev, g, inplace):
+    """prev + g, where `inplace` says prev's buffer (the cotangent table's own, see the
+    caller) may take the sum: it has the sum's shape and dtype."""
+    if inplace:
+        pv, gv = prev._v, g._v
+        if (type(gv) is _np.ndarray and g._t is None and g._dev is None
+                and pv.shape == gv.shape and pv.dtype == gv.dtype):
+            _np.add(pv, gv, out=pv)
+            return prev
+    return prev + g
 
 
 @contextlib.contextmanager

@@ -132,14 +132,63 @@ class _NotArray(TypeError):
     pass
 
 
+def _power_as_unary(self, other):
+    """NumPy's `a ** k` on a float or complex array with an exact Python int -1 or 2, or float
+    0.5, runs reciprocal, square or sqrt instead of power (its operator's "fast scalar power");
+    their values differ from power's at special inputs (complex infinities, float16 -0.0), so
+    the operator follows it on every path. `tnp.power` stays power, as `np.power` does."""
+    t = type(other)
+    if t is int:
+        unary = "reciprocal" if other == -1 else "square" if other == 2 else None
+    elif t is float:
+        unary = "sqrt" if other == 0.5 else None
+    else:
+        return None
+    # bfloat16 (kind 'V') is not one of NumPy's float types there; a bool array squares too
+    # (to int8, where power gives int64)
+    kinds = "fcb" if unary == "square" else "fc"
+    return unary if unary is not None and self.dtype.kind in kinds else None
+
+
+def _power_op(generic):
+    def __pow__(self, other, mod=None):
+        if mod is not None:
+            return NotImplemented
+        unary = _power_as_unary(self, other)
+        if unary is not None:
+            return getattr(_tnp, unary)(self)
+        return generic(self, other)
+    return __pow__
+
+
+def _check_inplace_cast(np_fn, self, other):
+    # the result dtype from NumPy itself, on empty stand-ins (Python scalars stay weak)
+    o = other
+    if isinstance(other, ndarray) or hasattr(other, "dtype"):
+        o = np.empty(0, dtype=other.dtype)
+    elif not isinstance(other, (bool, int, float, complex)):
+        return
+    try:
+        rt = np_fn(np.empty(0, dtype=self.dtype), o).dtype
+    except Exception:
+        return                      # the operation itself raises below, with its own error
+    if rt != self.dtype and not np.can_cast(rt, self.dtype, casting="same_kind"):
+        raise TypeError(f"Cannot cast ufunc {np_fn.__name__!r} output from {rt!r} to "
+                        f"{self.dtype!r} with casting rule 'same_kind'")
+
+
 def _inplace(name):
     np_fn = getattr(np, name)
 
     def op(self, other):
+        unary = _power_as_unary(self, other) if name == "power" else None
         if STATE.fast and self._dev is None and not _mut.HOLDERS:
             v = self._v
             if not isinstance(v, np.ndarray):
                 v = self._v = np.array(v)
+            if unary is not None:
+                getattr(np, unary)(v, out=v)
+                return self
             o = other._v if type(other) is ndarray and other._dev is None else other
             if isinstance(o, ndarray):
                 o = o.numpy()
@@ -148,7 +197,11 @@ def _inplace(name):
         # a traced write into an eager array happens at every call: it becomes a graph value
         # before the operation reads it (core/mutation.py)
         _mut.begin(self)
-        res = getattr(_tnp, name)(self, other)
+        if unary is None:
+            # NumPy refuses the cast of the result into `self` before it computes anything
+            # (so `bool_array **= -1` is a casting error, not the negative-power error)
+            _check_inplace_cast(np_fn, self, other)
+        res = getattr(_tnp, unary)(self) if unary is not None else getattr(_tnp, name)(self, other)
         if res.dtype != self.dtype:
             if not np.can_cast(res.dtype, self.dtype, casting="same_kind"):
                 raise TypeError(f"Cannot cast ufunc {name!r} output from {res.dtype!r} to "
@@ -702,7 +755,7 @@ class ndarray:
     __rfloordiv__ = _fast_binary(np.floor_divide, "floor_divide", reflected=True)
     __mod__ = _fast_binary(np.remainder, "remainder")
     __rmod__ = _fast_binary(np.remainder, "remainder", reflected=True)
-    __pow__ = _fast_binary(np.power, "power")
+    __pow__ = _power_op(_fast_binary(np.power, "power"))
     __rpow__ = _fast_binary(np.power, "power", reflected=True)
     __matmul__ = _fast_binary(np.matmul, "matmul")
     __rmatmul__ = _fast_binary(np.matmul, "matmul", reflected=True)

@@ -64,8 +64,9 @@ class Aval:
 
 class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
-                 "effect", "sink", "check", "vjp_uses_out", "returns_view", "blas", "fused",
-                 "variable_access", "run_time_check", "__weakref__")
+                 "effect", "sink", "check", "vjp_uses_out", "vjp_reads", "vjp_needs",
+                 "vjp_donate", "returns_view", "blas", "fused", "variable_access",
+                 "run_time_check", "__weakref__")
 
     def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
                  sink=False, check=False, returns_view=False, blas=False, variable_access=None,
@@ -83,6 +84,12 @@ class Primitive:
         self.check = check            # inspects and may raise (check_numerics)
         self.vjp_uses_out = False     # vjp(ct, *primals, out=..., **params); out: all outputs
         #                               (a tuple) for multiple_results
+        self.vjp_reads = None         # positions of the inputs whose *values* the VJP reads
+        #                               (None: all); a tape keeps only the shape of the others
+        self.vjp_needs = False        # vjp(..., needs=(bool per input)): the tape says which
+        #                               input gradients it uses (the others may be None)
+        self.vjp_donate = False       # vjp(..., donated=bool): True when the rule may write
+        #                               into the cotangent's buffer (the tape alone held it)
         self.returns_view = returns_view
         self.blas = blas
         self.fused = False
@@ -115,10 +122,18 @@ class Primitive:
         self.abstract = f
         return f
 
-    def def_vjp(self, f=None, *, uses_out=False):
+    def def_vjp(self, f=None, *, uses_out=False, reads=None, needs=False, donate=False):
+        """`reads`: the inputs whose values the rule reads (None: all of them; the others
+        only by shape and dtype), so a tape need not keep the rest alive. `needs`: the rule
+        takes `needs=` (a bool per input; absent means all), and may return None for an input
+        whose gradient is not needed. `donate`: the rule takes `donated=` (absent: False);
+        True hands it the cotangent's buffer to write into (eager, nothing else holds it)."""
         def reg(g):
             self.vjp = g
             self.vjp_uses_out = uses_out
+            self.vjp_reads = None if reads is None else tuple(reads)
+            self.vjp_needs = needs
+            self.vjp_donate = donate
             return g
         return reg(f) if f is not None else reg
 
@@ -184,6 +199,18 @@ def _leaked(prim, trace):
 
 def bind_slow(prim, args, params):
     st = STATE
+    if not st.traces and st.device is None and not st.check_numerics:
+        # eager under tapes only (the common recording case): the fast path's kernel call,
+        # then the tapes record
+        for a in args:
+            if a._dev is not None:
+                break
+        else:
+            out = prim.impl(*[a._v for a in args], **params)
+            outs = tuple(map(_wrap, out)) if prim.multiple_results else _wrap(out)
+            for tape in st.tapes:
+                tape._record(prim, args, outs, params)
+            return outs
     top = find_top_trace(prim, args)
     if top is None:
         outs = _eager_apply(prim, args, params)

@@ -65,7 +65,6 @@ from .poly_ops import (convolve, correlate, polyval, polyadd, polysub, polymul, 
 from .windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
 from .functional import apply_along_axis, apply_over_axes, vectorize, frompyfunc  # noqa: F401
 from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumerate  # noqa
-from . import random  # noqa: F401
 from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
 from . import fft  # noqa: F401
 from . import lib  # noqa: F401
@@ -130,3 +129,12 @@ def experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mo
 
 
 _ndmod._tnp = _sys.modules[__name__]
+
+
+def __getattr__(name):
+    # tnp.random is loaded on first use: it imports numpy.random (its bit generators), which
+    # `import numpy` does not, and which costs `import ndflow` about a tenth of its time
+    if name == "random":
+        import importlib
+        return importlib.import_module(".random", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,8 +64,13 @@ def expand_to(v, x, axis, width):
     shape = list(x.shape)
     shape[axis] = width
     if None in shape:
-        v = bind(E.add_p, blank(x, axis), v) if v.dtype != np.bool_ else \
-            bind(E.logical_or_p, blank(x, axis), v)
+        if v.dtype == np.bool_:
+            v = bind(E.logical_or_p, blank(x, axis), v)
+        else:
+            # -0.0 is the additive identity (0.0 + -0.0 would be 0.0): the broadcast keeps
+            # every value bit for bit
+            z = blank(x, axis)
+            v = bind(E.add_p, bind(E.neg_p, z) if z.dtype.kind in "fc" else z, v)
     if tuple(v.shape) == tuple(shape):
         return v
     return bind(S.broadcast_to_p, v, shape=tuple(shape))

@@ -182,3 +182,17 @@ def fast_operands(*xs):
     if py_float and any(getattr(b, "dtype", None) == _dt.BFLOAT16 for b in out):
         return None   # ml_dtypes' loops would give float32; NEP 50 keeps bfloat16
     return out
+
+
+def checked(x, bad, error, message):
+    """`x`, with NumPy's `error(message)` raised where any element of `bad` is true: at once for
+    concrete values, at every run of a compiled function (and per batch under vectorized_map)
+    for traced ones. A value-dependent error of NumPy's must not be an eager-only check; the
+    returned array must be used in place of `x` so the check stays in the graph."""
+    x, bad = asarray(x), asarray(bad)
+    if x._t is None and bad._t is None:
+        if bool(np.any(bad.numpy())):
+            raise error(message)
+        return x
+    from ..primitives.misc import runtime_error_p, error_name
+    return bind(runtime_error_p, x, bad, error=error_name(error), message=message)

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ._core import asarray
+from ._core import asarray, checked
 
 
 # ------------------------------------------------------------------ from host objects
@@ -68,14 +68,14 @@ def asfortranarray(a, dtype=None, *, like=None):
 
 
 def asarray_chkfinite(a, dtype=None, order=None):
-    """`asarray` that raises ValueError on NaN or infinity, as `numpy.asarray_chkfinite`. The
-    check needs the values: on traced arrays it cannot raise and is skipped."""
+    """`asarray` that raises ValueError on NaN or infinity, as `numpy.asarray_chkfinite` (at
+    every call of a compiled function too)."""
     x = asarray(a, dtype)
-    if x._t is None and x.dtype.kind in "fc":
+    if x.dtype.kind in "fc":
         from .reductions import all as all_
-        from .math import isfinite
-        if not bool(all_(isfinite(x))):
-            raise ValueError("array must not contain infs or NaNs")
+        from .math import isfinite, logical_not
+        x = checked(x, logical_not(all_(isfinite(x))), ValueError,
+                    "array must not contain infs or NaNs")
     return x
 
 

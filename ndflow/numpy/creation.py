@@ -338,9 +338,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     dt = np.result_type(_proto(start), _proto(stop), float(num),
                         np.zeros((), np.dtype(dtype) if dtype is not None else None))
     start, stop = asarray(start), asarray(stop)
-    if start._t is None and stop._t is None and (
-            bool(any_(start == 0)) or bool(any_(stop == 0))):
-        raise ValueError("Geometric sequence cannot include zero")
+    from ._core import checked     # a value-dependent error: at every compiled call too
+    start = checked(start, any_(start == 0) | any_(stop == 0), ValueError,
+                    "Geometric sequence cannot include zero")
     start, stop = start.astype(dt), stop.astype(dt)
     # rotate start onto the positive real axis, space, rotate back (NumPy's way of allowing
     # negative and complex endpoints)

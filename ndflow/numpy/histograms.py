@@ -16,7 +16,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
-from ._core import asarray
+from ._core import asarray, checked
 from .sorting import host, no_vmap
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
@@ -61,23 +61,6 @@ def bincount(x, /, weights=None, minlength=0):
     return bind(S.bincount_p, x, *ws, minlength=minlength, length=length)
 
 
-def _monotonicity(b):
-    """NumPy's `_monotonicity` (1 increasing, -1 decreasing, 0 neither), NaN included: on the
-    bins as float64, the direction is set by the first element unequal to the first one
-    (increasing only if it compares greater), and only later steps that compare against that
-    direction refuse. All-equal or empty bins are increasing."""
-    b = np.asarray(b)
-    b = b.astype(np.float64) if b.dtype.kind in "biuf" else b
-    with np.errstate(invalid="ignore"):
-        ne = np.flatnonzero(b[1:] != b[0]) if b.size else np.empty(0, np.intp)
-        if not ne.size:
-            return 1
-        i = int(ne[0]) + 1
-        if b[0] < b[i]:
-            return 0 if np.any(b[i:-1] > b[i + 1:]) else 1
-        return 0 if np.any(b[i:-1] < b[i + 1:]) else -1
-
-
 @composite(np.digitize)
 def digitize(x, bins, right=False):
     """Indices of the bins each value falls in, as `numpy.digitize` (bins increasing or
@@ -91,43 +74,30 @@ def digitize(x, bins, right=False):
         raise ValueError("object too deep for desired array" if bins.ndim > 1 else
                          "object of too small depth for desired array")
     side = "left" if right else "right"
-    if bins._t is None:
-        mono = _monotonicity(bins.numpy())
-        if mono == 0:
-            raise ValueError("bins must be monotonically increasing or decreasing")
-        if mono == 1:
-            return searchsorted(bins, x, side=side)
-        return M.subtract(bins.shape[0], searchsorted(bins[::-1], x, side=side))
-    # the bins' values are known at run time only: the same rule as array operations, its
-    # refusal a run-time error
-    mono = _monotonicity_traced(bins)
-    from ..primitives.misc import runtime_error_p
-    up = searchsorted(bins, x, side=side)
-    up = bind(runtime_error_p, up, M.equal(mono, 0), error=ValueError,
-              message="bins must be monotonically increasing or decreasing")
-    down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
-    return M.where_(M.equal(mono, -1), down, up)
-
-
-def _monotonicity_traced(bins):
-    """`_monotonicity` of bins whose values (or length, at least 1) are known at run time
-    only: a 0-d int64 array."""
     from .reductions import any as _any, argmax as _argmax
     from .indexing import take
-    b = _cast(bins, _dt.F64) if bins.dtype.kind in "biuf" else bins
-    first = b[0]
-    ne = M.not_equal(b[1:], first)
-    # the first element unequal to the first (n if none: the True appended)
-    i = M.add(_argmax(concatenate([ne, M.logical_or(first, True)[None]])), 1)
-    from ..primitives.indexing import iota_p
-    k = bind(iota_p, ne, axis=0)
-    later = M.greater_equal(k, i)              # the steps (b[k], b[k+1]) from there on
-    lo, hi = b[:-1], b[1:]
-    inc = M.less(first, take(b, M.minimum(i, M.subtract(_size_of(b, 0), 1))))
-    bad_inc = _any(M.logical_and(later, M.greater(lo, hi)))
-    bad_dec = _any(M.logical_and(later, M.less(lo, hi)))
-    one = M.where_(inc, M.where_(bad_inc, 0, 1), M.where_(bad_dec, 0, -1))
-    return M.where_(_any(ne), one, 1)
+    if bins.shape[0] == 0:          # no edges: monotonic, every value in bin 0
+        return searchsorted(bins, x, side=side)
+    # NumPy's monotonicity test (check_array_monotonic): skip the leading run equal to bins[0];
+    # the first different edge decides the direction (NaN: decreasing); then no pair may go the
+    # other way (comparisons with NaN are false, so NaN passes, as in NumPy)
+    neq = M.not_equal(bins[1:], bins[0])
+    has = _any(neq)
+    first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
+    up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
+    inc_ok = M.logical_not(_any(M.greater(bins[:-1], bins[1:])))
+    dec_ok = M.logical_not(_any(M.less(bins[:-1], bins[1:])))
+    decreasing = M.logical_and(has, M.logical_not(up_dir))
+    mono = M.logical_or(M.logical_not(has), M.where_(up_dir, inc_ok, dec_ok))
+    bins = checked(bins, M.logical_not(mono), ValueError,
+                   "bins must be monotonically increasing or decreasing")
+    if bins._t is None and decreasing._t is None:
+        if not bool(decreasing):
+            return searchsorted(bins, x, side=side)
+        return M.subtract(bins.shape[0], searchsorted(bins[::-1], x, side=side))
+    up = searchsorted(bins, x, side=side)
+    down = M.subtract(_size_of(bins, 0), searchsorted(bins[::-1], x, side=side))
+    return M.where_(decreasing, down, up)
 
 
 _HIST_BIN_ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
@@ -168,6 +138,8 @@ def _outer_edges(a, range):
             if f == l_:
                 return M.subtract(first, 0.5), M.add(last, 0.5)
             return first, last
+        first = checked(first, M.logical_not(M.logical_and(M.isfinite(first), M.isfinite(last))),
+                        ValueError, "autodetected range of the data is not finite")
         same = M.equal(first, last)
         return (M.where_(same, M.subtract(first, 0.5), first),
                 M.where_(same, M.add(last, 0.5), last))
@@ -225,8 +197,8 @@ def _bin_edges(a, bins, range, weights):
         first, last = _outer_edges(a, range)
     elif np.ndim(bins) == 1:
         edges = asarray(bins)
-        if edges._t is None and np.any(edges.numpy()[:-1] > edges.numpy()[1:]):
-            raise ValueError("`bins` must increase monotonically, when an array")
+        edges = checked(edges, M.greater(edges[:-1], edges[1:]), ValueError,
+                        "`bins` must increase monotonically, when an array")
         return edges, edges.shape[0] - 1 if edges.shape[0] is not None else None
     else:
         raise ValueError("`bins` must be 1d, when an array")
@@ -235,9 +207,8 @@ def _bin_edges(a, bins, range, weights):
     if bin_type.kind in "iub":
         bin_type = _dt.result_type(bin_type, 1.0)
     edges = _linspace(first, last, n_equal + 1, dtype=bin_type)
-    if edges._t is None and np.any(edges.numpy()[:-1] >= edges.numpy()[1:]):
-        raise ValueError(f"Too many bins for data range. Cannot create {n_equal} finite-sized "
-                         f"bins.")
+    edges = checked(edges, M.greater_equal(edges[:-1], edges[1:]), ValueError,
+                    f"Too many bins for data range. Cannot create {n_equal} finite-sized bins.")
     return edges, n_equal
 
 
@@ -326,8 +297,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
             e = _linspace(smin, smax, n + 1)
         elif np.ndim(bins[i]) == 1:
             e = asarray(bins[i])
-            if e._t is None and np.any(e.numpy()[:-1] > e.numpy()[1:]):
-                raise ValueError(f"`bins[{i}]` must be monotonically increasing, when an array")
+            e = checked(e, M.greater(e[:-1], e[1:]), ValueError,
+                        f"`bins[{i}]` must be monotonically increasing, when an array")
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
         edges.append(e)

@@ -167,9 +167,12 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if a.dtype.kind == "c":
         from ..core.primitive import bind
         from ..primitives import elementwise as E
+        from .math import isfinite
         re, im = fix(real(a)), fix(imag(a))
-        res = bind(E.add_p, bind(E.convert_p, re, dtype=a.dtype),
-                   bind(E.convert_p, im, dtype=a.dtype) * asarray(1j, dtype=a.dtype))
+        rebuilt = bind(E.add_p, bind(E.convert_p, re, dtype=a.dtype),
+                       bind(E.convert_p, im, dtype=a.dtype) * asarray(1j, dtype=a.dtype))
+        # re + im * 1j turns a -0.0 part into 0.0: rebuild only the elements that changed
+        res = where(isfinite(a), a, rebuilt)
     else:
         res = fix(a)
     if not copy and isinstance(x, ndarray):

@@ -34,9 +34,21 @@ def _len(p, what):
 _BLOCK = 1 << 22     # elements of the gathered (output x kernel) matrix per block
 
 
-def _correlate_rows(ap, w, start, length):
-    """out[i] = sum_j ap[start + i + j] * w[j] for i < length: one gather of the sliding
-    windows and a matrix-vector product (in kernel blocks when the windows are large)."""
+def _window_dot(ap, idx, w, lo, hi):
+    """sum_j ap[idx[i, j]] * w[j] over the j with lo <= idx[i, j] < hi (the positions of the
+    unpadded operand): NumPy's correlate multiplies only overlapping elements, so a product of
+    padding with an infinite or NaN coefficient (0 * inf = NaN) must not enter the sum."""
+    from .math import where_, logical_and
+    from .reductions import sum as _sum
+    prod = A.gather(ap, idx, 0) * w
+    idx = asarray(idx)
+    valid = logical_and(idx >= lo, idx < hi)
+    return _sum(where_(valid, prod, bind(E.zeros_like_p, prod)), axis=1, dtype=prod.dtype)
+
+
+def _correlate_rows(ap, w, start, length, lo, hi):
+    """out[i] = sum_j ap[start + i + j] * w[j] for i < length, over the j where ap is not
+    padding: one gather of the sliding windows (in kernel blocks when they are large)."""
     k = w.shape[0]
     if length is not None and k is not None:
         out = None
@@ -44,12 +56,12 @@ def _correlate_rows(ap, w, start, length):
         for j0 in range(0, k, step):
             j1 = min(k, j0 + step)
             idx = (start + np.arange(length))[:, None] + np.arange(j0, j1)[None, :]
-            term = bind(L.matmul_p, A.gather(ap, idx, 0), A.slice_axis(w, 0, j0, j1))
+            term = _window_dot(ap, idx, A.slice_axis(w, 0, j0, j1), lo, hi)
             out = term if out is None else out + term
         return out
     i = A.iota(ap, 0) if length is None else asarray(np.arange(length))
     idx = reshape(i + start, (-1, 1)) + reshape(A.iota(w, 0), (1, -1))
-    return bind(L.matmul_p, A.gather(ap, idx, 0), w)
+    return _window_dot(ap, idx, w, lo, hi)
 
 
 def _conv(a, v, mode, correlate):
@@ -82,7 +94,9 @@ def _conv(a, v, mode, correlate):
         rows = concatenate([a, pads])          # one row per output element
         i = A.iota(rows, 0)
         idx = reshape(i, (-1, 1)) + reshape(A.iota(w, 0), (1, -1))
-        return bind(L.matmul_p, A.gather(ap, idx, 0), w)
+        from .statistics import _size_of
+        km1 = _size_of(pads, 0)
+        return _window_dot(ap, idx, w, km1, km1 + _size_of(a, 0))
     total = n + k - 1
     big, small = max(n, k), min(n, k)
     if mode == "full":
@@ -97,7 +111,7 @@ def _conv(a, v, mode, correlate):
     from .creation import zeros
     z = zeros(k - 1, d)
     ap = concatenate([z, a, z]) if k > 1 else a
-    return _correlate_rows(ap, w, start, length)
+    return _correlate_rows(ap, w, start, length, k - 1, k - 1 + n)
 
 
 def convolve(a, v, mode="full"):
@@ -233,7 +247,17 @@ def polydiv(u, v):
     while start < r.shape[0] - 1:
         lead = r[start]
         if lead._t is not None:
-            if start < m - n + 1:       # eliminated by the division: zero up to rounding
+            # Traced: the eliminated coefficients are stripped, the next one kept; NumPy
+            # decides by value (|c| <= 1e-8), so a run where it would decide otherwise (NaN or
+            # inf operands, an exact remainder) raises rather than return another size.
+            from ._core import checked
+            from .math import logical_not
+            small = absolute(lead) <= 1e-8
+            eliminated = start < m - n + 1
+            r = checked(r, logical_not(small) if eliminated else small, ValueError,
+                        "polydiv traced: NumPy strips the remainder's leading coefficients "
+                        "with |c| <= 1e-8, a size known only at run time; call it eagerly")
+            if eliminated:
                 start += 1
                 continue
             break
@@ -377,9 +401,18 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         rhs = rhs * (reshape(wv, (-1, 1)) if rhs.ndim == 2 else wv)
     scale = sqrt(sum_(lhs * lhs, axis=0))
     lhs = lhs / scale
+    # NumPy's lstsq (LAPACK gelsd) fails on a non-finite matrix: the same error on every path
+    from ._core import checked
+    from .math import isfinite, logical_not
+    from .reductions import all as all_
+    lhs = checked(lhs, logical_not(all_(isfinite(lhs))), np.linalg.LinAlgError,
+                  "SVD did not converge in Linear Least Squares")
     with np.errstate(divide="ignore", invalid="ignore"):   # rank-deficient: RankWarning below
         c, Rm, res = _mgs_lstsq(lhs, rhs)
     c = (c.T / scale).T
+    # gelsd's answer for a right-hand side with NaN or inf: that column's coefficients are NaN
+    from .math import where_
+    c = where_(all_(isfinite(rhs), axis=0), c, np.nan)
     concrete = lhs._t is None
     if concrete and (full or not cov):
         s = np.linalg.svd(lhs.numpy(), compute_uv=False)

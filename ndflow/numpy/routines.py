@@ -15,7 +15,7 @@ from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axis, legacy_0d
-from ._core import asarray
+from ._core import asarray, checked
 from . import _axes as A
 from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack
 
@@ -226,8 +226,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         elif m == "clip":
             i = clip(i, 0, d - 1)
         elif m == "raise":
-            if i._t is None and i.size and (int(i.numpy().min()) < 0 or int(i.numpy().max()) >= d):
-                raise ValueError("invalid entry in coordinates array")
+            i = checked(i, (i < 0) | (i >= d), ValueError, "invalid entry in coordinates array")
         else:
             raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {m!r})")
         term = i * st if st != 1 else i
@@ -247,6 +246,9 @@ def unravel_index(indices, shape, order="C"):
         bad = v[(v < 0) | (v >= size)]
         if bad.size:
             raise ValueError(f"index {bad.flat[0]} is out of bounds for array with size {size}")
+    elif idx._t is not None:
+        idx = checked(idx, (idx < 0) | (idx >= size), ValueError,
+                      f"an index is out of bounds for array with size {size}")
     if order not in ("C", "F"):
         raise ValueError("only 'C' or 'F' order is permitted")
     out = [None] * len(shape)
@@ -336,10 +338,7 @@ def choose(a, choices, out=None, mode="raise"):
     elif mode == "clip":
         idx = clip(idx, 0, n - 1)
     elif mode == "raise":
-        if idx._t is None and idx.size:
-            v = idx.numpy()
-            if v.min() < 0 or v.max() >= n:
-                raise ValueError("invalid entry in choice array")
+        idx = checked(idx, (idx < 0) | (idx >= n), ValueError, "invalid entry in choice array")
     else:
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     from .indexing import take_along_axis

@@ -821,6 +821,8 @@ def _pad_gather(x, ax, b, a, mode, odd):
     g = A.gather(x, src, ax)
     if not odd:
         return g
+    if known:
+        return _pad_reflect_odd(x, ax, b, a, mode == "symmetric")
     first = A.slice_axis(x, ax, 0, 1)
     last = A.slice_axis(x, ax, -1, None)
     nd = x.ndim
@@ -831,10 +833,46 @@ def _pad_gather(x, ax, b, a, mode, odd):
     step = two * (last - first)
     if turns.dtype != x.dtype:
         turns = turns.astype(x.dtype)
-    out = mirrored + turns * step
+    # only the repeated reflections add the trend: 0 * step would turn an infinite step into
+    # NaN and -0.0 into 0.0 where NumPy copies the value
+    out = where(turns != 0, mirrored + turns * step, mirrored)
     if not known and mode == "reflect":
         out = where(n > 1, out, g)
     return out.astype(x.dtype) if out.dtype != x.dtype else out
+
+
+def _pad_reflect_odd(x, ax, b, a, include_edge):
+    """'odd' reflections with known sizes, built as NumPy builds them: rounds of chunks, each
+    `2 * edge - mirrored chunk` of what is already there (at most one period long), so the
+    arithmetic — and with it every infinity, NaN and signed zero — is NumPy's."""
+    n = x.shape[ax]
+    cur = x
+    left, right = b, a
+    while left or right:
+        length = cur.shape[ax]
+        if include_edge:
+            span, off = length // n * n, 1
+        else:
+            span, off = (length - 1) // (n - 1) * (n - 1), 0
+        if left:
+            k = min(span, left)
+            src = A.slice_axis(cur, ax, 1 - off, k - off + 1)
+            chunk = _odd_chunk(A.slice_axis(cur, ax, 0, 1), src, ax, x.dtype)
+            cur = concatenate([chunk, cur], axis=ax)
+            left -= k
+        if right:
+            k = min(span, right)
+            last = cur.shape[ax] - 1
+            src = A.slice_axis(cur, ax, last + off - k, last + off)
+            chunk = _odd_chunk(A.slice_axis(cur, ax, last, last + 1), src, ax, x.dtype)
+            cur = concatenate([cur, chunk], axis=ax)
+            right -= k
+    return cur
+
+
+def _odd_chunk(edge, src, ax, dtype):
+    out = 2 * edge - flip(src, ax)
+    return out.astype(dtype) if out.dtype != dtype else out
 
 
 def _pad_ramp(x, ax, b, a, eb, ea):

@@ -18,7 +18,7 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
 from ..primitives._util import norm_axis, norm_axes, legacy_0d
-from ._core import asarray
+from ._core import asarray, checked
 from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
 from . import math as M
 from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
@@ -366,10 +366,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
             rd = _dt.result_type(a.dtype, w.dtype, _dt.F64)
         else:
             rd = _dt.result_type(a.dtype, w.dtype)
-        from ..primitives.misc import runtime_error_p
         scl = _sum(w, axis, dtype=rd, **kd)
-        scl = bind(runtime_error_p, scl, M.equal(scl, 0), error=ZeroDivisionError,
-                   message="Weights sum to zero, can't be normalized")
+        scl = checked(scl, M.equal(scl, 0), ZeroDivisionError,
+                      "Weights sum to zero, can't be normalized")
         avg = M.true_divide(_sum(M.multiply(a, w, dtype=rd), axis, **kd), scl)
     if returned:
         if tuple(scl.shape) != tuple(avg.shape):
@@ -712,11 +711,10 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
     qa = asarray(q) if not isinstance(q, ndarray) else q
     if qa.ndim > 2:
         raise ValueError("q must be a scalar or 1d")
-    if qa._t is None:
-        v = qa.numpy()
-        if v.size and not (v.min() >= 0 and v.max() <= 1):
-            raise ValueError("Percentiles must be in the range [0, 100]" if scale != 1 else
-                             "Quantiles must be in the range [0, 1]")
+    # NumPy's check: every q in [0, 1] (NaN is not), at every call of a compiled function too
+    qa = checked(qa, M.logical_not(M.logical_and(M.greater_equal(qa, 0), M.less_equal(qa, 1))),
+                 ValueError, "Percentiles must be in the range [0, 100]" if scale != 1 else
+                 "Quantiles must be in the range [0, 1]")
     if method not in _METHODS:
         raise ValueError(f"{method!r} is not a valid method. Use one of: "
                          f"dict_keys({list(_METHODS)!r})")
@@ -725,8 +723,7 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
             raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
         axes = None if axis is None else norm_axes(axis, a.ndim)
         w = _weights_are_valid(asarray(weights), a, axes)
-        if w._t is None and bool(np.any(w.numpy() < 0)):
-            raise ValueError("Weights must be non-negative.")
+        w = checked(w, M.less(w, 0), ValueError, "Weights must be non-negative.")
         w = broadcast_to(w, a.shape) if None not in a.shape else w
     if nan and None not in a.shape and a.size == 0 and weights is None:
         # NumPy answers an empty array with nanmean's answer (NaN, q's shape left out)
@@ -879,20 +876,11 @@ nanmin = _nan_extremum("nanmin", np.nanmin, _min, np.inf)
 def _nan_arg(name, npf, argf, fill):
     def f(a, axis=None, out=None, *, keepdims=False):
         arr, mask = _replace_nan(a, fill)
-        allnan = None
         if mask is not None:
             from .reductions import all as _all
             allnan = _all(mask, axis=axis)
-            if allnan._t is None:
-                if bool(np.any(allnan.numpy())):
-                    raise ValueError("All-NaN slice encountered")
-                allnan = None
-        r = argf(arr, axis=axis, keepdims=keepdims)
-        if allnan is not None:       # traced or batched: NumPy's error, at run time
-            from ..primitives.misc import runtime_error_p
-            r = bind(runtime_error_p, r, allnan, error=ValueError,
-                     message="All-NaN slice encountered")
-        return _out(r, out)
+            arr = checked(arr, allnan, ValueError, "All-NaN slice encountered")
+        return _out(argf(arr, axis=axis, keepdims=keepdims), out)
     f.__name__ = name
     f.__doc__ = f"`numpy.{name}`: the index of the extremum ignoring NaNs."
     return composite(npf, compose_if=("out",))(f)
@@ -939,14 +927,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     w = None
     if fweights is not None:
         fw = _cast(fweights, _dt.F64)
-        if fw._t is None and not np.all(fw.numpy() == np.around(fw.numpy())):
-            raise TypeError("fweights must be integer")
+        fw = checked(fw, M.not_equal(fw, M.round(fw)), TypeError, "fweights must be integer")
         if fw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional fweights")
         if _differ(fw.shape[0], X.shape[1]):
             raise RuntimeError("incompatible numbers of samples and fweights")
-        if fw._t is None and np.any(fw.numpy() < 0):
-            raise ValueError("fweights cannot be negative")
+        fw = checked(fw, M.less(fw, 0), ValueError, "fweights cannot be negative")
         w = fw
     if aweights is not None:
         aw = _cast(aweights, _dt.F64)
@@ -954,8 +940,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             raise RuntimeError("cannot handle multidimensional aweights")
         if _differ(aw.shape[0], X.shape[1]):
             raise RuntimeError("incompatible numbers of samples and aweights")
-        if aw._t is None and np.any(aw.numpy() < 0):
-            raise ValueError("aweights cannot be negative")
+        aw = checked(aw, M.less(aw, 0), ValueError, "aweights cannot be negative")
         w = aw if w is None else M.multiply(w, aw)
     avg, w_sum = average(X, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]

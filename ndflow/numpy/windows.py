@@ -97,7 +97,9 @@ def _i0(x):
     for k in range(1, 15):
         t = t * ((2 * k - 1) ** 2) / (8.0 * k * xl)
         acc = acc + t
-    big = exp(xl) / sqrt(2 * np.pi * xl) * acc
+    # sqrt(xl) apart from 2 pi: 2 pi xl overflows near the dtype's max, and inf / inf would be
+    # NaN where NumPy's e^x / sqrt(x) is inf (at x = inf both are NaN, as NumPy's)
+    big = exp(xl) / sqrt(xl) / float(np.sqrt(2 * np.pi)) * acc
     return where(ax <= _SERIES_MAX, total, big)
 
 

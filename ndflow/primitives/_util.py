@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..core.primitive import Aval, bind
+from ..core.state import STATE, GLOBAL
 
 
 def broadcast_shapes(*shapes, what="operands"):
@@ -33,7 +34,7 @@ def norm_axis(axis, ndim, name="axis"):
 
 def legacy_0d(axis, ndim):
     """Whether NumPy's legacy 0-d rule applies: the functions that follow it (ufunc reductions
-    and the C functions taking one axis: argmax, argsort, cumsum, partition, squeeze ...)
+    and the C functions taking one axis: argmax, argsort, cumsum, argpartition, squeeze ...)
     accept the integer axis 0 or -1 on a 0-d array as if it were axis=None. A tuple of axes is
     not accepted, nor any other axis."""
     if ndim != 0 or axis is None or isinstance(axis, (tuple, list, bool, np.bool_)):
@@ -63,6 +64,8 @@ def unbroadcast(ct, like):
         return None
     shape = tuple(like) if isinstance(like, (tuple, list)) else tuple(like.shape)
     cs = tuple(ct.shape)
+    if cs == shape and None not in shape:
+        return ct                     # (the common case, first)
     if len(cs) >= len(shape) and any(d is None and c != 1
                                      for d, c in zip(shape, cs[len(cs) - len(shape):])):
         if isinstance(like, (tuple, list)):
@@ -132,3 +135,35 @@ def repeat_along_batch(x, args, dims):
     if x.ndim:
         z = bind(expand_dims_p, z, axes=tuple(range(1, 1 + x.ndim)))
     return bind(add_p, z, xe)
+
+
+def owned_apply(ufunc, a, *others):
+    """`ufunc(a, *others)` written into `a`'s buffer, for a VJP rule that owns `a` outright (a
+    cotangent the tape donated, or a temporary the rule itself just made): the kernel and the
+    values of binding the primitive, without a new array, so a backward pass over large
+    arrays holds fewer of them at once. Only in plain eager execution (nothing records or
+    traces the rule) and where the result has `a`'s shape and dtype; otherwise None (and
+    nothing written), and the rule binds as usual."""
+    if not owned_ok(a, *others):
+        return None
+    ufunc(a._v, *[o._v for o in others], out=a._v)
+    return a
+
+
+def owned_ok(a, *others):
+    """Whether `owned_apply` can write `a` op `others` into `a` (see there)."""
+    if not (GLOBAL.fast or STATE.fast):
+        return False
+    v = a._v
+    if (type(v) is not np.ndarray or a._dev is not None or a._t is not None
+            or not v.flags.owndata or not v.flags.writeable):
+        return False
+    for o in others:
+        ov = getattr(o, "_v", None)
+        if (ov is None or o._dev is not None or o._t is not None
+                or type(ov) not in (np.ndarray, np.generic) or ov.dtype != v.dtype):
+            return False
+        if ov.shape != v.shape and (len(ov.shape) > len(v.shape) or any(
+                d != 1 and d != e for d, e in zip(ov.shape[::-1], v.shape[::-1]))):
+            return False
+    return True

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL
-from ._util import broadcast_shapes, unbroadcast, align_batched
+from ._util import broadcast_shapes, unbroadcast, align_batched, owned_apply, owned_ok
 
 
 _LN2 = math.log(2.0)
@@ -41,19 +41,21 @@ def _elementwise_batch(prim):
     return rule
 
 
-def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False):
+def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False,
+          reads=None, donate=False):
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp, uses_out=uses_out)
+        p.def_vjp(vjp, uses_out=uses_out, reads=reads, donate=donate)
     p.batch = lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0])
     p.fusion = fusion
     return p
 
 
-def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract):
+def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract, reads=None,
+           needs=False, donate=False):
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp)
+        p.def_vjp(vjp, reads=reads, needs=needs, donate=donate)
     p.batch = _elementwise_batch(p)
     p.fusion = fusion
     return p
@@ -64,9 +66,27 @@ def _zero_grad(ct, *xs, **kw):
 
 
 # ------------------------------------------------------------------ unary math
-neg_p = unary("negative", np.negative, lambda ct, x: (-ct,), "(-{0})")
-positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})")
-exp_p = unary("exp", np.exp, lambda ct, x, out: (ct * out,), "exp({0})", uses_out=True)
+# (reads=(): the rule reads no input's value, only shapes, so a tape keeps no input alive)
+# (donate: the rule may write into the cotangent, which the tape hands over when it alone
+# holds it; owned_apply writes into it, or into a temporary the rule made, in plain eager only)
+def _in_place(donated, ufunc, a, *others):
+    """ufunc(a, *others) into a donated cotangent `a` where possible, else None."""
+    return owned_apply(ufunc, a, *others) if donated else None
+
+
+def _neg_vjp(ct, x, donated=False):
+    r = _in_place(donated, np.negative, ct)
+    return (-ct if r is None else r,)
+
+
+def _exp_vjp(ct, x, out, donated=False):
+    r = _in_place(donated, np.multiply, ct, out)
+    return (ct * out if r is None else r,)
+
+
+neg_p = unary("negative", np.negative, _neg_vjp, "(-{0})", reads=(), donate=True)
+positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})", reads=())
+exp_p = unary("exp", np.exp, _exp_vjp, "exp({0})", uses_out=True, reads=(), donate=True)
 exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2({0})",
                uses_out=True)
 expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1({0})",
@@ -78,8 +98,23 @@ log1p_p = unary("log1p", np.log1p, lambda ct, x: (ct / (x + 1),), "log1p({0})")
 sqrt_p = unary("sqrt", np.sqrt, lambda ct, x, out: (ct / (out * 2),), "sqrt({0})", uses_out=True)
 cbrt_p = unary("cbrt", np.cbrt, lambda ct, x, out: (ct / (out * out * 3),), "cbrt({0})",
                uses_out=True)
-sin_p = unary("sin", np.sin, lambda ct, x: (ct * bind(cos_p, x),), "sin({0})")
-cos_p = unary("cos", np.cos, lambda ct, x: (-ct * bind(sin_p, x),), "cos({0})")
+def _sin_vjp(ct, x):
+    c = bind(cos_p, x)
+    # the product written into the rule's own cos(x) (a product commutes exactly)
+    r = owned_apply(np.multiply, c, ct)
+    return (ct * c if r is None else r,)
+
+
+def _cos_vjp(ct, x):
+    s = bind(sin_p, x)
+    if owned_apply(np.multiply, s, ct) is not None:
+        # -(sin(x) * ct) = (-ct) * sin(x) exactly (negation commutes with rounding)
+        return (owned_apply(np.negative, s),)
+    return (-ct * s,)
+
+
+sin_p = unary("sin", np.sin, _sin_vjp, "sin({0})")
+cos_p = unary("cos", np.cos, _cos_vjp, "cos({0})")
 tan_p = unary("tan", np.tan, lambda ct, x, out: (ct * (out * out + 1),), "tan({0})", uses_out=True)
 arcsin_p = unary("arcsin", np.arcsin, lambda ct, x: (ct / bind(sqrt_p, 1 - x * x),))
 arccos_p = unary("arccos", np.arccos, lambda ct, x: (-ct / bind(sqrt_p, 1 - x * x),))
@@ -164,17 +199,33 @@ def _add_vjp(ct, x, y):
     return unbroadcast(ct, x), unbroadcast(ct, y)
 
 
-def _sub_vjp(ct, x, y):
-    return unbroadcast(ct, x), unbroadcast(-ct, y)
+def _sub_vjp(ct, x, y, needs=(True, True)):
+    return unbroadcast(ct, x), unbroadcast(-ct, y) if needs[1] else None
 
 
-def _mul_vjp(ct, x, y):
-    return unbroadcast(ct * y, x), unbroadcast(ct * x, y)
+def _mul_vjp(ct, x, y, needs=(True, True), donated=False):
+    gx = unbroadcast(ct * y, x) if needs[0] else None
+    if not needs[1]:
+        return gx, None
+    # the last use of a donated cotangent may take its buffer
+    gy = _in_place(donated, np.multiply, ct, x)
+    return gx, unbroadcast(ct * x if gy is None else gy, y)
 
 
-def _div_vjp(ct, x, y):
-    q = ct / y
-    return unbroadcast(q, x), unbroadcast(-q * x / y, y)
+def _div_vjp(ct, x, y, needs=(True, True), donated=False):
+    q = _in_place(donated, np.true_divide, ct, y)
+    if q is None:
+        q = ct / y
+    if needs[0]:
+        return unbroadcast(q, x), unbroadcast(-q * x / y, y) if needs[1] else None
+    if not needs[1]:
+        return None, None
+    if owned_ok(q, x) and owned_ok(q, y):
+        # q is the rule's own: -q * x / y in its buffer (the same operations, in order)
+        owned_apply(np.negative, q)
+        owned_apply(np.multiply, q, x)
+        return None, unbroadcast(owned_apply(np.true_divide, q, y), y)
+    return None, unbroadcast(-q * x / y, y)
 
 
 def _pow_vjp(ct, x, y):
@@ -197,22 +248,33 @@ def _pow_vjp(ct, x, y):
 
 
 def _minmax_vjp(pick_x):
-    def vjp(ct, x, y):
+    def vjp(ct, x, y, needs=(True, True)):
         """Ties split the gradient evenly, as TensorFlow does."""
         xs = bind(pick_x, x, y)
         eq = bind(eq_p, x, y)
-        half = ct * 0.5
         zero = bind(zeros_like_p, ct)
-        gx = bind(select_p, eq, half, bind(select_p, xs, ct, zero))
-        gy = bind(select_p, eq, half, bind(select_p, xs, zero, ct))
-        return unbroadcast(gx, x), unbroadcast(gy, y)
+        gx = gy = None
+        if eq._t is None and type(eq._v) is np.ndarray and not eq._v.any():
+            # eager with no tie (relu's usual case): one select each, the same values
+            if needs[0]:
+                gx = unbroadcast(bind(select_p, xs, ct, zero), x)
+            if needs[1]:
+                gy = unbroadcast(bind(select_p, xs, zero, ct), y)
+            return gx, gy
+        half = ct * 0.5
+        if needs[0]:
+            gx = unbroadcast(bind(select_p, xs, ct, bind(select_p, eq, half, zero)), x)
+        if needs[1]:
+            gy = unbroadcast(bind(select_p, xs, zero, bind(select_p, eq, half, ct)), y)
+        return gx, gy
     return vjp
 
 
-add_p = binary("add", np.add, _add_vjp, "({0} + {1})")
-sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})")
-mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})")
-div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})")
+add_p = binary("add", np.add, _add_vjp, "({0} + {1})", reads=())
+sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})", reads=(), needs=True)
+mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})", needs=True, donate=True)
+div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})", needs=True,
+               donate=True)
 floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad)
 rem_p = binary("remainder", np.remainder,
                lambda ct, x, y: (unbroadcast(ct, x),
@@ -244,21 +306,53 @@ logical_or_p = binary("logical_or", np.logical_or, _zero_grad, "logical_or({0}, 
 logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, "logical_xor({0}, {1})",
                        _bool_abstract)
 
-max_p.def_vjp(_minmax_vjp(gt_p))
-min_p.def_vjp(_minmax_vjp(lt_p))
+max_p.def_vjp(_minmax_vjp(gt_p), needs=True)
+min_p.def_vjp(_minmax_vjp(lt_p), needs=True)
 
 
 # ------------------------------------------------------------------ select (where)
-def _select_vjp(ct, c, x, y):
+def _select_vjp(ct, c, x, y, needs=(False, True, True)):
     zero = bind(zeros_like_p, ct)
     # select, not multiply: a NaN/inf in the branch not taken must not leak into the gradient
-    return (None, unbroadcast(bind(select_p, c, ct, zero), x),
-            unbroadcast(bind(select_p, c, zero, ct), y))
+    return (None, unbroadcast(bind(select_p, c, ct, zero), x) if needs[1] else None,
+            unbroadcast(bind(select_p, c, zero, ct), y) if needs[2] else None)
 
 
-select_p = Primitive("select", np.where,
+_SAME_SIZE_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
+                  8: np.dtype(np.int64)}
+
+
+def _select_impl(c, x, y):
+    """np.where(c, x, y). NumPy's loop branches on every element, so a data-dependent
+    mask (relu's) costs ~1-4 ns an element; for same-shape contiguous operands of a 1-8 byte
+    dtype the same bits are picked without branches: y ^ ((x ^ y) & -c), in blocks so the
+    mask stays small and in cache."""
+    if (type(c) is np.ndarray and type(x) is np.ndarray and type(y) is np.ndarray
+            and c.dtype == np.bool_ and x.dtype == y.dtype and x.size >= 4096
+            and x.dtype.kind in "biuf" and c.shape == x.shape == y.shape
+            and c.flags.c_contiguous and x.flags.c_contiguous and y.flags.c_contiguous):
+        it = _SAME_SIZE_INT.get(x.dtype.itemsize)
+        if it is not None:
+            out = np.empty(x.shape, x.dtype)
+            cf = c.reshape(-1).view(np.int8)
+            xf, yf, of = x.reshape(-1).view(it), y.reshape(-1).view(it), out.reshape(-1).view(it)
+            n = xf.size
+            block = 1 << 16
+            m = np.empty(min(n, block), it)
+            for s in range(0, n, block):
+                e = min(s + block, n)
+                mm, o, yy = m[:e - s], of[s:e], yf[s:e]
+                np.negative(cf[s:e], out=mm)          # True -> all ones, False -> 0
+                np.bitwise_xor(xf[s:e], yy, out=o)
+                np.bitwise_and(o, mm, out=o)
+                np.bitwise_xor(o, yy, out=o)
+            return out
+    return np.where(c, x, y)
+
+
+select_p = Primitive("select", _select_impl,
                      lambda c, x, y: Aval(broadcast_shapes(c.shape, x.shape, y.shape), x.dtype))
-select_p.def_vjp(_select_vjp)
+select_p.def_vjp(_select_vjp, reads=(0,), needs=True)
 select_p.batch = _elementwise_batch(select_p)
 select_p.fusion = "where({0}, {1}, {2})"
 

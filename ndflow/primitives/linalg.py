@@ -32,7 +32,7 @@ def _swap(a):
     return bind(transpose_p, a, perm=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
-def _matmul_vjp(ct, x, y):
+def _matmul_vjp(ct, x, y, needs=(True, True)):
     from .shape import expand_dims_p, squeeze_p
     x1, y1 = x.ndim == 1, y.ndim == 1
     x2 = bind(expand_dims_p, x, axes=(0,)) if x1 else x
@@ -42,14 +42,15 @@ def _matmul_vjp(ct, x, y):
         ct2 = bind(expand_dims_p, ct2, axes=(ct2.ndim - (0 if y1 else 1),))
     if y1:
         ct2 = bind(expand_dims_p, ct2, axes=(ct2.ndim,))
-    gx = bind(matmul_p, ct2, _swap(y2))
-    gy = bind(matmul_p, _swap(x2), ct2)
-    gx = unbroadcast(gx, x2)
-    gy = unbroadcast(gy, y2)
-    if x1:
-        gx = bind(squeeze_p, gx, axes=(0,))
-    if y1:
-        gy = bind(squeeze_p, gy, axes=(1,))
+    gx = gy = None
+    if needs[0]:
+        gx = unbroadcast(bind(matmul_p, ct2, _swap(y2)), x2)
+        if x1:
+            gx = bind(squeeze_p, gx, axes=(0,))
+    if needs[1]:
+        gy = unbroadcast(bind(matmul_p, _swap(x2), ct2), y2)
+        if y1:
+            gy = bind(squeeze_p, gy, axes=(1,))
     return gx, gy
 
 
@@ -87,7 +88,7 @@ def _matmul_batch(args, axes):
 
 
 matmul_p = Primitive("matmul", np.matmul, _matmul_abstract, blas=True)
-matmul_p.def_vjp(_matmul_vjp)
+matmul_p.def_vjp(_matmul_vjp, needs=True)
 matmul_p.batch = _matmul_batch
 
 

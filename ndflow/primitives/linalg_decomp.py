@@ -501,7 +501,17 @@ eigvals_p.batch = _batch_front(eigvals_p)
 
 
 # ------------------------------------------------------------------ svd / svdvals
+def _svd_finite(a, what="SVD did not converge"):
+    """LAPACK's gesdd (OpenBLAS 0.3.31, NumPy's wheels) loops forever on some matrices with an
+    infinite element and fails or returns garbage on others; NumPy's answer for NaN is
+    LinAlgError, so every non-finite input gets it, before LAPACK sees it."""
+    if a.dtype.kind in "fc" and not np.isfinite(a).all():
+        raise np.linalg.LinAlgError(what)
+
+
 def _svd_impl(a, full_matrices, hermitian):
+    if not hermitian:           # hermitian: eigh of one triangle, which stops on its own
+        _svd_finite(a)
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
     return u, s, vh
 
@@ -586,6 +596,8 @@ def _pinv_impl(a, rcond, hermitian, scale_by_size=False):
     a = np.broadcast_to(a, batch + a.shape[-2:])
     if scale_by_size:
         rcond = rcond * max(a.shape[-2:])
+    if not hermitian:
+        _svd_finite(a)
     return np.linalg.pinv(a, rcond, hermitian=hermitian)
 
 
@@ -640,6 +652,7 @@ pinv_p.batch = _pinv_batch
 # every column (k,) (NumPy's when it reports them, else 0: the NumPy layer keeps them only when
 # rank == n < m), rank (int32) and the singular values; stacks are looped (vectorized_map)
 def _lstsq_one(a, b, rcond):
+    _svd_finite(a, "SVD did not converge in Linear Least Squares")     # gelsd: as gesdd
     x, res, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
     rdt = _real_dtype(x.dtype)
     # zeros_like / astype rather than np.zeros / np.asarray: the buffers may be CuPy's

@@ -96,9 +96,22 @@ runtime_warning_p.batch = _warn_batch
 # ------------------------------------------------------------------ runtime_error
 # `x`, or NumPy's `error(message)` where any element of `cond` is true: an error that depends
 # on values (weights that sum to zero) raised on every path, also by a compiled function.
+# The error is a parameter by name (a saved model holds data, not classes); the names are the
+# exceptions NumPy's value checks raise.
+ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, ZeroDivisionError,
+                                  RuntimeError, OverflowError, np.linalg.LinAlgError)}
+
+
+def error_name(error):
+    """The `error` parameter of runtime_error for an exception class."""
+    if ERRORS.get(error.__name__) is not error:
+        raise ValueError(f"runtime_error: {error.__name__} is not one of {sorted(ERRORS)}")
+    return error.__name__
+
+
 def _error_impl(x, cond, error, message):
     if np.any(cond):
-        raise error(message)
+        raise (ERRORS[error] if isinstance(error, str) else error)(message)
     return x
 
 

@@ -23,7 +23,18 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 
-STREAM = {"rs": np.random.RandomState()}
+class _Streams(dict):
+    """The global stream, made on first use: importing numpy.random is a large part of
+    `import ndflow`'s time, and `import numpy` itself does not pay it."""
+
+    def __missing__(self, key):
+        if key != "rs":
+            raise KeyError(key)
+        rs = self[key] = np.random.RandomState()
+        return rs
+
+
+STREAM = _Streams()
 
 
 def seed(s):

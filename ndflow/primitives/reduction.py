@@ -109,6 +109,7 @@ def _sum_impl(x, axes, keepdims):
 
 
 reduce_sum_p = reduction("reduce_sum", _sum_impl, _sum_vjp)
+reduce_sum_p.vjp_reads = ()      # the gradient is the cotangent broadcast to x's shape
 reduce_max_p = reduction("reduce_max", lambda x, axes, keepdims: np.max(x, axis=axes, keepdims=keepdims),
                          _extremum_vjp)
 reduce_min_p = reduction("reduce_min", lambda x, axes, keepdims: np.min(x, axis=axes, keepdims=keepdims),

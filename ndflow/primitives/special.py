@@ -56,12 +56,17 @@ def _pointwise(scalar):
     return lambda x: np.asarray(uf(x), dtype=np.float64)
 
 
+_TINY_RECIPROCAL = 1 / np.finfo(np.float64).max
+
+
 def _lgamma(v):
     if v == -math.inf:          # SciPy's value (log|Gamma| has no limit there)
         return -math.inf
+    if v != 0 and abs(v) < _TINY_RECIPROCAL:    # SciPy (Cephes) goes through 1/x: inf
+        return math.inf
     try:
         return math.lgamma(v)
-    except ValueError:          # the poles 0, -1, -2, ...
+    except (ValueError, OverflowError):   # the poles 0, -1, -2, ...; beyond the float range
         return math.inf
 
 
@@ -413,7 +418,8 @@ def _gamma_pq(a, x):
             n += 1
             term = term * xx / (aa + n)
             total = total + term
-            if np.all(np.abs(term) <= np.abs(total) * 1e-17):
+            # a NaN or inf lane never converges: it must not keep the others iterating
+            if np.all((np.abs(term) <= np.abs(total) * 1e-17) | ~np.isfinite(total)):
                 break
         p_series = pre * total
         # continued fraction for Q
@@ -433,7 +439,7 @@ def _gamma_pq(a, x):
             d = 1 / d
             delta = d * c
             h = h * delta
-            if np.all(np.abs(delta - 1) <= 1e-16):
+            if np.all((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)):
                 break
         q_cf = pre * h
         P = np.where(use_series, p_series, 1 - q_cf)
@@ -517,7 +523,7 @@ def _betacf(a, b, x):
         d = 1 / d
         delta = d * c
         h = h * delta
-        if np.all(np.abs(delta - 1) <= 1e-16):
+        if np.all((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)):
             break
     return h
 

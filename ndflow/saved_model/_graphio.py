@@ -137,6 +137,9 @@ class Encoder:
 
 
 def _primitive_table():
+    # modules that `import ndflow` leaves for first use but whose primitives a saved graph
+    # may hold (summary writes, all-reduces)
+    from .. import summary, distribute  # noqa: F401
     table = {}
     for p in REGISTRY:
         table.setdefault(p.name, {})[bool(p.effect)] = p

@@ -14,8 +14,10 @@ __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve
            "block_diag"]
 
 
-def _fl(a):
-    a = tnp.asarray(a)
+def _fl(a, check_finite=False):
+    """A float array; with check_finite, SciPy's ValueError for NaN or inf (every call of a
+    compiled function too)."""
+    a = tnp.asarray_chkfinite(a) if check_finite else tnp.asarray(a)
     if a.dtype.kind not in "fc":
         a = a.astype(np.float64)
     return a
@@ -43,7 +45,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
                      check_finite=True):
     """Solve a x = b for triangular a (only the `lower` or upper triangle is read), as
     `scipy.linalg.solve_triangular`; trans 0/'N', 1/'T', 2/'C' solves with a, a^T, a^H."""
-    a, b = _common(_fl(a), _fl(b))
+    a, b = _common(_fl(a, check_finite), _fl(b, check_finite))
     _square("solve_triangular", a)
     if a.shape[-1] != b.shape[0]:
         raise ValueError(f"shapes of a {a.shape} and b {b.shape} are incompatible")
@@ -59,7 +61,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """(c, lower): the Cholesky factor in the `lower` (or upper) triangle of c, the other
     triangle holding a's entries, as `scipy.linalg.cho_factor`."""
-    a = _fl(a)
+    a = _fl(a, check_finite)
     _square("cho_factor", a)
     if lower:
         c = tnp.linalg.cholesky(a)
@@ -71,7 +73,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """Solve a x = b from `cho_factor`'s (c, lower), as `scipy.linalg.cho_solve`."""
     c, lower = c_and_lower
-    c, b = _common(_fl(c), _fl(b))
+    c, b = _common(_fl(c, check_finite), _fl(b, check_finite))
     if c.shape[-1] != b.shape[0]:
         raise ValueError(f"incompatible dimensions ({c.shape} and {b.shape})")
     L = tnp.tril(c) if lower else tnp.conj(tnp.triu(c)).T
@@ -83,7 +85,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     """(lu, piv): LU with partial pivoting, L (unit diagonal) below and U on and above the
     diagonal, piv[i] the row swapped with row i, as `scipy.linalg.lu_factor` (square a).
     Differentiable (the pivot choice is constant to gradients)."""
-    a = _fl(a)
+    a = _fl(a, check_finite)
     _square("lu_factor", a)
     if a.ndim != 2:
         raise ValueError(f"lu_factor: expected a 2-D matrix, got shape {a.shape}")
@@ -128,7 +130,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """Solve a x = b (trans=1: a^T x = b; 2: a^H x = b) from `lu_factor`'s (lu, piv), as
     `scipy.linalg.lu_solve`."""
     lu, piv = lu_and_piv
-    lu, b = _common(_fl(lu), _fl(b))
+    lu, b = _common(_fl(lu, check_finite), _fl(b, check_finite))
     piv = tnp.asarray(piv)
     if lu.shape[0] != b.shape[0]:
         raise ValueError(f"Shapes of lu {lu.shape} and b {b.shape} are incompatible")

@@ -31,7 +31,9 @@ def _full_convolve(in1, in2):
     out = tnp.zeros(out_shape, dtype=dt)
     for idx in itertools.product(*[range(k) for k in in2.shape]):
         pads = [(j, o - j - s) for j, o, s in zip(idx, out_shape, in1.shape)]
-        out = out + tnp.pad(in1, pads) * in2[idx]
+        # the products, then the zeros: padding times an infinite coefficient (0 * inf) is
+        # no term of SciPy's direct sum
+        out = out + tnp.pad(in1 * in2[idx], pads)
     return out
 
 

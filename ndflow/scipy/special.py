@@ -318,7 +318,9 @@ def softmax(x, axis=None):
     x = tnp.asarray(x)
     if x.dtype.kind != "f":
         x = x.astype(np.float64)
-    return tnp.exp(x - logsumexp(x, axis=axis, keepdims=True))
+    # SciPy's formula: a NaN from inf - inf reaches the whole slice through the sum
+    shifted = tnp.exp(x - stop_gradient(tnp.max(x, axis=axis, keepdims=True)))
+    return shifted / tnp.sum(shifted, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis=None):
@@ -326,4 +328,8 @@ def log_softmax(x, axis=None):
     x = tnp.asarray(x)
     if x.dtype.kind != "f":
         x = x.astype(np.float64)
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    # SciPy's formula (a non-finite maximum shifts by 0): x - max loses nothing where
+    # x - logsumexp(x) would round (two elements at the float maximum: -log 2, not 0)
+    m = stop_gradient(tnp.max(x, axis=axis, keepdims=True))
+    tmp = x - tnp.where(tnp.isfinite(m), m, 0)
+    return tmp - tnp.log(tnp.sum(tnp.exp(tmp), axis=axis, keepdims=True))

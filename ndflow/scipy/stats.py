@@ -107,7 +107,7 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     if allow_singular:
         raise NotImplementedError("ndflow.scipy.stats.multivariate_normal: allow_singular=True "
                                   "is not supported")
-    x, cov = _f(x), _f(cov)
+    x, cov = _f(x), _f(tnp.asarray_chkfinite(cov))     # SciPy's check (its eigh)
     mean = None if mean is None else _f(mean)
     dim = (cov.shape[0] if cov.ndim else (mean.shape[-1] if mean is not None and mean.ndim
                                           else 1))
@@ -291,8 +291,9 @@ binom = _Distribution("binom", logpmf=_binom_logpmf, pmf=_exp_of(_binom_logpmf),
 # ------------------------------------------------------------------ dirichlet
 def _dirichlet_logpdf(x, alpha):
     """Dirichlet(alpha) log density; x's FIRST axis is the component axis (K or K-1 entries,
-    the last one then 1 - sum), as `scipy.stats.dirichlet.logpdf`. Unlike SciPy, x is not
-    checked to lie on the simplex (that needs its values; SciPy raises ValueError)."""
+    the last one then 1 - sum), as `scipy.stats.dirichlet.logpdf`, with SciPy's checks of the
+    parameters and of x (ValueError; at every call of a compiled function too)."""
+    from ..numpy._core import checked
     x, alpha = _f(x), _f(alpha)
     if alpha.ndim != 1:
         raise ValueError("Parameter vector 'a' must be one dimensional, but a.shape = %s."
@@ -304,7 +305,17 @@ def _dirichlet_logpdf(x, alpha):
         raise ValueError("Vector 'x' must have either the same number of entries as, or one "
                          "entry fewer than, parameter vector 'a', but alpha.shape = %s and "
                          "x.shape = %s." % (alpha.shape, x.shape))
+    # SciPy's order and tests (min/max: a NaN passes them, as in SciPy)
+    alpha = checked(alpha, tnp.min(alpha) <= 0, ValueError, "All parameters must be greater "
+                    "than 0")
+    x = checked(x, tnp.min(x) < 0, ValueError,
+                "Each entry in 'x' must be greater than or equal to zero.")
+    x = checked(x, tnp.max(x) > 1, ValueError, "Each entry in 'x' must be smaller or equal one.")
     a = tnp.reshape(alpha, (K,) + (1,) * (x.ndim - 1))
+    x = checked(x, tnp.any((x == 0) & (a < 1)), ValueError,
+                "Each entry in 'x' must be greater than zero if its alpha is less than one.")
+    x = checked(x, tnp.any(tnp.abs(tnp.sum(x, axis=0) - 1.0) > 10e-10), ValueError,
+                "The input vector 'x' must lie within the normal simplex.")
     v = tnp.sum(sp.xlogy(a - 1, x), axis=0) + sp.gammaln(tnp.sum(alpha)) - \
         tnp.sum(sp.gammaln(alpha))
     return v

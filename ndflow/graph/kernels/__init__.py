@@ -13,6 +13,11 @@ compiled in a background thread and swapped in when ready. Settings (environment
                         sqrt, comparisons, selects, conversions); the others stay with tier 0
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
     NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
+    NDFLOW_BLOCK_MIN    elements from which tier 0 runs the region chunk by chunk (`blocks`:
+                        temporaries stay in cache; values and errors still NumPy's)
+    NDFLOW_BLOCK_THREADS_MIN  elements from which those chunks may be shared between threads
+                        (one thread or several: whichever is timed faster on this machine)
+    NDFLOW_BLOCK_BYTES  bytes per chunk;  NDFLOW_THREADS  threads at most (default: cores)
     NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves);
                         from 1/16 of it, regions that cost tier 0 more NumPy calls than a
                         kernel call costs (`numba_tier.pays`)
@@ -108,7 +113,7 @@ class FusedKernel:
         self.parallel = not uses_blas
         self.calls = 0
         self.fast = None           # bound tier-1 runner once ready
-        self.tier0 = numpy_tier.build(entry.prog)     # own pools, shared nothing mutable
+        self.tier0 = numpy_tier.build(entry.prog, self.parallel)   # own pools, nothing shared
         self.device_kernels = {}   # device backend -> its compiled kernel (False: none)
 
     def __call__(self, *xs):

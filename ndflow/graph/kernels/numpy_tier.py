@@ -6,6 +6,17 @@ results: ufuncs write with `out=` into the result buffers (pooled between calls)
 pooled temporaries, reusing a buffer as soon as its value is dead, so a chain such as
 `1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
 same dtypes, so the values are those of the unfused graph, bit for bit.
+
+Very large results (`BLOCK_MIN` elements and up) run blocked: the whole op chain runs over one
+chunk of `CHUNK_BYTES` (of its widest dtype) at a time, into chunk-sized scratch buffers that stay in the
+core's cache, and only the results are written to memory; chunks are shared out between a few
+threads (NumPy's loops release the GIL) from `THREAD_MIN` elements. This is exact too: each
+op is the same NumPy loop on the same values, only over a slice (NumPy's elementwise loops
+give an element the same bits whatever its position, alignment or the length of the call;
+tests/test_large_arrays.py checks every ufunc). Floating-point errors are NumPy's: the chunks
+run with every error that `np.errstate` does not ignore routed to a collector, and a call that
+meets any (or any exception) runs again whole, unblocked, under the caller's own error state,
+which warns, raises or calls exactly as the eager ops would.
 """
 import math
 import os
@@ -14,20 +25,40 @@ import numpy as np
 
 from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
+from . import blocks
 
 # results with fewer elements take the plain path
 LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
+# results with at least this many elements run blocked (chunk by chunk) even on one thread:
+# below, the whole-array ops run from the L3 cache and blocking only adds its per-chunk calls
+# (measured: 2^22 elements and less no faster blocked on one thread; 2^23, 2^24 6-10% faster)
+BLOCK_MIN = int(os.environ.get("NDFLOW_BLOCK_MIN", 1 << 22))
+# bytes per chunk of the widest value (rounded to whole rows of the trailing dims): two or
+# three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that
+# the ~0.5 us fixed cost of each NumPy call in it is a few percent of its work
+CHUNK_BYTES = int(os.environ.get("NDFLOW_BLOCK_BYTES", 1 << 18))
+# results with at least this many elements run blocked with their chunks shared out between
+# threads (a thread's hand-off costs ~10-50 us; a 2^17-element chain of exp is ~100 us)
+THREAD_MIN = int(os.environ.get("NDFLOW_BLOCK_THREADS_MIN", 1 << 17))
 
 
 class Plan:
-    __slots__ = ("large", "S", "size", "shapes")
+    __slots__ = ("large", "S", "size", "shapes", "block")
 
-    def __init__(self, prog, in_shapes):
+    def __init__(self, prog, in_shapes, blockable=False, parallel=False):
+        """`blockable`: whether the program may run blocked (`blockable(prog)`); `parallel`:
+        whether its chunks may be shared between threads."""
         self.shapes = runtime_shapes(prog, in_shapes)
         ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
         self.S = ew.pop() if len(ew) == 1 else None
         self.size = math.prod(self.S) if self.S is not None else 0
         self.large = self.S is not None and self.size >= LARGE_MIN
+        self.block = None
+        nt = blocks.threads() if parallel and self.size >= THREAD_MIN else 1
+        if blockable and self.large and self.S and (self.size >= BLOCK_MIN or nt > 1):
+            width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
+                        [d for _, d in prog.ins])
+            self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width), nt)
 
 
 def _how(op):
@@ -138,23 +169,58 @@ def _name(prog, v, where=None):
     return "t%d" % (v - prog.n_in)
 
 
-def generate(prog):
-    """Python source and namespace of `tier0(*operands)` for `prog`."""
+def _block_form(prog):
+    """None when the large path may not run chunk by chunk, else the buffer slot that must
+    hold a whole value (the reduced one) or False. Every elementwise result must be an
+    operand or written into its own result buffer (a result an op returns as a new array
+    would be one chunk's). A reduction must be the last op: it runs after the chunks, over
+    its whole operand, by NumPy (summing chunk by chunk would change NumPy's pairwise order),
+    so the slot of that operand is a whole buffer."""
+    ops = prog.ops
+    red = [j for j, o in enumerate(ops) if o.reduce]
+    if len(ops) - len(red) < 2 or red not in ([], [len(ops) - 1]):
+        return None
+    where, _ = assign_buffers(prog)
     n = prog.n_in
-    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {}}
+    last = n + len(ops) - 1
+    if not all(v < n or where.get(v) == ("out", k) or (red and v == last)
+               for k, v in enumerate(prog.outputs)):
+        return None
+    if not red:
+        return False
+    r = ops[-1].args[0]
+    return where.get(r)            # None (an operand, or not in a buffer): not blocked
+
+
+def blockable(prog):
+    """Whether the large path may run chunk by chunk (`_block_form`)."""
+    return _block_form(prog) is not None
+
+
+def _shares(o, xs):
+    return any(type(x) is np.ndarray and np.may_share_memory(o, x) for x in xs)
+
+
+def generate(prog, parallel=True):
+    """Python source and namespace of `tier0(*operands)` for `prog`. `parallel`: whether
+    blocked calls may use several threads."""
+    n = prog.n_in
+    blk = blockable(prog)
+    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {},
+          "_blk": blk, "_par": parallel}
     xs = ", ".join(["x%d" % i for i in range(n)] +
                    ["d%d=None" % k for k in range(len(prog.outputs))])
     ns["_donated"] = donated
     L = ["def tier0(%s):" % xs]
     if prog.static:
-        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins])
+        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins], blk, parallel)
         L.append("    plan = _static_plan")
     else:
         key = "(%s)" % "".join("x%d.shape, " % i for i in range(n))
         L += ["    key = %s" % key,
               "    plan = _plans.get(key)",
               "    if plan is None:",
-              "        plan = _plans[key] = _Plan(_prog, key)"]
+              "        plan = _plans[key] = _Plan(_prog, key, _blk, _par)"]
     single = len(prog.outputs) == 1
     ret = (lambda names: names[0]) if single else (lambda names: "(%s)" % "".join(
         s + ", " for s in names))
@@ -176,24 +242,48 @@ def generate(prog):
             L.append("    o%d = _donated(d%d, S, _d%d)" % (k, k, k))
             L.append("    if o%d is None:" % k)
             L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
+    body = _op_lines(prog, where, ns)
+    if blk:
+        form = _block_form(prog)
+        # a whole buffer for the value a trailing reduction reads (chunk views of it in the
+        # body, as for results); the reduction runs once the chunks are done
+        whole = [form] if form and form[0] == "tmp" else []
+        chunk_tmps = [s for s in sorted(tmps) if s not in whole]
+        outs = [k for k, v in enumerate(prog.outputs) if where.get(v) == ("out", k)]
+        params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
+            ["b%d" % s[1] for s in whole + chunk_tmps]
+        lines = body[:-1] if form is not False else body
+        src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
+                                                  "\n".join("    " + ln for ln in lines))
+        exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
+        ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
+        ns["_tdts"] = tuple(tmps[s] for s in chunk_tmps)
+        xt = "(%s)" % "".join("x%d, " % i for i in range(n))
+        L.append("    if plan.block is not None:")
+        for k in outs:
+            # a donated buffer that is also an operand stays out: a call that meets a
+            # floating-point error runs again unblocked and must find its operands intact
+            L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
+            L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
+        for s in whole:
+            ns["_dt%d" % s[1]] = tmps[s]
+            L.append("        b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
+        L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
+                 % (xt, "".join("o%d, " % k for k in outs) +
+                    "".join("b%d, " % s[1] for s in whole)))
+        if form is not False:
+            L.append("            " + body[-1])
+        for s in whole:
+            L.append("            _tmp.give(b%d)" % s[1])
+        for k in outs:
+            L.append("            _out%d.give(o%d)" % (k, k))
+        L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
+        for s in whole:
+            L.append("        _tmp.give(b%d)" % s[1])
     for s, dt in sorted(tmps.items()):
         ns["_dt%d" % s[1]] = dt
         L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
-    for j, o in enumerate(prog.ops):
-        v = n + j
-        args = [_name(prog, a, where) for a in o.args]
-        how = _how(o) if v in where else None
-        if how == "ufunc":
-            ns["u%d" % j] = o.prim.impl
-            L.append("    u%d(%s, out=%s)" % (j, ", ".join(args), _name(prog, v, where)))
-        elif how == "select":
-            dst = _name(prog, v, where)
-            L.append("    np.copyto(%s, %s)" % (dst, args[2]))
-            L.append("    np.copyto(%s, %s, where=%s)" % (dst, args[1], args[0]))
-        elif how == "convert":
-            L.append("    np.copyto(%s, %s, casting='unsafe')" % (_name(prog, v, where), args[0]))
-        else:
-            L.append("    t%d = f%d(%s)" % (j, j, ", ".join(args)))
+    L += ["    " + ln for ln in body]
     for s in sorted(tmps):
         L.append("    _tmp.give(b%d)" % s[1])
     for k, v in enumerate(prog.outputs):
@@ -201,6 +291,28 @@ def generate(prog):
             L.append("    _out%d.give(o%d)" % (k, k))
     L.append("    return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
     return "\n".join(L) + "\n", ns
+
+
+def _op_lines(prog, where, ns):
+    """The large path's statements, one or two per op, over the names of `where`."""
+    n = prog.n_in
+    L = []
+    for j, o in enumerate(prog.ops):
+        v = n + j
+        args = [_name(prog, a, where) for a in o.args]
+        how = _how(o) if v in where else None
+        if how == "ufunc":
+            ns["u%d" % j] = o.prim.impl
+            L.append("u%d(%s, out=%s)" % (j, ", ".join(args), _name(prog, v, where)))
+        elif how == "select":
+            dst = _name(prog, v, where)
+            L.append("np.copyto(%s, %s)" % (dst, args[2]))
+            L.append("np.copyto(%s, %s, where=%s)" % (dst, args[1], args[0]))
+        elif how == "convert":
+            L.append("np.copyto(%s, %s, casting='unsafe')" % (_name(prog, v, where), args[0]))
+        else:
+            L.append("t%d = f%d(%s)" % (j, j, ", ".join(args)))
+    return L
 
 
 def _bound(op):
@@ -211,8 +323,8 @@ def _bound(op):
     return impl
 
 
-def build(prog):
-    src, ns = generate(prog)
+def build(prog, parallel=True):
+    src, ns = generate(prog, parallel)
     exec(compile(src, "<ndflow fused %s>" % prog.describe(), "exec"), ns)
     fn = ns["tier0"]
     fn.source = src

@@ -1,0 +1,150 @@
+"""Large arrays: the seed guide's sigmoid against a plain copy of the same array, one run.
+
+    PYTHONPATH=. python -m benchmarks.large_arrays [--sizes 16,20,22,24] [--reps 15]
+
+Columns (milliseconds, best of --reps rounds; every round times each column once, in turn, so
+that a change of machine load hits all columns alike):
+
+    copy          np.copyto(out, y): the floor a memory-bound kernel can reach
+    numpy         eager NumPy, 1 / (1 + np.exp(-y))
+    unblocked     nf.function, default (exact) tier, each op over the whole array (the
+                  tier-0 path before blocking: NDFLOW_BLOCK_MIN above the size)
+    blocked-1t    nf.function, default tier, chunk by chunk on one thread
+    blocked       nf.function, default tier as shipped (from NDFLOW_BLOCK_THREADS_MIN
+                  elements chunks are shared between threads when timing shows it pays)
+    blocked-nt    the same, chunks always shared between all threads (NDFLOW_THREADS)
+    fast-math     nf.function with NDFLOW_FAST_MATH=1 (numba loop with ndflow's own exp:
+                  within a few ulps of NumPy, not bit for bit); absent without numba
+
+Ratios are to the copy. The default tier's results are checked bit for bit against NumPy's.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _sigmoid_fn(nf, tnp):
+    @nf.function
+    def sigmoid(y):
+        return 1 / (1 + tnp.exp(-y))
+    return sigmoid
+
+
+def _build(nf, tnp, y, **attrs):
+    """A fresh compiled sigmoid with numpy_tier's settings `attrs` for its plans."""
+    from ndflow.graph.kernels import numpy_tier
+    saved = {k: getattr(numpy_tier, k) for k in attrs}
+    for k, v in attrs.items():
+        setattr(numpy_tier, k, v)
+    try:
+        f = _sigmoid_fn(nf, tnp)
+        ty = tnp.asarray(y)
+        f(ty)                           # trace and plan with these settings
+    finally:
+        for k, v in saved.items():
+            setattr(numpy_tier, k, v)
+    return lambda: f(ty)
+
+
+def _forced_threads(f):
+    """`f` with the thread choice off: its chunks always shared between all threads."""
+    from ndflow.graph.kernels import blocks
+
+    def g():
+        blocks.ADAPT = False
+        try:
+            return f()
+        finally:
+            blocks.ADAPT = True
+    return g
+
+
+def _fast_math(nf, tnp, y):
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None
+    from ndflow.graph.kernels import wait_for_compiles
+    old = {k: os.environ.get(k) for k in ("NDFLOW_FAST_MATH", "NDFLOW_NUMBA")}
+    os.environ["NDFLOW_FAST_MATH"] = "1"
+    os.environ["NDFLOW_NUMBA"] = "sync"
+    try:
+        f = _sigmoid_fn(nf, tnp)
+        ty = tnp.asarray(y)
+        for _ in range(5):
+            f(ty)
+        wait_for_compiles()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return lambda: f(ty)
+
+
+def measure(p, dtype, reps, nf, tnp):
+    n = 1 << p
+    y = np.random.default_rng(0).standard_normal(n).astype(dtype)
+    out = np.empty_like(y)
+    big = 1 << 62
+    cols = {
+        "copy": lambda: np.copyto(out, y),
+        "numpy": lambda: 1 / (1 + np.exp(-y)),
+        "unblocked": _build(nf, tnp, y, BLOCK_MIN=big, THREAD_MIN=big),
+        "blocked-1t": _build(nf, tnp, y, THREAD_MIN=big, BLOCK_MIN=0),
+        "blocked": _build(nf, tnp, y),
+        "blocked-nt": _forced_threads(_build(nf, tnp, y)),
+    }
+    fm = _fast_math(nf, tnp, y)
+    if fm is not None:
+        cols["fast-math"] = fm
+    want = (1 / (1 + np.exp(-y))).view(np.uint8)
+    for name in ("unblocked", "blocked-1t", "blocked", "blocked-nt"):
+        got = np.asarray(cols[name]()).view(np.uint8)
+        if not np.array_equal(got, want):
+            raise AssertionError("%s: not NumPy's bits at 2^%d %s" % (name, p, dtype))
+    # calls per timing: about 2 ms of work, so timer and loop costs vanish
+    inner = max(1, (1 << 21) // n)
+    best = {k: float("inf") for k in cols}
+    for _ in range(reps):
+        for k, f in cols.items():
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                f()
+            best[k] = min(best[k], (time.perf_counter() - t0) / inner)
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="16,20,22,24", help="powers of two")
+    ap.add_argument("--dtypes", default="float32,float64")
+    ap.add_argument("--reps", type=int, default=15)
+    a = ap.parse_args(argv)
+    import ndflow as nf
+    import ndflow.numpy as tnp
+    from ndflow.graph.kernels import blocks, numpy_tier
+    print("# sigmoid 1/(1+exp(-y)), ms, best of %d; ratio to np.copyto in ()" % a.reps)
+    print("# load average %.2f %.2f %.2f; threads %d; chunk %d bytes; blocked from %d, threads "
+          "from %d elements" % (*os.getloadavg(), blocks.threads(), numpy_tier.CHUNK_BYTES,
+                                 numpy_tier.BLOCK_MIN, numpy_tier.THREAD_MIN))
+    header = None
+    for dt in a.dtypes.split(","):
+        for p in (int(s) for s in a.sizes.split(",")):
+            best = measure(p, np.dtype(dt), a.reps, nf, tnp)
+            if header is None:
+                header = ["size", "dtype"] + list(best)
+                print(" | ".join("%-16s" % h for h in header))
+            c = best["copy"]
+            cells = ["2^%d" % p, dt] + ["%.3f (%.2f)" % (v * 1e3, v / c) for v in best.values()]
+            print(" | ".join("%-16s" % x for x in cells))
+            sys.stdout.flush()
+    print("# load average after %.2f %.2f %.2f" % os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()

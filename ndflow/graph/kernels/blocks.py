@@ -1,0 +1,220 @@
+"""Blocked execution of a fused region's tier-0 code: the op chain runs chunk by chunk.
+
+Running each op over the whole array streams every operand and temporary through memory once
+per op; a chain of five ops on 2^24 floats moves ~10x the bytes of one copy. Run over a chunk
+of ~16K elements, the chain's temporaries stay in the core's cache and only the operands are
+read and the results written, once.
+
+A chunk is a slab of the result: the dims after a split axis `a` whole, a range of rows along
+`a`, and one index along each dim before it (the "outer" index). Operands are sliced the same
+way where they are not broadcast, so each op gets NumPy views of the same elements it would
+read unblocked, with the same strides; scratch buffers are per thread.
+
+Threads: chunks are handed out from one shared iterator (the calling thread takes part), so a
+core that is busy with something else simply takes fewer chunks. NumPy's error state is
+per thread (a context variable), so each thread sets the one the call asks for.
+"""
+import itertools
+import math
+import os
+import threading
+import time
+
+import numpy as np
+
+_CATEGORIES = ("divide", "over", "under", "invalid")
+# choose between one thread and several by timing both (Blocks.choose); off: always several
+ADAPT = True
+EXPLORE = 16
+
+
+class Blocks:
+    """How a result of shape S is cut into chunks, and how each operand is sliced."""
+    __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
+                 "cap", "nthreads", "calls", "est", "every", "exploring")
+
+    def __init__(self, S, in_shapes, chunk, nthreads=1):
+        N = len(S)
+        a = N - 1
+        while a > 0 and math.prod(S[a:]) <= chunk:
+            a -= 1
+        # S[a+1:] is the largest trailing block of at most `chunk` elements
+        self.S, self.a = S, a
+        self.rest = tuple(S[a + 1:])
+        inner = max(1, math.prod(self.rest))
+        self.m = max(1, chunk // inner)
+        self.rows = S[a] if N else 1
+        self.outer = list(itertools.product(*[range(d) for d in S[:a]]))
+        self.nchunks = len(self.outer) * -(-self.rows // self.m)
+        self.chunk_shape = (self.m,) + self.rest
+        self.cap = self.m * inner
+        self.specs = [self._spec(s, N) for s in in_shapes]
+        self.nthreads = min(nthreads, self.nchunks)
+        self.calls = 0
+        self.est = {}            # threads -> smoothed seconds per call
+        self.every = EXPLORE
+        self.exploring = False
+
+    def choose(self):
+        """Threads for this call. Whether a second thread pays depends on what else the
+        machine runs (on a busy 2-core machine a helper thread is scheduled late and the call
+        waits for its last chunk: measured 2.5x slower at 2^18 elements), so both ways are
+        timed: the faster one runs, the other is tried again every `every`-th call (from
+        EXPLORE, doubling while it keeps losing, up to 64 times that)."""
+        if self.nthreads <= 1 or not ADAPT:
+            return self.nthreads
+        self.calls += 1
+        one, many = self.est.get(1), self.est.get(self.nthreads)
+        if many is None:
+            return self.nthreads
+        if one is None:
+            return 1
+        best, other = (1, self.nthreads) if one < many else (self.nthreads, 1)
+        self.exploring = self.calls % self.every == 0
+        return other if self.exploring else best
+
+    def record(self, nthreads, seconds):
+        old = self.est.get(nthreads)
+        if self.exploring:
+            self.exploring = False
+            others = [t for k, t in self.est.items() if k != nthreads]
+            lost = bool(others) and seconds >= others[0]
+            self.every = min(self.every * 2, 64 * EXPLORE) if lost else EXPLORE
+        # a sudden slow call (preempted) moves the estimate a little, a faster one a lot
+        self.est[nthreads] = seconds if old is None or seconds < old else \
+            old + 0.25 * (seconds - old)
+
+    def _spec(self, sh, N):
+        """(outer, sliced) for an operand of shape `sh`: `outer` picks, per outer dim the
+        operand has, the outer index's entry (or 0 where it is broadcast), or is None when the
+        operand has none; `sliced` says whether its rows are sliced (it has axis `a` unbroadcast)."""
+        off = N - len(sh)
+        a = self.a
+        if len(sh) == 0 or a - off < 0:
+            return None, False           # only trailing dims: the same for every chunk
+        outer = tuple(None if sh[t - off] == 1 else t for t in range(max(off, 0), a))
+        return (outer if outer else None), sh[a - off] != 1
+
+    def chunk_args(self, xs, outer_idx, lo, hi):
+        """The operands' views for one chunk."""
+        out = []
+        for x, (outer, sliced) in zip(xs, self.specs):
+            if outer is not None:
+                x = x[tuple(0 if t is None else outer_idx[t] for t in outer)]
+            if sliced:
+                x = x[lo:hi]
+            out.append(x)
+        return out
+
+
+class _Collector:
+    """np.errstate's `call` target while chunks run: notes that an error was met."""
+    __slots__ = ("hit",)
+
+    def __init__(self):
+        self.hit = False
+
+    def __call__(self, kind, flag):
+        self.hit = True
+
+
+_EXECUTOR = None
+_NTHREADS = None
+
+
+def threads():
+    """Threads a blocked call may use (NDFLOW_THREADS, else the cores this process may run on)."""
+    global _NTHREADS
+    if _NTHREADS is None:
+        v = os.environ.get("NDFLOW_THREADS")
+        if v:
+            _NTHREADS = max(1, int(v))
+        else:
+            try:
+                _NTHREADS = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                _NTHREADS = os.cpu_count() or 1
+            _NTHREADS = min(_NTHREADS, 8)
+    return _NTHREADS
+
+
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor():
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        with _EXECUTOR_LOCK:
+            if _EXECUTOR is None:
+                from concurrent.futures import ThreadPoolExecutor
+                _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, threads() - 1),
+                                               thread_name_prefix="ndflow-block")
+    return _EXECUTOR
+
+
+def _forget_executor():
+    # a forked child has none of the parent's threads: it starts its own pool when needed
+    global _EXECUTOR, _EXECUTOR_LOCK
+    _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_executor)
+
+
+def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
+    """Run `body(*operand views, *result views, *scratch views)` over every chunk. Returns
+    True when done without any floating-point error the caller's `np.errstate` does not
+    ignore, and without exceptions; False means: run the call again unblocked (results have
+    been partly written, operands are untouched)."""
+    modes = np.geterr()
+    watch = {c: ("ignore" if modes[c] == "ignore" else "call") for c in _CATEGORIES}
+    col = _Collector()
+    nr = -(-blk.rows // blk.m)
+    counter = iter(range(blk.nchunks))
+    failed = []
+
+    def work():
+        bufs = [tmp_pool.take((blk.cap,), dt) for dt in tmp_dtypes]
+        full = [b.reshape(blk.chunk_shape) for b in bufs]
+        try:
+            with np.errstate(call=col, **watch):
+                for c in counter:
+                    if col.hit or failed:
+                        break
+                    o, r = divmod(c, nr)
+                    lo = r * blk.m
+                    hi = min(lo + blk.m, blk.rows)
+                    oi = blk.outer[o]
+                    if hi - lo == blk.m:
+                        tb = full
+                    else:
+                        n = (hi - lo) * (blk.cap // blk.m)
+                        tb = [b[:n].reshape((hi - lo,) + blk.rest) for b in bufs]
+                    ov = [y[oi][lo:hi] if oi else y[lo:hi] for y in outs]
+                    body(*blk.chunk_args(xs, oi, lo, hi), *ov, *tb)
+        except BaseException as e:       # re-raised by the unblocked re-run, or below
+            failed.append(e)
+        finally:
+            for b in bufs:
+                tmp_pool.give(b)
+
+    nt = blk.choose()
+    t0 = time.perf_counter()
+    if nt > 1:
+        ex = _executor()
+        futs = [ex.submit(work) for _ in range(nt - 1)]
+        work()
+        for f in futs:
+            # a helper that has not started yet (its core is busy: this machine is shared)
+            # would find no chunk left: don't wait for it to be scheduled
+            if not f.cancel():
+                f.result()
+    else:
+        work()
+    if not failed and not col.hit:
+        blk.record(nt, time.perf_counter() - t0)
+    for e in failed:
+        if not isinstance(e, Exception):
+            raise e                      # KeyboardInterrupt, SystemExit: not for a re-run
+    return not (failed or col.hit)

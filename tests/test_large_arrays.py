@@ -1,0 +1,344 @@
+"""Blocked (chunk by chunk, optionally threaded) tier-0 execution of fused regions
+(ndflow/graph/kernels/blocks.py, numpy_tier.py): NumPy's bits, warnings and errors.
+
+The thresholds are lowered so that arrays of a few hundred elements run blocked in chunks of
+16 to 64 elements; a spy on `blocks.run` checks that the blocked path really ran."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ndflow as nf
+import ndflow.numpy as tnp
+from ndflow.graph import fusion
+from ndflow.graph.kernels import blocks, numpy_tier
+
+CHUNK_BYTES = 256          # 32 float64, 64 float32 elements per chunk
+
+
+@pytest.fixture(params=["one-thread", "threads"])
+def blocked(request, monkeypatch):
+    """Tier 0 only, blocked from 64 elements, with or without threads. Yields the list of
+    blocks.run's return values (one per blocked call)."""
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
+    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
+    threaded = request.param == "threads"
+    monkeypatch.setattr(numpy_tier, "THREAD_MIN", 64 if threaded else 1 << 62)
+    if threaded:
+        monkeypatch.setattr(blocks, "_NTHREADS", 3)     # more threads than this machine's cores
+        monkeypatch.setattr(blocks, "ADAPT", False)     # always threads, however fast
+    runs = []
+    real = blocks.run
+
+    def spy(blk, *a):
+        r = real(blk, *a)
+        runs.append(r)
+        return r
+    monkeypatch.setattr(blocks, "run", spy)
+    yield runs
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.dtype, a.shape, a.tobytes()
+
+
+def _same(got, want):
+    assert _bits(got) == _bits(want), (np.asarray(got), want)
+
+
+def _specials(dtype, n, rng):
+    dt = np.dtype(dtype)
+    x = rng.standard_normal(n) * rng.choice([1e-3, 1.0, 20.0, 800.0], n)
+    if dt.kind == "c":
+        x = x + 1j * rng.standard_normal(n) * rng.choice([1e-3, 1.0, 20.0, 800.0], n)
+    x = x.astype(dt)
+    sp = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0], dtype=dt)
+    x[rng.integers(0, n, n // 7)] = sp[rng.integers(0, len(sp), n // 7)]
+    return x
+
+
+def sigmoid(m):
+    return lambda y: 1 / (1 + m.exp(-y))
+
+
+def chain(m):
+    # several temporaries alive at once, a select, a comparison and two results
+    def f(x, b):
+        e = m.exp(-m.abs(x))
+        t = m.tanh(x * b) + m.log1p(e)
+        s = m.where(x > b, t, e * 0.5)
+        return s - m.sqrt(m.abs(t)), e
+    return f
+
+
+def _check(f_np, args, runs, expect_blocked=True):
+    f_nf = nf.function(f_np(tnp))
+    with np.errstate(all="ignore"):
+        want = f_np(np)(*args)
+        before = len(runs)
+        got = f_nf(*[tnp.asarray(a) for a in args])
+        got = f_nf(*[tnp.asarray(a) for a in args])       # again: pooled buffers reused
+    if isinstance(want, tuple):
+        for g, w in zip(got, want):
+            _same(g, w)
+    else:
+        _same(got, want)
+    assert runs[before:] == ([True, True] if expect_blocked else [])
+    return got
+
+
+@pytest.mark.parametrize("n", [64, 65, 127, 128, 129, 1000, 1031])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_sigmoid_bits_at_sizes_and_dtypes(blocked, n, dtype):
+    rng = np.random.default_rng(n)
+    _check(sigmoid, (_specials(dtype, n, rng),), blocked)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_chain_with_select_and_two_results(blocked, dtype):
+    rng = np.random.default_rng(1)
+    x = _specials(dtype, 700, rng)
+    b = _specials(dtype, 700, rng)
+    _check(chain, (x, b), blocked)
+
+
+@pytest.mark.parametrize("xshape,bshape", [
+    ((37, 53), (53,)),          # a bias row: split along rows of the trailing dim
+    ((37, 53), (37, 1)),        # a column
+    ((3, 500), (1, 500)),       # rows longer than a chunk: split inside each row
+    ((500, 3), ()),             # a 0-d operand
+    ((4, 5, 60), (5, 1)),       # outer index with a broadcast outer dim
+    ((2, 3, 4, 50), (3, 1, 50)),
+])
+def test_broadcast_operands(blocked, xshape, bshape):
+    rng = np.random.default_rng(2)
+    x = _specials("float64", int(np.prod(xshape)), rng).reshape(xshape)
+    b = _specials("float64", max(1, int(np.prod(bshape))), rng).reshape(bshape)
+    _check(chain, (x, b), blocked)
+
+
+@pytest.mark.parametrize("view", ["transposed", "strided", "reversed", "offset", "fortran"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_non_contiguous_inputs(blocked, view, dtype):
+    rng = np.random.default_rng(3)
+    base = _specials(dtype, 4 * 60 * 70 + 1, rng)
+    x = {"transposed": base[:4200].reshape(60, 70).T,
+         "strided": base[::3][:1400].reshape(20, 70),
+         "reversed": base[::-1][:4200].reshape(60, 70)[::-1, ::-1],
+         "offset": base[1:4201].reshape(60, 70),
+         "fortran": np.asfortranarray(base[:4200].reshape(60, 70))}[view]
+    _check(sigmoid, (x,), blocked)
+    _check(chain, (x, x[0]), blocked)
+
+
+def test_small_zero_d_and_empty_are_not_blocked(blocked):
+    for x in (np.float64(0.5), np.array(-0.0), np.zeros((0, 5)), np.ones(63)):
+        _check(sigmoid, (x,), blocked, expect_blocked=False)
+
+
+def test_every_ufunc_gives_the_same_bits_by_chunks():
+    """What blocking relies on: a NumPy loop gives an element the same bits whatever the
+    call's length, the element's position and alignment, the stride, or in place."""
+    rng = np.random.default_rng(4)
+    ufuncs = sorted({u for u in vars(np).values() if isinstance(u, np.ufunc)
+                     and u.nout == 1 and u.signature is None and u.nin in (1, 2)},
+                    key=lambda u: u.__name__)
+    n = 1000
+    for dt in ("float16", "float32", "float64", "complex64", "complex128"):
+        a, b = _specials(dt, 2 * n + 1, rng), _specials(dt, 2 * n + 1, rng)
+        for u in ufuncs:
+            for views in ([a[:n], b[:n]], [a[1:n + 1], b[:n]], [a[::2][:n], b[::-1][:n]]):
+                args = views[:u.nin]
+                with np.errstate(all="ignore"):
+                    try:
+                        whole = u(*args)
+                    except TypeError:
+                        break
+                    out = np.empty_like(whole)
+                    for lo, hi in ((0, 7), (7, 300), (300, 301), (301, 999), (999, n)):
+                        u(*[v[lo:hi] for v in args], out=out[lo:hi])
+                assert _bits(out) == _bits(whole), (u.__name__, dt)
+
+
+# ------------------------------------------------------------------ errors and warnings
+def _overflowing(dtype="float32"):
+    y = np.linspace(-200, 5, 1000).astype(dtype)     # exp(-y) overflows for y < -88
+    y[500] = np.nan
+    return y
+
+
+def test_warnings_are_numpy_s(blocked):
+    y = _overflowing()
+    f = nf.function(sigmoid(tnp))
+    for mode in ("always", "default"):
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter(mode)
+            want = sigmoid(np)(y)
+        with warnings.catch_warnings(record=True) as comp:
+            warnings.simplefilter(mode)
+            got = f(tnp.asarray(y))
+        _same(got, want)
+        assert [(w.category, str(w.message)) for w in comp] == \
+            [(w.category, str(w.message)) for w in eager] != []
+    assert blocked[-1] is False          # met an error: the call ran again unblocked
+
+
+def test_errstate_raise_is_numpy_s(blocked):
+    y = _overflowing()
+    f = nf.function(sigmoid(tnp))
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError) as eager:
+            sigmoid(np)(y)
+        with pytest.raises(FloatingPointError) as comp:
+            f(tnp.asarray(y))
+    assert str(comp.value).startswith(str(eager.value) + "\n")   # plus the node and line
+    # errors that are ignored keep the call blocked
+    with np.errstate(over="ignore", invalid="raise"):
+        _same(f(tnp.asarray(y)), sigmoid(np)(y))
+    assert blocked[-1] is True
+
+
+def test_errstate_call_is_numpy_s(blocked):
+    y = _overflowing("float64")
+    y[::3] = 800.0
+    f = nf.function(lambda x: tnp.log(tnp.exp(x) - 1) * x)
+    g = lambda x: np.log(np.exp(x) - 1) * x          # noqa: E731
+    seen = {"eager": [], "compiled": []}
+    for k, run in (("eager", lambda: g(y)), ("compiled", lambda: f(tnp.asarray(y)))):
+        with np.errstate(all="call", call=lambda kind, flag, k=k: seen[k].append(kind)):
+            r = run()
+        with np.errstate(all="ignore"):
+            _same(r, g(y))
+    assert seen["compiled"] == seen["eager"] != []
+
+
+def test_errstate_is_per_thread(blocked):
+    """A call from a thread under 'raise' raises while the main thread ignores, and the pool's
+    threads follow the calling thread's state, not their own."""
+    import threading
+    y = _overflowing()
+    f = nf.function(sigmoid(tnp))
+    out = {}
+
+    def worker():
+        with np.errstate(over="raise"):
+            try:
+                f(tnp.asarray(y))
+                out["t"] = "no error"
+            except FloatingPointError as e:
+                out["t"] = str(e)
+    with np.errstate(all="ignore"):
+        t = threading.Thread(target=worker)
+        t.start()
+        got = f(tnp.asarray(y))
+        t.join()
+        _same(got, sigmoid(np)(y))
+    assert out["t"].startswith("overflow encountered in exp\n")
+
+
+# ------------------------------------------------------------------ threads, buffers
+def test_threads_give_the_same_bits(monkeypatch):
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
+    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
+    monkeypatch.setattr(blocks, "ADAPT", False)
+    rng = np.random.default_rng(5)
+    x, b = _specials("float32", 5000, rng), _specials("float32", 5000, rng)
+    res = []
+    for tmin, nt in ((1 << 62, 1), (64, 2), (64, 4)):
+        monkeypatch.setattr(numpy_tier, "THREAD_MIN", tmin)
+        monkeypatch.setattr(blocks, "_NTHREADS", nt)
+        f = nf.function(chain(tnp))
+        with np.errstate(all="ignore"):
+            res.append([_bits(r) for r in f(tnp.asarray(x), tnp.asarray(b))])
+    assert res[0] == res[1] == res[2]
+
+
+def test_results_never_share_memory_with_inputs(blocked):
+    """A donated buffer that is an operand of the region is not written chunk by chunk (an
+    error would leave nothing to run again from); inputs are untouched."""
+    @nf.function
+    def f(x, w):
+        h = tnp.matmul(x, w)                 # dead after the fused region: donated to it
+        return 1 / (1 + tnp.exp(-h))
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((40, 8)), rng.standard_normal((8, 30))
+    x0 = x.copy()
+    with np.errstate(all="ignore"):
+        _same(f(tnp.asarray(x), tnp.asarray(w)), sigmoid(np)(x @ w))
+    assert np.array_equal(x, x0)
+
+
+def test_blocked_runs_in_the_chunk_body(blocked):
+    f = nf.function(sigmoid(tnp))
+    cf = f.get_concrete_function(tnp.ones(1000))
+    src = fusion.fused_kernels(cf.graph)[0].source()
+    assert "_blocks.run(plan.block" in src
+
+
+@pytest.mark.parametrize("red", ["sum", "max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_trailing_reduction_runs_whole_after_the_chunks(blocked, red, axis, keepdims):
+    """The elementwise ops run blocked into a whole buffer; the reduction then runs over it
+    (NumPy's pairwise order for sums, its NaN and -0.0 rules for max/min)."""
+    def f(m):
+        return lambda y, b: getattr(m, red)(m.exp(y) * b - 1.5, axis=axis, keepdims=keepdims)
+    rng = np.random.default_rng(7)
+    y = _specials("float32", 3000, rng).reshape(60, 50)
+    b = _specials("float32", 50, rng)
+    _check(f, (y, b), blocked)
+
+
+def test_a_reduction_that_is_not_last_stays_unblocked(blocked):
+    def f(m):
+        def g(y):
+            e = m.exp(y)
+            return m.sum(e), m.tanh(e) * 2
+        return g
+    y = _specials("float64", 3000, np.random.default_rng(8))
+    _check(f, (y,), blocked, expect_blocked=False)
+
+
+def test_exception_in_a_chunk_propagates(blocked, monkeypatch):
+    """Anything raised inside the chunks makes the call run unblocked, which raises it as the
+    eager ops do."""
+    f = nf.function(sigmoid(tnp))
+    y = tnp.asarray(np.linspace(-3, 3, 1000))
+    f(y)
+    calls = []
+    real = numpy_tier.blocks.run
+
+    def failing(blk, body, *a):
+        def bad(*args):
+            calls.append(1)
+            raise MemoryError("chunk")
+        return real(blk, bad, *a)
+    monkeypatch.setattr(blocks, "run", failing)
+    g = nf.function(sigmoid(tnp))
+    _same(g(y), sigmoid(np)(y.numpy()))         # fell back to the whole-array path
+    assert calls
+
+
+def test_threads_are_chosen_by_timing(monkeypatch):
+    """One thread or several: each is timed, the faster runs, the slower is retried now and
+    then (so a busy spell does not switch threads off for good)."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    picks = []
+    for _ in range(3 * blocks.EXPLORE):
+        nt = blk.choose()
+        picks.append(nt)
+        blk.record(nt, 1.0 if nt == 2 else 2.0)        # threads twice as fast
+    assert picks[:2] == [2, 1]
+    e = blocks.EXPLORE
+    # the first try, then at call EXPLORE, and (losing each time) at 2x, 4x EXPLORE...
+    assert [i + 1 for i, t in enumerate(picks) if t == 1] == [2, e, 2 * e]
+    blk.record(2, 10.0)                                  # threads got slow: estimate moves up
+    blk.record(2, 10.0)
+    blk.record(2, 10.0)
+    assert blk.choose() == 1
