@@ -83,8 +83,14 @@ def digitize(x, bins, right=False):
     # other way (comparisons with NaN are false, so NaN passes, as in NumPy)
     neq = M.not_equal(bins[1:], bins[0])
     has = _any(neq)
-    first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
-    up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
+    if bins.shape[0] is None:
+        # one edge at run time is possible: argmax over the differences and a True after them
+        # (no different edge: `has` is False and the direction unused)
+        first = M.add(_argmax(concatenate([neq, M.logical_or(bins[:1], True)])), 1)
+        up_dir = M.less(bins[0], take(bins, M.minimum(first, M.subtract(_size_of(bins, 0), 1))))
+    else:
+        first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
+        up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
     inc_ok = M.logical_not(_any(M.greater(bins[:-1], bins[1:])))
     dec_ok = M.logical_not(_any(M.less(bins[:-1], bins[1:])))
     decreasing = M.logical_and(has, M.logical_not(up_dir))
