@@ -202,33 +202,10 @@ def test_kernel_path_is_numpy():
     np.testing.assert_array_equal(r.numpy(), np.nanmedian(x))
 
 
-# Divergences the empty / 0-d / second-operand variants found in compositions outside this
-# change's files (the NumPy-layer modules named), pinned so each is visible: the test fails
-# when one of them stops diverging (remove its entry then) or a new one appears.
-_AXIS_0D = ("NumPy accepts axis 0 or -1 on a 0-d array (its legacy rule); the composition's "
-            "axis normalisation (primitives/_util.norm_axes) raises AxisError")
-_ERR_0D = "both refuse a 0-d array but with different exception types (or only one refuses)"
-_KNOWN_EDGE_DIVERGENCES = {
-    **{(n, "0-d"): _AXIS_0D for n in (
-        "all", "any", "amax", "amin", "max", "min", "sum", "prod", "ptp", "argmax", "argmin",
-        "argsort", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nanargmax",
-        "nanargmin", "nancumsum", "nancumprod", "nanmax", "nanmin", "nanmean", "nanprod",
-        "nanstd", "nansum", "nanvar", "squeeze")},
-    **{(n, "0-d"): _ERR_0D for n in ("argpartition", "partition", "average", "gradient",
-                                     "histogram2d", "unique", "trapezoid")},
-    ("partition", "empty"): "NumPy ignores an out-of-range kth on an empty array; sorting.py "
-                            "raises ValueError",
-    ("argpartition", "empty"): "as partition",
-    ("cov", "0-d"): "statistics.py's cov divides by a zero Python count (ZeroDivisionError) "
-                    "where NumPy answers NaN with a warning",
-    ("cov", "empty"): "as cov 0-d",
-    ("corrcoef", "0-d"): "as cov 0-d",
-    ("corrcoef", "empty"): "as cov 0-d",
-    ("searchsorted", "empty"): "a sorter longer than the array: NumPy's ValueError, the "
-                               "composition's IndexError",
-    ("digitize", "2nd"): "bins holding NaN: NumPy accepts them, the composition's "
-                         "monotonicity check raises ValueError",
-}
+# Divergences the empty / 0-d / second-operand variants find, pinned so each is visible while
+# it is open: the test fails when one of them stops diverging (remove its entry then) or a new
+# one appears. None is open: add an entry only with the reason and a plan to fix it.
+_KNOWN_EDGE_DIVERGENCES = {}
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSITES))

@@ -20,7 +20,7 @@ from ._core import asarray, checked
 from .sorting import host, no_vmap
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
-from .statistics import _cast, _size_of, _same_shape
+from .statistics import _cast, _size_of, _same_shape, _differ
 
 _py_range = range
 
@@ -83,8 +83,14 @@ def digitize(x, bins, right=False):
     # other way (comparisons with NaN are false, so NaN passes, as in NumPy)
     neq = M.not_equal(bins[1:], bins[0])
     has = _any(neq)
-    first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
-    up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
+    if bins.shape[0] is None:
+        # one edge at run time is possible: argmax over the differences and a True after them
+        # (no different edge: `has` is False and the direction unused)
+        first = M.add(_argmax(concatenate([neq, M.logical_or(bins[:1], True)])), 1)
+        up_dir = M.less(bins[0], take(bins, M.minimum(first, M.subtract(_size_of(bins, 0), 1))))
+    else:
+        first = M.add(_argmax(neq), 1) if bins.shape[0] != 1 else 0
+        up_dir = M.less(bins[0], take(bins, first) if bins.shape[0] != 1 else bins[0])
     inc_ok = M.logical_not(_any(M.greater(bins[:-1], bins[1:])))
     dec_ok = M.logical_not(_any(M.less(bins[:-1], bins[1:])))
     decreasing = M.logical_and(has, M.logical_not(up_dir))
@@ -341,6 +347,12 @@ def _has_nf_list(bins):
 @composite(np.histogram2d)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     """Two-dimensional histogram, as `numpy.histogram2d`: (counts, x edges, y edges)."""
+    xa, ya = asarray(x), asarray(y)
+    # NumPy's first check is len(x) != len(y): a 0-d operand has no len()
+    if xa.ndim == 0 or ya.ndim == 0:
+        raise TypeError("len() of unsized object")
+    if _differ(xa.shape[0], ya.shape[0]):
+        raise ValueError("x and y must have the same length.")
     try:
         N = len(bins)
     except TypeError:
@@ -348,7 +360,6 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     if N != 1 and N != 2:
         xedges = yedges = asarray(bins)
         bins = [xedges, yedges]
-    xa, ya = asarray(x), asarray(y)
     d = _dt.result_type(xa, ya)
     sample = stack([_cast(xa, d), _cast(ya, d)], axis=1)
     hist, edges = histogramdd(sample, bins, range, density, weights)

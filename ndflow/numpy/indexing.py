@@ -9,7 +9,7 @@ from ..core.state import STATE, GLOBAL
 from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
-from ..primitives._util import norm_axis
+from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray
 
 _SLICE_ALL = ("s", None, None, None)
@@ -334,7 +334,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     idx = asarray(indices)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must be integers, got {idx.dtype}")
-    if axis is None:
+    if axis is None or legacy_0d(axis, a.ndim):      # NumPy's legacy 0-d rule
         from .manipulation import ravel
         a = ravel(a)
         axis = 0

@@ -131,7 +131,7 @@ def squeeze(a, axis=None):
                              f"axes have size 1 is not known while tracing; pass `axis`")
         axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
     else:
-        axes = norm_axes(axis, a.ndim)
+        axes = norm_axes(axis, a.ndim, allow_0d_legacy=True)   # NumPy's legacy 0-d rule
     if not axes:
         return a
     return bind(S.squeeze_p, a, axes=axes)

@@ -7,14 +7,31 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R
-from ..primitives._util import norm_axes, norm_axis
+from ..primitives._util import norm_axes, norm_axis, legacy_0d
 from ._core import asarray
 
 
-def _axes(a, axis):
+def _axes(a, axis, legacy=False):
+    """The normalised axes; `legacy`: the function is one of NumPy's ufunc reductions, which
+    take the integer axis 0 or -1 on a 0-d array (as axis=None; see `legacy_0d`)."""
     if isinstance(axis, ndarray):
         axis = int(axis)
-    return norm_axes(axis, a.ndim)
+    return norm_axes(axis, a.ndim, allow_0d_legacy=legacy)
+
+
+def _masked(a, where, fill):
+    """a with the elements `where` leaves out replaced by `fill`. The mask broadcasts to a's
+    shape, never a to the mask's (NumPy's reductions refuse a mask that would enlarge the
+    array: its axes were counted on a)."""
+    w = asarray(where)
+    if w.ndim > a.ndim or builtins.any(
+            d == 1 and e is not None and e != 1
+            for d, e in zip(a.shape[a.ndim - w.ndim:], w.shape)):
+        raise ValueError("input operand has more dimensions than allowed by the axis "
+                         "remapping" if w.ndim > a.ndim else
+                         f"non-broadcastable operand with shape {tuple(w.shape)} doesn't match "
+                         f"the broadcast shape {tuple(a.shape)}")
+    return E_where(w, a, fill)
 
 
 def _sum_dtype(d):
@@ -38,11 +55,12 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     """Sum of array elements over the given axes, as `numpy.sum`."""
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
+    axes = _axes(a, axis, legacy=True)
     if where is not None:
-        a = E_where(where, a, 0)
+        a = _masked(a, where, 0)
     if a.dtype != d:
         a = bind(E.convert_p, a, dtype=d)
-    r = bind(R.reduce_sum_p, a, axes=_axes(a, axis), keepdims=bool(keepdims))
+    r = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))
     if initial is not None:
         from .math import add
         r = add(r, asarray(initial, dtype=r.dtype))   # NumPy casts `initial` to the result dtype
@@ -68,11 +86,12 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     """Product of array elements over the given axes, as `numpy.prod`."""
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
+    axes = _axes(a, axis, legacy=True)
     if where is not None:
-        a = E_where(where, a, 1)
+        a = _masked(a, where, 1)
     if a.dtype != d:
         a = bind(E.convert_p, a, dtype=d)
-    r = bind(R.reduce_prod_p, a, axes=_axes(a, axis), keepdims=bool(keepdims))
+    r = bind(R.reduce_prod_p, a, axes=axes, keepdims=bool(keepdims))
     if initial is not None:
         from .math import multiply
         r = multiply(r, asarray(initial, dtype=r.dtype))
@@ -82,7 +101,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 def _extremum(prim, npf, name):
     def f(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         a = asarray(a)
-        axes = _axes(a, axis)
+        axes = _axes(a, axis, legacy=True)
         empty = builtins.any(a.shape[i] == 0 for i in axes)
         if initial is None:
             if where is not None:
@@ -99,7 +118,7 @@ def _extremum(prim, npf, name):
                 [d for i, d in enumerate(a.shape) if i not in axes]
             return _out(bind(E.copy_p, broadcast_to(init, tuple(shape))), out)
         if where is not None:
-            a = E_where(where, a, init)
+            a = _masked(a, where, init)
         from .math import maximum, minimum
         r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
         return _out((maximum if name == "maximum" else minimum)(r, init), out)
@@ -118,12 +137,13 @@ amax, amin = max, min
 def _bool_reduce(prim, npf):
     def f(a, axis=None, out=None, keepdims=False, *, where=None):
         a = asarray(a)
+        axes = _axes(a, axis, legacy=True)
         if a.dtype != _dt.BOOL:
             a = bind(E.ne_p, a, bind(E.zeros_like_p, a))
         if where is not None:
             # masked-out elements count as the identity: False for any, True for all
-            a = E_where(where, a, npf is np.all)
-        return _out(bind(prim, a, axes=_axes(a, axis), keepdims=bool(keepdims)), out)
+            a = _masked(a, where, npf is np.all)
+        return _out(bind(prim, a, axes=axes, keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
     f.__doc__ = f"`numpy.{npf.__name__}` along the given axes."
     return composite(lambda a, axis=None, out=None, keepdims=False, *, where=None:
@@ -138,6 +158,8 @@ all = _bool_reduce(R.reduce_all_p, np.all)
 def _arg(prim, npf):
     def f(a, axis=None, out=None, *, keepdims=False):
         a = asarray(a)
+        if legacy_0d(axis, a.ndim):       # NumPy's legacy 0-d rule: as axis=None
+            axis = None
         if (a.size == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
         if axis is None:
@@ -190,9 +212,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     s = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))
     if where is not None:
         from .math import true_divide
-        w = asarray(where)
-        cnt = sum(bind(E.convert_p, w, dtype=d) if w.dtype != d else w, axis=axis, keepdims=keepdims)
-        return _out(true_divide(sum(E_where(w, a, 0), axis=axis, keepdims=keepdims), cnt), out)
+        # the count of each slice is the mask broadcast to a's shape, summed as a is
+        cnt = sum(_masked(bind(E.ones_like_p, a), where, 0), axis=axis, keepdims=keepdims)
+        return _out(true_divide(sum(_masked(a, where, 0), axis=axis, keepdims=keepdims), cnt),
+                    out)
     n = _count(a, axes)
     if n is None:
         from ..core.primitive import bind as _b

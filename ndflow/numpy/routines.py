@@ -14,7 +14,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E, indexing as I
-from ..primitives._util import norm_axis
+from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray, checked
 from . import _axes as A
 from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack
@@ -362,7 +362,7 @@ def compress(condition, a, axis=None, out=None):
     if c.ndim != 1:
         raise ValueError("condition must be a 1-d array")
     x = asarray(a)
-    if axis is None:
+    if axis is None or legacy_0d(axis, x.ndim):      # NumPy's legacy 0-d rule
         x = ravel(x)
         axis = 0
     axis = norm_axis(operator.index(axis), x.ndim)

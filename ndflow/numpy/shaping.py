@@ -15,7 +15,7 @@ from ..core.ndarray import ndarray, TracingError
 from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
-from ..primitives._util import norm_axis, norm_axes
+from ..primitives._util import norm_axis, norm_axes, legacy_0d
 from ._core import asarray
 from . import _axes as A
 from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_2d,
@@ -204,7 +204,7 @@ def repeat(a, repeats, axis=None):
     per element (a gather when the counts are known; when they are traced the output size is
     known only at run time)."""
     x = asarray(a)
-    if axis is None:
+    if axis is None or legacy_0d(axis, x.ndim):      # NumPy's legacy 0-d rule
         x = ravel(x)
         axis = 0
     else:

@@ -15,7 +15,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite, to_host as host, host_to_nf as to_nf  # noqa: F401
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
-from ..primitives._util import norm_axis
+from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray
 
 
@@ -36,9 +36,12 @@ def no_vmap(name, *xs):
                          f"shape; compute it eagerly or outside the mapped function")
 
 
-def _axis_and_array(a, axis):
+def _axis_and_array(a, axis, legacy=False):
+    """(a, its normalised axis); axis=None sorts the flattened array, as does (`legacy`: NumPy's
+    C functions taking one axis, argsort and argpartition, not sort or partition) the integer
+    axis 0 or -1 of a 0-d array."""
     from .manipulation import ravel
-    if axis is None:
+    if axis is None or (legacy and legacy_0d(axis, a.ndim)):
         return ravel(a), 0
     return a, norm_axis(operator.index(axis), a.ndim)
 
@@ -109,7 +112,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
         r = argsort(flip(x, ax), ax, kind, order, stable=stable)
         return subtract(subtract(n, 1), flip(r, ax))
     _no_order(order, "argsort")
-    x, ax = _axis_and_array(asarray(a), axis)
+    x, ax = _axis_and_array(asarray(a), axis, legacy=True)
     return bind(S.argsort_p, x, axis=ax, kind=_kind(kind, stable, _ARGSORT_DEFAULT))
 
 
@@ -128,8 +131,10 @@ def lexsort(keys, axis=-1):
     if len(shapes) > 1 and not any(None in s for s in shapes):
         raise ValueError("all keys need to be the same shape")
     if ks[0].ndim == 0:
+        # NumPy sorts 0-d keys as 1-d (any axis but 0 / -1 refused) and answers 0-d
         from .manipulation import reshape
-        ks = [reshape(k, (1,)) for k in ks]
+        norm_axis(operator.index(axis), 1)
+        return reshape(bind(S.lexsort_p, *[reshape(k, (1,)) for k in ks], axis=0), ())
     ax = norm_axis(operator.index(axis), ks[0].ndim)
     return bind(S.lexsort_p, *ks, axis=ax)
 
@@ -158,21 +163,35 @@ def _kth(kth, n):
     return tuple(out)
 
 
+def _partition_args(a, kth, axis, legacy):
+    """(x, axis, kth normalised); kth None for an array with no elements, whose partition is
+    itself: NumPy checks kth's type there but not its range."""
+    x, ax = _axis_and_array(asarray(a), axis, legacy)
+    if None not in tuple(x.shape) and 0 in tuple(x.shape):
+        _kth(kth, None)
+        return x, ax, None
+    return x, ax, _kth(kth, x.shape[ax])
+
+
 @composite(np.partition, compose_if=("order",), adapt=False)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     """`numpy.partition`: the kth elements in sorted position, smaller ones before, larger ones
     after. The values are NumPy's (the same kernel); differentiable."""
     _no_order(order, "partition")
-    x, ax = _axis_and_array(asarray(a), axis)
-    return bind(S.partition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
+    x, ax, ks = _partition_args(a, kth, axis, False)
+    if ks is None:
+        return bind(E.copy_p, x)
+    return bind(S.partition_p, x, axis=ax, kth=ks)
 
 
 @composite(np.argpartition, compose_if=("order",), adapt=False)
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """Indices that partition `a`, as `numpy.argpartition` (no gradient)."""
     _no_order(order, "argpartition")
-    x, ax = _axis_and_array(asarray(a), axis)
-    return bind(S.argpartition_p, x, axis=ax, kth=_kth(kth, x.shape[ax]))
+    x, ax, ks = _partition_args(a, kth, axis, True)
+    if ks is None:
+        return bind(E.convert_p, x, dtype=_dt.I64)
+    return bind(S.argpartition_p, x, axis=ax, kth=ks)
 
 
 # ------------------------------------------------------------------ searchsorted
@@ -187,7 +206,36 @@ def searchsorted(a, v, side="left", sorter=None):
                          "object of too small depth for desired array")
     if sorter is not None:
         from .indexing import take
-        a = take(a, asarray(sorter))
+        s = asarray(sorter)
+        if s.ndim != 1:
+            raise TypeError("could not parse sorter argument")
+        if s.dtype.kind not in "iu":
+            raise TypeError("sorter must only contain integers")
+        n = a.shape[0]
+        if s.shape[0] is not None and n is not None and s.shape[0] != n:
+            raise ValueError("sorter.size must equal a.size")
+        vv = asarray(v)
+        if a._t is None and s._t is None and vv._t is None:
+            # NumPy checks a sorter index only when its binary search reaches it (a bad index
+            # elsewhere goes unnoticed): with the values known, its own search decides
+            np.searchsorted(a.numpy(), vv.numpy(), side=side, sorter=s.numpy())
+            # ... and its search on the gathered array meets the same positions only: what an
+            # unreached bad index gathers does not matter
+            a = take(a, s, mode="clip")
+        else:
+            # values known only at run time: every index is checked (stricter than NumPy,
+            # whose answer with an index it did not reach is meaningless anyway)
+            from ..primitives.misc import runtime_error_p
+            from . import math as M
+            from .statistics import _size_of
+            from .reductions import any as _any
+            size = _size_of(a, 0)
+            s = bind(runtime_error_p, s, M.not_equal(_size_of(s, 0), size), error=ValueError,
+                     message="sorter.size must equal a.size")
+            s = bind(runtime_error_p, s, _any(M.logical_or(M.less(s, 0),
+                                                           M.greater_equal(s, size))),
+                     error=ValueError, message="Sorter index out of range.")
+            a = take(a, s)
     vv = asarray(v)
     if vv.dtype != a.dtype:
         # NumPy compares in the common dtype of a and v
@@ -221,12 +269,13 @@ def _unique_parts(ar, axis, equal_nan, name="unique"):
     from .manipulation import ravel, moveaxis
     from .indexing import take
     a = asarray(ar)
+    # the arguments' own errors (NumPy's) come before the refusal to vectorize
+    ax = None if axis is None else norm_axis(operator.index(axis), a.ndim)
     no_vmap(name, a)
     if axis is None:
         x = ravel(a)
         index, inverse, counts = bind(S.unique_p, x, equal_nan=bool(equal_nan))
         return take(x, index), index, inverse, counts
-    ax = norm_axis(operator.index(axis), a.ndim)
     y = moveaxis(a, ax, 0)
     from ..primitives.shape import reshape_p
     rows = bind(reshape_p, y, shape=(-1,), keep=1)      # (n, everything else)

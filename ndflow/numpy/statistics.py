@@ -17,7 +17,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
-from ..primitives._util import norm_axis, norm_axes
+from ..primitives._util import norm_axis, norm_axes, legacy_0d
 from ._core import asarray, checked
 from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
 from . import math as M
@@ -65,7 +65,7 @@ def _size_of(x, axis):
 # ------------------------------------------------------------------ cumulative
 def _scan(prim, npf, a, axis, dtype, out):
     x = asarray(a)
-    if axis is None:
+    if axis is None or legacy_0d(axis, x.ndim):     # NumPy's legacy 0-d rule: as axis=None
         x, axis = ravel(x), 0
     axis = norm_axis(operator.index(axis), x.ndim)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(x.dtype)
@@ -89,8 +89,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
     a = asarray(x)
     if a.ndim == 0:
-        raise ValueError(f"{name} does not support 0-d arrays" if False else
-                         "axis 0 is out of bounds for array of dimension 0")
+        a = reshape(a, (1,))        # NumPy takes a 0-d array as 1-d (its axis checks too)
     if axis is None:
         if a.ndim > 1:
             raise ValueError("axis must be specified for multi-dimensional arrays.")
@@ -915,7 +914,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         X = transpose(X)
     if X.shape[0] == 0:
         from .creation import zeros
-        return zeros((0, 0), dtype)
+        return zeros((0, 0), _dt.F64)      # NumPy: np.array([]).reshape(0, 0), whatever dtype
     if y is not None:
         Y = _cast(y, dtype)
         if Y.ndim < 2:
@@ -967,10 +966,14 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     from .linalg_ops import dot
     c = dot(X, M.conjugate(X_T))
     # in place in NumPy (c *= 1 / fact): c keeps its dtype
-    inv = 1.0 / fact if not isinstance(fact, ndarray) else _cast(M.true_divide(1, fact), c.dtype)
-    if not isinstance(fact, ndarray) and fact == 0:
-        inv = np.inf
+    if isinstance(fact, ndarray):
+        inv = _cast(M.true_divide(1, fact), c.dtype)
+    else:
+        inv = np.inf if fact == 0 else 1.0 / fact      # NumPy's true_divide(1, 0.0)
     c = M.multiply(c, inv)
+    if X.shape[0] is None and c.dtype != _dt.F64:
+        # no variables at run time: NumPy answers a float64 (0, 0) whatever the dtype
+        c = _dtype_if(c, M.equal(_size_of(X, 0), 0), _dt.F64)
     ones = tuple(i for i, d in enumerate(c.shape) if d == 1)   # unknown sizes stay (a 2-d m
     return squeeze(c, ones) if ones else c                      # has as many rows as it has)
 

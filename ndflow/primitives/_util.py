@@ -24,14 +24,29 @@ def broadcast_shapes(*shapes, what="operands"):
 
 
 def norm_axis(axis, ndim, name="axis"):
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    # a 0-d array has no axes: NumPy's legacy acceptance of axis 0 / -1 there is per function
+    # (reductions, argmax, cumsum, argsort... but not mean, sort or flip): see `legacy_0d`
+    if not -ndim <= axis < ndim:
         from numpy.exceptions import AxisError
         raise AxisError(axis, ndim)
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
-def norm_axes(axis, ndim):
-    if axis is None:
+def legacy_0d(axis, ndim):
+    """Whether NumPy's legacy 0-d rule applies: the functions that follow it (ufunc reductions
+    and the C functions taking one axis: argmax, argsort, cumsum, argpartition, squeeze ...)
+    accept the integer axis 0 or -1 on a 0-d array as if it were axis=None. A tuple of axes is
+    not accepted, nor any other axis."""
+    if ndim != 0 or axis is None or isinstance(axis, (tuple, list, bool, np.bool_)):
+        return False
+    try:
+        return int(axis) in (0, -1)
+    except TypeError:
+        return False
+
+
+def norm_axes(axis, ndim, allow_0d_legacy=False):
+    if axis is None or (allow_0d_legacy and legacy_0d(axis, ndim)):
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         axis = (int(axis),)
