@@ -63,3 +63,13 @@ def assert_close_nf(got, want, rtol=0.0, atol=0.0, ctx=""):
     """Both ndflow (e.g. compiled vs eager): compare as NumPy."""
     want = tree.map_structure(lambda a: a.numpy() if isinstance(a, tnp.ndarray) else a, want)
     assert_same(got, want, rtol, atol, ctx)
+
+
+def run_threads(work, n=4):
+    """Run `work(i)` for i in range(n) on n threads at once; join them all."""
+    import threading
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()

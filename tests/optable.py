@@ -806,11 +806,6 @@ PATHS_REASONS = [
         "the remainder's length depends on its values (NumPy strips leading |c| <= 1e-8): "
         "compiled, a run whose values decide another length raises",
         ("polydiv",)),
-    ("known_defect",
-        "rank-deficient designs (huge, tiny or repeated x): NumPy's lstsq truncates singular "
-        "values below rcond (the minimum-norm solution), ndflow's MGS-QR does not, so the "
-        "coefficients differ (left open: needs a truncated solve that stays differentiable)",
-        ("polyfit",)),
     ("keep_args",
         "NumPy requires increasing xp and does not check it: xp gets no special values",
         ("interp",)),

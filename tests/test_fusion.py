@@ -7,7 +7,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import threading
 import warnings
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import ndflow as nf
+from helpers import run_threads
 import ndflow.numpy as tnp
 from ndflow.graph import fusion, memory
 from ndflow.graph.ir import verify
@@ -278,11 +278,7 @@ def test_concurrent_calls_do_not_share_buffers(numpy_only, large_path):
             r = f(tnp.asarray(x)).numpy()
             if not np.array_equal(r, np.tanh(x) + x * 3):
                 errors.append(k)
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(work, 4)
     assert not errors
 
 

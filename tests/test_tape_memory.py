@@ -6,13 +6,13 @@ near the hand-written NumPy program's. Rules write into cotangents the tape alon
 into their own temporaries, only when nothing else can see it: user arrays, gradients that are
 shared, persistent tapes and higher-order tapes keep NumPy's values."""
 import gc
-import threading
 import weakref
 
 import numpy as np
 import pytest
 
 import ndflow as nf
+from helpers import run_threads
 import ndflow.numpy as tnp
 from ndflow.primitives import elementwise as E
 from benchmarks.eager_tape import peak_bytes
@@ -171,11 +171,7 @@ def test_tapes_in_threads_do_not_write_each_others_values():
         except Exception as e:       # pragma: no cover - reported below
             errors.append(e)
 
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(work, 4)
     assert not errors
     for x, g in zip(xs, out):
         v = x.numpy()

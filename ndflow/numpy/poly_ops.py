@@ -5,11 +5,10 @@ All are compositions, so they differentiate, trace and vectorize, with these exc
 `roots` (and `poly` of a square matrix) take eigenvalues with NumPy on the host, with no
 gradient (their result dtype, real or complex, depends on the values); `polymul`, `polydiv` and
 `poly` of complex zeros strip or decide on values as NumPy does, which needs them concrete (or
-gives sizes unknown while tracing). `polyfit` solves its least-squares problem by
-modified Gram-Schmidt QR of the column-scaled Vandermonde matrix (backward stable; composed of
-primitives, so differentiable); NumPy uses an SVD (`lstsq`), which only matters for
-rank-deficient fits (NumPy's `rcond` truncation is not applied; `full=True` reports the rank and
-singular values from NumPy on the host).
+gives sizes unknown while tracing). `polyfit` solves its least-squares problem as NumPy
+does, with the (differentiable) SVD `lstsq` of the column-scaled Vandermonde matrix and its
+`rcond` cutoff; `cov=` comes from a modified Gram-Schmidt QR of the same matrix, and
+`full=True` reports the rank and singular values from NumPy on the host.
 """
 import warnings
 
@@ -346,27 +345,9 @@ def _mgs_lstsq(a, b):
     return (sol if b.ndim == 2 else sol[:, 0]), Rm, rhs
 
 
-def _tri_inverse(Rm):
-    """R^{-1} of an upper-triangular R by back substitution (small, unrolled)."""
-    from .manipulation import stack
-    n = Rm.shape[0]
-    rows = [[None] * n for _ in range(n)]
-    zero = Rm[0, 0] * 0
-    for i in range(n - 1, -1, -1):
-        for j in range(n):
-            if j < i:
-                rows[i][j] = zero
-                continue
-            s = (Rm[0, 0] * 0 + 1) if i == j else zero
-            for k in range(i + 1, j + 1):
-                s = s - Rm[i, k] * rows[k][j]
-            rows[i][j] = s / Rm[i, i]
-    return stack([stack(r) for r in rows])
-
-
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Least-squares polynomial fit, as `numpy.polyfit` (same scaling of the Vandermonde
-    columns; solved by MGS-QR instead of SVD, see the module notes). Differentiable in x, y
+    columns, the same SVD least-squares solve and rcond cutoff). Differentiable in x, y
     and w. `full=True` and the RankWarning use NumPy on the host for the rank and singular
     values."""
     from .routines import vander
@@ -408,7 +389,12 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs = checked(lhs, logical_not(all_(isfinite(lhs))), np.linalg.LinAlgError,
                   "SVD did not converge in Linear Least Squares")
     with np.errstate(divide="ignore", invalid="ignore"):   # rank-deficient: RankWarning below
-        c, Rm, res = _mgs_lstsq(lhs, rhs)
+        _, _, res = _mgs_lstsq(lhs, rhs)
+    # the coefficients are NumPy's: an SVD least-squares solve with its rcond cutoff (the
+    # minimum-norm answer where the design is rank-deficient; QR's would differ silently);
+    # QR's R and residuals serve cov= and full=, which assume full rank as NumPy's do
+    from .linalg import lstsq
+    c = lstsq(lhs, rhs, rcond=rcond)[0]
     c = (c.T / scale).T
     # gelsd's answer for a right-hand side with NaN or inf: that column's coefficients are NaN
     from .math import where_
@@ -433,8 +419,9 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
             resids = zeros((0,), c.dtype)
         return c, resids, np.int32(rank), asarray(s), rcond
     if cov:
-        rinv = _tri_inverse(Rm)
-        vbase = matmul(rinv, rinv.T)
+        # NumPy's formula, so a singular design raises its LinAlgError rather than give NaN
+        from .linalg import inv
+        vbase = inv(matmul(lhs.T, lhs))
         vbase = vbase / (reshape(scale, (-1, 1)) * reshape(scale, (1, -1)))
         if cov == "unscaled":
             fac = 1
