@@ -79,12 +79,11 @@ def mlp_row():
     a = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     ta = [tnp.asarray(v) for v in a]
 
-    def grads(x, labels, w1, b, w2):
-        with nf.GradientTape() as tape:
-            tape.watch([w1, b, w2])
-            h = tnp.maximum(tnp.matmul(x, w1) + b, 0)
-            loss = tnp.sum(tnp.square(tnp.matmul(h, w2) - labels))
-        return tape.gradient(loss, [w1, b, w2])
+    from .impl_ndflow import setup, _compute_gradients
+    setup()
+
+    def grads(x, labels, w1, b, w2):        # the guide's gradient, as the benchmark table runs it
+        return _compute_gradients([w1, b, w2], x, labels)
 
     r = {"numpy": best(lambda: np_mlp_grads(*a)), "eager": best(lambda: grads(*ta))}
     os.environ["NDFLOW_FUSION"] = "0"

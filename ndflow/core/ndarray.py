@@ -172,9 +172,14 @@ def _check_inplace_cast(np_fn, self, other):
         rt = np_fn(np.empty(0, dtype=self.dtype), o).dtype
     except Exception:
         return                      # the operation itself raises below, with its own error
-    if rt != self.dtype and not np.can_cast(rt, self.dtype, casting="same_kind"):
-        raise TypeError(f"Cannot cast ufunc {np_fn.__name__!r} output from {rt!r} to "
-                        f"{self.dtype!r} with casting rule 'same_kind'")
+    _refuse_cast(np_fn.__name__, rt, self.dtype)
+
+
+def _refuse_cast(name, dtype, into):
+    """NumPy's error for an in-place result that may not be cast back ('same_kind')."""
+    if dtype != into and not np.can_cast(dtype, into, casting="same_kind"):
+        raise TypeError(f"Cannot cast ufunc {name!r} output from {dtype!r} to {into!r} with "
+                        f"casting rule 'same_kind'")
 
 
 def _inplace(name):
@@ -203,9 +208,8 @@ def _inplace(name):
             _check_inplace_cast(np_fn, self, other)
         res = getattr(_tnp, unary)(self) if unary is not None else getattr(_tnp, name)(self, other)
         if res.dtype != self.dtype:
-            if not np.can_cast(res.dtype, self.dtype, casting="same_kind"):
-                raise TypeError(f"Cannot cast ufunc {name!r} output from {res.dtype!r} to "
-                                f"{self.dtype!r} with casting rule 'same_kind'")
+            # (the check before computing could not tell for this operand type)
+            _refuse_cast(name, res.dtype, self.dtype)
             res = res.astype(self.dtype)
         if res.shape != self.shape:
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
