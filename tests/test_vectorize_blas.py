@@ -206,3 +206,173 @@ def test_per_example_gradient_with_unknown_batch_size():
                 np.zeros((0,) + tuple(g.shape[1:]), np.float32)
             np.testing.assert_allclose(g.numpy(), want, rtol=1e-5,
                                        atol=1e-5 * (np.abs(want).max() if n else 1))
+
+
+# ------------------------------------------------------------------ squeezed batched values
+# Per-example rows (`expand_dims(x, 0)`) are batched without their unit axes (primitives/_util:
+# squeezed values); every use must see the per-example shapes and values of a loop.
+
+def _rows(fn, *xs, in_axes=0, compiled=False):
+    f = nf.vmap(fn, in_axes=in_axes)
+    if compiled:
+        f = nf.function(f)
+    return f(*[tnp.asarray(x) for x in xs])
+
+
+def _row_loop(fn, *xs):
+    n = xs[0].shape[0]
+    return [fn(*[tnp.asarray(x[i]) for x in xs]) for i in range(n)]
+
+
+def _check(got, loop, n, exact=True):
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    for k, g in enumerate(got):
+        if n:
+            want = np.stack([np.asarray((l if isinstance(l, (tuple, list)) else (l,))[k])
+                             for l in loop])
+        else:
+            want = np.zeros(g.shape, g.dtype)
+        g = np.asarray(g)
+        assert g.shape == want.shape and g.dtype == want.dtype, (g.shape, want.shape)
+        if exact:
+            np.testing.assert_array_equal(g, want)
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(want))
+        else:
+            np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+
+
+ROW_FUNCTIONS = {
+    # the unit axis kept through elementwise ops, a broadcast bias, comparisons, select
+    "bias_relu": lambda x, v: tnp.where(tnp.expand_dims(x, 0) + v > 0,
+                                        tnp.expand_dims(x, 0) * 2.0, -0.0),
+    # an unbatched operand that broadcasts ALONG the unit axis: (1, k) + (3, k) -> (3, k)
+    "broadcast_along_unit": lambda x, v: tnp.expand_dims(x, 0) + tnp.stack([v, v * 2, v * 3]),
+    # a batched operand of lower rank (a per-example scalar) against a row
+    "row_times_scalar": lambda x, v: tnp.expand_dims(x, 0) * tnp.sum(x),
+    # the row's shape, squeezed back, transposed, reshaped
+    "squeeze_back": lambda x, v: tnp.squeeze(tnp.expand_dims(x, 0) * v, 0),
+    "transpose_row": lambda x, v: tnp.transpose(tnp.expand_dims(x, 0)) * v[:, None],
+    "reshape_row": lambda x, v: tnp.reshape(tnp.expand_dims(x, 0) - v, (-1,)),
+    "row_shape": lambda x, v: tnp.zeros(tnp.expand_dims(x, 0).shape) + tnp.expand_dims(x, 1).T,
+    # sums over the unit axis (one element: 0 + x, so -0.0 -> +0.0), with keepdims, and more
+    "sum_unit": lambda x, v: tnp.sum(tnp.expand_dims(x, 0) * v, axis=0),
+    "sum_unit_keep": lambda x, v: tnp.sum(tnp.expand_dims(x, 0), axis=0, keepdims=True),
+    "sum_all": lambda x, v: tnp.sum(tnp.expand_dims(x, 0) * v),
+    "max_unit": lambda x, v: tnp.max(tnp.expand_dims(x, 0), axis=0),
+    # several unit axes, in the middle too
+    "two_units": lambda x, v: tnp.expand_dims(tnp.expand_dims(x, 0), 2) * v[None, :, None],
+    "mid_unit_matmul": lambda x, v: tnp.matmul(tnp.expand_dims(x, 1), tnp.expand_dims(v, 0)),
+    # products of rows against shared matrices and vectors, and a row's outer product
+    "row_matmul": lambda x, v: tnp.matmul(tnp.expand_dims(x, 0), tnp.outer(v, v)) + v,
+    "row_dot_vector": lambda x, v: tnp.matmul(tnp.expand_dims(x, 0), v),
+    "row_outer": lambda x, v: tnp.matmul(tnp.transpose(tnp.expand_dims(x, 0)),
+                                         tnp.expand_dims(x * v, 0)),
+    # indexing and writing into a row
+    "index_row": lambda x, v: tnp.expand_dims(x, 0)[0, 1:] * v[1:],
+}
+
+
+def _write_row(x, v):
+    r = tnp.expand_dims(x, 0) * 1.0
+    r[0, 0] = -1.5
+    return r + v
+
+
+ROW_FUNCTIONS["write_row"] = _write_row
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("name", sorted(ROW_FUNCTIONS))
+def test_per_example_rows_equal_the_loop(name, compiled):
+    fn = ROW_FUNCTIONS[name]
+    rng = np.random.default_rng(len(name))
+    v = rng.standard_normal(4)
+    for n in (0, 1, 5):
+        x = rng.standard_normal((n, 4))
+        if n:
+            x[0, :2] = -0.0
+        loop = _row_loop(lambda xi: fn(xi, tnp.asarray(v)), x) if n else None
+        got = _rows(lambda xi: fn(xi, tnp.asarray(v)), x, compiled=compiled)
+        if not n:
+            want = fn(tnp.asarray(np.ones(4)), tnp.asarray(v))
+            assert tuple(got.shape) == (0,) + tuple(want.shape)
+            continue
+        exact = name not in ("row_matmul", "row_dot_vector", "mid_unit_matmul", "sum_all")
+        _check(got.numpy(), [l.numpy() for l in loop], n, exact=exact)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_rows_with_batch_axis_not_first_and_out_axes(compiled):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 6))       # mapped along axis 1
+    w = tnp.asarray(rng.standard_normal((4, 3)))
+
+    def fn(xi):
+        return tnp.maximum(tnp.matmul(tnp.expand_dims(xi, 0), w), 0.0)
+    f = nf.vmap(fn, in_axes=1, out_axes=2)
+    if compiled:
+        f = nf.function(f)
+    got = f(tnp.asarray(x)).numpy()
+    want = np.stack([np.maximum(x[:, i][None] @ w.numpy(), 0) for i in range(6)], axis=2)
+    assert got.shape == want.shape == (1, 3, 6)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_nested_vmap_of_rows():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 5, 4))
+    w = tnp.asarray(rng.standard_normal((4, 2)))
+
+    def inner(xi):
+        return tnp.sum(tnp.matmul(tnp.expand_dims(xi, 0), w) * 2.0, axis=0)
+    got = nf.vmap(nf.vmap(inner))(tnp.asarray(x)).numpy()
+    want = np.einsum("abk,kn->abn", x, w.numpy()) * 2.0
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_rows_with_unknown_batch_size():
+    rng = np.random.default_rng(7)
+    w = tnp.asarray(rng.standard_normal((4, 3)))
+    b = tnp.asarray(rng.standard_normal(3))
+
+    def fn(xi):
+        r = tnp.expand_dims(xi, 0)
+        return tnp.sum(tnp.maximum(tnp.matmul(r, w) + b, 0.0), axis=0), tnp.transpose(r) * 2.0
+    f = nf.function(nf.vmap(fn), input_signature=[nf.TensorSpec((None, 4), tnp.float64)])
+    for n in (0, 1, 4):
+        x = rng.standard_normal((n, 4))
+        g0, g1 = f(tnp.asarray(x))
+        want0 = np.maximum(x @ w.numpy() + b.numpy(), 0).reshape(n, 3)
+        np.testing.assert_allclose(g0.numpy(), want0, rtol=1e-12)
+        np.testing.assert_array_equal(g1.numpy(), x[:, :, None] * 2.0)
+
+
+def test_rows_returned_and_written_back_into_the_mapped_argument():
+    """A row returned as is has its unit axis; a write into the mapped argument lands."""
+    x = np.arange(6.0).reshape(3, 2)
+    got = nf.vmap(lambda xi: tnp.expand_dims(xi, 0))(tnp.asarray(x)).numpy()
+    np.testing.assert_array_equal(got, x[:, None, :])
+    arr = tnp.asarray(x.copy())
+
+    def write(xi):
+        xi[0] = -0.0
+        return tnp.expand_dims(xi, 0) * 2
+    out = nf.vmap(write)(arr).numpy()
+    want = x.copy()
+    want[:, 0] = -0.0
+    np.testing.assert_array_equal(arr.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(arr.numpy()), np.signbit(want))
+    np.testing.assert_array_equal(out, want[:, None, :] * 2)
+
+
+def test_per_example_gradient_graph_has_no_unit_axis_reshapes():
+    """The guide's per-example gradients compile to products and elementwise regions over
+    (batch, features) arrays: no reshape in and out of every op, no sum over a unit axis."""
+    from ndflow.primitives.shape import reshape_p
+    from ndflow.primitives.reduction import reduce_sum_p
+    _, per_example, x, lab = _mlp_per_example()
+    cf = nf.function(per_example).get_concrete_function(x, lab)
+    reshapes = [n for n in cf.graph.nodes if n.prim is reshape_p]
+    # only the columns of the two outer products: x (B,32,1), h (B,64,1), g (B,1,2), d (B,1,64)
+    assert len(reshapes) <= 4, [tuple(n.outputs[0].shape) for n in reshapes]
+    assert not any(n.prim is reduce_sum_p for n in cf.graph.nodes)

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
-from ._util import broadcast_shapes, unbroadcast, move_to_front
+from ._util import broadcast_shapes, unbroadcast, move_to_front, squeezed_ok, example_rank, \
+    unsqueeze_all
 
 
 # ------------------------------------------------------------------ matmul
@@ -128,9 +129,19 @@ def _outer(x, y):
     return None
 
 
+@squeezed_ok
 def _matmul_batch(args, axes):
     from .shape import expand_dims_p, squeeze_p, transpose_p
     (x, y), (bx, by) = args, axes
+    if isinstance(bx, tuple) and by is None and y.ndim in (1, 2) \
+            and example_rank(x, bx) - 1 not in bx[1]:
+        # rows with unit axes left out (a per-example (1, k) row): they are the folded rows
+        # already; the result keeps the same unit axes
+        out = _fold_rows(x, y)
+        if out is not None:
+            return out, bx
+    if isinstance(bx, tuple) or isinstance(by, tuple):
+        (x, y), (bx, by) = unsqueeze_all((x, y), (bx, by))
     if by is None and bx is not None and y.ndim in (1, 2):
         # per example (..., m, k) @ w or (k,) @ w, w shared: rows of one product
         out = _fold_rows(move_to_front(x, bx), y)
