@@ -92,6 +92,104 @@ def move_to_front(x, bd):
     return moveaxis(x, bd, 0)
 
 
+# ------------------------------------------------------------------ squeezed batched values
+# A batched value whose per-example shape has unit axes may leave them out: its batch axis is
+# then `(0, U)`, the batch axis first and `U` the per-example positions of the unit axes that
+# the value does not hold. Per-example code works on rows, `expand_dims(x, 0)` (1, k) @ w:
+# batched, those unit axes cost a reshape around every product and elementwise op, and each is
+# a node of a compiled graph. Rules marked `squeezed_ok` take such values (elementwise ops,
+# products, the unit-axis shape ops); every other rule gets them with the unit axes back
+# (vectorize.batching.BatchTrace.process).
+
+def squeezed_ok(rule):
+    """Mark a batching rule as taking squeezed values (axis `(0, U)`)."""
+    rule.squeezed_ok = True
+    return rule
+
+
+def example_rank(x, ax):
+    """The rank of one example of `x` (batched along `ax`, or unbatched: None)."""
+    if ax is None:
+        return x.ndim
+    if isinstance(ax, tuple):
+        return x.ndim - 1 + len(ax[1])
+    return x.ndim - 1
+
+
+def unsqueeze(x, ax):
+    """(value, batch axis) with the unit axes of a squeezed value back: the ordinary layout."""
+    if not isinstance(ax, tuple):
+        return x, ax
+    units = ax[1]
+    shape = list(x.shape)
+    for u in units:
+        shape.insert(u + 1, 1)
+    if None in shape:
+        from .shape import expand_dims_p
+        return bind(expand_dims_p, x, axes=tuple(u + 1 for u in units)), 0
+    from .shape import reshape_p
+    return bind(reshape_p, x, shape=tuple(shape)), 0
+
+
+def unsqueeze_all(args, axes):
+    pairs = [unsqueeze(a, ax) for a, ax in zip(args, axes)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def squeezed_axis(units):
+    """The batch axis of a value with the unit axes `units` left out (0 when there are none)."""
+    return (0, tuple(units)) if units else 0
+
+
+def to_squeezed(args, axes):
+    """The operands of an elementwise op in the squeezed layout of its squeezed operands, or
+    None where they have no common one (then the rule works on the ordinary layout). Other
+    operands lose their unit axes at those positions with a reshape (unbatched constants fold);
+    an operand that is not 1 there (a broadcast along a unit axis) keeps the ordinary layout."""
+    units = rank = None
+    for a, ax in zip(args, axes):
+        if isinstance(ax, tuple):
+            r = example_rank(a, ax)
+            if units is None:
+                units, rank = ax[1], r
+            elif ax[1] != units or r != rank:
+                return None
+    if units is None:
+        return None
+    from .shape import reshape_p
+    out = []
+    for a, ax in zip(args, axes):
+        if isinstance(ax, tuple):
+            out.append(a)
+            continue
+        if ax is not None:
+            a = move_to_front(a, ax)
+        own = tuple(a.shape[1:]) if ax is not None else tuple(a.shape)
+        lead = rank - len(own)
+        if lead < 0:
+            return None
+        drop = [u - lead for u in units if u >= lead]
+        if any(own[d] != 1 for d in drop):
+            return None
+        if ax is None:
+            if drop:
+                keep = tuple(d for i, d in enumerate(own) if i not in drop)
+                if None in keep:
+                    return None
+                a = bind(reshape_p, a, shape=keep)
+            out.append(a)
+            continue
+        # a batched operand: its aligned example shape without the unit positions
+        keep = (a.shape[0],) + tuple(d for i, d in enumerate((1,) * lead + own)
+                                     if i not in units)
+        if keep != tuple(a.shape):
+            if None in keep:
+                return None
+            a = bind(reshape_p, a, shape=keep)
+        out.append(a)
+    return out, (0, tuple(units))
+
+
 def align_batched(args, axes):
     """Move every batch axis to 0 and give batched operands the same per-example rank, so that
     NumPy broadcasting of the inner values matches per-example broadcasting."""

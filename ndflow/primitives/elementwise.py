@@ -9,7 +9,8 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL
-from ._util import broadcast_shapes, unbroadcast, align_batched, owned_apply, owned_ok
+from ._util import broadcast_shapes, unbroadcast, align_batched, owned_apply, owned_ok, \
+    squeezed_ok, to_squeezed, unsqueeze_all
 
 
 _LN2 = math.log(2.0)
@@ -35,7 +36,12 @@ def _binary_abstract(x, y):
 
 
 def _elementwise_batch(prim):
+    @squeezed_ok
     def rule(args, axes, **params):
+        sq = to_squeezed(args, axes)
+        if sq is not None:
+            return bind(prim, *sq[0], **params), sq[1]
+        args, axes = unsqueeze_all(args, axes)
         args = align_batched(args, axes)
         return bind(prim, *args, **params), 0
     return rule
@@ -46,7 +52,7 @@ def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=
     p = Primitive(name, impl, abstract)
     if vjp is not None:
         p.def_vjp(vjp, uses_out=uses_out, reads=reads, donate=donate)
-    p.batch = lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0])
+    p.batch = squeezed_ok(lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))
     p.fusion = fusion
     return p
 
@@ -183,7 +189,8 @@ def _convert_vjp(ct, x, dtype):
 convert_p = Primitive("convert_element_type", _convert_impl,
                       lambda x, dtype: Aval(x.shape, np.dtype(dtype)))
 convert_p.def_vjp(_convert_vjp)
-convert_p.batch = lambda args, axes, dtype: (bind(convert_p, args[0], dtype=dtype), axes[0])
+convert_p.batch = squeezed_ok(
+    lambda args, axes, dtype: (bind(convert_p, args[0], dtype=dtype), axes[0]))
 convert_p.fusion = "{0}.astype({dtype})"
 
 
@@ -364,12 +371,13 @@ full_like_p = Primitive("full_like", lambda x, fill_value: np.full_like(x, fill_
                         lambda x, fill_value: Aval(x.shape, x.dtype))
 for _p in (zeros_like_p, ones_like_p):
     _p.def_vjp(lambda ct, x: (None,))
-    _p.batch = (lambda p: lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))(_p)
+    _p.batch = squeezed_ok((lambda p: lambda args, axes, **kw: (bind(p, args[0], **kw),
+                                                                axes[0]))(_p))
 zeros_like_p.fusion = "zeros_like({0})"   # in a fused loop: a constant, no array
 ones_like_p.fusion = "ones_like({0})"
 full_like_p.def_vjp(lambda ct, x, fill_value: (None,))
-full_like_p.batch = lambda args, axes, fill_value: (
-    bind(full_like_p, args[0], fill_value=fill_value), axes[0])
+full_like_p.batch = squeezed_ok(lambda args, axes, fill_value: (
+    bind(full_like_p, args[0], fill_value=fill_value), axes[0]))
 
 UNARY_FLOAT = {p.name: p for p in (
     exp_p, exp2_p, expm1_p, log_p, log2_p, log10_p, log1p_p, sqrt_p, cbrt_p, sin_p, cos_p, tan_p,

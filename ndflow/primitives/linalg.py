@@ -5,7 +5,9 @@ import string
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes, unbroadcast, move_to_front
+from ..core.state import STATE
+from ._util import broadcast_shapes, unbroadcast, move_to_front, squeezed_ok, example_rank, \
+    unsqueeze_all
 
 
 # ------------------------------------------------------------------ matmul
@@ -54,9 +56,107 @@ def _matmul_vjp(ct, x, y, needs=(True, True)):
     return gx, gy
 
 
+def _known(*shapes):
+    return all(d is not None for s in shapes for d in s)
+
+
+def _fold_rows(x, w):
+    """`x` (B, ..., k) batched, `w` (k, n) or (k,) the same for every example: the stack of
+    per-example products as ONE product (B*..., k) @ w, reshaped back. NumPy runs a stack
+    of small products one matrix at a time (a (1, k) @ (k, n) per example: B BLAS calls, or
+    its non-BLAS loop); a single gemm is the shape BLAS is fast at. Each example's rows meet
+    the same `w`, so this is the same product, summed in the order the BLAS kernel picks (as
+    the unbatched product is itself a BLAS product). None where sizes are unknown."""
+    from .shape import reshape_p
+    if not _known(x.shape, w.shape):
+        return None
+    k = x.shape[-1]
+    lead = tuple(x.shape[:-1])
+    rows = x
+    if x.ndim != 2:
+        rows = bind(reshape_p, x, shape=(int(np.prod(lead, dtype=np.int64)), k))
+    out = bind(matmul_p, rows, w)
+    if x.ndim != 2:
+        out = bind(reshape_p, out, shape=lead + tuple(w.shape[1:]))
+    return out
+
+
+# per-example outer products, (m, 1) @ (1, n): row lengths from which a broadcast multiply
+# beats NumPy's stacked matmul (its non-BLAS loop, ~2 ns a product), and up to which one
+# multiply per column does (a broadcast multiply over rows this short runs NumPy's inner loop
+# per row: slower than the matmul)
+OUTER_MIN = 16
+OUTER_COLS = 4
+
+
+def _outer(x, y):
+    """The batch (B, m, 1) @ (B, 1, n) of per-example outer products without NumPy's stacked
+    matmul: x * y where rows are long (or one of m, n is 1), else, for few columns, one
+    (B, m, 1) * (B, 1, 1) multiply per column joined along the last axis (each row of the
+    result is a column's long multiply). Real and integer dtypes; + 0.0 for floats: a matrix
+    product's sum starts at +0.0, so a -0.0 product is +0.0 as NumPy's matmul gives it.
+    None where another shape of product is better or sizes are unknown."""
+    from .elementwise import mul_p, add_p, zeros_like_p
+    from .reduction import reduce_sum_p
+    from .shape import concatenate_p
+    from .indexing import getitem
+    if not _known(x.shape, y.shape) or x.shape[2] != 1 or y.shape[1] != 1:
+        return None
+    if x.dtype != y.dtype or np.dtype(x.dtype).kind not in "biuf":
+        return None
+    b, m, n = x.shape[0], x.shape[1], y.shape[2]
+    if not any(t.is_graph for t in STATE.traces):
+        # eager: each op below allocates its result; two full-size temporaries cost more
+        # (page faults on fresh memory) than einsum's one, which is exact here (k = 1)
+        if n < OUTER_MIN:
+            return None
+        return bind(einsum_p, x, y, subscripts="bik,bkj->bij")
+    zero = None
+    if np.dtype(x.dtype).kind == "f":
+        # a 0-d zero on y's device; a constant when compiled (the sum is dropped)
+        zero = bind(zeros_like_p, bind(reduce_sum_p, y, axes=(0, 1, 2), keepdims=False))
+
+    def product(a, c):
+        p = bind(mul_p, a, c)
+        return p if zero is None else bind(add_p, p, zero)
+    if n >= OUTER_MIN or n == 1 or m == 1:
+        return product(x, y)
+    if n <= OUTER_COLS and m >= OUTER_MIN:
+        cols = [bind(mul_p, x, getitem(y, (slice(None), slice(None), slice(j, j + 1))))
+                for j in range(n)]
+        out = bind(concatenate_p, *cols, axis=2)
+        return out if zero is None else bind(add_p, out, zero)
+    return None
+
+
+@squeezed_ok
 def _matmul_batch(args, axes):
-    from .shape import expand_dims_p, squeeze_p
+    from .shape import expand_dims_p, squeeze_p, transpose_p
     (x, y), (bx, by) = args, axes
+    if isinstance(bx, tuple) and by is None and y.ndim in (1, 2) \
+            and example_rank(x, bx) - 1 not in bx[1]:
+        # rows with unit axes left out (a per-example (1, k) row): they are the folded rows
+        # already; the result keeps the same unit axes
+        out = _fold_rows(x, y)
+        if out is not None:
+            return out, bx
+    if isinstance(bx, tuple) or isinstance(by, tuple):
+        (x, y), (bx, by) = unsqueeze_all((x, y), (bx, by))
+    if by is None and bx is not None and y.ndim in (1, 2):
+        # per example (..., m, k) @ w or (k,) @ w, w shared: rows of one product
+        out = _fold_rows(move_to_front(x, bx), y)
+        if out is not None:
+            return out, 0
+    if bx is not None and by is not None and x.ndim == 3 and y.ndim == 3:
+        out = _outer(move_to_front(x, bx), move_to_front(y, by))
+        if out is not None:
+            return out, 0
+    if bx is None and by is not None and x.ndim in (1, 2) and y.ndim == 2:
+        # per example w @ v with v a vector (k,): the batch of vectors (B, k) @ w.T
+        wt = x if x.ndim == 1 else bind(transpose_p, x, perm=(1, 0))
+        out = _fold_rows(move_to_front(y, by), wt)
+        if out is not None:
+            return out, 0
     x1 = x.ndim - (bx is not None) == 1
     y1 = y.ndim - (by is not None) == 1
     if bx is not None:

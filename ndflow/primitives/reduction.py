@@ -3,7 +3,7 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL, I64
-from ._util import move_to_front
+from ._util import move_to_front, squeezed_ok, unsqueeze, squeezed_axis
 
 
 def _reduced_shape(shape, axes, keepdims):
@@ -17,8 +17,22 @@ def _reduce_abstract(x, axes, keepdims):
 
 
 def _reduce_batch(prim):
+    @squeezed_ok
     def rule(args, dims, **params):
-        x = move_to_front(args[0], dims[0])
+        x, d = args[0], dims[0]
+        if isinstance(d, tuple):
+            units, axes = d[1], params["axes"]
+            if prim is reduce_sum_p and axes and set(axes) <= set(units):
+                # a sum over unit axes only: each example's sum of one element, which NumPy
+                # computes as 0 + x (-0.0 becomes +0.0); a 0-d zero on x's device
+                from .elementwise import add_p, zeros_like_p
+                zero = bind(zeros_like_p, bind(reduce_sum_p, x, axes=tuple(range(x.ndim)),
+                                               keepdims=False))
+                left = units if params["keepdims"] else \
+                    [u - sum(1 for a in axes if a < u) for u in units if u not in axes]
+                return bind(add_p, x, zero), squeezed_axis(left)
+            x, d = unsqueeze(x, d)
+        x = move_to_front(x, d)
         params["axes"] = tuple(a + 1 for a in params["axes"])
         return bind(prim, x, **params), 0
     return rule

@@ -13,6 +13,7 @@ from ..core.state import STATE
 from ..core import tree
 from ..graph.trace import next_level, save_fields, restore_fields
 from ..autograph.conversion import convert
+from ..primitives._util import unsqueeze, unsqueeze_all
 
 
 class BatchTrace:
@@ -31,6 +32,11 @@ class BatchTrace:
     def shape_of(self, x):
         s = x._v.shape
         bd = x._aux
+        if isinstance(bd, tuple):        # squeezed: unit axes left out (primitives._util)
+            per = list(s[1:])
+            for u in bd[1]:
+                per.insert(u, 1)
+            return tuple(per)
         return tuple(s[:bd]) + tuple(s[bd + 1:])
 
     def process(self, prim, args, params):
@@ -43,6 +49,8 @@ class BatchTrace:
                 vals.append(a)
                 axes.append(None)
         rule = prim.batch
+        if not getattr(rule, "squeezed_ok", False) and any(isinstance(a, tuple) for a in axes):
+            vals, axes = unsqueeze_all(vals, axes)
         if rule is None:
             out, oax = self._loop(prim, vals, axes, params)
         else:
@@ -56,6 +64,8 @@ class BatchTrace:
     def wrap(self, v, ax):
         if ax is None:
             return v
+        if isinstance(ax, tuple) and not ax[1]:
+            ax = 0
         return symbolic(self, v, ax)
 
     def _loop(self, prim, vals, axes, params):
@@ -121,7 +131,7 @@ def _batch_call(fn, args, in_axes, out_axes):
         backs = []
         for s, v0, x, ax in mapped:
             if s._v is not v0 or s._t is not trace:
-                backs.append((x, tnp.moveaxis(s._v, s._aux, ax) if s._t is trace
+                backs.append((x, tnp.moveaxis(*unsqueeze(s._v, s._aux), ax) if s._t is trace
                               else tnp.expand_dims(tnp.asarray(s), ax)))
         del ins, mapped
         # the results, before arrays written inside get their own values back
@@ -133,7 +143,8 @@ def _batch_call(fn, args, in_axes, out_axes):
                 res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
                 continue
             if isinstance(o, ndarray) and o._t is trace:
-                v = _own(tnp.moveaxis(o._v, o._aux, ax if ax is not None else 0), leaves)
+                v = _own(tnp.moveaxis(*unsqueeze(o._v, o._aux), ax if ax is not None else 0),
+                         leaves)
             else:
                 o = tnp.asarray(o)
                 v = _unbatched_output(o, size, ref)
