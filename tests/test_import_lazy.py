@@ -144,7 +144,7 @@ def test_bfloat16_whoever_imports_ml_dtypes():
 
 def test_saved_graph_loads_primitives_of_lazy_modules(tmp_path):
     # a saved function holding primitives of modules `import ndflow` leaves for first use
-    # (control flow, custom gradients, shape, Variables) loads in a process
+    # (control flow, custom gradients, shape, Variables, sorting, decompositions) loads in a process
     # that never touched them
     _run("""
         import sys
@@ -164,7 +164,8 @@ def test_saved_graph_loads_primitives_of_lazy_modules(tmp_path):
             def __call__(self, x):
                 n = nf.shape(x)[0]
                 y = nf.cond(tnp.sum(x) > 0, lambda: twice(x), lambda: -x)
-                return y * self.v + nf.cast(n, "float64")
+                s = tnp.sort(y) + tnp.linalg.inv(tnp.diag(x) + 4.0)[0]
+                return s * self.v + nf.cast(n, "float64")
 
         m = M()
         nf.saved_model.save(m, sys.argv[1])
