@@ -17,7 +17,9 @@ LAZY = ["numpy.random", "ndflow.numpy.random", "ndflow.summary", "ndflow.saved_m
         "ndflow.numpy.statistics", "ndflow.numpy.histograms", "ndflow.numpy.sorting",
         "ndflow.numpy.sets", "ndflow.numpy.linalg", "ndflow.numpy.fft", "ndflow.numpy.poly_ops",
         "ndflow.numpy.windows", "ndflow.numpy.npyio", "ndflow.numpy.functional",
-        "ndflow.numpy.special",
+        "ndflow.numpy.special", "ndflow.numpy.shaping", "ndflow.numpy.routines",
+        "ndflow.numpy.logic", "ndflow.numpy.conversion", "ndflow.numpy.index_tricks",
+        "ndflow.numpy.lib",
         # bfloat16's package, and standard modules NumPy does not import either
         "ml_dtypes", "threading", "string", "difflib"]
 
@@ -70,6 +72,8 @@ def test_first_use_loads_and_works():
             "ndflow.numpy.statistics"].median
         assert np.isclose(float(tnp.linalg.norm(x)), np.linalg.norm([3.0, 1.0, 2.0]))
         assert np.allclose(tnp.fft.fft(x).numpy(), np.fft.fft([3.0, 1.0, 2.0]))
+        assert x.repeat(2).tolist() == [3.0, 3.0, 1.0, 1.0, 2.0, 2.0]
+        assert tnp.allclose(tnp.diag(tnp.r_[1.0, 2.0]), [[1.0, 0.0], [0.0, 2.0]])
         from ndflow.numpy import polyval, isin
         assert float(polyval(tnp.asarray([1.0, 2.0]), 3.0)) == 5.0
         assert isin(x, [1.0]).tolist() == [False, True, False]

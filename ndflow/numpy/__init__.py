@@ -45,23 +45,6 @@ from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwh
                        flatnonzero)
 from .linalg_ops import dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
 from .linalg_ops import kron, cross, einsum_path  # noqa: F401
-from .shaping import (atleast_3d, column_stack, dstack, row_stack, array_split, split,  # noqa
-                      hsplit, vsplit, dsplit, unstack, tile, repeat, roll, rollaxis, flip, fliplr,
-                      flipud, rot90, block, append, delete, insert, resize, trim_zeros, pad)
-from .routines import (diagonal, trace, diag, diagflat, tri, tril, triu, vander, indices,  # noqa
-                       ix_, meshgrid, ravel_multi_index, unravel_index, diag_indices,
-                       diag_indices_from, tril_indices, triu_indices, tril_indices_from,
-                       triu_indices_from, mask_indices, choose, compress, extract, select, copyto,
-                       put, put_along_axis, place, putmask, fill_diagonal)
-from .logic import (isclose, allclose, array_equal, array_equiv, isreal, iscomplex,  # noqa
-                    isrealobj, isscalar, isposinf, isneginf, nan_to_num, real_if_close)
-from .conversion import (frombuffer, fromiter, fromstring, fromfunction,  # noqa
-                         require, asfortranarray, asarray_chkfinite, shares_memory,
-                         may_share_memory, isfortran, iterable, packbits, unpackbits,
-                         promote_types, min_scalar_type, mintypecode, typename,
-                         common_type)
-from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumerate  # noqa
-from . import lib  # noqa: F401
 from ._interop import NumPyFallbackError, NumPyFallbackWarning  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack, finfo, iinfo)
@@ -113,21 +96,40 @@ _ndmod._tnp = _sys.modules[__name__]
 # Loaded on first use (`tnp.median`, `x.sort()`, `tnp.linalg`, ...): the functions of these
 # modules and the modules themselves; everything else above is what most programs touch.
 _LAZY_MODULES = {
-    "poly_ops": ("convolve correlate polyval polyadd polysub polymul polyder polyint polydiv poly "
-        "roots polyfit"),
+    "poly_ops": (
+        "convolve correlate polyval polyadd polysub polymul polyder polyint polydiv poly roots "
+        "polyfit"),
     "windows": "bartlett blackman hamming hanning kaiser",
     "functional": "apply_along_axis apply_over_axes vectorize frompyfunc",
     "special": "angle sinc i0 unwrap interp",
-    "statistics": ("cumsum cumprod cumulative_sum cumulative_prod nancumsum nancumprod diff ediff1d "
-        "gradient trapezoid ptp average median nanmedian quantile percentile nanquantile "
-        "nanpercentile nansum nanprod nanmean nanvar nanstd nanmax nanmin nanargmax nanargmin "
-        "cov corrcoef"),
+    "statistics": (
+        "cumsum cumprod cumulative_sum cumulative_prod nancumsum nancumprod diff ediff1d gradient "
+        "trapezoid ptp average median nanmedian quantile percentile nanquantile nanpercentile "
+        "nansum nanprod nanmean nanvar nanstd nanmax nanmin nanargmax nanargmin cov corrcoef"),
     "histograms": "bincount digitize histogram histogram2d histogramdd histogram_bin_edges",
-    "sorting": ("sort argsort lexsort sort_complex partition argpartition searchsorted unique "
-        "unique_all unique_counts unique_inverse unique_values piecewise"),
+    "sorting": (
+        "sort argsort lexsort sort_complex partition argpartition searchsorted unique unique_all "
+        "unique_counts unique_inverse unique_values piecewise"),
     "sets": "isin intersect1d union1d setdiff1d setxor1d",
     "npyio": "save load savez savez_compressed loadtxt savetxt genfromtxt fromfile",
-    "linalg": "", "fft": "", "random": "",
+    "shaping": (
+        "atleast_3d column_stack dstack row_stack array_split split hsplit vsplit dsplit unstack "
+        "tile repeat roll rollaxis flip fliplr flipud rot90 block append delete insert resize "
+        "trim_zeros pad"),
+    "routines": (
+        "diagonal trace diag diagflat tri tril triu vander indices ix_ meshgrid ravel_multi_index "
+        "unravel_index diag_indices diag_indices_from tril_indices triu_indices tril_indices_from "
+        "triu_indices_from mask_indices choose compress extract select copyto put put_along_axis "
+        "place putmask fill_diagonal"),
+    "logic": (
+        "isclose allclose array_equal array_equiv isreal iscomplex isrealobj isscalar isposinf "
+        "isneginf nan_to_num real_if_close"),
+    "conversion": (
+        "frombuffer fromiter fromstring fromfunction require asfortranarray asarray_chkfinite "
+        "shares_memory may_share_memory isfortran iterable packbits unpackbits promote_types "
+        "min_scalar_type mintypecode typename common_type"),
+    "index_tricks": "r_ c_ s_ index_exp mgrid ogrid ndindex ndenumerate",
+    "linalg": "", "fft": "", "lib": "", "random": "",
 }
 _LAZY = {n: m for m, names in _LAZY_MODULES.items() for n in names.split()}
 _LAZY.update(dict.fromkeys(_LAZY_MODULES, None))    # the modules themselves
