@@ -56,3 +56,9 @@ def two_cpus():
 import ndflow.numpy.random  # noqa: E402,F401
 import ndflow.summary  # noqa: E402,F401
 import ndflow.distribute  # noqa: E402,F401
+# ... and the rest of what loads on first use (nf.function, nf.GradientTape, tnp.median, tnp.linalg,
+# bfloat16 ...): every name `from ndflow import *` and `from ndflow.numpy import *` give
+for _n in nf.__all__:
+    getattr(nf, _n)
+for _n in tnp.__all__:
+    getattr(tnp, _n)

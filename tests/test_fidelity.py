@@ -336,6 +336,7 @@ def no_ptp(monkeypatch):
     take arrays, so one is hidden here)."""
     from ndflow.numpy import _interop
     monkeypatch.delattr(tnp, "ptp")
+    monkeypatch.delitem(tnp._LAZY, "ptp")      # (else first use would load it again)
     monkeypatch.setattr(_interop, "_WARNED", set())
 
 

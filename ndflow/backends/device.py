@@ -185,8 +185,10 @@ def get_logical_device_configuration(device):
     return [LogicalDeviceConfiguration() for _ in _cpu_devices]
 
 
-_SPEC = re.compile(r"(?:/?job:[^/]*)?(?:/?replica:\d+)?(?:/?task:\d+)?/?(?:device:)?"
-                   r"(?P<kind>[A-Za-z]+)(?::(?P<idx>\d+))?$")
+# compiled on first use by `re` (and cached there): compiling it at import costs `import ndflow`
+# more than anything else in this module
+_SPEC = (r"(?:/?job:[^/]*)?(?:/?replica:\d+)?(?:/?task:\d+)?/?(?:device:)?"
+         r"(?P<kind>[A-Za-z]+)(?::(?P<idx>\d+))?$")
 
 
 def _parse(spec):
@@ -197,7 +199,7 @@ def _parse(spec):
     if not isinstance(spec, str):
         raise TypeError(f"device spec must be a string or a LogicalDevice, got {type(spec).__name__}")
     s = spec.replace("/physical_device:", "/device:")
-    m = _SPEC.search(s)
+    m = re.search(_SPEC, s)
     if not m:
         raise ValueError(f"cannot parse device spec {spec!r}; expected e.g. 'CPU:0', "
                          f"'/device:GPU:0' or '/job:localhost/replica:0/task:0/device:CPU:1'")

@@ -4,8 +4,9 @@ ndflow's dtypes are NumPy's (so `x.dtype == np.float32` and `astype(np.float32)`
 bfloat16 comes from ml_dtypes. Promotion follows NumPy 2 (NEP 50: Python scalars are weak) in
 'legacy' mode, and the JAX-style lattice in 'all' / 'safe' modes.
 """
+import sys as _sys
+
 import numpy as np
-import ml_dtypes
 
 from .state import STATE
 
@@ -13,14 +14,94 @@ bool_ = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float16, float32, float64 = np.float16, np.float32, np.float64
-bfloat16 = ml_dtypes.bfloat16
 complex64, complex128 = np.complex64, np.complex128
 
-BFLOAT16 = np.dtype(bfloat16)
-SUPPORTED = tuple(np.dtype(t) for t in (
+# bfloat16 is ml_dtypes', whose import is a sixth of `import ndflow`: it is imported on first
+# use of the name (`bfloat16` here, `nf.bfloat16`, `tnp.bfloat16`, canonical('bfloat16')), or
+# bound as soon as anyone else imports it (_Watch). Until then no bfloat16 dtype exists in the
+# process, and BFLOAT16 is a stand-in dtype that no array has, so every `d == BFLOAT16` is False
+# exactly as it would be with the real one.
+
+
+class _NotImported:
+    def __repr__(self):
+        return "<ndflow: ml_dtypes not imported, no bfloat16 exists yet>"
+
+
+# (a variable-width string dtype whose missing-value marker is private to this module: no array
+# can have it, and comparing a dtype with it costs what comparing with bfloat16 does, where a
+# structured stand-in costs 3.7x on eager paths that check for bfloat16)
+BFLOAT16 = np.dtypes.StringDType(na_object=_NotImported())
+_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+_SUPPORTED_SET = frozenset(np.dtype(t) for t in (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float16, bfloat16, float32, float64, complex64, complex128))
-_SUPPORTED_SET = frozenset(SUPPORTED)
+    float16, float32, float64, complex64, complex128))
+_ON_BFLOAT16 = []      # callbacks(bfloat16 dtype) of modules keeping it in a global of their own
+
+
+def _bind_bfloat16(ml_dtypes):
+    global BFLOAT16, bfloat16, SUPPORTED, _SUPPORTED_SET
+    if "bfloat16" in globals():
+        return
+    d = np.dtype(ml_dtypes.bfloat16)
+    SUPPORTED = tuple(np.dtype(t) if t != "bfloat16" else d for t in _NAMES)
+    _SUPPORTED_SET = frozenset(SUPPORTED)
+    BFLOAT16 = d
+    bfloat16 = ml_dtypes.bfloat16           # last: its presence says "bound"
+    for f in _ON_BFLOAT16:
+        f(d)
+    try:
+        _sys.meta_path.remove(_Watch)
+    except ValueError:
+        pass
+
+
+def _load_bfloat16():
+    if "bfloat16" not in globals():
+        import ml_dtypes
+        _bind_bfloat16(ml_dtypes)
+    return BFLOAT16
+
+
+class _Watch:
+    """A meta path finder that finds nothing itself: when ml_dtypes is imported (by a user,
+    another library or a checkpoint reader) it binds BFLOAT16 right after ml_dtypes runs, before
+    any bfloat16 array can reach ndflow."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "ml_dtypes":
+            return None
+        for finder in _sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not cls else None
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _bind_bfloat16(module)
+        loader.exec_module = exec_module
+        return spec
+
+
+if "ml_dtypes" in _sys.modules:
+    _bind_bfloat16(_sys.modules["ml_dtypes"])
+else:
+    _sys.meta_path.insert(0, _Watch)
+
+
+def __getattr__(name):
+    if name in ("bfloat16", "SUPPORTED"):
+        _load_bfloat16()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 F32, F64, I64, BOOL = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)
 C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
@@ -35,13 +116,12 @@ def canonical(dtype):
     if isinstance(dtype, np.dtype):
         d = dtype
     elif dtype == "bfloat16":
-        d = BFLOAT16
+        d = _load_bfloat16()
     else:
         d = getattr(dtype, "as_numpy_dtype", None)  # TensorFlow-style dtype objects
         d = np.dtype(d if d is not None else dtype)
     if d not in _SUPPORTED_SET:
-        raise TypeError(f"ndflow does not support dtype {d!r}; supported: "
-                        + ", ".join(x.name for x in SUPPORTED))
+        raise TypeError(f"ndflow does not support dtype {d!r}; supported: " + ", ".join(_NAMES))
     return d
 
 

@@ -41,7 +41,7 @@ a traced function, writes made through the NumPy array itself (`x.numpy()[0] = 1
 ndflow), and writes racing with a tape that records in another thread (a data race in NumPy
 too).
 """
-import threading
+import _thread     # threading.RLock() is _thread.RLock() (threading itself is not imported)
 import weakref
 
 import numpy as np
@@ -52,7 +52,7 @@ from .state import STATE
 # write needs no bookkeeping at all. Guarded by LOCK (a tape in one thread records while
 # another thread writes).
 HOLDERS = {}
-LOCK = threading.RLock()
+LOCK = _thread.RLock()
 
 # View primitives (filled by the layer that declares them): prim -> inverse, where
 # inverse(base, view, view_args, params) returns (prim, args, params) computing the base from a

@@ -13,18 +13,26 @@ import builtins
 import itertools
 import operator
 
-import ml_dtypes
 import numpy as np
 
 from . import primitive as _prim
 from . import mutation as _mut
 from .state import STATE, GLOBAL
+from . import dtypes as _dt
 
 _tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
 _new = object.__new__
 _tid_counter = itertools.count(1)
 SYMBOLIC = "<symbolic>"
-_BF16 = np.dtype(ml_dtypes.bfloat16)   # _dev marker for non-eager values
+_BF16 = _dt.BFLOAT16    # bfloat16 (a stand-in no array has until ml_dtypes is imported)
+
+
+def _set_bf16(d):
+    global _BF16
+    _BF16 = d
+
+
+_dt._ON_BFLOAT16.append(_set_bf16)
 
 
 class TracingError(TypeError):

@@ -12,7 +12,9 @@ tape, trace or switch active (that thread's own `refresh` made the count non-zer
 next `bind`, and only a later `refresh` of the same thread can take it back out). When it reads
 False, callers consult their own thread's `STATE.fast`, which is exact.
 """
-import threading
+# _thread's local and lock are threading's own classes (threading.local is _thread._local);
+# importing threading itself would add ~2% to `import ndflow`
+import _thread
 import weakref
 
 
@@ -30,7 +32,7 @@ class _Token:
     __slots__ = ("__weakref__",)
 
 
-class _State(threading.local):
+class _State(_thread._local):
     def __init__(self):
         self.traces = []          # active interpreters (graph / batch), innermost last
         self.tapes = []           # GradientTapes currently recording
@@ -72,7 +74,7 @@ class _Global:
 
 GLOBAL = _Global()
 GLOBAL.fast = True
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()
 _slow_count = 0
 
 

@@ -11,7 +11,7 @@ import numpy as _np
 from ..core import ndarray as _ndmod
 from ..core.ndarray import ndarray
 from ..core.dtypes import (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa
-                           float16, bfloat16, float32, float64, complex64, complex128)
+                           float16, float32, float64, complex64, complex128)
 from ..core.state import STATE as _STATE
 
 from ._core import asarray, array  # noqa: F401
@@ -45,46 +45,9 @@ from .indexing import (_getitem, _setitem, take, take_along_axis, nonzero, argwh
                        flatnonzero)
 from .linalg_ops import dot, vdot, inner, outer, tensordot, einsum  # noqa: F401
 from .linalg_ops import kron, cross, einsum_path  # noqa: F401
-from .shaping import (atleast_3d, column_stack, dstack, row_stack, array_split, split,  # noqa
-                      hsplit, vsplit, dsplit, unstack, tile, repeat, roll, rollaxis, flip, fliplr,
-                      flipud, rot90, block, append, delete, insert, resize, trim_zeros, pad)
-from .routines import (diagonal, trace, diag, diagflat, tri, tril, triu, vander, indices,  # noqa
-                       ix_, meshgrid, ravel_multi_index, unravel_index, diag_indices,
-                       diag_indices_from, tril_indices, triu_indices, tril_indices_from,
-                       triu_indices_from, mask_indices, choose, compress, extract, select, copyto,
-                       put, put_along_axis, place, putmask, fill_diagonal)
-from .logic import (isclose, allclose, array_equal, array_equiv, isreal, iscomplex,  # noqa
-                    isrealobj, isscalar, isposinf, isneginf, nan_to_num, real_if_close)
-from .conversion import (frombuffer, fromiter, fromstring, fromfunction,  # noqa
-                         require, asfortranarray, asarray_chkfinite, shares_memory,
-                         may_share_memory, isfortran, iterable, packbits, unpackbits,
-                         promote_types, min_scalar_type, mintypecode, typename,
-                         common_type)
-from .poly_ops import (convolve, correlate, polyval, polyadd, polysub, polymul, polyder,  # noqa
-                         polyint, polydiv, poly, roots, polyfit)
-from .windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
-from .functional import apply_along_axis, apply_over_axes, vectorize, frompyfunc  # noqa: F401
-from .index_tricks import r_, c_, s_, index_exp, mgrid, ogrid, ndindex, ndenumerate  # noqa
-from .special import angle, sinc, i0, unwrap, interp  # noqa: F401
-from . import fft  # noqa: F401
-from . import lib  # noqa: F401
 from ._interop import NumPyFallbackError, NumPyFallbackWarning  # noqa: F401
 from .array_api import (__array_api_version__, __array_namespace_info__, isdtype,  # noqa: F401
                         from_dlpack, finfo, iinfo)
-from . import linalg  # noqa: F401
-from .statistics import (cumsum, cumprod, cumulative_sum, cumulative_prod, nancumsum,  # noqa
-                         nancumprod, diff, ediff1d, gradient, trapezoid, ptp, average, median,
-                         nanmedian, quantile, percentile, nanquantile, nanpercentile, nansum,
-                         nanprod, nanmean, nanvar, nanstd, nanmax, nanmin, nanargmax, nanargmin,
-                         cov, corrcoef)
-from .histograms import (bincount, digitize, histogram, histogram2d, histogramdd,  # noqa: F401
-                         histogram_bin_edges)
-from .sorting import (sort, argsort, lexsort, sort_complex, partition, argpartition,  # noqa
-                      searchsorted, unique, unique_all, unique_counts, unique_inverse,
-                      unique_values, piecewise)
-from .sets import isin, intersect1d, union1d, setdiff1d, setxor1d  # noqa: F401
-from .npyio import (save, load, savez, savez_compressed, loadtxt, savetxt, genfromtxt,  # noqa
-                    fromfile)
 from .printing import (set_printoptions, get_printoptions, printoptions, array2string,  # noqa
                        array_repr, array_str, format_float_positional, format_float_scientific,
                        base_repr, binary_repr, errstate, seterr, geterr, seterrcall, geterrcall,
@@ -130,11 +93,70 @@ def experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mo
 
 _ndmod._tnp = _sys.modules[__name__]
 
+# Loaded on first use (`tnp.median`, `x.sort()`, `tnp.linalg`, ...): the functions of these
+# modules and the modules themselves; everything else above is what most programs touch.
+_LAZY_MODULES = {
+    "poly_ops": (
+        "convolve correlate polyval polyadd polysub polymul polyder polyint polydiv poly roots "
+        "polyfit"),
+    "windows": "bartlett blackman hamming hanning kaiser",
+    "functional": "apply_along_axis apply_over_axes vectorize frompyfunc",
+    "special": "angle sinc i0 unwrap interp",
+    "statistics": (
+        "cumsum cumprod cumulative_sum cumulative_prod nancumsum nancumprod diff ediff1d gradient "
+        "trapezoid ptp average median nanmedian quantile percentile nanquantile nanpercentile "
+        "nansum nanprod nanmean nanvar nanstd nanmax nanmin nanargmax nanargmin cov corrcoef"),
+    "histograms": "bincount digitize histogram histogram2d histogramdd histogram_bin_edges",
+    "sorting": (
+        "sort argsort lexsort sort_complex partition argpartition searchsorted unique unique_all "
+        "unique_counts unique_inverse unique_values piecewise"),
+    "sets": "isin intersect1d union1d setdiff1d setxor1d",
+    "npyio": "save load savez savez_compressed loadtxt savetxt genfromtxt fromfile",
+    "shaping": (
+        "atleast_3d column_stack dstack row_stack array_split split hsplit vsplit dsplit unstack "
+        "tile repeat roll rollaxis flip fliplr flipud rot90 block append delete insert resize "
+        "trim_zeros pad"),
+    "routines": (
+        "diagonal trace diag diagflat tri tril triu vander indices ix_ meshgrid ravel_multi_index "
+        "unravel_index diag_indices diag_indices_from tril_indices triu_indices tril_indices_from "
+        "triu_indices_from mask_indices choose compress extract select copyto put put_along_axis "
+        "place putmask fill_diagonal"),
+    "logic": (
+        "isclose allclose array_equal array_equiv isreal iscomplex isrealobj isscalar isposinf "
+        "isneginf nan_to_num real_if_close"),
+    "conversion": (
+        "frombuffer fromiter fromstring fromfunction require asfortranarray asarray_chkfinite "
+        "shares_memory may_share_memory isfortran iterable packbits unpackbits promote_types "
+        "min_scalar_type mintypecode typename common_type"),
+    "index_tricks": "r_ c_ s_ index_exp mgrid ogrid ndindex ndenumerate",
+    "linalg": "", "fft": "", "lib": "", "random": "",
+}
+_LAZY = {n: m for m, names in _LAZY_MODULES.items() for n in names.split()}
+_LAZY.update(dict.fromkeys(_LAZY_MODULES, None))    # the modules themselves
+_LAZY["bfloat16"] = ".."                             # ml_dtypes (core.dtypes)
+
+# `from ndflow.numpy import *` gives what it gave when all was imported eagerly (tnp.random,
+# which numpy.random makes costly, was loaded on first use already)
+__all__ = sorted((set(n for n in globals() if not n.startswith("_")) | set(_LAZY)) - {"random"})
+
 
 def __getattr__(name):
-    # tnp.random is loaded on first use: it imports numpy.random (its bit generators), which
-    # `import numpy` does not, and which costs `import ndflow` about a tenth of its time
-    if name == "random":
-        import importlib
-        return importlib.import_module(".random", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # tnp.random imports numpy.random (its bit generators), which `import numpy` does not
+    where = _LAZY.get(name, False)
+    if where is False:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    if where is None:
+        return importlib.import_module("." + name, __name__)    # sets the attribute itself
+    if where == "..":
+        from ..core import dtypes
+        value = getattr(dtypes, name)
+    else:
+        value = getattr(importlib.import_module("." + where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    # (random is listed once loaded, as before)
+    return sorted(set(globals()) | (set(_LAZY) - {"random"}))

@@ -1,6 +1,5 @@
 """Products and contractions in the main namespace: matmul, dot, einsum, tensordot, outer,
 kron and cross (diagonal and trace live in routines.py, vecdot is a ufunc in math.py)."""
-import string
 import warnings
 
 import numpy as np
@@ -9,6 +8,9 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
 from ._core import asarray, ufunc_operands
+
+_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
+_ASCII_LOWERCASE = _ASCII_LETTERS[:26]
 
 
 @composite(np.matmul, "matmul", ("out",), adapt=False)
@@ -48,8 +50,8 @@ def dot(a, b, out=None):
         return multiply(a, b, out=out)
     if b.ndim <= 2:
         return matmul(a, b, out=out)
-    la = string.ascii_lowercase[:a.ndim]
-    lb = string.ascii_lowercase[a.ndim:a.ndim + b.ndim]
+    la = _ASCII_LOWERCASE[:a.ndim]
+    lb = _ASCII_LOWERCASE[a.ndim:a.ndim + b.ndim]
     lb = lb[:-2] + la[-1] + lb[-1]
     return einsum("%s,%s->%s" % (la, lb, la[:-1] + lb[:-2] + lb[-1]), a, b, out=out)
 
@@ -68,8 +70,8 @@ def inner(a, b):
     if a.ndim == 0 or b.ndim == 0:
         from .math import multiply
         return multiply(a, b)
-    la = string.ascii_lowercase[:a.ndim]
-    lb = string.ascii_lowercase[a.ndim:a.ndim + b.ndim - 1] + la[-1]
+    la = _ASCII_LOWERCASE[:a.ndim]
+    lb = _ASCII_LOWERCASE[a.ndim:a.ndim + b.ndim - 1] + la[-1]
     return einsum("%s,%s->%s" % (la, lb, la[:-1] + lb[:-1]), a, b)
 
 
@@ -91,7 +93,7 @@ def tensordot(a, b, axes=2):
         ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
         ax_a = [x % a.ndim for x in ax_a]
         ax_b = [x % b.ndim for x in ax_b]
-    letters = iter(string.ascii_letters)
+    letters = iter(_ASCII_LETTERS)
     la = [next(letters) for _ in range(a.ndim)]
     lb = [next(letters) for _ in range(b.ndim)]
     for i, j in zip(ax_a, ax_b):
@@ -119,7 +121,7 @@ def _normalize_subscripts(subscripts, operands):
         raise ValueError(f"einsum: {len(ins)} operand subscripts given for {len(operands)} operands")
     if "..." in subscripts:
         used = set(subscripts) - {".", ","}
-        free = [c for c in string.ascii_letters if c not in used]
+        free = [c for c in _ASCII_LETTERS if c not in used]
         nell = 0
         for s, op in zip(ins, operands):
             if "..." in s:

@@ -1,6 +1,5 @@
 """Contractions: matmul and einsum (paths from opt_einsum)."""
 import functools
-import string
 
 import numpy as np
 
@@ -8,6 +7,8 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ._util import broadcast_shapes, unbroadcast, move_to_front, squeezed_ok, example_rank, \
     unsqueeze_all
+
+_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
 
 
 # ------------------------------------------------------------------ matmul
@@ -265,7 +266,7 @@ def _einsum_vjp(ct, *ops, subscripts):
 def _on_diagonal(g, sub, uniq, subscripts, op):
     """g with labels `uniq` -> labels `sub` (repeats of a label = a diagonal), zero elsewhere:
     each repeat gets a fresh label tied to the first by an identity matrix."""
-    free = iter(c for c in string.ascii_letters if c not in subscripts)
+    free = iter(c for c in _ASCII_LETTERS if c not in subscripts)
     full, deltas, eyes, seen = [], [], [], set()
     for c in sub:
         if c in seen:
@@ -294,7 +295,7 @@ def _eye_along(op, axis, dtype):
 def _einsum_batch(args, axes, subscripts):
     ins, out = _parse(subscripts)
     used = set(subscripts)
-    free = next(c for c in string.ascii_letters if c not in used)
+    free = next(c for c in _ASCII_LETTERS if c not in used)
     new_ins, new_args = [], []
     for sub, a, bd in zip(ins, args, axes):
         if bd is None:
