@@ -377,3 +377,26 @@ def test_retrace_warnings_name_the_callers_line():
         for n in range(1, 6):
             f(tnp.ones(n))        # the warning's line
     assert [w.filename for w in rec if "traced" in str(w.message)] == [__file__]
+
+
+def test_signatures_called_in_turn_switch_entries_without_the_table():
+    f = nf.function(lambda a, b: a @ b)
+    data = [(_f32(2, 3), _f32(3, 2)), (_f32(4), _f32(4)), (_f32(1, 1), _f32(1, 5))]
+    for a, b in data:
+        f(tnp.asarray(a), tnp.asarray(b))
+
+    def no_table(*a, **k):
+        raise AssertionError("the signature table was consulted")
+    f._dispatch = no_table
+    for k in range(9):
+        a, b = data[k % 3]
+        got = f(tnp.asarray(a), tnp.asarray(b))
+        assert got.dtype == (a @ b).dtype
+        np.testing.assert_array_equal(np.asarray(got), a @ b)
+    del f._dispatch
+    # more signatures than the entries tried on a miss: the table serves them, as many calls
+    shapes = [(n,) for n in range(1, 2 * F._RECENT + 3)]
+    for s in shapes + shapes:
+        x = _f32(*s)
+        np.testing.assert_array_equal(np.asarray(f(tnp.asarray(x), tnp.asarray(x))), x @ x)
+    assert f.experimental_get_tracing_count() == 3 + len(shapes) - 1      # (4,) seen before

@@ -2,8 +2,8 @@
 optimize it, generate straight-line code, and run that on later calls."""
 import collections
 import functools
-import itertools
 import operator
+import re
 import sys
 import time
 import warnings
@@ -126,8 +126,16 @@ class ConcreteFunction:
         they name the node and the user's line as `run`'s do."""
         n = len(numpy_args)
         body, out_names = self._body
+        # values numbered in order (the graph numbers them process-wide): the same structure
+        # gives the same source, and shares its compiled code (_ENTRY_CODE)
+        ids = {}
+
+        def renum(text):
+            return _VALUE_NAME.sub(lambda m: ids.setdefault(m.group(0), "v%d" % len(ids)), text)
+        body = [(renum(t), node) for t, node in body]
+        out_names = [renum(o) for o in out_names]
         ns = dict(self.run.__globals__)         # kernels, constants and params of the graph
-        ns.update(NA=_NA, GLOBAL=GLOBAL, STATE=STATE, ndarray=ndarray, np_ndarray=np.ndarray,
+        ns.update(NA=_NA, PROBE=_PROBE, GLOBAL=GLOBAL, STATE=STATE, ndarray=ndarray, np_ndarray=np.ndarray,
                   _new=_new, _miss=_miss, _recover=_recover, _fail=self._fail,
                   _finish=self._finish)
         xs = ["x%d" % i for i in range(n)]
@@ -135,7 +143,9 @@ class ConcreteFunction:
         miss = "return _miss(_fref, (%s) + rest, kw)" % "".join(x + ", " for x in xs)
         L = ["def make(_fref, %s):" % "".join("D%d, S%d, " % (i, i) for i in range(n)),
              "    def entry(%s):" % params]
-        cond = ["not (GLOBAL.fast or STATE.fast)", "rest", "kw"]
+        # (a probe from `_miss` passes PROBE last: on a miss the entry returns _MISS)
+        cond = ["not (GLOBAL.fast or STATE.fast)", "kw",
+                "(rest and (len(rest) != 1 or rest[0] is not PROBE))"]
         for i, (x, np_) in enumerate(zip(xs, numpy_args)):
             cond.append("type(%s) is not %s" % (x, "np_ndarray" if np_ else "ndarray"))
             if not np_:
@@ -195,8 +205,14 @@ class ConcreteFunction:
         L.append("    return entry")
         src = "\n".join(L) + "\n"
         ns["__ndflow_lines__"] = line_nodes
-        exec(compile(src, "<ndflow call %s #%d>" % (self.name, next(_entry_serial)), "exec"),
-             ns)
+        code = _ENTRY_CODE.get(src)
+        if code is None:
+            # compiling this code costs ~150 us (its branches): functions of one structure
+            # share the code object, each with its own namespace
+            if len(_ENTRY_CODE) >= 512:
+                _ENTRY_CODE.clear()
+            code = _ENTRY_CODE[src] = compile(src, "<ndflow call>", "exec")
+        exec(code, ns)
         if "code" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: call entry\n%s" % (self.name, src))
         return ns["make"]
@@ -375,16 +391,37 @@ def functions_run_eagerly():
 # path (traces, tapes, keywords, devices). Entries and the generic dispatcher hold the
 # Function weakly: a cycle would keep a dropped function and its constants until the gc runs.
 _NA = object()                 # an entry's argument that the call did not pass
+_PROBE = object()              # the last argument of a probe (see _miss)
+_MISS = object()               # a probe's answer: the arguments do not fit this entry
+_RECENT = 4                    # entries a miss tries before the signature table
 _INLINE_LINES = 200            # graphs up to this many statements run inline in their entry
-_entry_serial = itertools.count()
+_ENTRY_CODE = {}               # entry source -> its compiled code (see _entry_maker)
+_VALUE_NAME = re.compile(r"\bv\d+\b")    # codegen's names of values: v<id>
 
 
 def _miss(fref, args, kw):
-    for i, x in enumerate(args):
-        if x is _NA:                     # positional-only defaults: only a tail is missing
-            args = args[:i]
-            break
-    return fref()._dispatch(args, kw, True)
+    """An entry's checks failed. A probe gets _MISS; a call tries the other recent entries
+    (a function called with two signatures in turn: no key to build and hash), then the
+    signature table, then the general path."""
+    if args:
+        last = args[-1]
+        if last is _PROBE:
+            return _MISS
+        if last is _NA:
+            for i, x in enumerate(args):
+                if x is _NA:             # positional-only defaults: only a tail is missing
+                    args = args[:i]
+                    break
+    f = fref()
+    if not kw and (GLOBAL.fast or STATE.fast):
+        cur = f._entry
+        for e in f._recent:
+            if e is not cur:
+                r = e(*args, _PROBE)
+                if r is not _MISS:
+                    f._entry = e
+                    return r
+    return f._dispatch(args, kw, True)
 
 
 def _recover(fref, fail, e, args):
@@ -411,7 +448,7 @@ def _user_stacklevel():
     f = sys._getframe(1)
     level = 1
     while f is not None and (f.f_code.co_filename == __file__
-                             or f.f_code.co_filename.startswith("<ndflow call ")):
+                             or f.f_code.co_filename == "<ndflow call>"):
         f = f.f_back
         level += 1
     return level
@@ -428,6 +465,7 @@ class _FastEntries(dict):
         f = self.fref()
         if f is not None:
             f._entry = f._generic
+            f._recent = ()
 
 
 class Function:
@@ -446,6 +484,7 @@ class Function:
         self._fast = _FastEntries()
         self._fast.fref = self._fref
         self._generic = self._entry = _generic_entry(self._fref)
+        self._recent = ()     # the last few entries used, most recent first (see _miss)
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
         self._warned_unhashable = False
@@ -532,6 +571,10 @@ class Function:
     # `f(*args, **kwargs)`: see "the call path" above
     __call__ = property(operator.attrgetter("_entry"))
 
+    def _use(self, e):
+        self._entry = e
+        self._recent = ((e,) + tuple(x for x in self._recent if x is not e))[:_RECENT]
+
     def _dispatch(self, args, kwargs, missed=False):
         if not kwargs and (GLOBAL.fast or STATE.fast):
             # positional arrays whose shapes and dtypes were seen before
@@ -555,7 +598,7 @@ class Function:
                 # (an entry that just missed is not tried again: its checks and the key
                 # agree, so that cannot happen, but it must never loop)
                 if e is not None and not (missed and e is self._entry):
-                    self._entry = e
+                    self._use(e)
                     return e(*args)
         return self._call(args, kwargs)
 
@@ -623,7 +666,7 @@ class Function:
                 guards += (b.dtype, b.shape)
             e = cf.entry(tuple(type(a) is np.ndarray for a in raw), self._fref, guards)
             fast[tuple(k)] = e
-            self._entry = e
+            self._use(e)
         return out
 
     def _run(self, key, cf, bufs, targets, args, kwargs, leaves, d):
@@ -706,6 +749,7 @@ class Function:
                 fast = self._fast
                 for k in [k for k, e in fast.items() if e._cf is old]:
                     del fast[k]
+                self._recent = tuple(e for e in self._recent if e._cf is not old)
                 if self._entry._cf is old:
                     self._entry = self._generic
                 for gk, entry in list(self._relaxed.items()):
