@@ -195,6 +195,7 @@ def test_an_evicted_graph_takes_its_entries_with_it():
             live = set(map(id, f._cache.values()))
             assert all(id(e._cf) in live for e in f._fast.values())
             assert f._entry._cf is None or id(f._entry._cf) in live
+            assert f._prev._cf is None or id(f._prev._cf) in live
 
         for n, kw in ((1, {}), (1, {}), (2, {}), (3, {}), (1, {}), (4, {"s": 2.0}),
                       (5, {"s": 2.0}), (5, {})):

@@ -135,7 +135,7 @@ class ConcreteFunction:
         body = [(renum(t), node) for t, node in body]
         out_names = [renum(o) for o in out_names]
         ns = dict(self.run.__globals__)         # kernels, constants and params of the graph
-        ns.update(NA=_NA, PROBE=_PROBE, GLOBAL=GLOBAL, STATE=STATE, ndarray=ndarray, np_ndarray=np.ndarray,
+        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, GLOBAL=GLOBAL, STATE=STATE, ndarray=ndarray, np_ndarray=np.ndarray,
                   _new=_new, _miss=_miss, _recover=_recover, _fail=self._fail,
                   _finish=self._finish)
         xs = ["x%d" % i for i in range(n)]
@@ -160,6 +160,16 @@ class ConcreteFunction:
             cond += ["(a%d.dtype is not D%d and a%d.dtype != D%d)" % (i, i, i, i)
                      for i in range(n)]
             L.append("        if %s:" % " or ".join(cond))
+            # another signature: the entry used before this one, probed from here (two
+            # signatures in turn cost one failed check, no key to build)
+            L += ["            if not rest:",
+                  "                f = _fref()",
+                  "                p = f._prev",
+                  "                r = p(%sPROBE)" % "".join(x + ", " for x in xs),
+                  "                if r is not MISS:",
+                  "                    f._prev = f._entry",
+                  "                    f._entry = p",
+                  "                    return r"]
             L.append("            " + miss)
         line_nodes = {}
         if body:
@@ -414,9 +424,9 @@ def _miss(fref, args, kw):
                     break
     f = fref()
     if not kw and (GLOBAL.fast or STATE.fast):
-        cur = f._entry
+        cur, prev = f._entry, f._prev
         for e in f._recent:
-            if e is not cur:
+            if e is not cur and e is not prev:
                 r = e(*args, _PROBE)
                 if r is not _MISS:
                     f._entry = e
@@ -436,9 +446,18 @@ def _recover(fref, fail, e, args):
 
 def _generic_entry(fref):
     def call(*args, **kwargs):
+        if args and args[-1] is _PROBE:      # (a probe racing with a reset of the entries)
+            return _MISS
         return fref()._dispatch(args, kwargs)
     call._cf = None
     return call
+
+
+def _no_probe(*args):
+    return _MISS
+
+
+_no_probe._cf = None
 
 
 def _user_stacklevel():
@@ -465,6 +484,7 @@ class _FastEntries(dict):
         f = self.fref()
         if f is not None:
             f._entry = f._generic
+            f._prev = _no_probe
             f._recent = ()
 
 
@@ -484,6 +504,7 @@ class Function:
         self._fast = _FastEntries()
         self._fast.fref = self._fref
         self._generic = self._entry = _generic_entry(self._fref)
+        self._prev = _no_probe  # the entry used before _entry (probed by its misses)
         self._recent = ()     # the last few entries used, most recent first (see _miss)
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
@@ -572,6 +593,9 @@ class Function:
     __call__ = property(operator.attrgetter("_entry"))
 
     def _use(self, e):
+        cur = self._entry
+        if cur is not e and cur._cf is not None:
+            self._prev = cur
         self._entry = e
         self._recent = ((e,) + tuple(x for x in self._recent if x is not e))[:_RECENT]
 
@@ -752,6 +776,8 @@ class Function:
                 self._recent = tuple(e for e in self._recent if e._cf is not old)
                 if self._entry._cf is old:
                     self._entry = self._generic
+                if self._prev._cf is old:
+                    self._prev = _no_probe
                 for gk, entry in list(self._relaxed.items()):
                     if entry[1] is old:
                         del self._relaxed[gk]
