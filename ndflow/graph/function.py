@@ -135,9 +135,9 @@ class ConcreteFunction:
         body = [(renum(t), node) for t, node in body]
         out_names = [renum(o) for o in out_names]
         ns = dict(self.run.__globals__)         # kernels, constants and params of the graph
-        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, GLOBAL=GLOBAL, STATE=STATE, ndarray=ndarray, np_ndarray=np.ndarray,
-                  _new=_new, _miss=_miss, _recover=_recover, _fail=self._fail,
-                  _finish=self._finish)
+        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, GLOBAL=GLOBAL, STATE=STATE,
+                  ndarray=ndarray, np_ndarray=np.ndarray, _new=_new, _miss=_miss,
+                  _recover=_recover, _fail=self._fail, _finish=self._finish)
         xs = ["x%d" % i for i in range(n)]
         params = "".join("%s=NA, " % x for x in xs) + ("/, " if n else "") + "*rest, **kw"
         miss = "return _miss(_fref, (%s) + rest, kw)" % "".join(x + ", " for x in xs)
@@ -390,7 +390,6 @@ def functions_run_eagerly():
     return _RUN_EAGERLY
 
 
-
 # ------------------------------------------------------------------ the call path
 # `f(a, b)` on a Function runs `f._entry(a, b)` (Function.__call__ is a property returning it:
 # Python looks `__call__` up on the type and honours descriptors, and a C attrgetter adds no
@@ -429,7 +428,7 @@ def _miss(fref, args, kw):
             if e is not cur and e is not prev:
                 r = e(*args, _PROBE)
                 if r is not _MISS:
-                    f._entry = e
+                    f._use(e)
                     return r
     return f._dispatch(args, kw, True)
 
@@ -457,7 +456,7 @@ def _no_probe(*args):
     return _MISS
 
 
-_no_probe._cf = None
+_no_probe._cf = None       # (entries carry their graph as _cf; see Function._lookup)
 
 
 def _user_stacklevel():
