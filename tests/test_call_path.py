@@ -228,6 +228,14 @@ def test_a_contradicted_assumption_switches_graphs_through_the_entry():
         assert got.dtype == want.dtype
         np.testing.assert_allclose(np.sort_complex(got.numpy()), np.sort_complex(want))
     assert f.experimental_get_tracing_count() == 2
+    # the same with another signature in turn: the switches happen inside probes too
+    sym3 = np.diag([1.0, 2.0, 3.0])
+    rot3 = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    for m in (sym3, sym, rot3, rot, sym3, sym, rot3, sym, sym3, rot, rot3):
+        got, want = f(tnp.asarray(m)), np.linalg.eigvals(m) * 2
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(np.sort_complex(got.numpy()), np.sort_complex(want))
+    assert f.experimental_get_tracing_count() == 4
 
 
 @pytest.mark.parametrize("inline", [True, False])

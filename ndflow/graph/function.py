@@ -167,8 +167,10 @@ class ConcreteFunction:
                   "                p = f._prev",
                   "                r = p(%sPROBE)" % "".join(x + ", " for x in xs),
                   "                if r is not MISS:",
-                  "                    f._prev = f._entry",
-                  "                    f._entry = p",
+                  # (unless the probe reset the entries: a contradicted assumption)
+                  "                    if f._prev is p:",
+                  "                        f._prev = f._entry",
+                  "                        f._entry = p",
                   "                    return r"]
             L.append("            " + miss)
         line_nodes = {}
@@ -428,7 +430,8 @@ def _miss(fref, args, kw):
             if e is not cur and e is not prev:
                 r = e(*args, _PROBE)
                 if r is not _MISS:
-                    f._use(e)
+                    if e in f._recent:      # (not reset by the probe)
+                        f._use(e)
                     return r
     return f._dispatch(args, kw, True)
 
