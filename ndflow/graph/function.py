@@ -424,15 +424,16 @@ def _miss(fref, args, kw):
                     args = args[:i]
                     break
     f = fref()
-    if not kw and (GLOBAL.fast or STATE.fast):
-        cur, prev = f._entry, f._prev
-        for e in f._recent:
-            if e is not cur and e is not prev:
-                r = e(*args, _PROBE)
-                if r is not _MISS:
-                    if e in f._recent:      # (not reset by the probe)
-                        f._use(e)
-                    return r
+    if kw or not (GLOBAL.fast or STATE.fast):
+        return f._call(args, kw)            # no entry serves these (see _dispatch)
+    cur, prev = f._entry, f._prev
+    for e in f._recent:
+        if e is not cur and e is not prev:
+            r = e(*args, _PROBE)
+            if r is not _MISS:
+                if e in f._recent:          # (not reset by the probe)
+                    f._use(e)
+                return r
     return f._dispatch(args, kw, True)
 
 
