@@ -61,6 +61,13 @@ def _wrap(buf):
     return o
 
 
+# `_wrap` as a statement, for generated code that makes its results inline (graph/function.py's
+# call entries: a call to _wrap costs about as much as the wrapping itself). Needs `_new` and
+# `ndarray` in the code's namespace; kept beside _wrap so the two cannot drift
+# (tests/test_call_path.py compares them field by field).
+WRAP_INLINE = "{o} = _new(ndarray); {o}._v = {v}; {o}._t = None; {o}._dev = None; {o}._tid = 0"
+
+
 _prim._wrap = _wrap
 
 # Hooks that higher layers fill in when they are imported (layers point one way:

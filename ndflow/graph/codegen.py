@@ -7,6 +7,7 @@ mapped back to the node and the user's line that created it.
 """
 import functools
 import itertools
+import keyword
 
 import numpy as np
 
@@ -57,11 +58,32 @@ def _checked(node):
             and any(o.dtype.kind in "fcV" for o in node.outputs))
 
 
+def _call_expr(node, k, f, args, ns):
+    """`fK(args, name=pK_i, ...)`: a kernel's params passed as keywords from the code's
+    namespace (a functools.partial with keywords costs ~150 ns more per call)."""
+    if not node.params or not all(isinstance(n, str) and n.isidentifier()
+                                  and not keyword.iskeyword(n) for n in node.params):
+        ns[f] = _kernel(node)
+        return "%s(%s)" % (f, args)
+    ns[f] = node.prim.impl
+    kws = []
+    for i, (name, v) in enumerate(node.params.items()):
+        ns["p%d_%d" % (k, i)] = v
+        kws.append("%s=p%d_%d" % (name, k, i))
+    return "%s(%s)" % (f, ", ".join(([args] if args else []) + kws))
+
+
 def generate(graph, check_numerics=False):
-    """Returns (run, source, line -> node, filename); `run(*input buffers)` returns the tuple
-    of output buffers. With `check_numerics`, a line after each operation that makes floating
-    values raises InvalidArgumentError when they hold NaN or infinity from finite inputs
-    (without it the code has no trace of the check)."""
+    """Returns (run, source, line -> node, filename, body); `run(*input buffers)` returns the
+    tuple of output buffers. With `check_numerics`, a line after each operation that makes
+    floating values raises InvalidArgumentError when they hold NaN or infinity from finite
+    inputs (without it the code has no trace of the check).
+
+    `body` is (lines, outputs): the statements of `run` without its def and return, each
+    `(text, node or None)`, reading the inputs as `a0, a1...` and leaving the outputs in the
+    names `outputs`; run's globals (`run.__globals__`) hold what they call. Callers that
+    inline the graph into code of their own (graph/function.py's call entries) use them and
+    map their own line numbers to nodes (`__ndflow_lines__`)."""
     ns = {}
     names = {}
     for i, v in enumerate(graph.inputs):
@@ -76,8 +98,7 @@ def generate(graph, check_numerics=False):
         if upload is not None and isinstance(v, np.ndarray):
             v = upload(v, dev.gpu_id)
         ns["c%d" % i] = v
-    lines = ["def run(%s):" % "".join("a%d, " % i for i in range(len(graph.inputs)))]
-    line_nodes = {}
+    body = []
     # free each intermediate after its last use, as eager code does: holding them all until
     # the return makes every large temporary a fresh allocation (page faults, cold caches)
     last_use = {}
@@ -87,28 +108,38 @@ def generate(graph, check_numerics=False):
     returned = {o.id for o in graph.outputs}
     for k, n in enumerate(graph.nodes):
         f = "f%d" % k
-        ns[f] = _kernel(n) if upload is None else _device_kernel(n, _kernel(n), dev)
         outs = []
         for o in n.outputs:
             names[o.id] = "v%d" % o.id
             outs.append(names[o.id])
         args = ", ".join(names[v.id] for v in n.inputs)
+        if upload is None:
+            call = _call_expr(n, k, f, args, ns)
+        else:
+            ns[f] = _device_kernel(n, _kernel(n), dev)
+            call = "%s(%s)" % (f, args)
         target = ", ".join(outs) + ("," if n.prim.multiple_results and len(outs) == 1 else "")
         if n.prim.multiple_results and not outs:
             target = "_"
-        lines.append("    %s = %s(%s)" % (target, f, args))
-        line_nodes[len(lines)] = n
+        body.append(("%s = %s" % (target, call), n))
         if check_numerics and _checked(n):
             ns["chk%d" % k] = _checker(n)
-            lines.append("    chk%d((%s), (%s))" % (k, "".join(o + ", " for o in outs),
-                                                   "".join(names[v.id] + ", " for v in n.inputs)))
-            line_nodes[len(lines)] = n
+            body.append(("chk%d((%s), (%s))" % (k, "".join(o + ", " for o in outs),
+                                               "".join(names[v.id] + ", " for v in n.inputs)),
+                         n))
         dead = sorted({names[v.id] for v in n.inputs if v.kind == "v" and last_use[v.id] == k
                        and v.id not in returned})
         dead += [names[o.id] for o in n.outputs if o.id not in last_use and o.id not in returned]
         if dead:
-            lines.append("    del %s" % ", ".join(dead))
-    lines.append("    return (%s)" % "".join(names[o.id] + ", " for o in graph.outputs))
+            body.append(("del %s" % ", ".join(dead), None))
+    out_names = [names[o.id] for o in graph.outputs]
+    lines = ["def run(%s):" % "".join("a%d, " % i for i in range(len(graph.inputs)))]
+    line_nodes = {}
+    for text, n in body:
+        lines.append("    " + text)
+        if n is not None:
+            line_nodes[len(lines)] = n
+    lines.append("    return (%s)" % "".join(o + ", " for o in out_names))
     src = "\n".join(lines) + "\n"
     filename = "<ndflow graph %s #%d>" % (graph.name, next(_serial))
     # the frame's globals carry the line -> node map, so an error deep inside nested graphs
@@ -116,7 +147,7 @@ def generate(graph, check_numerics=False):
     ns["__ndflow_lines__"] = line_nodes
     exec(compile(src, filename, "exec"), ns)
     run = ns["run"]
-    return run, src, line_nodes, filename
+    return run, src, line_nodes, filename, (body, out_names)
 
 
 def node_for_exception(tb):

@@ -3,13 +3,15 @@ optimize it, generate straight-line code, and run that on later calls."""
 import collections
 import functools
 import operator
+import re
+import sys
 import time
 import warnings
 import weakref
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError
+from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError, WRAP_INLINE, _new
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE, GLOBAL
 from ..core import tree, dtypes as _dt
@@ -71,7 +73,7 @@ class ConcreteFunction:
         self.check_numerics = check_numerics
         self.graph = _passes.optimize(graph, _passes.checked_passes() if check_numerics else None)
         t1 = time.perf_counter()
-        self.run, self.source, self._line_nodes, self._filename = generate(
+        self.run, self.source, self._line_nodes, self._filename, self._body = generate(
             self.graph, check_numerics=check_numerics)
         t2 = time.perf_counter()
         self.out_def = out_def
@@ -79,7 +81,7 @@ class ConcreteFunction:
         #                                'n' a NumPy array (returned as a copy at each call)
         self.out_consts = out_consts
         self.assume = None         # Function._trace: assumptions about values (site -> case)
-        self._fast_calls = {}      # which arguments are NumPy arrays -> call(args)
+        self._entry_makers = {}    # which arguments are NumPy arrays -> entry maker
         if "opt" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: optimized graph\n%s" % (name, format_graph(self.graph)))
         if "code" in _dbg.FLAGS:
@@ -103,20 +105,93 @@ class ConcreteFunction:
             raise e from None
         raise err.with_traceback(None) from None
 
-    def fast_call(self, numpy_args):
-        """`call(args)` for the common call: the arguments are exactly the graph's inputs
-        (positional eager arrays on the default device, or NumPy arrays where `numpy_args`
-        says so), the outputs are wrapped by code written for this output structure (no tree
-        walk per call)."""
-        call = self._fast_calls.get(numpy_args)
-        if call is None:
-            call = self._fast_calls[numpy_args] = self._make_fast_call(numpy_args)
-        return call
+    def entry(self, numpy_args, fref, guards):
+        """A call entry for one signature of this graph (see Function.__call__): `numpy_args`
+        says which arguments are NumPy arrays, `guards` is (dtype, shape) per argument."""
+        make = self._entry_makers.get(numpy_args)
+        if make is None:
+            make = self._entry_makers[numpy_args] = self._entry_maker(numpy_args)
+        e = make(fref, *guards)
+        e._cf = self
+        return e
 
-    def _make_fast_call(self, numpy_args):
-        n = len(self.traced_graph.inputs)
-        ns = {"run": self.run, "_wrap": _wrap, "_fail": self._fail,
-              "_finish": self._finish}
+    def _entry_maker(self, numpy_args):
+        """Generated code `make(fref, D0, S0, D1, S1, ...) -> entry`: `entry(x0, x1, ...)` is
+        the whole compiled call for arguments of exactly these types, dtypes and shapes — the
+        checks against the constants D/S, the graph's statements inline (small graphs) and
+        its results made into arrays inline. Anything else (another signature, keywords, a
+        tape, trace, device scope or promotion switch: `GLOBAL.fast or STATE.fast` false)
+        goes to `_miss` with the arguments unchanged. Errors in the graph's code reach
+        `_recover`; this code's own lines map to the graph's nodes in `__ndflow_lines__`, so
+        they name the node and the user's line as `run`'s do."""
+        n = len(numpy_args)
+        body, out_names = self._body
+        # values numbered in order (the graph numbers them process-wide): the same structure
+        # gives the same source, and shares its compiled code (_ENTRY_CODE)
+        ids = {}
+
+        def renum(text):
+            return _VALUE_NAME.sub(lambda m: ids.setdefault(m.group(0), "v%d" % len(ids)), text)
+        body = [(renum(t), node) for t, node in body]
+        out_names = [renum(o) for o in out_names]
+        ns = dict(self.run.__globals__)         # kernels, constants and params of the graph
+        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, GLOBAL=GLOBAL, STATE=STATE,
+                  ndarray=ndarray, np_ndarray=np.ndarray, _new=_new, _miss=_miss,
+                  _recover=_recover, _fail=self._fail, _finish=self._finish)
+        xs = ["x%d" % i for i in range(n)]
+        params = "".join("%s=NA, " % x for x in xs) + ("/, " if n else "") + "*rest, **kw"
+        miss = "return _miss(_fref, (%s) + rest, kw)" % "".join(x + ", " for x in xs)
+        L = ["def make(_fref, %s):" % "".join("D%d, S%d, " % (i, i) for i in range(n)),
+             "    def entry(%s):" % params]
+        # (a probe from `_miss` passes PROBE last: on a miss the entry returns _MISS)
+        cond = ["not (GLOBAL.fast or STATE.fast)", "kw",
+                "(rest and (len(rest) != 1 or rest[0] is not PROBE))"]
+        for i, (x, np_) in enumerate(zip(xs, numpy_args)):
+            cond.append("type(%s) is not %s" % (x, "np_ndarray" if np_ else "ndarray"))
+            if not np_:
+                cond.append("%s._dev is not None" % x)
+        L.append("        if %s:" % " or ".join(cond))
+        L.append("            " + miss)
+        for i, (x, np_) in enumerate(zip(xs, numpy_args)):
+            L.append("        a%d = %s" % (i, x if np_ else x + "._v"))
+        if n:
+            # `is` first: arrays of a builtin dtype share its one dtype object
+            cond = ["a%d.shape != S%d" % (i, i) for i in range(n)]
+            cond += ["(a%d.dtype is not D%d and a%d.dtype != D%d)" % (i, i, i, i)
+                     for i in range(n)]
+            L.append("        if %s:" % " or ".join(cond))
+            # another signature: the entry used before this one, probed from here (two
+            # signatures in turn cost one failed check, no key to build)
+            L += ["            if not rest:",
+                  "                f = _fref()",
+                  "                p = f._prev",
+                  "                r = p(%sPROBE)" % "".join(x + ", " for x in xs),
+                  "                if r is not MISS:",
+                  # (unless the probe reset the entries: a contradicted assumption)
+                  "                    if f._prev is p:",
+                  "                        f._prev = f._entry",
+                  "                        f._entry = p",
+                  "                    return r"]
+            L.append("            " + miss)
+        line_nodes = {}
+        if body:
+            L.append("        try:")
+            if len(body) <= _INLINE_LINES:
+                for text, node in body:
+                    L.append("            " + text)
+                    if node is not None:
+                        line_nodes[len(L)] = node
+                outs = out_names
+            else:
+                # a large graph: the call of `run` costs nothing next to it, and compiling
+                # its statements twice would add to the first call
+                outs = ["r[%d]" % i for i in range(len(out_names))]
+                L.append("            r = run(%s)" % "".join("a%d, " % i for i in range(n)))
+            L.append("        except Exception as e:")
+            L.append("            return _recover(_fref, _fail, e, (%s))"
+                     % "".join(x + ", " for x in xs))
+        else:
+            outs = out_names        # the results are inputs or constants
         d, kinds = self.out_def, self.out_kinds
         flat = (d is tree.LEAF or (type(d) is tuple and d[0] in (tuple, list)
                                    and all(s is tree.LEAF for s in d[1])))
@@ -124,7 +199,8 @@ class ConcreteFunction:
             parts, k = [], 0
             for j, (kind, c) in enumerate(zip(kinds, self.out_consts)):
                 if kind == "v":
-                    parts.append("_wrap(r[%d])" % k)
+                    L.append("        " + WRAP_INLINE.format(o="o%d" % j, v=outs[k]))
+                    parts.append("o%d" % j)
                     k += 1
                 else:
                     ns["k%d" % j] = c
@@ -136,19 +212,22 @@ class ConcreteFunction:
             else:
                 ret = "[%s]" % ", ".join(parts)
         else:
-            ret = "_finish(r, None)"
-        names = ["a%d" % i for i in range(n)]
-        src = ("def call(args):\n"
-               "    %s = args\n"
-               "    try:\n"
-               "        r = run(%s)\n"
-               "    except Exception as e:\n"
-               "        _fail(e)\n"
-               "    return %s\n") % ("".join(x + ", " for x in names) or "_",
-                                     ", ".join(x if np_ else x + "._v"
-                                               for x, np_ in zip(names, numpy_args)), ret)
-        exec(compile(src, "<ndflow call %s>" % self.name, "exec"), ns)
-        return ns["call"]
+            ret = "_finish((%s), None)" % "".join(o + ", " for o in outs)
+        L.append("        return " + ret)
+        L.append("    return entry")
+        src = "\n".join(L) + "\n"
+        ns["__ndflow_lines__"] = line_nodes
+        code = _ENTRY_CODE.get(src)
+        if code is None:
+            # compiling this code costs ~150 us (its branches): functions of one structure
+            # share the code object, each with its own namespace
+            if len(_ENTRY_CODE) >= 512:
+                _ENTRY_CODE.clear()
+            code = _ENTRY_CODE[src] = compile(src, "<ndflow call>", "exec")
+        exec(code, ns)
+        if "code" in _dbg.FLAGS:
+            _dbg.log("--- nf.function %r: call entry\n%s" % (self.name, src))
+        return ns["make"]
 
     def _finish(self, outs, dev):
         it = iter(outs)
@@ -313,6 +392,105 @@ def functions_run_eagerly():
     return _RUN_EAGERLY
 
 
+# ------------------------------------------------------------------ the call path
+# `f(a, b)` on a Function runs `f._entry(a, b)` (Function.__call__ is a property returning it:
+# Python looks `__call__` up on the type and honours descriptors, and a C attrgetter adds no
+# frame). `_entry` is the entry generated for the signature called last (ConcreteFunction.
+# _entry_maker): one frame checks the arguments against constants, runs the graph and wraps
+# its results. Any other call falls through to `_miss` -> Function._dispatch: the signature
+# table `_fast` (another signature seen before becomes the entry), else `_call`, the general
+# path (traces, tapes, keywords, devices). Entries and the generic dispatcher hold the
+# Function weakly: a cycle would keep a dropped function and its constants until the gc runs.
+_NA = object()                 # an entry's argument that the call did not pass
+_PROBE = object()              # the last argument of a probe (see _miss)
+_MISS = object()               # a probe's answer: the arguments do not fit this entry
+_RECENT = 4                    # entries a miss tries before the signature table
+_INLINE_LINES = 200            # graphs up to this many statements run inline in their entry
+_ENTRY_CODE = {}               # entry source -> its compiled code (see _entry_maker)
+_VALUE_NAME = re.compile(r"\bv\d+\b")    # codegen's names of values: v<id>
+
+
+def _miss(fref, args, kw):
+    """An entry's checks failed. A probe gets _MISS; a call tries the other recent entries
+    (a function called with two signatures in turn: no key to build and hash), then the
+    signature table, then the general path."""
+    if args:
+        last = args[-1]
+        if last is _PROBE:
+            return _MISS
+        if last is _NA:
+            for i, x in enumerate(args):
+                if x is _NA:             # positional-only defaults: only a tail is missing
+                    args = args[:i]
+                    break
+    f = fref()
+    if kw or not (GLOBAL.fast or STATE.fast):
+        return f._call(args, kw)            # no entry serves these (see _dispatch)
+    cur, prev = f._entry, f._prev
+    for e in f._recent:
+        if e is not cur and e is not prev:
+            r = e(*args, _PROBE)
+            if r is not _MISS:
+                if e in f._recent:          # (not reset by the probe)
+                    f._use(e)
+                return r
+    return f._dispatch(args, kw, True)
+
+
+def _recover(fref, fail, e, args):
+    if isinstance(e, SpecializationError):
+        # the values contradict an assumption of the graph: the general path runs (or
+        # traces) the graph for what was observed; the entries built on this one go
+        f = fref()
+        f._fast.clear()
+        return f._call(args, {})
+    fail(e)
+
+
+def _generic_entry(fref):
+    def call(*args, **kwargs):
+        if args and args[-1] is _PROBE:      # (a probe racing with a reset of the entries)
+            return _MISS
+        return fref()._dispatch(args, kwargs)
+    call._cf = None
+    return call
+
+
+def _no_probe(*args):
+    return _MISS
+
+
+_no_probe._cf = None       # (entries carry their graph as _cf; see Function._lookup)
+
+
+def _user_stacklevel():
+    """warnings.warn's `stacklevel` for the caller's warning to name the user's line: the first
+    frame outside this module and the call entries it generates (how many lie between depends
+    on the path the call took)."""
+    f = sys._getframe(1)
+    level = 1
+    while f is not None and (f.f_code.co_filename == __file__
+                             or f.f_code.co_filename == "<ndflow call>"):
+        f = f.f_back
+        level += 1
+    return level
+
+
+class _FastEntries(dict):
+    """Function._fast: (shape, dtype[, None for a NumPy argument], ...) -> entry. Clearing it
+    (run_functions_eagerly, the 'time' debug flag, a respecialized graph) also drops the
+    entry tried first."""
+    __slots__ = ("fref",)
+
+    def clear(self):
+        dict.clear(self)
+        f = self.fref()
+        if f is not None:
+            f._entry = f._generic
+            f._prev = _no_probe
+            f._recent = ()
+
+
 class Function:
     """A compiled Python function, as `tf.function` (see `function`)."""
 
@@ -322,10 +500,15 @@ class Function:
         self._sig = None if input_signature is None else list(input_signature)
         self._reduce_retracing = reduce_retracing
         self._cache = collections.OrderedDict()   # full key -> ConcreteFunction (LRU)
-        # (shape, dtype, shape, dtype, ...) of positional eager arrays -> that graph's fast
-        # call: valid only while no trace, tape, device scope or promotion switch is active
-        # (GLOBAL.fast), which the general key would otherwise record
-        self._fast = {}
+        # (shape, dtype, shape, dtype, ...) of positional eager arrays -> that signature's
+        # call entry: valid only while no trace, tape, device scope or promotion switch is
+        # active (GLOBAL.fast), which the general key would otherwise record
+        self._fref = weakref.ref(self)
+        self._fast = _FastEntries()
+        self._fast.fref = self._fref
+        self._generic = self._entry = _generic_entry(self._fref)
+        self._prev = _no_probe  # the entry used before _entry (probed by its misses)
+        self._recent = ()     # the last few entries used, most recent first (see _miss)
         self._relaxed = {}    # reduce_retracing: key without sizes -> [sizes seen, graph]
         self._variants = {}   # (key, assumptions about values) -> graph (see _respecialize)
         self._warned_unhashable = False
@@ -409,9 +592,19 @@ class Function:
                 STATE.check_numerics), leaves, d
 
     # ------------------------------------------------------------------ calls
-    def __call__(self, *args, **kwargs):
-        if (GLOBAL.fast or STATE.fast) and not kwargs:
-            # the hot path: positional arrays whose shapes and dtypes were seen before
+    # `f(*args, **kwargs)`: see "the call path" above
+    __call__ = property(operator.attrgetter("_entry"))
+
+    def _use(self, e):
+        cur = self._entry
+        if cur is not e and cur._cf is not None:
+            self._prev = cur
+        self._entry = e
+        self._recent = ((e,) + tuple(x for x in self._recent if x is not e))[:_RECENT]
+
+    def _dispatch(self, args, kwargs, missed=False):
+        if not kwargs and (GLOBAL.fast or STATE.fast):
+            # positional arrays whose shapes and dtypes were seen before
             key = []
             for a in args:
                 t = type(a)
@@ -428,12 +621,12 @@ class Function:
                 else:
                     break
             else:
-                call = self._fast.get(tuple(key))
-                if call is not None:
-                    try:
-                        return call(args)
-                    except SpecializationError:
-                        self._fast.clear()      # _call runs the graph for what was observed
+                e = self._fast.get(tuple(key))
+                # (an entry that just missed is not tried again: its checks and the key
+                # agree, so that cannot happen, but it must never loop)
+                if e is not None and not (missed and e is self._entry):
+                    self._use(e)
+                    return e(*args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -467,7 +660,7 @@ class Function:
                 warnings.warn(f"nf.function {self._name!r}: an argument of type {bad} is not "
                               f"hashable, so no trace can be kept for it: every call traces "
                               f"again (make it hashable, or pass its arrays as arguments)",
-                              stacklevel=3)
+                              stacklevel=_user_stacklevel())
             return self._run(None, self._trace(args, kwargs, leaves, d),
                              *self._buffers(leaves), args, kwargs, leaves, d)[1]
         if self._sig is not None:
@@ -489,13 +682,18 @@ class Function:
             fast = self._fast
             if len(fast) >= 4 * _DEFAULT_CACHE_SIZE:
                 del fast[next(iter(fast))]
-            k = []
+            k, guards = [], []
             for a in raw:
                 if type(a) is ndarray:
-                    k += (a._v.shape, a._v.dtype)
+                    b = a._v
+                    k += (b.shape, b.dtype)
                 else:
-                    k += (a.shape, a.dtype, None)
-            fast[tuple(k)] = cf.fast_call(tuple(type(a) is np.ndarray for a in raw))
+                    b = a
+                    k += (b.shape, b.dtype, None)
+                guards += (b.dtype, b.shape)
+            e = cf.entry(tuple(type(a) is np.ndarray for a in raw), self._fref, guards)
+            fast[tuple(k)] = e
+            self._use(e)
         return out
 
     def _run(self, key, cf, bufs, targets, args, kwargs, leaves, d):
@@ -575,8 +773,14 @@ class Function:
         if len(cache) > _DEFAULT_CACHE_SIZE:
             _, old = cache.popitem(last=False)
             if old not in cache.values():
-                gone = set(map(id, old._fast_calls.values()))
-                self._fast = {k: v for k, v in self._fast.items() if id(v) not in gone}
+                fast = self._fast
+                for k in [k for k, e in fast.items() if e._cf is old]:
+                    del fast[k]
+                self._recent = tuple(e for e in self._recent if e._cf is not old)
+                if self._entry._cf is old:
+                    self._entry = self._generic
+                if self._prev._cf is old:
+                    self._prev = _no_probe
                 for gk, entry in list(self._relaxed.items()):
                     if entry[1] is old:
                         del self._relaxed[gk]
@@ -662,7 +866,8 @@ class Function:
                     if not self._reduce_retracing else "input_signature")
             warnings.warn(f"nf.function {self._name!r} has been traced {n} times: calls with "
                           f"new shapes, dtypes or Python values retrace (tracing is expensive). "
-                          f"Use {hint}, or pass arrays instead of Python numbers.", stacklevel=5)
+                          f"Use {hint}, or pass arrays instead of Python numbers.",
+                          stacklevel=_user_stacklevel())
         t0 = time.perf_counter()
         cf, written = self._trace_once(args, kwargs, leaves, d, shapes, (), t0, assume)
         outside = [o for o in map(lambda r: r(), written) if o is not None]
