@@ -21,7 +21,7 @@ import weakref
 
 import numpy as _np
 
-from ..core.ndarray import ndarray, new_tid
+from ..core.ndarray import ndarray, new_tid, _wrap
 from ..core.primitive import bind, Primitive
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -29,6 +29,7 @@ from ..core import tree
 from ..core import mutation as _mut
 from ..core.mutation import alias as _alias, root_of as _root_of
 from ..core.variable import VariableBase
+from .host_vjp import RULES as _HOST_RULES
 
 _new = object.__new__
 
@@ -409,6 +410,7 @@ class GradientTape:
             # cotangents are summed in place into buffers only the backward pass holds,
             # where nothing observes the sum (no other tape, trace or check is active)
             inplace = st.fast
+            host = _HOST_RULES if inplace else None
             for i in range(len(recs) - 1, -1, -1):
                 prim, args, outs, params = recs[i]
                 if consume:
@@ -433,20 +435,39 @@ class GradientTape:
                 else:
                     c_in = cts[0]
                 cts = c = None
-                kw = params
-                if prim.vjp_needs or prim.vjp_donate:
-                    kw = dict(params)
-                    if prim.vjp_needs:
-                        kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
-                    if prim.vjp_donate:
-                        kw["donated"] = (inplace and not prim.multiple_results
-                                         and _refs(c_in) == _SOLE and _owned(c_in))
-                if prim.vjp_uses_out:
-                    # a multi-result primitive's rule gets all its outputs (eigh: w and v)
-                    grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
-                                     else outs[0], **kw)
-                else:
-                    grads = prim.vjp(c_in, *args, **kw)
+                grads = None
+                rule = host.get(prim) if host is not None else None
+                if rule is not None and c_in._t is None and c_in._dev is None:
+                    # plain eager: the rule's kernels on the buffers (host_vjp.py)
+                    for a in args:
+                        if a._t is not None or a._dev is not None:
+                            break
+                    else:
+                        needs = tuple(bool(a._tid) and a._tid in conn for a in args)
+                        # (decided before this frame holds the buffer itself)
+                        donated = (prim.vjp_donate and _refs(c_in) == _SOLE
+                                   and _owned(c_in))
+                        cv = c_in._v
+                        raw = rule(cv, args, outs, params, needs, donated)
+                        if raw is not NotImplemented:
+                            grads = [None if r is None else c_in if r is cv else _wrap(r)
+                                     for r in raw]
+                        cv = raw = None
+                if grads is None:
+                    kw = params
+                    if prim.vjp_needs or prim.vjp_donate:
+                        kw = dict(params)
+                        if prim.vjp_needs:
+                            kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                        if prim.vjp_donate:
+                            kw["donated"] = (inplace and not prim.multiple_results
+                                             and _refs(c_in) == _SOLE and _owned(c_in))
+                    if prim.vjp_uses_out:
+                        # a multi-result primitive's rule gets all its outputs (eigh: w and v)
+                        grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
+                                         else outs[0], **kw)
+                    else:
+                        grads = prim.vjp(c_in, *args, **kw)
                 c_in = None
                 for a, g in zip(args, grads):
                     if g is None or not a._tid or a._tid not in conn:

@@ -153,6 +153,33 @@ def ufunc_operands(ufunc, *ops):
     return out
 
 
+_SAME_LOOP = {}   # (NumPy ufunc, dtype, partner type or None) -> bool, see same_loop
+
+
+def same_loop(ufunc, d, partner=None):
+    """Whether `ufunc_operands` leaves operands of dtype `d` as they are (NumPy's loop for them
+    takes `d` itself; with a Python int or float `partner`, it becomes a `d` scalar), with
+    NumPy's own promotion ('legacy', no float32 preference): the NumPy layer's operands under a
+    tape then need no resolution per call. bfloat16 keeps the general path (NEP 50's rule)."""
+    key = (ufunc, d, partner)
+    ok = _SAME_LOOP.get(key)
+    if ok is None:
+        ok = False
+        if d != _dt.BFLOAT16 and type(d) is not type(_dt.BFLOAT16):
+            n = ufunc.nin
+            types = (d,) * n if partner is None else (d, partner)
+            try:
+                ins, _ = _resolve(ufunc, types, "legacy", False)
+            except TypeError:
+                pass
+            else:
+                ok = all(i == d for i in ins)
+        if len(_SAME_LOOP) > 4096:
+            _SAME_LOOP.clear()
+        _SAME_LOOP[key] = ok
+    return ok
+
+
 def _scalar(v, dtype):
     if type(v) is int and dtype.kind in "iu":
         info = np.iinfo(dtype)
