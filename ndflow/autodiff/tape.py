@@ -21,7 +21,7 @@ import weakref
 
 import numpy as _np
 
-from ..core.ndarray import ndarray, new_tid, _wrap
+from ..core.ndarray import ndarray, new_tid, _wrap, _tid_counter as _tids
 from ..core.primitive import bind, Primitive
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -32,6 +32,9 @@ from ..core.variable import VariableBase
 from .host_vjp import RULES as _HOST_RULES
 
 _new = object.__new__
+_ndarray = _np.ndarray
+_weakref = weakref.ref
+_LOCK = _mut.LOCK
 
 
 
@@ -53,7 +56,7 @@ def _ghost(a):
     """A handle with `a`'s identity, shape and dtype that holds none of its memory (for a
     value whose VJP reads only its shape); `a` itself when it is not an eager NumPy array."""
     v = a._v
-    if type(v) is not _np.ndarray or a._t is not None:
+    if type(v) is not _ndarray or a._t is not None:
         return _alias(a)
     key = (v.shape, v.dtype)
     z = _GHOSTS.get(key)
@@ -62,7 +65,10 @@ def _ghost(a):
             _GHOSTS.clear()
         z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), v.dtype), v.shape)
     h = _new(ndarray)
-    h._v, h._t, h._dev, h._tid = z, None, a._dev, a._tid
+    h._v = z
+    h._t = None
+    h._dev = a._dev
+    h._tid = a._tid
     return h
 
 
@@ -184,21 +190,24 @@ class GradientTape:
             return
         if type(outs) is not tuple:
             outs = (outs,)
-        keep = self._keep
         reads = prim.vjp_reads
         if reads is None:
-            handles = tuple(map(keep, args))
+            keep = self._keep
+            handles = tuple([keep(a) for a in args])
+        elif not reads:
+            # the rule reads only the shapes of the inputs: the tape does not keep their
+            # memory alive (the backward pass of a long chain holds what it needs only)
+            handles = tuple([_ghost(a) for a in args])
         else:
-            # the rule reads only the shapes of the other inputs: the tape does not keep
-            # their memory alive (the backward pass of a long chain holds what it needs only)
-            handles = tuple(keep(a) if i in reads else _ghost(a) for i, a in enumerate(args))
-        outh = []
+            keep = self._keep
+            handles = tuple([keep(a) if i in reads else _ghost(a) for i, a in enumerate(args)])
         uses_out = prim.vjp_uses_out
+        outh = []
         for o in outs:
             if not o._tid:
-                o._tid = new_tid()
+                o._tid = next(_tids)
             conn.add(o._tid)
-            outh.append(keep(o) if uses_out else _ghost(o))
+            outh.append(self._keep(o) if uses_out else _ghost(o))
         if prim.returns_view:
             # only a view shares memory with another array (every other primitive returns
             # fresh buffers): the arrays a later write must bring up to date (_adopt). An
@@ -228,17 +237,18 @@ class GradientTape:
             h._aux = getattr(a, "_aux", None)
             return h
         h._t = None
-        if type(v) is _np.ndarray:
-            rid = id(v) if v.base is None else id(_root_of(v))
+        if type(v) is _ndarray:
+            b = v.base
+            rid = id(v) if b is None else id(_root_of(v))
         elif _mut.is_buffer(v):
             rid = id(_root_of(v))
         else:
             return h
         # weakly: a handle dropped with its record (the backward pass of a non-persistent
         # tape releases them as it goes) needs no copy
-        r = weakref.ref(h)
-        with _mut.LOCK:
-            mem = self._mem
+        r = _weakref(h)
+        mem = self._mem
+        with _LOCK:
             if not mem:
                 _mut.hold(self)
             lst = mem.get(rid)
@@ -364,7 +374,7 @@ class GradientTape:
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients,
                   consume=False):
-        from .. import numpy as tnp
+        tnp = _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         targets = tree.flatten(target)
@@ -382,13 +392,24 @@ class GradientTape:
             st.tapes = [t for t in saved if t is not self]
             st.refresh()
         try:
+            # plain eager (nothing but this pass observes it): cotangents are summed in place
+            # into buffers only the backward pass holds, and rules run on host buffers
+            inplace = st.fast
             ct = {}
             for t, og in zip(targets, ogs):
                 if isinstance(t, VariableBase):
                     t = t.value()
                 if not isinstance(t, ndarray) or not t._tid or t._tid not in self._connected:
                     continue
-                g = tnp.ones_like(t) if og is None else tnp.asarray(og, dtype=t.dtype)
+                if og is None:
+                    v = t._v
+                    if inplace and t._dev is None and t._t is None and (
+                            type(v) is _ndarray or isinstance(v, _np.generic)):
+                        g = _wrap(_np.ones(v.shape, v.dtype))     # tnp.ones_like's kernel
+                    else:
+                        g = tnp.ones_like(t)
+                else:
+                    g = tnp.asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
             src_tids = [self._source_tid(s) if isinstance(s, ndarray) and s._tid else 0
@@ -407,9 +428,6 @@ class GradientTape:
                 self._records = []
                 self._links = {}
                 self._consumed = True
-            # cotangents are summed in place into buffers only the backward pass holds,
-            # where nothing observes the sum (no other tape, trace or check is active)
-            inplace = st.fast
             host = _HOST_RULES if inplace else None
             for i in range(len(recs) - 1, -1, -1):
                 prim, args, outs, params = recs[i]
@@ -437,18 +455,19 @@ class GradientTape:
                 cts = c = None
                 grads = None
                 rule = host.get(prim) if host is not None else None
-                if rule is not None and c_in._t is None and c_in._dev is None:
+                if rule is not None and rule[1] is prim.vjp and c_in._t is None \
+                        and c_in._dev is None:
                     # plain eager: the rule's kernels on the buffers (host_vjp.py)
                     for a in args:
                         if a._t is not None or a._dev is not None:
                             break
                     else:
-                        needs = tuple(bool(a._tid) and a._tid in conn for a in args)
+                        needs = tuple([a._tid in conn for a in args])   # (0 never is)
                         # (decided before this frame holds the buffer itself)
                         donated = (prim.vjp_donate and _refs(c_in) == _SOLE
                                    and _owned(c_in))
                         cv = c_in._v
-                        raw = rule(cv, args, outs, params, needs, donated)
+                        raw = rule[0](cv, args, outs, params, needs, donated)
                         if raw is not NotImplemented:
                             grads = [None if r is None else c_in if r is cv else _wrap(r)
                                      for r in raw]
@@ -470,20 +489,23 @@ class GradientTape:
                         grads = prim.vjp(c_in, *args, **kw)
                 c_in = None
                 for a, g in zip(args, grads):
-                    if g is None or not a._tid or a._tid not in conn:
+                    if g is None:
                         continue
-                    d = a.dtype
+                    at = a._tid
+                    if at not in conn:            # (0 never is)
+                        continue
+                    d = a._v.dtype
                     ok = _DIFF.get(d)
                     if ok is None:
                         ok = _DIFF[d] = _dt.is_differentiable(d)
                     if not ok:
                         continue
-                    prev = ct.get(a._tid)
+                    prev = ct.get(at)
                     if prev is None:
-                        ct[a._tid] = g
+                        ct[at] = g
                     else:
                         # summed in place where only the table holds prev and its memory
-                        ct[a._tid] = _accumulate(
+                        ct[at] = _accumulate(
                             prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
@@ -601,6 +623,17 @@ class GradientTape:
             return None
         rows = tnp.moveaxis(rows, 0, 1)        # (b, m, source...)
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
+
+
+def _tnp():
+    global _TNP
+    if _TNP is None:
+        from .. import numpy as tnp
+        _TNP = tnp
+    return _TNP
+
+
+_TNP = None
 
 
 def _refs(c):
