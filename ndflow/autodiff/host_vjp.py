@@ -159,13 +159,38 @@ def _matmul_rule(ct, args, outs, p, needs, donated):
     if n == 1 or m == 1:
         return NotImplemented
     gx = gy = None
+    # the transpose kernel's view (np.transpose is the method behind a Python wrapper); BLAS
+    # takes it as a flag, no copy
     if needs[0]:
-        gx = unbroadcast(_matmul(ct, _transpose(y, tuple(range(m - 2)) + (m - 1, m - 2))),
-                         x.shape)
+        yt = y.transpose((1, 0) if m == 2 else tuple(range(m - 2)) + (m - 1, m - 2))
+        gx = unbroadcast(_matmul(ct, yt), x.shape)
     if needs[1]:
-        gy = unbroadcast(_matmul(_transpose(x, tuple(range(n - 2)) + (n - 1, n - 2)), ct),
-                         y.shape)
+        xt = x.transpose((1, 0) if n == 2 else tuple(range(n - 2)) + (n - 1, n - 2))
+        gy = unbroadcast(_matmul(xt, ct), y.shape)
     return gx, gy
+
+
+def broadcast(v, shape):
+    """The broadcast_to kernel's view (read-only, the same values), built directly for a
+    C-contiguous array (np.broadcast_to's Python checks cost more than the backward step of a
+    small loss); the kernel itself otherwise, and for shapes that do not broadcast (its
+    error)."""
+    n = len(shape)
+    if type(v) is _ndarray and v.ndim <= n and v.flags.c_contiguous:
+        lead = n - v.ndim
+        strides = [0] * lead
+        for d, s, st in zip(v.shape, shape[lead:], v.strides):
+            if d == s:
+                strides.append(st)
+            elif d == 1:
+                strides.append(0)
+            else:
+                break
+        else:
+            r = _ndarray(shape, v.dtype, v, 0, tuple(strides))
+            r.flags.writeable = False
+            return r
+    return _broadcast(v, shape=shape)
 
 
 def _reduce_sum(ct, args, outs, p, needs, donated):
@@ -174,7 +199,7 @@ def _reduce_sum(ct, args, outs, p, needs, donated):
         ct = _expand(ct, axes=tuple(sorted(axes)))
     shape = args[0]._v.shape
     if ct.shape != shape:
-        ct = _broadcast(ct, shape=shape)
+        ct = broadcast(ct, shape)
     return (ct,)
 
 

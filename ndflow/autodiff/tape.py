@@ -153,7 +153,19 @@ class GradientTape:
 
     def watch(self, tensor):
         """Track `tensor` (an array, a Variable, or a nested structure of them)."""
-        for t in tree.flatten(tensor):
+        tt = type(tensor)
+        leaves = ([tensor] if tt is ndarray else tensor
+                  if (tt is list or tt is tuple) and all([type(t) is ndarray for t in tensor])
+                  else tree.flatten(tensor))
+        for t in leaves:
+            if type(t) is ndarray:
+                tid = t._tid
+                if not tid:
+                    tid = t._tid = next(_tids)
+                self._connected.add(tid)
+                self._watched[tid] = t
+                self._see(t, tid)
+                continue
             if isinstance(t, VariableBase):
                 self._watch_variable(t)
                 continue
@@ -377,8 +389,12 @@ class GradientTape:
         tnp = _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
-        targets = tree.flatten(target)
-        src_leaves, src_def = tree.flatten_with_def(sources)
+        targets = [target] if type(target) is ndarray else tree.flatten(target)
+        st_ = type(sources)
+        if (st_ is list or st_ is tuple) and all([type(s) is ndarray for s in sources]):
+            src_leaves, src_def = sources, st_      # (flat: the common call, built back below)
+        else:
+            src_leaves, src_def = tree.flatten_with_def(sources)
         if output_gradients is None:
             ogs = [None] * len(targets)
         else:
@@ -538,6 +554,10 @@ class GradientTape:
             if st.tapes is not saved:
                 st.tapes = saved
                 st.refresh()
+        if src_def is list:
+            return out
+        if src_def is tuple:
+            return tuple(out)
         return tree.unflatten(src_def, out)
 
     def _jacobian_rows(self, target, src_leaves, basis, unconnected_gradients, use_pfor):
@@ -647,8 +667,8 @@ def _refs(c):
 
 
 def _owned(c):
-    v = c._v
-    return v.flags.owndata and v.flags.writeable
+    f = c._v.flags
+    return f.owndata and f.writeable
 
 
 def _calibrate():
