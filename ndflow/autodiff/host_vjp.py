@@ -81,11 +81,12 @@ def keep_where(c, v):
             vf, of = v.reshape(-1).view(it), out.reshape(-1).view(it)
             n = vf.size
             block = 1 << 16
-            m = np.empty(min(n, block), it)
             for s in range(0, n, block):
                 e = min(s + block, n)
-                mm = m[:e - s]
-                np.negative(cf[s:e], out=mm)          # True -> all ones, False -> 0
+                # True -> all ones, False -> 0 (a plain cast, then in place: a negative
+                # writing another dtype runs NumPy's slower casting loop)
+                mm = cf[s:e].astype(it)
+                np.negative(mm, out=mm)
                 np.bitwise_and(vf[s:e], mm, out=of[s:e])
             return out
     return _select(c, v, _zeros_like(v))

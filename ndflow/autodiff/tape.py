@@ -49,7 +49,7 @@ class UnconnectedGradients(enum.Enum):
 
 
 _GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
-_DIFF = {}      # dtype -> whether gradients flow through it
+_DIFF = {}      # id(dtype) -> (dtype, whether gradients flow through it)
 
 
 def _ghost(a):
@@ -58,12 +58,15 @@ def _ghost(a):
     v = a._v
     if type(v) is not _ndarray or a._t is not None:
         return _alias(a)
-    key = (v.shape, v.dtype)
+    d = v.dtype
+    # keyed by the dtype's identity (hashing a NumPy dtype costs more than the rest of this
+    # function); the entry holds its dtype, so the id names the same object while it lives
+    key = (v.shape, id(d))
     z = _GHOSTS.get(key)
-    if z is None:
+    if z is None or z.dtype is not d:
         if len(_GHOSTS) > 256:
             _GHOSTS.clear()
-        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), v.dtype), v.shape)
+        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), d), v.shape)
     h = _new(ndarray)
     h._v = z
     h._t = None
@@ -213,13 +216,22 @@ class GradientTape:
         else:
             keep = self._keep
             handles = tuple([keep(a) if i in reads else _ghost(a) for i, a in enumerate(args)])
-        uses_out = prim.vjp_uses_out
-        outh = []
-        for o in outs:
-            if not o._tid:
-                o._tid = next(_tids)
-            conn.add(o._tid)
-            outh.append(self._keep(o) if uses_out else _ghost(o))
+        if len(outs) == 1 and not prim.vjp_uses_out and not prim.multiple_results:
+            # one output whose rule never sees it: the record names it by its identity only
+            o = outs[0]
+            outh = o._tid
+            if not outh:
+                outh = o._tid = next(_tids)
+            conn.add(outh)
+        else:
+            uses_out = prim.vjp_uses_out
+            outh = []
+            for o in outs:
+                if not o._tid:
+                    o._tid = next(_tids)
+                conn.add(o._tid)
+                outh.append(self._keep(o) if uses_out else _ghost(o))
+            outh = tuple(outh)
         if prim.returns_view:
             # only a view shares memory with another array (every other primitive returns
             # fresh buffers): the arrays a later write must bring up to date (_adopt). An
@@ -235,7 +247,7 @@ class GradientTape:
                     # the base is held (as NumPy's .base) so a chain through a temporary
                     # view still leads back to the written array
                     self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
-        self._records.append((prim, handles, tuple(outh), params))
+        self._records.append((prim, handles, outh, params))
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
     def _keep(self, a):
@@ -449,8 +461,10 @@ class GradientTape:
                 prim, args, outs, params = recs[i]
                 if consume:
                     recs[i] = None
-                if len(outs) == 1:
-                    tid = outs[0]._tid
+                # (outs: the output's tid, or a tuple of handles where the rule reads them or
+                # they are several; see _record)
+                if type(outs) is int or len(outs) == 1:
+                    tid = outs if type(outs) is int else outs[0]._tid
                     c = ct.get(tid) if tid in keep else ct.pop(tid, None)
                     if c is None:
                         continue
@@ -511,10 +525,10 @@ class GradientTape:
                     if at not in conn:            # (0 never is)
                         continue
                     d = a._v.dtype
-                    ok = _DIFF.get(d)
-                    if ok is None:
-                        ok = _DIFF[d] = _dt.is_differentiable(d)
-                    if not ok:
+                    ok = _DIFF.get(id(d))         # (see _ghost: by the dtype's identity)
+                    if ok is None or ok[0] is not d:
+                        ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
+                    if not ok[1]:
                         continue
                     prev = ct.get(at)
                     if prev is None:
