@@ -211,8 +211,24 @@ class GradientTape:
             handles = tuple([keep(a) for a in args])
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
-            # memory alive (the backward pass of a long chain holds what it needs only)
-            handles = tuple([_ghost(a) for a in args])
+            # memory alive (the backward pass of a long chain holds what it needs only).
+            # (_ghost, inlined for eager NumPy arrays: this runs for every recorded add)
+            hs = []
+            for a in args:
+                v = a._v
+                if type(v) is _ndarray and a._t is None:
+                    d = v.dtype
+                    z = _GHOSTS.get((v.shape, id(d)))
+                    if z is not None and z.dtype is d:
+                        h = _new(ndarray)
+                        h._v = z
+                        h._t = None
+                        h._dev = a._dev
+                        h._tid = a._tid
+                        hs.append(h)
+                        continue
+                hs.append(_ghost(a))
+            handles = tuple(hs)
         else:
             keep = self._keep
             handles = tuple([keep(a) if i in reads else _ghost(a) for i, a in enumerate(args)])
