@@ -102,7 +102,8 @@ class GradientTape:
         self._var_reads = {}      # id(var) -> (var, [values read])
         self._used = False
         self._recording = False
-        self._reset_memory()
+        # (_reset_memory's tables: a new tape holds no handles, so there is nothing to release)
+        self._mem, self._objs, self._users, self._links, self._poison = {}, {}, {}, {}, {}
 
     def _reset_memory(self):
         self._mem = {}            # id(root buffer) -> handles in records to copy before a write
@@ -125,14 +126,20 @@ class GradientTape:
         if self._recording:
             raise ValueError("Tape is still recording, This can happen if you try to re-enter "
                              "an already-active tape.")
-        STATE.tapes.append(self)
-        STATE.refresh()
+        st = STATE
+        st.tapes.append(self)
+        st.refresh()
         self._recording = True
 
     def _pop(self):
-        if self in STATE.tapes:
-            STATE.tapes.remove(self)
-            STATE.refresh()
+        st = STATE
+        tapes = st.tapes
+        if tapes and tapes[-1] is self:
+            tapes.pop()
+            st.refresh()
+        elif self in tapes:
+            tapes.remove(self)
+            st.refresh()
         self._recording = False
 
     @contextlib.contextmanager
@@ -479,36 +486,45 @@ class GradientTape:
                     recs[i] = None
                 # (outs: the output's tid, or a tuple of handles where the rule reads them or
                 # they are several; see _record)
-                if type(outs) is int or len(outs) == 1:
-                    tid = outs if type(outs) is int else outs[0]._tid
-                    c = ct.get(tid) if tid in keep else ct.pop(tid, None)
-                    if c is None:
+                if type(outs) is int:
+                    c_in = ct.get(outs) if outs in keep else ct.pop(outs, None)
+                    if c_in is None:
                         continue
-                    cts = (c,)
                 else:
-                    cts = [ct.get(o._tid) if o._tid in keep else ct.pop(o._tid, None)
-                           for o in outs]
-                    if all(c is None for c in cts):
-                        continue
-                if prim.vjp is None:
+                    if len(outs) == 1:
+                        tid = outs[0]._tid
+                        c = ct.get(tid) if tid in keep else ct.pop(tid, None)
+                        if c is None:
+                            continue
+                        cts = (c,)
+                    else:
+                        cts = [ct.get(o._tid) if o._tid in keep else ct.pop(o._tid, None)
+                               for o in outs]
+                        if all(c is None for c in cts):
+                            continue
+                    if prim.multiple_results:
+                        c_in = tuple(c if c is not None else tnp.zeros_like(o)
+                                     for c, o in zip(cts, outs))
+                    else:
+                        c_in = cts[0]
+                    cts = c = None
+                vjp = prim.vjp
+                if vjp is None:
                     raise LookupError(f"No gradient defined for operation '{prim.name}' "
                                       f"(ndflow primitive without a VJP rule)")
-                if prim.multiple_results:
-                    c_in = tuple(c if c is not None else tnp.zeros_like(o)
-                                 for c, o in zip(cts, outs))
-                else:
-                    c_in = cts[0]
-                cts = c = None
                 grads = None
                 rule = host.get(prim) if host is not None else None
-                if rule is not None and rule[1] is prim.vjp and c_in._t is None \
+                if rule is not None and rule[1] is vjp and c_in._t is None \
                         and c_in._dev is None:
                     # plain eager: the rule's kernels on the buffers (host_vjp.py)
                     for a in args:
                         if a._t is not None or a._dev is not None:
                             break
                     else:
-                        needs = tuple([a._tid in conn for a in args])   # (0 never is)
+                        if len(args) == 2:                    # (tid 0 is never in conn)
+                            needs = (args[0]._tid in conn, args[1]._tid in conn)
+                        else:
+                            needs = tuple([a._tid in conn for a in args])
                         # (decided before this frame holds the buffer itself)
                         donated = (prim.vjp_donate and _refs(c_in) == _SOLE
                                    and _owned(c_in))
