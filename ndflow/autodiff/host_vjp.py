@@ -92,19 +92,42 @@ def keep_where(c, v):
     return _select(c, v, _zeros_like(v))
 
 
+# (unbroadcast(v, shape) returns v when the shapes are equal: the rules test that first, the
+# common case, without the call)
 def _add(ct, args, outs, p, needs, donated):
-    return (unbroadcast(ct, args[0]._v.shape) if needs[0] else None,
-            unbroadcast(ct, args[1]._v.shape) if needs[1] else None)
+    gx = gy = None
+    cs = ct.shape
+    if needs[0]:
+        s = args[0]._v.shape
+        gx = ct if s == cs else unbroadcast(ct, s)
+    if needs[1]:
+        s = args[1]._v.shape
+        gy = ct if s == cs else unbroadcast(ct, s)
+    return gx, gy
 
 
 def _sub(ct, args, outs, p, needs, donated):
-    return (unbroadcast(ct, args[0]._v.shape) if needs[0] else None,
-            unbroadcast(np.negative(ct), args[1]._v.shape) if needs[1] else None)
+    gx = gy = None
+    cs = ct.shape
+    if needs[0]:
+        s = args[0]._v.shape
+        gx = ct if s == cs else unbroadcast(ct, s)
+    if needs[1]:
+        s = args[1]._v.shape
+        gy = np.negative(ct)
+        if s != cs:
+            gy = unbroadcast(gy, s)
+    return gx, gy
 
 
 def _mul(ct, args, outs, p, needs, donated):
     x, y = args[0]._v, args[1]._v
-    gx = unbroadcast(np.multiply(ct, y), x.shape) if needs[0] else None
+    cs = ct.shape
+    gx = None
+    if needs[0]:
+        gx = np.multiply(ct, y)
+        if x.shape != cs:
+            gx = unbroadcast(gx, x.shape)
     if not needs[1]:
         return gx, None
     if donated and owned_ok(ct, x):
@@ -112,7 +135,7 @@ def _mul(ct, args, outs, p, needs, donated):
         gy = ct
     else:
         gy = np.multiply(ct, x)
-    return gx, unbroadcast(gy, y.shape)
+    return gx, gy if y.shape == cs else unbroadcast(gy, y.shape)
 
 
 def _neg(ct, args, outs, p, needs, donated):
@@ -164,10 +187,14 @@ def _matmul_rule(ct, args, outs, p, needs, donated):
     # takes it as a flag, no copy
     if needs[0]:
         yt = y.transpose((1, 0) if m == 2 else tuple(range(m - 2)) + (m - 1, m - 2))
-        gx = unbroadcast(_matmul(ct, yt), x.shape)
+        gx = _matmul(ct, yt)
+        if gx.shape != x.shape:
+            gx = unbroadcast(gx, x.shape)
     if needs[1]:
         xt = x.transpose((1, 0) if n == 2 else tuple(range(n - 2)) + (n - 1, n - 2))
-        gy = unbroadcast(_matmul(xt, ct), y.shape)
+        gy = _matmul(xt, ct)
+        if gy.shape != y.shape:
+            gy = unbroadcast(gy, y.shape)
     return gx, gy
 
 
@@ -196,9 +223,13 @@ def broadcast(v, shape):
 
 def _reduce_sum(ct, args, outs, p, needs, donated):
     axes = p["axes"]
-    if not p["keepdims"] and axes:
-        ct = _expand(ct, axes=tuple(sorted(axes)))
     shape = args[0]._v.shape
+    if not p["keepdims"] and axes:
+        if type(ct) is _ndarray:
+            # the expand_dims kernel's view: the reduced axes back as ones
+            ct = ct.reshape(tuple([1 if i in axes else d for i, d in enumerate(shape)]))
+        else:
+            ct = _expand(ct, axes=tuple(sorted(axes)))
     if ct.shape != shape:
         ct = broadcast(ct, shape)
     return (ct,)
