@@ -576,6 +576,17 @@ class GradientTape:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []
             for s, tid in zip(src_leaves, src_tids):
+                if type(s) is ndarray and tid:
+                    g = ct.get(tid)
+                    if g is not None:
+                        d = s._v.dtype
+                        if g._v.dtype is d:
+                            ok = _DIFF.get(id(d))
+                            if ok is None or ok[0] is not d:
+                                ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
+                            # (the common case of the checks below: nothing to cast)
+                            out.append(g if ok[1] else None)
+                            continue
                 g = None
                 if isinstance(s, VariableBase):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
