@@ -13,6 +13,12 @@ other inputs and outputs it keeps only shape, dtype and identity. The backward p
 non-persistent tape releases each record once its VJP has run and each cotangent once
 consumed; in plain eager execution (no other tape or trace sees it) cotangents are summed in
 place, and a rule declared with `donate` may write into a cotangent the pass alone holds.
+
+Speed: in plain eager execution the backward pass runs the common primitives' rules on the
+NumPy buffers (`host_vjp.py`: the same kernels in the same order as the general rules, so the
+same bits; an outer tape, a trace or a replaced rule gets the general rule). Recording is
+`bind`'s tape lane (`STATE.taping`); a record keeps shape-only handles for what its rule does
+not read and names a single unread output by its tid alone.
 """
 import contextlib
 import enum
