@@ -13,6 +13,12 @@ other inputs and outputs it keeps only shape, dtype and identity. The backward p
 non-persistent tape releases each record once its VJP has run and each cotangent once
 consumed; in plain eager execution (no other tape or trace sees it) cotangents are summed in
 place, and a rule declared with `donate` may write into a cotangent the pass alone holds.
+
+Speed: in plain eager execution the backward pass runs the common primitives' rules on the
+NumPy buffers (`host_vjp.py`: the same kernels in the same order as the general rules, so the
+same bits; an outer tape, a trace or a replaced rule gets the general rule). Recording is
+`bind`'s tape lane (`STATE.taping`); a record keeps shape-only handles for what its rule does
+not read and names a single unread output by its tid alone.
 """
 import contextlib
 import enum
@@ -21,7 +27,7 @@ import weakref
 
 import numpy as _np
 
-from ..core.ndarray import ndarray, new_tid
+from ..core.ndarray import ndarray, new_tid, _wrap, _tid_counter as _tids
 from ..core.primitive import bind, Primitive
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -29,8 +35,12 @@ from ..core import tree
 from ..core import mutation as _mut
 from ..core.mutation import alias as _alias, root_of as _root_of
 from ..core.variable import VariableBase
+from .host_vjp import RULES as _HOST_RULES
 
 _new = object.__new__
+_ndarray = _np.ndarray
+_weakref = weakref.ref
+_LOCK = _mut.LOCK
 
 
 
@@ -45,23 +55,29 @@ class UnconnectedGradients(enum.Enum):
 
 
 _GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
-_DIFF = {}      # dtype -> whether gradients flow through it
+_DIFF = {}      # id(dtype) -> (dtype, whether gradients flow through it)
 
 
 def _ghost(a):
     """A handle with `a`'s identity, shape and dtype that holds none of its memory (for a
     value whose VJP reads only its shape); `a` itself when it is not an eager NumPy array."""
     v = a._v
-    if type(v) is not _np.ndarray or a._t is not None:
+    if type(v) is not _ndarray or a._t is not None:
         return _alias(a)
-    key = (v.shape, v.dtype)
+    d = v.dtype
+    # keyed by the dtype's identity (hashing a NumPy dtype costs more than the rest of this
+    # function); the entry holds its dtype, so the id names the same object while it lives
+    key = (v.shape, id(d))
     z = _GHOSTS.get(key)
-    if z is None:
+    if z is None or z.dtype is not d:
         if len(_GHOSTS) > 256:
             _GHOSTS.clear()
-        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), v.dtype), v.shape)
+        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), d), v.shape)
     h = _new(ndarray)
-    h._v, h._t, h._dev, h._tid = z, None, a._dev, a._tid
+    h._v = z
+    h._t = None
+    h._dev = a._dev
+    h._tid = a._tid
     return h
 
 
@@ -92,7 +108,8 @@ class GradientTape:
         self._var_reads = {}      # id(var) -> (var, [values read])
         self._used = False
         self._recording = False
-        self._reset_memory()
+        # (_reset_memory's tables: a new tape holds no handles, so there is nothing to release)
+        self._mem, self._objs, self._users, self._links, self._poison = {}, {}, {}, {}, {}
 
     def _reset_memory(self):
         self._mem = {}            # id(root buffer) -> handles in records to copy before a write
@@ -115,14 +132,20 @@ class GradientTape:
         if self._recording:
             raise ValueError("Tape is still recording, This can happen if you try to re-enter "
                              "an already-active tape.")
-        STATE.tapes.append(self)
-        STATE.refresh()
+        st = STATE
+        st.tapes.append(self)
+        st.refresh()
         self._recording = True
 
     def _pop(self):
-        if self in STATE.tapes:
-            STATE.tapes.remove(self)
-            STATE.refresh()
+        st = STATE
+        tapes = st.tapes
+        if tapes and tapes[-1] is self:
+            tapes.pop()
+            st.refresh()
+        elif self in tapes:
+            tapes.remove(self)
+            st.refresh()
         self._recording = False
 
     @contextlib.contextmanager
@@ -146,7 +169,19 @@ class GradientTape:
 
     def watch(self, tensor):
         """Track `tensor` (an array, a Variable, or a nested structure of them)."""
-        for t in tree.flatten(tensor):
+        tt = type(tensor)
+        leaves = ([tensor] if tt is ndarray else tensor
+                  if (tt is list or tt is tuple) and all([type(t) is ndarray for t in tensor])
+                  else tree.flatten(tensor))
+        for t in leaves:
+            if type(t) is ndarray:
+                tid = t._tid
+                if not tid:
+                    tid = t._tid = next(_tids)
+                self._connected.add(tid)
+                self._watched[tid] = t
+                self._see(t, tid)
+                continue
             if isinstance(t, VariableBase):
                 self._watch_variable(t)
                 continue
@@ -183,21 +218,49 @@ class GradientTape:
             return
         if type(outs) is not tuple:
             outs = (outs,)
-        keep = self._keep
         reads = prim.vjp_reads
         if reads is None:
-            handles = tuple(map(keep, args))
+            keep = self._keep
+            handles = tuple([keep(a) for a in args])
+        elif not reads:
+            # the rule reads only the shapes of the inputs: the tape does not keep their
+            # memory alive (the backward pass of a long chain holds what it needs only).
+            # (_ghost, inlined for eager NumPy arrays: this runs for every recorded add)
+            hs = []
+            for a in args:
+                v = a._v
+                if type(v) is _ndarray and a._t is None:
+                    d = v.dtype
+                    z = _GHOSTS.get((v.shape, id(d)))
+                    if z is not None and z.dtype is d:
+                        h = _new(ndarray)
+                        h._v = z
+                        h._t = None
+                        h._dev = a._dev
+                        h._tid = a._tid
+                        hs.append(h)
+                        continue
+                hs.append(_ghost(a))
+            handles = tuple(hs)
         else:
-            # the rule reads only the shapes of the other inputs: the tape does not keep
-            # their memory alive (the backward pass of a long chain holds what it needs only)
-            handles = tuple(keep(a) if i in reads else _ghost(a) for i, a in enumerate(args))
-        outh = []
-        uses_out = prim.vjp_uses_out
-        for o in outs:
-            if not o._tid:
-                o._tid = new_tid()
-            conn.add(o._tid)
-            outh.append(keep(o) if uses_out else _ghost(o))
+            keep = self._keep
+            handles = tuple([keep(a) if i in reads else _ghost(a) for i, a in enumerate(args)])
+        if len(outs) == 1 and not prim.vjp_uses_out and not prim.multiple_results:
+            # one output whose rule never sees it: the record names it by its identity only
+            o = outs[0]
+            outh = o._tid
+            if not outh:
+                outh = o._tid = next(_tids)
+            conn.add(outh)
+        else:
+            uses_out = prim.vjp_uses_out
+            outh = []
+            for o in outs:
+                if not o._tid:
+                    o._tid = next(_tids)
+                conn.add(o._tid)
+                outh.append(self._keep(o) if uses_out else _ghost(o))
+            outh = tuple(outh)
         if prim.returns_view:
             # only a view shares memory with another array (every other primitive returns
             # fresh buffers): the arrays a later write must bring up to date (_adopt). An
@@ -213,7 +276,7 @@ class GradientTape:
                     # the base is held (as NumPy's .base) so a chain through a temporary
                     # view still leads back to the written array
                     self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
-        self._records.append((prim, handles, tuple(outh), params))
+        self._records.append((prim, handles, outh, params))
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
     def _keep(self, a):
@@ -227,17 +290,18 @@ class GradientTape:
             h._aux = getattr(a, "_aux", None)
             return h
         h._t = None
-        if type(v) is _np.ndarray:
-            rid = id(v) if v.base is None else id(_root_of(v))
+        if type(v) is _ndarray:
+            b = v.base
+            rid = id(v) if b is None else id(_root_of(v))
         elif _mut.is_buffer(v):
             rid = id(_root_of(v))
         else:
             return h
         # weakly: a handle dropped with its record (the backward pass of a non-persistent
         # tape releases them as it goes) needs no copy
-        r = weakref.ref(h)
-        with _mut.LOCK:
-            mem = self._mem
+        r = _weakref(h)
+        mem = self._mem
+        with _LOCK:
             if not mem:
                 _mut.hold(self)
             lst = mem.get(rid)
@@ -363,11 +427,15 @@ class GradientTape:
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients,
                   consume=False):
-        from .. import numpy as tnp
+        tnp = _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
-        targets = tree.flatten(target)
-        src_leaves, src_def = tree.flatten_with_def(sources)
+        targets = [target] if type(target) is ndarray else tree.flatten(target)
+        st_ = type(sources)
+        if (st_ is list or st_ is tuple) and all([type(s) is ndarray for s in sources]):
+            src_leaves, src_def = sources, st_      # (flat: the common call, built back below)
+        else:
+            src_leaves, src_def = tree.flatten_with_def(sources)
         if output_gradients is None:
             ogs = [None] * len(targets)
         else:
@@ -381,13 +449,24 @@ class GradientTape:
             st.tapes = [t for t in saved if t is not self]
             st.refresh()
         try:
+            # plain eager (nothing but this pass observes it): cotangents are summed in place
+            # into buffers only the backward pass holds, and rules run on host buffers
+            inplace = st.fast
             ct = {}
             for t, og in zip(targets, ogs):
                 if isinstance(t, VariableBase):
                     t = t.value()
                 if not isinstance(t, ndarray) or not t._tid or t._tid not in self._connected:
                     continue
-                g = tnp.ones_like(t) if og is None else tnp.asarray(og, dtype=t.dtype)
+                if og is None:
+                    v = t._v
+                    if inplace and t._dev is None and t._t is None and (
+                            type(v) is _ndarray or isinstance(v, _np.generic)):
+                        g = _wrap(_np.ones(v.shape, v.dtype))     # tnp.ones_like's kernel
+                    else:
+                        g = tnp.ones_like(t)
+                else:
+                    g = tnp.asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
             src_tids = [self._source_tid(s) if isinstance(s, ndarray) and s._tid else 0
@@ -406,63 +485,95 @@ class GradientTape:
                 self._records = []
                 self._links = {}
                 self._consumed = True
-            # cotangents are summed in place into buffers only the backward pass holds,
-            # where nothing observes the sum (no other tape, trace or check is active)
-            inplace = st.fast
+            host = _HOST_RULES if inplace else None
             for i in range(len(recs) - 1, -1, -1):
                 prim, args, outs, params = recs[i]
                 if consume:
                     recs[i] = None
-                if len(outs) == 1:
-                    tid = outs[0]._tid
-                    c = ct.get(tid) if tid in keep else ct.pop(tid, None)
-                    if c is None:
+                # (outs: the output's tid, or a tuple of handles where the rule reads them or
+                # they are several; see _record)
+                if type(outs) is int:
+                    c_in = ct.get(outs) if outs in keep else ct.pop(outs, None)
+                    if c_in is None:
                         continue
-                    cts = (c,)
                 else:
-                    cts = [ct.get(o._tid) if o._tid in keep else ct.pop(o._tid, None)
-                           for o in outs]
-                    if all(c is None for c in cts):
-                        continue
-                if prim.vjp is None:
+                    if len(outs) == 1:
+                        tid = outs[0]._tid
+                        c = ct.get(tid) if tid in keep else ct.pop(tid, None)
+                        if c is None:
+                            continue
+                        cts = (c,)
+                    else:
+                        cts = [ct.get(o._tid) if o._tid in keep else ct.pop(o._tid, None)
+                               for o in outs]
+                        if all(c is None for c in cts):
+                            continue
+                    if prim.multiple_results:
+                        c_in = tuple(c if c is not None else tnp.zeros_like(o)
+                                     for c, o in zip(cts, outs))
+                    else:
+                        c_in = cts[0]
+                    cts = c = None
+                vjp = prim.vjp
+                if vjp is None:
                     raise LookupError(f"No gradient defined for operation '{prim.name}' "
                                       f"(ndflow primitive without a VJP rule)")
-                if prim.multiple_results:
-                    c_in = tuple(c if c is not None else tnp.zeros_like(o)
-                                 for c, o in zip(cts, outs))
-                else:
-                    c_in = cts[0]
-                cts = c = None
-                kw = params
-                if prim.vjp_needs or prim.vjp_donate:
-                    kw = dict(params)
-                    if prim.vjp_needs:
-                        kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
-                    if prim.vjp_donate:
-                        kw["donated"] = (inplace and not prim.multiple_results
-                                         and _refs(c_in) == _SOLE and _owned(c_in))
-                if prim.vjp_uses_out:
-                    # a multi-result primitive's rule gets all its outputs (eigh: w and v)
-                    grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
-                                     else outs[0], **kw)
-                else:
-                    grads = prim.vjp(c_in, *args, **kw)
+                grads = None
+                rule = host.get(prim) if host is not None else None
+                if rule is not None and rule[1] is vjp and c_in._t is None \
+                        and c_in._dev is None:
+                    # plain eager: the rule's kernels on the buffers (host_vjp.py)
+                    for a in args:
+                        if a._t is not None or a._dev is not None:
+                            break
+                    else:
+                        if len(args) == 2:                    # (tid 0 is never in conn)
+                            needs = (args[0]._tid in conn, args[1]._tid in conn)
+                        else:
+                            needs = tuple([a._tid in conn for a in args])
+                        # (decided before this frame holds the buffer itself)
+                        donated = (prim.vjp_donate and _refs(c_in) == _SOLE
+                                   and _owned(c_in))
+                        cv = c_in._v
+                        raw = rule[0](cv, args, outs, params, needs, donated)
+                        if raw is not NotImplemented:
+                            grads = [None if r is None else c_in if r is cv else _wrap(r)
+                                     for r in raw]
+                        cv = raw = None
+                if grads is None:
+                    kw = params
+                    if prim.vjp_needs or prim.vjp_donate:
+                        kw = dict(params)
+                        if prim.vjp_needs:
+                            kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                        if prim.vjp_donate:
+                            kw["donated"] = (inplace and not prim.multiple_results
+                                             and _refs(c_in) == _SOLE and _owned(c_in))
+                    if prim.vjp_uses_out:
+                        # a multi-result primitive's rule gets all its outputs (eigh: w and v)
+                        grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
+                                         else outs[0], **kw)
+                    else:
+                        grads = prim.vjp(c_in, *args, **kw)
                 c_in = None
                 for a, g in zip(args, grads):
-                    if g is None or not a._tid or a._tid not in conn:
+                    if g is None:
                         continue
-                    d = a.dtype
-                    ok = _DIFF.get(d)
-                    if ok is None:
-                        ok = _DIFF[d] = _dt.is_differentiable(d)
-                    if not ok:
+                    at = a._tid
+                    if at not in conn:            # (0 never is)
                         continue
-                    prev = ct.get(a._tid)
+                    d = a._v.dtype
+                    ok = _DIFF.get(id(d))         # (see _ghost: by the dtype's identity)
+                    if ok is None or ok[0] is not d:
+                        ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
+                    if not ok[1]:
+                        continue
+                    prev = ct.get(at)
                     if prev is None:
-                        ct[a._tid] = g
+                        ct[at] = g
                     else:
                         # summed in place where only the table holds prev and its memory
-                        ct[a._tid] = _accumulate(
+                        ct[at] = _accumulate(
                             prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
@@ -471,6 +582,17 @@ class GradientTape:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []
             for s, tid in zip(src_leaves, src_tids):
+                if type(s) is ndarray and tid:
+                    g = ct.get(tid)
+                    if g is not None:
+                        d = s._v.dtype
+                        if g._v.dtype is d:
+                            ok = _DIFF.get(id(d))
+                            if ok is None or ok[0] is not d:
+                                ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
+                            # (the common case of the checks below: nothing to cast)
+                            out.append(g if ok[1] else None)
+                            continue
                 g = None
                 if isinstance(s, VariableBase):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
@@ -495,6 +617,10 @@ class GradientTape:
             if st.tapes is not saved:
                 st.tapes = saved
                 st.refresh()
+        if src_def is list:
+            return out
+        if src_def is tuple:
+            return tuple(out)
         return tree.unflatten(src_def, out)
 
     def _jacobian_rows(self, target, src_leaves, basis, unconnected_gradients, use_pfor):
@@ -582,6 +708,17 @@ class GradientTape:
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
 
 
+def _tnp():
+    global _TNP
+    if _TNP is None:
+        from .. import numpy as tnp
+        _TNP = tnp
+    return _TNP
+
+
+_TNP = None
+
+
 def _refs(c):
     """References to eager array `c` and to its NumPy buffer, as seen from here (compared
     with `_SOLE` / `_SHARED`, measured the same way on arrays held as the backward pass
@@ -593,8 +730,8 @@ def _refs(c):
 
 
 def _owned(c):
-    v = c._v
-    return v.flags.owndata and v.flags.writeable
+    f = c._v.flags
+    return f.owndata and f.writeable
 
 
 def _calibrate():

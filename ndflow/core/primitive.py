@@ -199,7 +199,7 @@ def _leaked(prim, trace):
 
 def bind_slow(prim, args, params):
     st = STATE
-    if not st.traces and st.device is None and not st.check_numerics:
+    if st.taping or (not st.traces and st.device is None and not st.check_numerics):
         # eager under tapes only (the common recording case): the fast path's kernel call,
         # then the tapes record
         for a in args:
@@ -207,7 +207,14 @@ def bind_slow(prim, args, params):
                 break
         else:
             out = prim.impl(*[a._v for a in args], **params)
-            outs = tuple(map(_wrap, out)) if prim.multiple_results else _wrap(out)
+            if prim.multiple_results:
+                outs = tuple(map(_wrap, out))
+            else:
+                outs = _new(_ndarray)          # _wrap, inlined
+                outs._v = out
+                outs._t = None
+                outs._dev = None
+                outs._tid = 0
             for tape in st.tapes:
                 tape._record(prim, args, outs, params)
             return outs

@@ -44,6 +44,8 @@ class _State(_thread._local):
         self.prefer_float32 = GLOBAL_MODE["prefer_float32"]
         self.check_numerics = False   # nf.debugging.enable_check_numerics (per thread, as TF)
         self.fast = True
+        self.taping = False       # see refresh
+        self.taping_np = False
         self.compose = False      # composites run their composition even eagerly (tests)
         self.level = 0            # next interpreter level
         self.views = {}           # while tracing: id(base) -> views to re-derive on a write
@@ -57,6 +59,12 @@ class _State(_thread._local):
                 and self.promotion == "legacy" and not self.prefer_float32
                 and not self.check_numerics and not self.compose)
         self.fast = fast
+        # eager under tapes only (the recording lane of `bind`), and with NumPy's own
+        # promotion (the NumPy layer's lane: its operands need no conversion by ndflow)
+        self.taping = lane = (bool(self.tapes) and not self.traces and self.device is None
+                              and not self.check_numerics)
+        self.taping_np = (lane and self.promotion == "legacy" and not self.prefer_float32
+                          and not self.compose)
         if not self.traces and self.views:
             self.views = {}
         slot = self.slot

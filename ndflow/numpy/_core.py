@@ -153,6 +153,36 @@ def ufunc_operands(ufunc, *ops):
     return out
 
 
+_SAME_LOOP = {}   # (NumPy ufunc, id(dtype), partner type or None) -> (dtype, bool): same_loop
+
+
+def same_loop(ufunc, d, partner=None):
+    """Whether `ufunc_operands` leaves operands of dtype `d` as they are (NumPy's loop for them
+    takes `d` itself; with a Python int or float `partner`, it becomes a `d` scalar), with
+    NumPy's own promotion ('legacy', no float32 preference): the NumPy layer's operands under a
+    tape then need no resolution per call. bfloat16 keeps the general path (NEP 50's rule)."""
+    # keyed by the dtype's identity (hashing a NumPy dtype costs more than this whole check);
+    # the entry holds the dtype, so the id names the same object while it lives
+    key = (ufunc, id(d), partner)
+    e = _SAME_LOOP.get(key)
+    if e is not None and e[0] is d:
+        return e[1]
+    ok = False
+    if d != _dt.BFLOAT16 and type(d) is not type(_dt.BFLOAT16):
+        n = ufunc.nin
+        types = (d,) * n if partner is None else (d, partner)
+        try:
+            ins, _ = _resolve(ufunc, types, "legacy", False)
+        except TypeError:
+            pass
+        else:
+            ok = all(i == d for i in ins)
+    if len(_SAME_LOOP) > 4096:
+        _SAME_LOOP.clear()
+    _SAME_LOOP[key] = (d, ok)
+    return ok
+
+
 def _scalar(v, dtype):
     if type(v) is int and dtype.kind in "iu":
         info = np.iinfo(dtype)

@@ -14,7 +14,8 @@ from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
-from ._core import as_operand, asarray
+from ._core import as_operand, asarray, same_loop
+from ..primitives import linalg as L
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
                      REDUCE_ALL, REDUCE_ANY, SCAN_SUM, SCAN_PROD, SCAN_MAX, SCAN_MIN)
 
@@ -409,6 +410,13 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 
 # ------------------------------------------------------------------ generalized ufuncs
 def _matmul(x1, x2, /, out=None, **kwargs):
+    if (out is None and not kwargs and type(x1) is ndarray and type(x2) is ndarray
+            and x1._dev is None and x2._dev is None and STATE.taping_np):
+        # eager under tapes: the composition (linalg_ops.matmul) with operands NumPy's loop
+        # takes as they are is the primitive itself
+        d = x1._v.dtype
+        if x2._v.dtype == d and same_loop(np.matmul, d):
+            return bind(L.matmul_p, x1, x2)
     from .linalg_ops import matmul as _mm
     # (no out=None keyword: a call without keywords is the composite's cheapest)
     return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)

@@ -27,7 +27,7 @@ from ..core.state import GLOBAL, STATE
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C
 from ..primitives._util import norm_axis
-from ._core import ufunc_operands, asarray, fast_operands, _PY
+from ._core import ufunc_operands, asarray, fast_operands, same_loop, _scalar, _PY
 
 _new = object.__new__
 _NO_VALUE = np._NoValue          # NumPy's own marker, so `initial=np._NoValue` passes through
@@ -469,6 +469,11 @@ class _Unary(ufunc):
                     return o
             elif type(x) in _PY:
                 return _wrap(self._np(x))
+        elif (not kwargs and not args and type(x) is ndarray and x._dev is None
+              and STATE.taping_np):
+            # eager under tapes: `_apply` with operands NumPy's loop takes as they are
+            if same_loop(self._np, x._v.dtype):
+                return self._fn(x)
         return self._apply((x,), *_call_options(self, args, kwargs))
 
 
@@ -488,6 +493,22 @@ class _Binary(ufunc):
             b = fast_operands(x1, x2)
             if b is not None:
                 return _wrap(self._np(b[0], b[1]))
+        elif not kwargs and not args and type(x1) is ndarray and x1._dev is None \
+                and STATE.taping_np:
+            # eager under tapes: `_apply` with operands NumPy's loop takes as they are (an
+            # int or float partner becomes a scalar of the array's dtype, as there)
+            d = x1._v.dtype
+            t = type(x2)
+            if t is ndarray:
+                if x2._dev is None and x2._v.dtype == d and same_loop(self._np, d):
+                    return self._fn(x1, x2)
+            elif (t is float or t is int) and same_loop(self._np, d, t):
+                try:
+                    s = _scalar(x2, d)
+                except OverflowError:
+                    pass                  # (comparisons answer it: the general path)
+                else:
+                    return self._fn(x1, s)
         return self._apply((x1, x2), *_call_options(self, args, kwargs))
 
 

@@ -1,0 +1,258 @@
+"""VJP rules on host buffers, for the backward pass of plain eager execution.
+
+A primitive's VJP rule (`def_vjp`) is written with primitives so that it can be recorded,
+traced and batched (higher-order gradients, gradients inside `nf.function`). When nothing
+observes the backward pass (no other tape, no trace, no device scope or switch: the thread's
+state is `fast`), every `bind` in the rule takes the eager fast path and simply calls the
+primitives' kernels; the wrapping, dispatch and operator overhead around those calls is most of
+the cost of a small backward pass. The rules here call the *same kernels in the same order* on
+the NumPy buffers directly (the primitives' own `impl`s, NumPy's functions where the general
+rule's operator calls them), so the gradients are the same bits; tests/test_host_vjp.py checks
+each against the general rule, operand by operand, over shapes, broadcasting, dtypes and
+special values.
+
+A rule is `rule(ct, args, outs, params, needs, donated)`: `ct` the cotangent's buffer, `args`
+and `outs` the tape's handles (their `_v` are host buffers, or shape-only stand-ins for values
+the rule does not read), `needs` a bool per input, `donated` whether the rule may write into
+`ct`. It returns one buffer (or None) per input, or `NotImplemented` — before writing anything —
+for a case it does not mirror (the tape then runs the general rule).
+"""
+import numpy as np
+
+from ..primitives import elementwise as E, linalg as L, reduction as R, shape as S
+
+_sum = R.reduce_sum_p.impl
+_expand = S.expand_dims_p.impl
+_broadcast = S.broadcast_to_p.impl
+_transpose = S.transpose_p.impl
+_matmul = L.matmul_p.impl
+_select = E.select_p.impl
+_zeros_like = E.zeros_like_p.impl
+_ndarray = np.ndarray
+_generic = np.generic
+_BF16 = None
+
+
+def unbroadcast(v, shape):
+    """primitives._util.unbroadcast on a buffer and a known shape (the same reductions)."""
+    cs = v.shape
+    if cs == shape:
+        return v
+    lead = len(cs) - len(shape)
+    if lead:
+        v = _sum(v, axes=tuple(range(lead)), keepdims=False)
+        cs = v.shape
+    ones = tuple(i for i, d in enumerate(shape) if d == 1 and cs[i] != 1)
+    if ones:
+        v = _sum(v, axes=ones, keepdims=True)
+    return v
+
+
+def owned_ok(v, *others):
+    """primitives._util.owned_ok on buffers (the thread's state is fast here)."""
+    if type(v) is not _ndarray or not v.flags.owndata or not v.flags.writeable:
+        return False
+    for ov in others:
+        t = type(ov)
+        if (t is not _ndarray and not isinstance(ov, _generic)) or ov.dtype != v.dtype:
+            return False
+        if ov.shape != v.shape and (len(ov.shape) > len(v.shape) or any(
+                d != 1 and d != e for d, e in zip(ov.shape[::-1], v.shape[::-1]))):
+            return False
+    return True
+
+
+_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
+        8: np.dtype(np.int64)}
+
+
+def keep_where(c, v):
+    """select(c, v, zeros_like(v)) bit for bit (`v` where `c`, +0 elsewhere): for
+    same-shape contiguous operands of a 1-8 byte dtype, `v`'s bits and-ed with a mask of
+    `c` (two passes; the select kernel's branch-free form takes four with a zero operand),
+    in blocks so the mask stays in cache; the select kernel otherwise."""
+    if (type(c) is _ndarray and type(v) is _ndarray and c.dtype == np.bool_
+            and v.dtype.kind in "biuf" and c.shape == v.shape and v.size >= 4096
+            and c.flags.c_contiguous and v.flags.c_contiguous):
+        it = _INT.get(v.dtype.itemsize)
+        if it is not None:
+            out = np.empty(v.shape, v.dtype)
+            cf = c.reshape(-1).view(np.int8)
+            vf, of = v.reshape(-1).view(it), out.reshape(-1).view(it)
+            n = vf.size
+            block = 1 << 16
+            for s in range(0, n, block):
+                e = min(s + block, n)
+                # True -> all ones, False -> 0 (a plain cast, then in place: a negative
+                # writing another dtype runs NumPy's slower casting loop)
+                mm = cf[s:e].astype(it)
+                np.negative(mm, out=mm)
+                np.bitwise_and(vf[s:e], mm, out=of[s:e])
+            return out
+    return _select(c, v, _zeros_like(v))
+
+
+# (unbroadcast(v, shape) returns v when the shapes are equal: the rules test that first, the
+# common case, without the call)
+def _add(ct, args, outs, p, needs, donated):
+    gx = gy = None
+    cs = ct.shape
+    if needs[0]:
+        s = args[0]._v.shape
+        gx = ct if s == cs else unbroadcast(ct, s)
+    if needs[1]:
+        s = args[1]._v.shape
+        gy = ct if s == cs else unbroadcast(ct, s)
+    return gx, gy
+
+
+def _sub(ct, args, outs, p, needs, donated):
+    gx = gy = None
+    cs = ct.shape
+    if needs[0]:
+        s = args[0]._v.shape
+        gx = ct if s == cs else unbroadcast(ct, s)
+    if needs[1]:
+        s = args[1]._v.shape
+        gy = np.negative(ct)
+        if s != cs:
+            gy = unbroadcast(gy, s)
+    return gx, gy
+
+
+def _mul(ct, args, outs, p, needs, donated):
+    x, y = args[0]._v, args[1]._v
+    cs = ct.shape
+    gx = None
+    if needs[0]:
+        gx = np.multiply(ct, y)
+        if x.shape != cs:
+            gx = unbroadcast(gx, x.shape)
+    if not needs[1]:
+        return gx, None
+    if donated and owned_ok(ct, x):
+        np.multiply(ct, x, out=ct)           # the last use of a donated cotangent
+        gy = ct
+    else:
+        gy = np.multiply(ct, x)
+    return gx, gy if y.shape == cs else unbroadcast(gy, y.shape)
+
+
+def _neg(ct, args, outs, p, needs, donated):
+    if donated and owned_ok(ct):
+        np.negative(ct, out=ct)
+        return (ct,)
+    return (np.negative(ct),)
+
+
+def _minmax(pick):
+    def rule(ct, args, outs, p, needs, donated):
+        x, y = args[0]._v, args[1]._v
+        xs = pick(x, y)
+        eq = np.equal(x, y)
+        gx = gy = None
+        if type(eq) is _ndarray and not eq.any():
+            if needs[0]:
+                gx = unbroadcast(keep_where(xs, ct), x.shape)
+            if needs[1]:
+                gy = unbroadcast(_select(xs, _zeros_like(ct), ct), y.shape)
+            return gx, gy
+        zero = _zeros_like(ct)
+        if ct.dtype == _bf16():
+            return NotImplemented     # (`ct * 0.5` keeps bfloat16 through the NumPy layer)
+        half = np.multiply(ct, 0.5)
+        if needs[0]:
+            gx = unbroadcast(_select(xs, ct, _select(eq, half, zero)), x.shape)
+        if needs[1]:
+            gy = unbroadcast(_select(xs, zero, _select(eq, half, ct)), y.shape)
+        return gx, gy
+    return rule
+
+
+def _bf16():
+    global _BF16
+    if _BF16 is None:
+        from ..core.dtypes import BFLOAT16
+        _BF16 = BFLOAT16
+    return _BF16
+
+
+def _matmul_rule(ct, args, outs, p, needs, donated):
+    x, y = args[0]._v, args[1]._v
+    n, m = x.ndim, y.ndim
+    if n == 1 or m == 1:
+        return NotImplemented
+    gx = gy = None
+    # the transpose kernel's view (np.transpose is the method behind a Python wrapper); BLAS
+    # takes it as a flag, no copy
+    if needs[0]:
+        yt = y.transpose((1, 0) if m == 2 else tuple(range(m - 2)) + (m - 1, m - 2))
+        gx = _matmul(ct, yt)
+        if gx.shape != x.shape:
+            gx = unbroadcast(gx, x.shape)
+    if needs[1]:
+        xt = x.transpose((1, 0) if n == 2 else tuple(range(n - 2)) + (n - 1, n - 2))
+        gy = _matmul(xt, ct)
+        if gy.shape != y.shape:
+            gy = unbroadcast(gy, y.shape)
+    return gx, gy
+
+
+def broadcast(v, shape):
+    """The broadcast_to kernel's view (read-only, the same values), built directly for a
+    C-contiguous array (np.broadcast_to's Python checks cost more than the backward step of a
+    small loss); the kernel itself otherwise, and for shapes that do not broadcast (its
+    error)."""
+    n = len(shape)
+    if type(v) is _ndarray and v.ndim <= n and v.flags.c_contiguous:
+        lead = n - v.ndim
+        strides = [0] * lead
+        for d, s, st in zip(v.shape, shape[lead:], v.strides):
+            if d == s:
+                strides.append(st)
+            elif d == 1:
+                strides.append(0)
+            else:
+                break
+        else:
+            r = _ndarray(shape, v.dtype, v, 0, tuple(strides))
+            r.flags.writeable = False
+            return r
+    return _broadcast(v, shape=shape)
+
+
+def _reduce_sum(ct, args, outs, p, needs, donated):
+    axes = p["axes"]
+    shape = args[0]._v.shape
+    if not p["keepdims"] and axes:
+        if type(ct) is _ndarray:
+            # the expand_dims kernel's view: the reduced axes back as ones
+            ct = ct.reshape(tuple([1 if i in axes else d for i, d in enumerate(shape)]))
+        else:
+            ct = _expand(ct, axes=tuple(sorted(axes)))
+    if ct.shape != shape:
+        ct = broadcast(ct, shape)
+    return (ct,)
+
+
+def _select_rule(ct, args, outs, p, needs, donated):
+    c = args[0]._v
+    zero = _zeros_like(ct)
+    return (None,
+            unbroadcast(_select(c, ct, zero), args[1]._v.shape) if needs[1] else None,
+            unbroadcast(_select(c, zero, ct), args[2]._v.shape) if needs[2] else None)
+
+
+# primitive -> (the rule here, the general rule it mirrors): a primitive whose VJP rule was
+# replaced since (def_vjp again, a test's spy) runs its own rule
+RULES = {p: (r, p.vjp) for p, r in (
+    (E.add_p, _add),
+    (E.sub_p, _sub),
+    (E.mul_p, _mul),
+    (E.neg_p, _neg),
+    (E.max_p, _minmax(np.greater)),
+    (E.min_p, _minmax(np.less)),
+    (E.select_p, _select_rule),
+    (L.matmul_p, _matmul_rule),
+    (R.reduce_sum_p, _reduce_sum),
+)}
