@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _mlp(system):
     from benchmarks import workloads as W
 
-    d = W.make_data(W.WORKLOADS["mlp_grad"][0])
+    d = W.make_data(next(c for c in W.WORKLOADS["mlp_grad"] if c.key == "512"))
 
     def hand():
         return W.np_mlp_grads(**d)
