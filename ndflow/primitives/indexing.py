@@ -90,7 +90,17 @@ def _getitem_abstract(x, *arrays, spec):
     return Aval(block + rest, x.dtype)                    # else NumPy puts it first
 
 
+_BASIC = {}        # spec without index arrays -> its index tuple (built once, not per call)
+
+
 def _getitem_impl(x, *arrays, spec):
+    if not arrays:
+        idx = _BASIC.get(spec)
+        if idx is None:
+            idx = build_index(spec, ())
+            if len(_BASIC) < 4096:
+                _BASIC[spec] = idx
+        return x[idx]
     if len(arrays) == 1 and spec[-1] == ("a",) and arrays[0].dtype != np.bool_ and \
             all(e == _ALL for e in spec[:-1]):
         # one index array along one axis: np.take is the same gather, and much faster than
