@@ -338,24 +338,42 @@ def test_passes_can_be_appended_to_the_pipeline():
     assert seen == [1]
 
 
-@pytest.mark.parametrize("k", [1.0, 2.0, [0.0, 1.0, 2.0, 2.0], [[0.0], [1.0]],
-                               [1.0, 0.0, 1.0, 1.0]],
-                         ids=["1", "2", "0..2", "column 0..1", "0/1"])
+@pytest.mark.parametrize("k", [1.0, 2.0, [2.0]], ids=["1", "2", "[2]"])
 def test_small_whole_powers_become_multiplications(k):
     x = np.array([-1.5, -0.0, 0.5, 2.0])
     g = body_graph(lambda x: tnp.exp(x ** tnp.asarray(k)), ((4,), np.float64))
     out = apply(P.dead_code_elimination, apply(P.algebraic_simplification, g, x), x)
-    assert "power" not in prims(out)
+    if P._power_fast_path(np.dtype(np.float64)):
+        assert "power" not in prims(out)
     np.testing.assert_array_equal(run(out, x)[0], np.exp(x ** np.asarray(k)))
 
 
 def test_other_powers_stay():
-    # x*x*x rounds twice, pow(x, 3) once: they differ in the last bit for about 1 value in 4
-    for k in (0.5, -1.0, 3.0, 4.0, 5.0, [0.0, 1.0, 2.0, 3.0], [0.0, 2.5, 1.0, 1.0]):
+    # x*x*x rounds twice, pow(x, 3) once: they differ in the last bit for about 1 value in 4;
+    # an exponent array (varying or not) runs NumPy's general pow loop, not x*x
+    for k in (0.5, -1.0, 3.0, 4.0, 5.0, [0.0, 1.0, 2.0, 3.0], [0.0, 2.5, 1.0, 1.0],
+              [0.0, 1.0, 2.0, 2.0], [[0.0], [1.0]], [1.0, 0.0, 1.0, 1.0], [2.0] * 4):
         g = body_graph(lambda x: tnp.exp(x ** tnp.asarray(k)), ((4,), np.float64))
         assert "power" in prims(P.algebraic_simplification(g))
     g = body_graph(lambda x: tnp.exp(x ** 2), ((4,), np.int64))
     assert "power" in prims(P.algebraic_simplification(g))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2.0, [0.0, 1.0, 2.0], [[0.0], [1.0], [2.0]], [2.0] * 3],
+                         ids=["scalar", "row", "column", "repeated"])
+def test_compiled_constant_powers_are_numpys(dtype, k):
+    # NumPy's result for x ** k depends on how its loop meets k (a one-element exponent takes
+    # a fast path: 1, x, x*x; an array runs pow, which differs from x*x in the last bit for
+    # ~10% of values on SVML machines): the compiled function must give the same bits
+    rng = np.random.default_rng(1)
+    k = np.asarray(k, dtype)
+    x = np.concatenate([rng.uniform(-3, 3, 1535), [-0.0, np.inf, -np.inf, np.nan]])
+    x = x.astype(dtype).reshape((1, -1) if k.ndim == 2 else (-1, 3) if k.ndim else (-1,))
+    f = nf.function(lambda x: x ** tnp.asarray(k))
+    got, want = f(x).numpy(), np.power(x, k)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 def test_stacked_products_with_a_matrix_become_one_product(monkeypatch):

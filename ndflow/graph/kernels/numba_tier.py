@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool, donated
+from .pool import OutputPool, donated, errstate_flags
 from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
@@ -42,7 +42,7 @@ def _quiet_errstate():
     set no error flags, so under 'raise', 'call', 'print' or 'log' (`tnp.seterr`,
     `tnp.errstate`) the region runs on tier 0, whose NumPy loops honour them. (Tier 1 skips
     the 'warn' mode's RuntimeWarnings; its values are NumPy's.)"""
-    return all(m in ("ignore", "warn") for m in np.geterr().values())
+    return errstate_flags()[0]
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
 # NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
 # reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
