@@ -498,6 +498,9 @@ class Runner:
         self.red_dtype = red[0].dtype if red else None
         self.red_keep = red[0].params["keepdims"] if red else None
         self.units = cost_units(self.prog)
+        # operand position -> (the broadcast array seen there last, its shape, its compacted
+        # view): a folded constant is the same object at every call, compacted once
+        self.compact_memo = {}
 
     def plan_for(self, xs):
         key = tuple(x.shape for x in xs)
@@ -536,13 +539,20 @@ class Runner:
         if not _quiet_errstate():
             return NotImplemented       # tier 0 (NumPy) raises/calls as `np.errstate` asks
         compact = None
+        memo = self.compact_memo
         for i, x in enumerate(xs):
             if type(x) is np.ndarray and not x.flags.c_contiguous:
+                if compact is None:
+                    compact = list(xs)
+                m = memo.get(i)
+                if m is not None and m[0] is x and m[1] == x.shape:
+                    compact[i] = m[2]      # the same array as last call (a constant): its view
+                    continue
                 c = _compact(x)
                 if c is None:
                     return NotImplemented
-                if compact is None:
-                    compact = list(xs)
+                if len(memo) < 16:
+                    memo[i] = (x, x.shape, c)     # holds x: its id cannot be reused meanwhile
                 compact[i] = c
         if compact is not None:
             # a broadcast operand (a folded constant, np.broadcast_to) runs as the smaller

@@ -330,10 +330,47 @@ def _op_lines(prog, where, ns):
 
 
 def _plain_call(prog, j, o, ns):
-    """The plain path's expression for op j: its primitive's kernel on the op's operands."""
+    """The plain path's expression for op j: its primitive's kernel on the op's operands, or,
+    where the operand is surely an ndarray (one of at least one dimension), the NumPy call
+    that kernel makes, without its Python frames (a region of a few elements pays ~0.2 us
+    per frame)."""
     f = "f%d" % j
+    args = [_name(prog, a) for a in o.args]
+    direct = _direct_call(prog, o)
+    if direct is not None:
+        fn, tail, dt = direct
+        ns[f] = _bound(o)         # the large path's name for it
+        f = "g%d" % j
+        ns[f] = fn
+        if dt is not None:
+            ns["_rdt%d" % j] = dt
+            tail = tail % ("_rdt%d" % j)
+        return "%s(%s, %s)" % (f, args[0], tail)
     ns[f] = _bound(o)
-    return "%s(%s)" % (f, ", ".join(_name(prog, a) for a in o.args))
+    return "%s(%s)" % (f, ", ".join(args))
+
+
+def _direct_call(prog, o):
+    """(callable, trailing arguments, dtype or None) for a reduction of an ndarray operand:
+    the ufunc reduction `_sum_impl` and the max/min kernels call for one (the dtype, when not
+    None, is the `%s` of the arguments)."""
+    from ...primitives import reduction as R
+    if len(o.args) != 1 or len(prog.value_shape(o.args[0])) == 0:
+        return None
+    src_dt = prog.value_dtype(o.args[0])
+    if o.reduce:
+        axes, keep = o.params.get("axes"), o.params.get("keepdims")
+        if set(o.params) != {"axes", "keepdims"} or not isinstance(axes, tuple) or \
+                not all(type(a) is int for a in axes) or type(keep) is not bool:
+            return None
+        if o.prim is R.reduce_sum_p:
+            return np.add.reduce, "%r, %%s, None, %r" % (axes, keep), src_dt
+        if o.prim is R.reduce_max_p:
+            return np.maximum.reduce, "%r, None, None, %r" % (axes, keep), None
+        if o.prim is R.reduce_min_p:
+            return np.minimum.reduce, "%r, None, None, %r" % (axes, keep), None
+        return None
+    return None
 
 
 def _bound(op):
