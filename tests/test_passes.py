@@ -7,6 +7,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import passes as P
+from ndflow.graph import passes
 from ndflow.graph.codegen import generate
 from ndflow.graph.ir import verify, GraphError, Graph, Node, Var
 from ndflow.graph.trace import trace_body, close
@@ -400,3 +401,44 @@ def test_outer_products_become_broadcast_multiplies():
     # short rows: the product stays (a broadcast multiply with 2-long rows is slower)
     g = body_graph(lambda x, y: tnp.matmul(x, y), ((2, 32, 1), np.float64), ((2, 1, 2), np.float64))
     assert prims(P.layout_choices(g)) == ["matmul"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k", [(4, 256), (3, 2), (7, 1000), (130, 67)])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_vector_matrix_gradient_becomes_matrix_vector(dtype, m, k, layout):
+    # the gradient of v @ P is squeeze(expand_dims(g, 0) @ P.T): one matmul(P, g), the same
+    # bits (NumPy runs both as one gemv over P's memory, or as the same loop)
+    rng = np.random.default_rng(m * k)
+    base = rng.standard_normal((m, 2 * k) if layout == "strided" else (m, k)).astype(dtype)
+    P = {"C": base, "F": np.asfortranarray(base), "strided": base[:, ::2]}[layout]
+    g = rng.standard_normal(k).astype(dtype)
+    g[:3] = [np.nan, -0.0, np.inf][:min(3, k)]
+    body = lambda g, P: tnp.squeeze(tnp.matmul(tnp.expand_dims(g, 0), tnp.transpose(P)), 0)
+    gr = body_graph(body, ((k,), dtype), ((m, k), dtype))
+    out = apply(passes.dead_code_elimination, apply(passes.layout_choices, gr, g, P), g, P)
+    assert prims(out) == ["matmul"]
+    want = np.squeeze(np.expand_dims(g, 0) @ P.T, 0)
+    with np.errstate(all="ignore"):
+        got = nf.function(body)(g, P).numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_vector_matrix_gradient_of_a_fit_step_matches_eager():
+    rng = np.random.default_rng(0)
+    feats = rng.uniform(-1, 1, (4, 256)).astype(np.float32)
+    y = rng.uniform(-1, 1, 256).astype(np.float32)
+
+    def grad(c, feats, y):
+        with nf.GradientTape() as tape:
+            tape.watch(c)
+            loss = tnp.mean(tnp.square(tnp.matmul(c, feats) - y))
+        return tape.gradient(loss, c)
+    c = tnp.asarray(rng.standard_normal(4).astype(np.float32))
+    want = grad(c, tnp.asarray(feats), tnp.asarray(y)).numpy()
+    f = nf.function(grad)
+    got = f(c, feats, y).numpy()
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    names = [n.prim.name for n in f.get_concrete_function(c, feats, y).graph.nodes]
+    assert "squeeze" not in names and "transpose" not in names

@@ -415,7 +415,11 @@ def layout_choices(g: Graph) -> Graph:
                             the same numbers (+ 0.0: the product's sum starts at +0.0, so
                             -0.0 becomes +0.0 as in BLAS), instead of one tiny product per
                             stacked matrix; when rows are at least OUTER_MIN long; real and
-                            integer dtypes)"""
+                            integer dtypes)
+    squeeze(matmul(expand_dims(g, 0), transpose(P)), 0) -> matmul(P, g)   (what the gradient
+                            of `v @ P` makes; g 1-d, P 2-d, float32/float64: NumPy runs both
+                            as the same gemv over P's memory, or the same non-BLAS loop, so
+                            the bits are the same; 3 nodes fewer)"""
     from ..primitives.linalg import matmul_p
     E, S = _prims()
     uses = {}
@@ -446,10 +450,39 @@ def layout_choices(g: Graph) -> Graph:
                 n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
         elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, consts, E, S):
             continue
+        elif n.prim is S.squeeze_p:
+            mv = _vector_matrix(n, producer, uses, matmul_p, S)
+            if mv is not None:
+                n = mv
         nodes.append(n)
     out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
     out.consts = consts
     return out
+
+
+def _vector_matrix(n, producer, uses, matmul_p, S):
+    """matmul(P, g) for squeeze node `n` of the form squeeze(matmul(expand_dims(g, 0),
+    transpose(P, (1, 0))), 0), else None. NumPy's matmul takes (1, k) @ P.T as vector @
+    matrix and P @ g as matrix @ vector: both call gemv with P's strides and g's, or run the
+    same non-BLAS loop over k in order (a product's operands swapped: exact). The replaced
+    nodes are left to dead-code elimination."""
+    mm = producer.get(n.inputs[0].id)
+    if n.params.get("axes") != (0,) or mm is None or mm.prim is not matmul_p or mm.params \
+            or uses.get(n.inputs[0].id) != 1:
+        return None
+    e, t = (producer.get(v.id) for v in mm.inputs)
+    if e is None or t is None or e.prim is not S.expand_dims_p or \
+            e.params.get("axes") != (0,) or t.prim is not S.transpose_p or \
+            t.params.get("perm") != (1, 0):
+        return None
+    g, P = e.inputs[0], t.inputs[0]
+    out = n.outputs[0]
+    if g.ndim != 1 or P.ndim != 2 or None in g.shape or None in P.shape or \
+            not (np.dtype(g.dtype) == np.dtype(P.dtype) == np.dtype(out.dtype)) or \
+            np.dtype(out.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or \
+            tuple(out.shape) != (P.shape[0],) or min(P.shape) < 2:
+        return None       # (one row or one column: NumPy's dot or scalar cases, not gemv)
+    return Node(matmul_p, (P, g), {}, n.outputs, n.loc)
 
 
 def _matmul_layout(n, nodes, consts, E, S):
