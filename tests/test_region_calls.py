@@ -90,11 +90,18 @@ def test_large_and_unknown_size_regions_keep_their_paths(monkeypatch):
     assert _bits_equal(f(big).numpy(), 1 / (1 + np.exp(-big)))
     # unknown sizes: one function for a few and many elements, each by its own path
     g = nf.function(_sigmoid, input_signature=[nf.TensorSpec([None], tnp.float32)])
-    for n in (1, 3, 4096, 1 << 16, 2):
-        y = np.linspace(-9, 9, n, dtype=np.float32)
-        assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))
     (kg,) = _kernels(g, big)
     assert kg.direct is None          # shapes unknown when built: never direct up front
+    sizes = (1, 3, 4096, 1 << 16, 2, 1 << 22, 5)
+    for n in sizes:
+        y = np.linspace(-9, 9, n, dtype=np.float32)
+        assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))
+    # tier 1 was asked for (numba off: none came), so tier 0 is the kernel now; it still
+    # takes the plain, out= and blocked paths by size
+    assert kg.direct is not None and kg.fast is None
+    for n in sizes:
+        y = np.linspace(-9, 9, n, dtype=np.float32)
+        assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int32])

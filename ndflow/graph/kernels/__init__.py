@@ -160,11 +160,12 @@ class FusedKernel:
 
     def _request(self, xs):
         mode = numba_mode()
-        if mode == "off" or not numba_available():
-            return
-        from . import numba_tier
-        numba_tier.request(self, mode == "sync", xs)
-        if self.fast is None and self.tier1_unavailable is not None:
+        if mode != "off" and numba_available():
+            from . import numba_tier
+            numba_tier.request(self, mode == "sync", xs)
+        if self.fast is None:
+            # asked once, and no tier 1 came (refused, too small, numba off or missing): it
+            # never will, so tier 0 is this kernel from now on
             self._go_direct()
 
     def into(self, xs, donors):
