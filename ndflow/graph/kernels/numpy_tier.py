@@ -336,6 +336,13 @@ def _plain_call(prog, j, o, ns):
     per frame)."""
     f = "f%d" % j
     args = [_name(prog, a) for a in o.args]
+    from ...primitives import elementwise as E
+    if o.prim is E.convert_p and set(o.params) == {"dtype"} and len(o.args) == 1 and \
+            len(prog.value_shape(o.args[0])) > 0:
+        # what `_convert_impl` calls for an ndarray
+        ns[f] = _bound(o)
+        ns["_cdt%d" % j] = o.params["dtype"]
+        return "%s.astype(_cdt%d)" % (args[0], j)
     direct = _direct_call(prog, o)
     if direct is not None:
         fn, tail, dt = direct
