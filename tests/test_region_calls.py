@@ -194,3 +194,16 @@ def test_tier1_broadcast_operand_compacted_once_still_reads_current_values(monke
     assert _bits_equal(f(a, b2).numpy(), a * b2 + a - b2 * b2)
     ks = _kernels(f, a, b)
     assert ks and ks[0].tier() == 1
+
+
+def test_basic_index_cache_is_by_identity_not_equality():
+    # ('i', True) == ('i', 1), but x[True] adds an axis where x[1] takes a row
+    x = np.arange(12.0).reshape(3, 4)
+    f = nf.function(lambda x: (x[1], x[True], x[1:, None, ::2], x[..., -1]))
+    for _ in range(3):
+        for got, want in zip(f(x), (x[1], x[True], x[1:, None, ::2], x[..., -1])):
+            assert got.shape == want.shape and np.array_equal(got.numpy(), want)
+    for i in range(600):                       # eager indexing churns the cache
+        assert np.array_equal(tnp.asarray(x)[i % 3].numpy(), x[i % 3])
+    for got, want in zip(f(x), (x[1], x[True], x[1:, None, ::2], x[..., -1])):
+        assert got.shape == want.shape and np.array_equal(got.numpy(), want)
