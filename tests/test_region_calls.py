@@ -207,3 +207,21 @@ def test_basic_index_cache_is_by_identity_not_equality():
         assert np.array_equal(tnp.asarray(x)[i % 3].numpy(), x[i % 3])
     for got, want in zip(f(x), (x[1], x[True], x[1:, None, ::2], x[..., -1])):
         assert got.shape == want.shape and np.array_equal(got.numpy(), want)
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_tier1_broadcast_operands_changing_places_between_calls(monkeypatch):
+    # which operands are broadcast views changes from call to call; each call must be
+    # planned for its own (a plan kept from the last call would read the wrong shapes)
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    f = nf.function(lambda a, b: a * b - a + b * b)
+    rows, cols = 8, 1 << 12
+    full_a = np.linspace(-2, 2, rows * cols, dtype=np.float32).reshape(rows, cols)
+    full_b = np.linspace(3, -1, rows * cols, dtype=np.float32).reshape(rows, cols)
+    bcast_a = np.broadcast_to(np.linspace(1, 2, cols, dtype=np.float32), (rows, cols))
+    bcast_b = np.broadcast_to(np.float32(0.75), (rows, cols))
+    combos = [(full_a, bcast_b), (bcast_a, full_b), (bcast_a, bcast_b), (full_a, full_b)]
+    for _ in range(3):
+        for a, b in combos + combos[::-1]:
+            assert _bits_equal(f(a, b).numpy(), a * b - a + b * b)
+    assert _kernels(f, full_a, full_b)[0].tier() == 1
