@@ -238,8 +238,8 @@ def algebraic_simplification(g: Graph) -> Graph:
                                            under IEEE 754: x+(+0.0) is not, for x = -0.0)
     convert_element_type(x, x.dtype) -> x
     zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
-    x ** k, k a constant of whole numbers 0..2 -> multiplications (and selects where k varies;
-                                           x*x is pow(x, 2) correctly rounded, x*x*x is not)
+    x ** k, k a one-element constant 1 or 2 -> x, x*x (what NumPy's power computes then;
+                                           an exponent array that varies is not rewritten)
     transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
     reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
     broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
@@ -320,50 +320,47 @@ def algebraic_simplification(g: Graph) -> Graph:
 
 
 def _integer_power(x, k, out, nodes, producer, consts, loc, E):
-    """x ** k for a constant k of whole numbers 0..2, as multiplications: NumPy's float power
-    is slow (30x for negative bases). Only where the product is bit for bit NumPy's power:
-    x*x is x**2 correctly rounded (also for NaN, inf and -0.0), x*x*x rounds twice. Returns
-    the replacement: `x` (k == 1), `out` itself when new nodes define it, or None."""
-    from ..core.ndarray import _wrap
+    """x ** k for a one-element constant k of 0, 1 or 2 (of x's dtype), as multiplications:
+    NumPy's float power is slow (30x for negative bases). Only where NumPy's own loop takes
+    its fast path, which is exactly 1, x or x*x: a one-element exponent, read with stride 0.
+    An exponent array that varies (or only repeats a value) is not: NumPy's general loop
+    (SVML's pow on AVX-512 machines) differs from x*x in the last bit for ~10% of values, and
+    even from x for a few at k == 1. Returns the replacement: `x` (k == 1), `out` itself
+    when new nodes define it, or None."""
     dt = np.dtype(x.dtype)
-    if (dt.kind != "f" or k.size == 0 or k.size > 4096 or k.dtype.kind not in "fiu"
-            or not np.all((k == np.round(k)) & (k >= 0) & (k <= 2)) or None in out.shape
-            or out.dtype != dt):
+    if (dt.kind != "f" or k.size != 1 or k.dtype != dt or None in out.shape
+            or out.dtype != dt or not _power_fast_path(dt)):
         return None
-    top = int(k.max())
-    if k.min() == top:                      # one exponent for every element
-        if top == 1:
-            return x if x.shape == out.shape else None
-        if top == 0 or x.shape != out.shape:
-            return None
-        chain = [(x, x)]
-    else:
-        # x**k = prod_j where(k >= j, x, 1), j = 1..max(k)
-        if _bshape(k.shape, x.shape) != out.shape:
-            return None
-        one = Var((), dt, kind="c", const=_wrap(np.ones((), dt)))
-        consts.append(one)
-        terms = []
-        for j in range(1, top + 1):
-            mask = np.asarray(k >= j)
-            m = Var(mask.shape, np.dtype(bool), kind="c", const=_wrap(mask))
-            consts.append(m)
-            t = out if top == 1 else Var(out.shape, dt)
-            nodes.append(Node(E.select_p, (m, x, one), {}, (t,), loc))
-            producer[t.id] = nodes[-1]
-            terms.append(t)
-        if top == 1:
-            return out
-        chain = [(terms[0], terms[1])] + [("sq", t) for t in terms[2:]]
-    prev = None
-    for i, (a, b) in enumerate(chain):
-        a = prev if a == "sq" else a
-        b = prev if b == "sq" else b
-        o = out if i == len(chain) - 1 else Var(out.shape, dt)
-        nodes.append(Node(E.mul_p, (a, b), {}, (o,), loc))
-        producer[o.id] = nodes[-1]
-        prev = o
+    top = k.reshape(()).item()
+    if top == 1:
+        return x if x.shape == out.shape else None
+    if top != 2 or x.shape != out.shape:
+        return None
+    nodes.append(Node(E.mul_p, (x, x), {}, (out,), loc))
+    producer[out.id] = nodes[-1]
     return out
+
+
+_POWER_FAST = {}
+
+
+def _power_fast_path(dt):
+    """Whether this NumPy's power with a one-element exponent of dtype `dt` gives exactly 1,
+    x and x*x for exponents 0, 1 and 2 (its fast path), probed once per dtype on values where
+    a general pow and x*x disagree, and on special values."""
+    ok = _POWER_FAST.get(dt)
+    if ok is None:
+        rng = np.random.default_rng(0)
+        x = np.concatenate([rng.uniform(-3, 3, 4096),
+                            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 1e300]])
+        with np.errstate(all="ignore"):
+            x = x.astype(dt)
+            ok = True
+            for e, want in ((1, x), (2, x * x), (0, np.ones_like(x))):
+                got = np.power(x, np.ones(1, dt) * e)
+                ok = ok and bool(np.array_equal(got.view(np.uint8), want.view(np.uint8)))
+        _POWER_FAST[dt] = ok
+    return ok
 
 
 def _bshape(a, b):
@@ -418,7 +415,11 @@ def layout_choices(g: Graph) -> Graph:
                             the same numbers (+ 0.0: the product's sum starts at +0.0, so
                             -0.0 becomes +0.0 as in BLAS), instead of one tiny product per
                             stacked matrix; when rows are at least OUTER_MIN long; real and
-                            integer dtypes)"""
+                            integer dtypes)
+    squeeze(matmul(expand_dims(g, 0), transpose(P)), 0) -> matmul(P, g)   (what the gradient
+                            of `v @ P` makes; g 1-d, P 2-d, float32/float64: NumPy runs both
+                            as the same gemv over P's memory, or the same non-BLAS loop, so
+                            the bits are the same; 3 nodes fewer)"""
     from ..primitives.linalg import matmul_p
     E, S = _prims()
     uses = {}
@@ -449,10 +450,39 @@ def layout_choices(g: Graph) -> Graph:
                 n = Node(S.reshape_p, (x,), {"shape": n.outputs[0].shape}, n.outputs, n.loc)
         elif n.prim is matmul_p and not n.params and _matmul_layout(n, nodes, consts, E, S):
             continue
+        elif n.prim is S.squeeze_p:
+            mv = _vector_matrix(n, producer, uses, matmul_p, S)
+            if mv is not None:
+                n = mv
         nodes.append(n)
     out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
     out.consts = consts
     return out
+
+
+def _vector_matrix(n, producer, uses, matmul_p, S):
+    """matmul(P, g) for squeeze node `n` of the form squeeze(matmul(expand_dims(g, 0),
+    transpose(P, (1, 0))), 0), else None. NumPy's matmul takes (1, k) @ P.T as vector @
+    matrix and P @ g as matrix @ vector: both call gemv with P's strides and g's, or run the
+    same non-BLAS loop over k in order (a product's operands swapped: exact). The replaced
+    nodes are left to dead-code elimination."""
+    mm = producer.get(n.inputs[0].id)
+    if n.params.get("axes") != (0,) or mm is None or mm.prim is not matmul_p or mm.params \
+            or uses.get(n.inputs[0].id) != 1:
+        return None
+    e, t = (producer.get(v.id) for v in mm.inputs)
+    if e is None or t is None or e.prim is not S.expand_dims_p or \
+            e.params.get("axes") != (0,) or t.prim is not S.transpose_p or \
+            t.params.get("perm") != (1, 0):
+        return None
+    g, P = e.inputs[0], t.inputs[0]
+    out = n.outputs[0]
+    if g.ndim != 1 or P.ndim != 2 or None in g.shape or None in P.shape or \
+            not (np.dtype(g.dtype) == np.dtype(P.dtype) == np.dtype(out.dtype)) or \
+            np.dtype(out.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or \
+            tuple(out.shape) != (P.shape[0],) or min(P.shape) < 2:
+        return None       # (one row or one column: NumPy's dot or scalar cases, not gemv)
+    return Node(matmul_p, (P, g), {}, n.outputs, n.loc)
 
 
 def _matmul_layout(n, nodes, consts, E, S):

@@ -90,7 +90,23 @@ def _getitem_abstract(x, *arrays, spec):
     return Aval(block + rest, x.dtype)                    # else NumPy puts it first
 
 
+# id(spec) -> (spec, its index tuple) for specs without index arrays: a compiled graph passes
+# the same spec object at every call, so its index is built once. Keyed by identity, not
+# equality: ('i', True) == ('i', 1), but x[True] is not x[1]; the entry holds the spec, so
+# its id is not reused while cached (at most 256 entries: eager calls bring new specs)
+_BASIC = {}
+
+
 def _getitem_impl(x, *arrays, spec):
+    if not arrays:
+        e = _BASIC.get(id(spec))
+        if e is not None and e[0] is spec:
+            return x[e[1]]
+        idx = build_index(spec, ())
+        if len(_BASIC) >= 256:      # eager calls make a new spec each time: start over
+            _BASIC.clear()
+        _BASIC[id(spec)] = (spec, idx)
+        return x[idx]
     if len(arrays) == 1 and spec[-1] == ("a",) and arrays[0].dtype != np.bool_ and \
             all(e == _ALL for e in spec[:-1]):
         # one index array along one axis: np.take is the same gather, and much faster than

@@ -124,10 +124,18 @@ def _sum_impl(x, axes, keepdims):
 
 reduce_sum_p = reduction("reduce_sum", _sum_impl, _sum_vjp)
 reduce_sum_p.vjp_reads = ()      # the gradient is the cotangent broadcast to x's shape
-reduce_max_p = reduction("reduce_max", lambda x, axes, keepdims: np.max(x, axis=axes, keepdims=keepdims),
-                         _extremum_vjp)
-reduce_min_p = reduction("reduce_min", lambda x, axes, keepdims: np.min(x, axis=axes, keepdims=keepdims),
-                         _extremum_vjp)
+def _extremum_impl(ufunc, name):
+    reduce = ufunc.reduce
+
+    def impl(x, axes, keepdims):
+        if type(x) is np.ndarray:     # the reduction np.max/np.min call, without their dispatch
+            return reduce(x, axes, None, None, keepdims)
+        return getattr(np, name)(x, axis=axes, keepdims=keepdims)
+    return impl
+
+
+reduce_max_p = reduction("reduce_max", _extremum_impl(np.maximum, "max"), _extremum_vjp)
+reduce_min_p = reduction("reduce_min", _extremum_impl(np.minimum, "min"), _extremum_vjp)
 reduce_prod_p = reduction("reduce_prod",
                           lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims,
                                                             dtype=x.dtype), _prod_vjp)

@@ -38,7 +38,6 @@ assign_var_p = Primitive("assign_variable", _assign_impl,
 
 _getrefcount = sys.getrefcount
 _FREE = None        # (refs to the value wrapper, refs to its buffer) when only the Variable holds them
-_errstate = [None, None, True]    # [contextvar, last error state object, whether it may raise]
 
 
 def _calibrate():
@@ -51,21 +50,15 @@ def _calibrate():
 
 
 def _errors_may_raise():
-    """Whether NumPy's error state could raise in the middle of a computation ('raise' or
-    'call'): cheap when the state is the one seen last (NumPy keeps it in a context variable;
-    `np.geterr()` costs ~2 us)."""
-    e = _errstate
-    if e[0] is None:
-        try:
-            from numpy._core.umath import _extobj_contextvar
-        except ImportError:       # another NumPy: ask every time
-            _extobj_contextvar = False
-        e[0] = _extobj_contextvar
-    cur = e[0].get() if e[0] is not False else object()
-    if cur is not e[1]:
-        e[1] = cur
-        e[2] = any(m in ("raise", "call") for m in np.geterr().values())
-    return e[2]
+    """Whether NumPy's floating-point error state could raise in the middle of a computation
+    ('raise' or 'call'), cheaply (`kernels.pool.errstate_flags`)."""
+    global _errstate_flags
+    if _errstate_flags is None:      # only compiled steps ask: the graph package is loaded
+        from ..graph.kernels.pool import errstate_flags as _errstate_flags
+    return _errstate_flags()[1]
+
+
+_errstate_flags = None
 
 
 def _graph_trace():

@@ -30,6 +30,12 @@ compiled in a background thread and swapped in when ready. Settings (environment
     NDFLOW_DEBUG=kernels  print each generated kernel's source
 
 The core never imports numba: `numba_tier` is imported when a compile is first requested.
+
+A region tier 1 will never take (static shapes too small for a compiled loop to pay, or tier 1
+was asked once and gave none) is called straight as its tier-0 function: the kernel's class
+becomes one whose `__call__` is that function, and `FusedKernel.direct` names it, so that a
+code generator may call the plain function itself (one frame; the generic `__call__` costs
+~0.2 us per call of a region of a few elements).
 """
 import importlib.util
 import os
@@ -113,8 +119,34 @@ class FusedKernel:
         self.parallel = not uses_blas
         self.calls = 0
         self.fast = None           # bound tier-1 runner once ready
-        self.tier0 = numpy_tier.build(entry.prog, self.parallel)   # own pools, nothing shared
+        self.tier1_unavailable = None    # why tier 1 will never run this region, once known
         self.device_kernels = {}   # device backend -> its compiled kernel (False: none)
+        # own pools, nothing shared; asks `_on_device` first while a device backend is in use,
+        # so that it can stand for the whole kernel (`_go_direct`)
+        self.tier0 = numpy_tier.build(entry.prog, self.parallel, self._on_device)
+        why = _never_tier1(entry.prog)
+        if why is not None:
+            self.tier1_unavailable = why
+            self._go_direct()
+
+    def _go_direct(self):
+        """Calls of this kernel go straight to the tier-0 function: no call counting, no
+        tier-1 test, one Python frame (a fused region of a few elements costs ~1 us, of which
+        the generic `__call__` was ~0.2). Only for a region tier 1 will never take."""
+        if type(self) is FusedKernel:
+            self.__class__ = type("FusedKernel", (FusedKernel,),
+                                  {"__call__": staticmethod(self.tier0), "direct": staticmethod(self.tier0),
+                                   "__module__": __name__})
+
+    # a plain function doing what calling the kernel does, once that is tier 0 alone (None
+    # until then): code generators may call it instead of the kernel object
+    direct = None
+
+    def _on_device(self, xs):
+        b = _device_backend(xs)
+        if b is None:
+            return NotImplemented
+        return b.run_fused(self.prog, xs, self.device_kernels)
 
     def __call__(self, *xs):
         if _DEVICE_BUFFERS:          # a device backend is in use: its buffers run on it
@@ -134,10 +166,13 @@ class FusedKernel:
 
     def _request(self, xs):
         mode = numba_mode()
-        if mode == "off" or not numba_available():
-            return
-        from . import numba_tier
-        numba_tier.request(self, mode == "sync", xs)
+        if mode != "off" and numba_available():
+            from . import numba_tier
+            numba_tier.request(self, mode == "sync", xs)
+        if self.fast is None:
+            # asked once, and no tier 1 came (refused, too small, numba off or missing): it
+            # never will, so tier 0 is this kernel from now on
+            self._go_direct()
 
     def into(self, xs, donors):
         """Run with `donors[k]` (a dead buffer, or None) offered for result k."""
@@ -170,6 +205,21 @@ class FusedKernel:
 
     def source(self):
         return self.tier0.source
+
+
+def _never_tier1(prog):
+    """Why tier 1 can never run `prog` whatever the settings, or None: static shapes too small
+    for a compiled loop to pay (`numba_tier.pays`; that module does not import numba)."""
+    if not prog.static:
+        return None
+    from . import numba_tier
+    plan = numpy_tier.Plan(prog, [s for s, _ in prog.ins])
+    if plan.S is None:
+        return None
+    units = numba_tier.cost_units(prog)
+    if numba_tier.pays(plan.size, units):
+        return None
+    return "too small (%d elements) for a compiled loop to pay" % plan.size
 
 
 def _device_backend(xs):

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool, donated
+from .pool import OutputPool, donated, errstate_flags
 from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
@@ -42,7 +42,7 @@ def _quiet_errstate():
     set no error flags, so under 'raise', 'call', 'print' or 'log' (`tnp.seterr`,
     `tnp.errstate`) the region runs on tier 0, whose NumPy loops honour them. (Tier 1 skips
     the 'warn' mode's RuntimeWarnings; its values are NumPy's.)"""
-    return all(m in ("ignore", "warn") for m in np.geterr().values())
+    return errstate_flags()[0]
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
 # NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
 # reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
@@ -224,7 +224,7 @@ class Plan:
     """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
     __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
                  "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable",
-                 "variants")
+                 "variants", "full")
 
     def __init__(self, prog, in_shapes):
         self.kernel = self.parallel_kernel = None
@@ -271,6 +271,8 @@ class Plan:
         self.in_shapes = cs[:n]
         self.out_shapes = cs[n:n + len(outs)]
         self.acc_shape = cs[-1] if acc is not None else None
+        # per operand and result: whether it spans a collapsed dim (else it is one element)
+        self.full = tuple(any(p) for p in self.pattern)
 
     def full_reduce(self):
         return self.acc_shape is not None and not any(self.pattern[-1])
@@ -479,6 +481,19 @@ def _compact(x):
     return c if c.flags.c_contiguous else None
 
 
+def _same_compaction(last, compact, xs):
+    """Whether `compact` (operands, compacted views in place of broadcast ones) compacts the
+    same places into the same views as `last` (views, None where not compacted) did."""
+    if len(last) != len(compact):
+        return False
+    for a, c, x in zip(last, compact, xs):
+        if (c is x) if a is not None else (c is not x):
+            return False
+        if a is not None and a is not c:
+            return False
+    return True
+
+
 class Runner:
     """The tier-1 callable of one FusedKernel: collapse operands, call the kernel."""
 
@@ -498,6 +513,12 @@ class Runner:
         self.red_dtype = red[0].dtype if red else None
         self.red_keep = red[0].params["keepdims"] if red else None
         self.units = cost_units(self.prog)
+        # operand position -> (the broadcast array seen there last, its shape, its compacted
+        # view): a folded constant is the same object at every call, compacted once
+        self.compact_memo = {}
+        self.last_cplan = None
+        p = self.static_plan
+        self.static_pays = p is not None and p.ok and pays(p.size, self.units)
 
     def plan_for(self, xs):
         key = tuple(x.shape for x in xs)
@@ -530,27 +551,51 @@ class Runner:
         _submit(job, self.sync)
 
     def __call__(self, xs, donors=None):
-        plan = self.static_plan or self.plan_for(xs)
-        if plan is None or not plan.ok or not pays(plan.size, self.units):
-            return NotImplemented
+        plan = self.static_plan
+        if plan is not None:
+            if not self.static_pays:
+                return NotImplemented
+        else:
+            plan = self.plan_for(xs)
+            if plan is None or not plan.ok or not pays(plan.size, self.units):
+                return NotImplemented
         if not _quiet_errstate():
             return NotImplemented       # tier 0 (NumPy) raises/calls as `np.errstate` asks
         compact = None
+        memo = self.compact_memo
+        fresh = False
         for i, x in enumerate(xs):
             if type(x) is np.ndarray and not x.flags.c_contiguous:
+                if compact is None:
+                    compact = list(xs)
+                m = memo.get(i)
+                if m is not None and m[0] is x and m[1] == x.shape:
+                    compact[i] = m[2]      # the same array as last call (a constant): its view
+                    continue
+                fresh = True
                 c = _compact(x)
                 if c is None:
                     return NotImplemented
-                if compact is None:
-                    compact = list(xs)
+                if len(memo) < 16:
+                    memo[i] = (x, x.shape, c)     # holds x: its id cannot be reused meanwhile
                 compact[i] = c
         if compact is not None:
             # a broadcast operand (a folded constant, np.broadcast_to) runs as the smaller
             # array it repeats, read broadcast by the kernel: same values, same result shape
-            cplan = self.plan_for(compact)
-            if cplan is None or not cplan.ok or cplan.S != plan.S or \
-                    cplan.red_shape != plan.red_shape:
-                return NotImplemented
+            # static shapes, and the same compacted arrays at the same places as last call:
+            # the plan of the last call
+            last = self.last_cplan
+            if fresh or self.static_plan is None or last is None or \
+                    not _same_compaction(last[0], compact, xs):
+                cplan = self.plan_for(compact)
+                if cplan is None or not cplan.ok or cplan.S != plan.S or \
+                        cplan.red_shape != plan.red_shape:
+                    return NotImplemented
+                if self.static_plan is not None:
+                    self.last_cplan = ([c if c is not x else None
+                                        for c, x in zip(compact, xs)], cplan)
+            else:
+                cplan = last[1]
             plan, xs = cplan, compact
         par = self.parallel_ok and plan.size >= PAR_MIN
         k = plan.parallel_kernel if par else plan.kernel
@@ -562,13 +607,14 @@ class Runner:
                 if k is None:
                     return NotImplemented
         args = list(plan.dims)
+        full, in_shapes = plan.full, plan.in_shapes
         for i, x in enumerate(xs):
             if type(x) is not np.ndarray or not x.flags.c_contiguous:
-                if type(x) is not np.ndarray and np.ndim(x) == 0 and not any(plan.pattern[i]):
+                if type(x) is not np.ndarray and np.ndim(x) == 0 and not full[i]:
                     x = np.asarray(x)
                 else:
                     return NotImplemented
-            args.append(x.reshape(plan.in_shapes[i]) if any(plan.pattern[i]) else x.reshape(1))
+            args.append(x.reshape(in_shapes[i]) if full[i] else x.reshape(1))
         prog = self.prog
         n = prog.n_in
         res = [None] * len(prog.outputs)
@@ -580,14 +626,13 @@ class Runner:
             o = donated(donors[k_out], plan.S, dt) if donors else None
             if o is None:
                 o = self.pools[k_out].take(plan.S, dt)
-            elif any(plan.pattern[n + j]):
+            elif full[n + j]:
                 for i, x in enumerate(xs):
                     if x is o and plan.pattern[i] == plan.pattern[n + j]:
                         in_place += ((j, i),)
                         break
             res[k_out] = o
-            out_args.append(o.reshape(plan.out_shapes[j]) if any(plan.pattern[n + j])
-                            else o.reshape(1))
+            out_args.append(o.reshape(plan.out_shapes[j]) if full[n + j] else o.reshape(1))
         if in_place:
             kv = plan.variants.get((par, in_place))
             if kv is None:

@@ -26,6 +26,7 @@ import numpy as np
 from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
 from . import blocks
+from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
 
 # results with fewer elements take the plain path
 LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
@@ -201,9 +202,12 @@ def _shares(o, xs):
     return any(type(x) is np.ndarray and np.may_share_memory(o, x) for x in xs)
 
 
-def generate(prog, parallel=True):
+def generate(prog, parallel=True, device=None):
     """Python source and namespace of `tier0(*operands)` for `prog`. `parallel`: whether
-    blocked calls may use several threads."""
+    blocked calls may use several threads. `device`: None, or `device(xs)` that runs the
+    region on the device of its operands (NotImplemented: none is a device buffer), asked
+    first whenever a device backend is in use, so that tier 0 can be called as the fused
+    node's kernel itself (`FusedKernel` direct form)."""
     n = prog.n_in
     blk = blockable(prog)
     ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {},
@@ -212,8 +216,24 @@ def generate(prog, parallel=True):
                    ["d%d=None" % k for k in range(len(prog.outputs))])
     ns["_donated"] = donated
     L = ["def tier0(%s):" % xs]
+    if device is not None:
+        ns["_DEV"], ns["_dev"] = _DEVICE_BUFFERS, device
+        L += ["    if _DEV:",
+              "        r = _dev((%s))" % "".join("x%d, " % i for i in range(n)),
+              "        if r is not NotImplemented:",
+              "            return r"]
+    single = len(prog.outputs) == 1
+    ret = (lambda names: names[0]) if single else (lambda names: "(%s)" % "".join(
+        s + ", " for s in names))
     if prog.static:
-        ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins], blk, parallel)
+        plan = ns["_static_plan"] = Plan(prog, [s for s, _ in prog.ins], blk, parallel)
+        if not plan.large:
+            # the shapes never change: the plain path is all there is (no plan test per call;
+            # these are regions of a few elements, where each ~40 ns shows)
+            for j, o in enumerate(prog.ops):
+                L.append("    t%d = %s" % (j, _plain_call(prog, j, o, ns)))
+            L.append("    return %s" % ret([_name(prog, v) for v in prog.outputs]))
+            return "\n".join(L) + "\n", ns
         L.append("    plan = _static_plan")
     else:
         key = "(%s)" % "".join("x%d.shape, " % i for i in range(n))
@@ -221,16 +241,10 @@ def generate(prog, parallel=True):
               "    plan = _plans.get(key)",
               "    if plan is None:",
               "        plan = _plans[key] = _Plan(_prog, key, _blk, _par)"]
-    single = len(prog.outputs) == 1
-    ret = (lambda names: names[0]) if single else (lambda names: "(%s)" % "".join(
-        s + ", " for s in names))
     # ---- plain path
     L.append("    if not plan.large:")
     for j, o in enumerate(prog.ops):
-        f = "f%d" % j
-        ns[f] = _bound(o)
-        args = ", ".join(_name(prog, a) for a in o.args)
-        L.append("        t%d = %s(%s)" % (j, f, args))
+        L.append("        t%d = %s" % (j, _plain_call(prog, j, o, ns)))
     L.append("        return %s" % ret([_name(prog, v) for v in prog.outputs]))
     # ---- large path
     where, tmps = assign_buffers(prog)
@@ -315,6 +329,57 @@ def _op_lines(prog, where, ns):
     return L
 
 
+def _plain_call(prog, j, o, ns):
+    """The plain path's expression for op j: its primitive's kernel on the op's operands, or,
+    where the operand is surely an ndarray (one of at least one dimension), the NumPy call
+    that kernel makes, without its Python frames (a region of a few elements pays ~0.2 us
+    per frame)."""
+    f = "f%d" % j
+    args = [_name(prog, a) for a in o.args]
+    from ...primitives import elementwise as E
+    if o.prim is E.convert_p and set(o.params) == {"dtype"} and len(o.args) == 1 and \
+            len(prog.value_shape(o.args[0])) > 0:
+        # what `_convert_impl` calls for an ndarray
+        ns[f] = _bound(o)
+        ns["_cdt%d" % j] = o.params["dtype"]
+        return "%s.astype(_cdt%d)" % (args[0], j)
+    direct = _direct_call(prog, o)
+    if direct is not None:
+        fn, tail, dt = direct
+        ns[f] = _bound(o)         # the large path's name for it
+        f = "g%d" % j
+        ns[f] = fn
+        if dt is not None:
+            ns["_rdt%d" % j] = dt
+            tail = tail % ("_rdt%d" % j)
+        return "%s(%s, %s)" % (f, args[0], tail)
+    ns[f] = _bound(o)
+    return "%s(%s)" % (f, ", ".join(args))
+
+
+def _direct_call(prog, o):
+    """(callable, trailing arguments, dtype or None) for a reduction of an ndarray operand:
+    the ufunc reduction `_sum_impl` and the max/min kernels call for one (the dtype, when not
+    None, is the `%s` of the arguments)."""
+    from ...primitives import reduction as R
+    if len(o.args) != 1 or len(prog.value_shape(o.args[0])) == 0:
+        return None
+    src_dt = prog.value_dtype(o.args[0])
+    if o.reduce:
+        axes, keep = o.params.get("axes"), o.params.get("keepdims")
+        if set(o.params) != {"axes", "keepdims"} or not isinstance(axes, tuple) or \
+                not all(type(a) is int for a in axes) or type(keep) is not bool:
+            return None
+        if o.prim is R.reduce_sum_p:
+            return np.add.reduce, "%r, %%s, None, %r" % (axes, keep), src_dt
+        if o.prim is R.reduce_max_p:
+            return np.maximum.reduce, "%r, None, None, %r" % (axes, keep), None
+        if o.prim is R.reduce_min_p:
+            return np.minimum.reduce, "%r, None, None, %r" % (axes, keep), None
+        return None
+    return None
+
+
 def _bound(op):
     impl = op.prim.impl
     if op.params:
@@ -323,8 +388,8 @@ def _bound(op):
     return impl
 
 
-def build(prog, parallel=True):
-    src, ns = generate(prog, parallel)
+def build(prog, parallel=True, device=None):
+    src, ns = generate(prog, parallel, device)
     exec(compile(src, "<ndflow fused %s>" % prog.describe(), "exec"), ns)
     fn = ns["tier0"]
     fn.source = src

@@ -90,3 +90,34 @@ def donated(d, shape, dtype):
             and d.flags.writeable and d.flags.c_contiguous:
         return d
     return None
+
+
+# ------------------------------------------------------------------ NumPy's error state, cheaply
+_extobj = None          # NumPy's error-state context variable (False: this NumPy has none)
+_seen = (None, None, None)   # (its value, quiet, may_raise): replaced as one tuple (threads)
+
+
+def errstate_flags():
+    """(quiet, may_raise) for NumPy's current floating-point error state: `quiet` when every
+    category only ignores or warns, `may_raise` when one raises or calls. `np.geterr()` costs
+    ~1-2 us; NumPy keeps the state in a context variable whose value is a new object at every
+    change (`np.errstate`, `np.seterr`), so the answer for the value seen last is kept."""
+    global _extobj, _seen
+    ext = _extobj
+    if ext is None:
+        try:
+            from numpy._core.umath import _extobj_contextvar as ext
+        except ImportError:       # another NumPy: ask every time
+            ext = False
+        _extobj = ext
+    if ext is not False:
+        cur = ext.get()
+        s = _seen
+        if s[0] is cur:
+            return s[1], s[2]
+    modes = np.geterr().values()
+    quiet = all(m in ("ignore", "warn") for m in modes)
+    may_raise = any(m in ("raise", "call") for m in modes)
+    if ext is not False:
+        _seen = (cur, quiet, may_raise)     # holds `cur`: its id cannot be reused meanwhile
+    return quiet, may_raise
