@@ -72,7 +72,7 @@ def keep_where(c, v):
     `c` (x * 1 is x's bits, x * 0 is +0's; the select kernel's branch-free form takes four
     passes with a zero operand); the select kernel otherwise."""
     if (type(c) is _ndarray and type(v) is _ndarray and c.dtype == np.bool_
-            and v.dtype.kind in "biuf" and c.shape == v.shape and v.size >= 4096
+            and v.dtype.kind in "biuf" and c.shape == v.shape
             and c.flags.c_contiguous and v.flags.c_contiguous):
         it = _INT.get(v.dtype.itemsize)
         if it is not None:
@@ -225,6 +225,12 @@ def broadcast(v, shape):
 def _reduce_sum(ct, args, outs, p, needs, donated):
     axes = p["axes"]
     shape = args[0]._v.shape
+    if shape and type(ct) is _ndarray and not ct.shape and ct.flags.c_contiguous:
+        # a whole-array reduction's 0-d cotangent: the broadcast_to kernel's view of it (every
+        # stride 0), built directly
+        r = _ndarray(shape, ct.dtype, ct, 0, (0,) * len(shape))
+        r.flags.writeable = False
+        return (r,)
     if not p["keepdims"] and axes:
         if type(ct) is _ndarray:
             # the expand_dims kernel's view: the reduced axes back as ones
