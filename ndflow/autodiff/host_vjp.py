@@ -122,13 +122,18 @@ def _sub(ct, args, outs, p, needs, donated):
 
 
 def _mul(ct, args, outs, p, needs, donated):
-    x, y = args[0]._v, args[1]._v
+    a0, a1 = args
+    x, y = a0._v, a1._v
     cs = ct.shape
     gx = None
     if needs[0]:
         gx = np.multiply(ct, y)
         if x.shape != cs:
             gx = unbroadcast(gx, x.shape)
+        if y is x and a0._tid == a1._tid:
+            # x * x (square): ct * x is the same product for both operands; the tape adds the
+            # two (never in place into one of them: they share the buffer)
+            return gx, gx
     if not needs[1]:
         return gx, None
     if donated and owned_ok(ct, x):

@@ -462,7 +462,15 @@ class GradientTape:
                     v = t._v
                     if inplace and t._dev is None and t._t is None and (
                             type(v) is _ndarray or isinstance(v, _np.generic)):
-                        g = _wrap(_np.ones(v.shape, v.dtype))     # tnp.ones_like's kernel
+                        d = v.dtype
+                        if d.kind in "fc":
+                            # np.ones' copyto of 1, without its Python frame
+                            v = _np.empty(v.shape, d)
+                            v.fill(1)
+                            g = _wrap(v)
+                        else:
+                            g = _wrap(_np.ones(v.shape, d))     # tnp.ones_like's kernel
+                        v = d = None
                     else:
                         g = tnp.ones_like(t)
                 else:

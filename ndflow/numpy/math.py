@@ -40,11 +40,11 @@ def _p2(prim):
 
 
 def _unary(ufunc, prim, **kw):
-    return make_ufunc(ufunc, _p1(prim), **kw)
+    return make_ufunc(ufunc, _p1(prim), prim=prim, **kw)
 
 
 def _binary(ufunc, prim, **kw):
-    return make_ufunc(ufunc, _p2(prim), **kw)
+    return make_ufunc(ufunc, _p2(prim), prim=prim, **kw)
 
 
 def _zeros(x):
