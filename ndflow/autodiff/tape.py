@@ -312,13 +312,28 @@ class GradientTape:
         return h
 
     def _see(self, o, tid):
-        e = self._objs.get(id(o))
+        objs = self._objs
+        k = id(o)
+        e = objs.get(k)
         if e is None or e[0]() is not o:
-            r = weakref.ref(o)
-            self._objs[id(o)] = [r, tid]
+            r = _weakref(o)
+            objs[k] = [r, tid]
+            if o._t is not None:
+                return
             v = o._v
-            if o._t is None and _mut.is_buffer(v):
-                self._users.setdefault(id(_root_of(v)), []).append(r)
+            if type(v) is _ndarray:
+                # (root_of, inlined for an array owning its memory: watched arrays usually do)
+                rid = id(v) if v.base is None else id(_root_of(v))
+            elif _mut.is_buffer(v):
+                rid = id(_root_of(v))
+            else:
+                return
+            users = self._users
+            lst = users.get(rid)
+            if lst is None:
+                users[rid] = [r]
+            else:
+                lst.append(r)
 
     def _protect(self, rid):
         """Memory under root `rid` is about to change: private copies for the handles on it
