@@ -221,17 +221,21 @@ class GradientTape:
         reads = prim.vjp_reads
         if reads is None:
             keep = self._keep
-            handles = tuple([keep(a) for a in args])
+            if len(args) == 2:
+                handles = (keep(args[0]), keep(args[1]))
+            else:
+                handles = tuple([keep(a) for a in args])
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
             # (_ghost, inlined for eager NumPy arrays: this runs for every recorded add)
             hs = []
+            get = _GHOSTS.get
             for a in args:
                 v = a._v
                 if type(v) is _ndarray and a._t is None:
                     d = v.dtype
-                    z = _GHOSTS.get((v.shape, id(d)))
+                    z = get((v.shape, id(d)))
                     if z is not None and z.dtype is d:
                         h = _new(ndarray)
                         h._v = z
@@ -560,8 +564,20 @@ class GradientTape:
                         cv = c_in._v
                         raw = rule[0](cv, args, outs, params, needs, donated)
                         if raw is not NotImplemented:
-                            grads = [None if r is None else c_in if r is cv else _wrap(r)
-                                     for r in raw]
+                            grads = []
+                            for r in raw:
+                                if r is not None:
+                                    if r is cv:
+                                        r = c_in
+                                    else:
+                                        g = _new(ndarray)       # _wrap, inlined
+                                        g._v = r
+                                        g._t = None
+                                        g._dev = None
+                                        g._tid = 0
+                                        r = g
+                                grads.append(r)
+                            r = g = None
                         cv = raw = None
                 if grads is None:
                     kw = params
