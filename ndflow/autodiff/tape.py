@@ -496,8 +496,15 @@ class GradientTape:
                     g = tnp.asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
-            src_tids = [self._source_tid(s) if isinstance(s, ndarray) and s._tid else 0
-                        for s in src_leaves]
+            src_tids = []
+            objs = self._objs
+            for s in src_leaves:
+                # (_source_tid, inlined: a source the tape saw is named by its first tid)
+                tid = 0
+                if isinstance(s, ndarray) and s._tid:
+                    e = objs.get(id(s))
+                    tid = e[1] if e is not None and e[0]() is s else s._tid
+                src_tids.append(tid)
             for s, tid in zip(src_leaves, src_tids):
                 if tid:
                     keep.add(tid)
@@ -616,7 +623,8 @@ class GradientTape:
                             prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
-            bad = [t for t in ct if t in self._poison and t not in keep]
+            poison = self._poison
+            bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []
