@@ -312,3 +312,70 @@ def test_numpy_layer_lane_records_and_differentiates():
     np.testing.assert_allclose(gx.numpy(), dh @ wv.T + (np.maximum(h, 0) - 1.5) ** 2 * np.exp(xv),
                                rtol=1e-5)
     assert gx.dtype == np.float32 and gw.dtype == np.float32
+
+
+def _sum_and_grad(a, lane):
+    from ndflow.core.state import STATE
+    x = tnp.asarray(a)
+    with nf.GradientTape() as t:
+        t.watch(x)
+        if not lane:
+            STATE.taping_np = False           # the NumPy layer's general path (until exit)
+        y = tnp.sum(x)
+    g = t.gradient(y, x)
+    return _bits(y.numpy()), None if g is None else _bits(g.numpy())
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64, np.complex64, np.int8,
+                                np.int32, np.uint16, np.bool_])
+def test_sum_lane_under_a_tape_is_numpy_and_the_general_path(dt):
+    for shape in [(), (0,), (7,), (3, 4), (2, 0, 3), (5, 1, 2)]:
+        if np.dtype(dt).kind in "fc":
+            a = _data(shape, np.float64, 11).astype(dt)
+        else:
+            a = np.asarray((np.arange(int(np.prod(shape))) % 5).reshape(shape)).astype(dt)
+        with np.errstate(all="ignore"):
+            got = _sum_and_grad(a, True)
+            general = _sum_and_grad(a, False)
+            want = np.sum(a)
+        assert got[0] == _bits(want), (dt, shape)
+        assert got == general, (dt, shape)
+
+
+def test_square_and_an_operand_used_again_match_the_general_rules(monkeypatch):
+    for dt in (np.float32, np.float64):
+        a = _data((70, 80), dt, 7)
+
+        def run():
+            x = tnp.asarray(a)
+            with nf.GradientTape() as t:
+                t.watch(x)
+                y = x * 0.5
+                loss = tnp.sum(tnp.square(y) + y * y + tnp.square(x) * y)
+            return t.gradient(loss, x)
+
+        with np.errstate(all="ignore"):
+            got = run()
+            want = _without_lane(monkeypatch, run)
+        assert _bits(got.numpy()) == _bits(want.numpy())
+
+
+def test_ufunc_lane_binds_the_primitive_as_its_function_does(monkeypatch):
+    a = _data((6, 5), np.float32, 3)
+    b = _data((5,), np.float32, 4)
+
+    def run():
+        x, y = tnp.asarray(a), tnp.asarray(b)
+        with nf.GradientTape() as t:
+            t.watch([x, y])
+            z = tnp.exp(tnp.subtract(tnp.maximum(x, 0.25), y)) + tnp.multiply(x, 2)
+            loss = tnp.sum(z)
+        return [z] + t.gradient(loss, [x, y])
+
+    with np.errstate(all="ignore"):
+        got = run()
+        with monkeypatch.context() as m:
+            for name in ("exp", "subtract", "maximum", "add", "multiply"):
+                m.setattr(getattr(tnp, name), "_prim", None)
+            want = run()
+    assert [_bits(g.numpy()) for g in got] == [_bits(g.numpy()) for g in want]

@@ -68,26 +68,27 @@ _INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
 
 def keep_where(c, v):
     """select(c, v, zeros_like(v)) bit for bit (`v` where `c`, +0 elsewhere): for
-    same-shape contiguous operands of a 1-8 byte dtype, `v`'s bits and-ed with a mask of
-    `c` (two passes; the select kernel's branch-free form takes four with a zero operand),
-    in blocks so the mask stays in cache; the select kernel otherwise."""
+    same-shape contiguous operands of a 1-8 byte dtype, `v`'s bits as integers multiplied by
+    `c` (x * 1 is x's bits, x * 0 is +0's; the select kernel's branch-free form takes four
+    passes with a zero operand); the select kernel otherwise."""
     if (type(c) is _ndarray and type(v) is _ndarray and c.dtype == np.bool_
-            and v.dtype.kind in "biuf" and c.shape == v.shape and v.size >= 4096
+            and v.dtype.kind in "biuf" and c.shape == v.shape
             and c.flags.c_contiguous and v.flags.c_contiguous):
         it = _INT.get(v.dtype.itemsize)
         if it is not None:
             out = np.empty(v.shape, v.dtype)
+            n = v.size
+            block = 1 << 16
+            if n <= block:
+                np.multiply(v.view(it), c, out=out.view(it))
+                return out
+            # large: the mask cast to the integer type in blocks that stay in cache (NumPy's
+            # buffered casting loop is slower than a cast and a multiply there)
             cf = c.reshape(-1).view(np.int8)
             vf, of = v.reshape(-1).view(it), out.reshape(-1).view(it)
-            n = vf.size
-            block = 1 << 16
             for s in range(0, n, block):
                 e = min(s + block, n)
-                # True -> all ones, False -> 0 (a plain cast, then in place: a negative
-                # writing another dtype runs NumPy's slower casting loop)
-                mm = cf[s:e].astype(it)
-                np.negative(mm, out=mm)
-                np.bitwise_and(vf[s:e], mm, out=of[s:e])
+                np.multiply(vf[s:e], cf[s:e].astype(it), out=of[s:e])
             return out
     return _select(c, v, _zeros_like(v))
 
@@ -121,13 +122,18 @@ def _sub(ct, args, outs, p, needs, donated):
 
 
 def _mul(ct, args, outs, p, needs, donated):
-    x, y = args[0]._v, args[1]._v
+    a0, a1 = args
+    x, y = a0._v, a1._v
     cs = ct.shape
     gx = None
     if needs[0]:
         gx = np.multiply(ct, y)
         if x.shape != cs:
             gx = unbroadcast(gx, x.shape)
+        if y is x and a0._tid == a1._tid:
+            # x * x (square): ct * x is the same product for both operands; the tape adds the
+            # two (never in place into one of them: they share the buffer)
+            return gx, gx
     if not needs[1]:
         return gx, None
     if donated and owned_ok(ct, x):
@@ -224,6 +230,12 @@ def broadcast(v, shape):
 def _reduce_sum(ct, args, outs, p, needs, donated):
     axes = p["axes"]
     shape = args[0]._v.shape
+    if shape and type(ct) is _ndarray and not ct.shape and ct.flags.c_contiguous:
+        # a whole-array reduction's 0-d cotangent: the broadcast_to kernel's view of it (every
+        # stride 0), built directly
+        r = _ndarray(shape, ct.dtype, ct, 0, (0,) * len(shape))
+        r.flags.writeable = False
+        return (r,)
     if not p["keepdims"] and axes:
         if type(ct) is _ndarray:
             # the expand_dims kernel's view: the reduced axes back as ones

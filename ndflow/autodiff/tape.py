@@ -221,17 +221,21 @@ class GradientTape:
         reads = prim.vjp_reads
         if reads is None:
             keep = self._keep
-            handles = tuple([keep(a) for a in args])
+            if len(args) == 2:
+                handles = (keep(args[0]), keep(args[1]))
+            else:
+                handles = tuple([keep(a) for a in args])
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
             # (_ghost, inlined for eager NumPy arrays: this runs for every recorded add)
             hs = []
+            get = _GHOSTS.get
             for a in args:
                 v = a._v
                 if type(v) is _ndarray and a._t is None:
                     d = v.dtype
-                    z = _GHOSTS.get((v.shape, id(d)))
+                    z = get((v.shape, id(d)))
                     if z is not None and z.dtype is d:
                         h = _new(ndarray)
                         h._v = z
@@ -312,13 +316,28 @@ class GradientTape:
         return h
 
     def _see(self, o, tid):
-        e = self._objs.get(id(o))
+        objs = self._objs
+        k = id(o)
+        e = objs.get(k)
         if e is None or e[0]() is not o:
-            r = weakref.ref(o)
-            self._objs[id(o)] = [r, tid]
+            r = _weakref(o)
+            objs[k] = [r, tid]
+            if o._t is not None:
+                return
             v = o._v
-            if o._t is None and _mut.is_buffer(v):
-                self._users.setdefault(id(_root_of(v)), []).append(r)
+            if type(v) is _ndarray:
+                # (root_of, inlined for an array owning its memory: watched arrays usually do)
+                rid = id(v) if v.base is None else id(_root_of(v))
+            elif _mut.is_buffer(v):
+                rid = id(_root_of(v))
+            else:
+                return
+            users = self._users
+            lst = users.get(rid)
+            if lst is None:
+                users[rid] = [r]
+            else:
+                lst.append(r)
 
     def _protect(self, rid):
         """Memory under root `rid` is about to change: private copies for the handles on it
@@ -462,15 +481,30 @@ class GradientTape:
                     v = t._v
                     if inplace and t._dev is None and t._t is None and (
                             type(v) is _ndarray or isinstance(v, _np.generic)):
-                        g = _wrap(_np.ones(v.shape, v.dtype))     # tnp.ones_like's kernel
+                        d = v.dtype
+                        if d.kind in "fc":
+                            # np.ones' copyto of 1, without its Python frame
+                            v = _np.empty(v.shape, d)
+                            v.fill(1)
+                            g = _wrap(v)
+                        else:
+                            g = _wrap(_np.ones(v.shape, d))     # tnp.ones_like's kernel
+                        v = d = None
                     else:
                         g = tnp.ones_like(t)
                 else:
                     g = tnp.asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
-            src_tids = [self._source_tid(s) if isinstance(s, ndarray) and s._tid else 0
-                        for s in src_leaves]
+            src_tids = []
+            objs = self._objs
+            for s in src_leaves:
+                # (_source_tid, inlined: a source the tape saw is named by its first tid)
+                tid = 0
+                if isinstance(s, ndarray) and s._tid:
+                    e = objs.get(id(s))
+                    tid = e[1] if e is not None and e[0]() is s else s._tid
+                src_tids.append(tid)
             for s, tid in zip(src_leaves, src_tids):
                 if tid:
                     keep.add(tid)
@@ -537,8 +571,20 @@ class GradientTape:
                         cv = c_in._v
                         raw = rule[0](cv, args, outs, params, needs, donated)
                         if raw is not NotImplemented:
-                            grads = [None if r is None else c_in if r is cv else _wrap(r)
-                                     for r in raw]
+                            grads = []
+                            for r in raw:
+                                if r is not None:
+                                    if r is cv:
+                                        r = c_in
+                                    else:
+                                        g = _new(ndarray)       # _wrap, inlined
+                                        g._v = r
+                                        g._t = None
+                                        g._dev = None
+                                        g._tid = 0
+                                        r = g
+                                grads.append(r)
+                            r = g = None
                         cv = raw = None
                 if grads is None:
                     kw = params
@@ -577,7 +623,8 @@ class GradientTape:
                             prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
-            bad = [t for t in ct if t in self._poison and t not in keep]
+            poison = self._poison
+            bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []

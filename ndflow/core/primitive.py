@@ -202,11 +202,21 @@ def bind_slow(prim, args, params):
     if st.taping or (not st.traces and st.device is None and not st.check_numerics):
         # eager under tapes only (the common recording case): the fast path's kernel call,
         # then the tapes record
-        for a in args:
-            if a._dev is not None:
-                break
+        if len(args) == 2:
+            # (the common binary call without the loop and list comprehension's frames)
+            a, b = args
+            ok = a._dev is None and b._dev is None
+            if ok:
+                out = prim.impl(a._v, b._v, **params)
         else:
-            out = prim.impl(*[a._v for a in args], **params)
+            for a in args:
+                if a._dev is not None:
+                    ok = False
+                    break
+            else:
+                ok = True
+                out = prim.impl(*[a._v for a in args], **params)
+        if ok:
             if prim.multiple_results:
                 outs = tuple(map(_wrap, out))
             else:

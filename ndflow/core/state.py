@@ -55,17 +55,20 @@ class _State(_thread._local):
         self.refresh()
 
     def refresh(self):
-        fast = (not self.traces and not self.tapes and self.device is None
-                and self.promotion == "legacy" and not self.prefer_float32
-                and not self.check_numerics and not self.compose)
+        # (each attribute of a thread-local object read once: a read costs a lookup of the
+        # thread's dictionary; this runs on every tape's enter and exit)
+        traces, device, views = self.traces, self.device, self.views
+        plain = not traces and device is None and not self.check_numerics
+        numpy_mode = (self.promotion == "legacy" and not self.prefer_float32
+                      and not self.compose)
+        tapes = bool(self.tapes)
+        fast = plain and numpy_mode and not tapes
         self.fast = fast
         # eager under tapes only (the recording lane of `bind`), and with NumPy's own
         # promotion (the NumPy layer's lane: its operands need no conversion by ndflow)
-        self.taping = lane = (bool(self.tapes) and not self.traces and self.device is None
-                              and not self.check_numerics)
-        self.taping_np = (lane and self.promotion == "legacy" and not self.prefer_float32
-                          and not self.compose)
-        if not self.traces and self.views:
+        self.taping = lane = tapes and plain
+        self.taping_np = lane and numpy_mode
+        if not traces and views:
             self.views = {}
         slot = self.slot
         if slot.slow == fast:             # this thread changes between fast and slow

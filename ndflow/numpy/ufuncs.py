@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind, Composite
+from ..core.primitive import bind, bind_slow, Composite
 from ..core.state import GLOBAL, STATE
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C
@@ -54,13 +54,17 @@ def _dtype_name(d):
 
 class ufunc:
     """A NumPy universal function on ndflow arrays (differentiable, traceable, vectorizable)."""
-    __slots__ = ("__name__", "__qualname__", "_np", "_fn", "_reduce", "_accumulate", "nin",
-                 "nout", "nargs", "identity", "signature", "_reorderable", "__dict__",
+    __slots__ = ("__name__", "__qualname__", "_np", "_fn", "_prim", "_reduce", "_accumulate",
+                 "nin", "nout", "nargs", "identity", "signature", "_reorderable", "__dict__",
                  "__weakref__")
 
-    def __init__(self, np_ufunc, fn, *, name=None, doc=None, reduce=None, accumulate=None):
+    def __init__(self, np_ufunc, fn, *, name=None, doc=None, reduce=None, accumulate=None,
+                 prim=None):
         self._np = np_ufunc
         self._fn = fn
+        # `fn` is `bind(prim, *operands)` (None: something else): the tape lane binds it
+        # without the two calls in between
+        self._prim = prim
         self._reduce = reduce            # (x, axes, keepdims) -> reduction, when specialized
         self._accumulate = accumulate    # (x, axis) -> scan, when specialized
         self.__name__ = self.__qualname__ = name or np_ufunc.__name__
@@ -473,7 +477,8 @@ class _Unary(ufunc):
               and STATE.taping_np):
             # eager under tapes: `_apply` with operands NumPy's loop takes as they are
             if same_loop(self._np, x._v.dtype):
-                return self._fn(x)
+                p = self._prim
+                return self._fn(x) if p is None else bind_slow(p, (x,), {})
         return self._apply((x,), *_call_options(self, args, kwargs))
 
 
@@ -501,14 +506,16 @@ class _Binary(ufunc):
             t = type(x2)
             if t is ndarray:
                 if x2._dev is None and x2._v.dtype == d and same_loop(self._np, d):
-                    return self._fn(x1, x2)
+                    p = self._prim
+                    return self._fn(x1, x2) if p is None else bind_slow(p, (x1, x2), {})
             elif (t is float or t is int) and same_loop(self._np, d, t):
                 try:
                     s = _scalar(x2, d)
                 except OverflowError:
                     pass                  # (comparisons answer it: the general path)
                 else:
-                    return self._fn(x1, s)
+                    p = self._prim
+                    return self._fn(x1, s) if p is None else bind_slow(p, (x1, s), {})
         return self._apply((x1, x2), *_call_options(self, args, kwargs))
 
 
