@@ -95,30 +95,26 @@ def keep_where(c, v):
 
 # (unbroadcast(v, shape) returns v when the shapes are equal: the rules test that first, the
 # common case, without the call)
-def _add(ct, args, outs, p, needs, donated):
-    gx = gy = None
-    cs = ct.shape
-    if needs[0]:
-        s = args[0]._v.shape
-        gx = ct if s == cs else unbroadcast(ct, s)
-    if needs[1]:
-        s = args[1]._v.shape
-        gy = ct if s == cs else unbroadcast(ct, s)
-    return gx, gy
+def _add_rule(negate_y):
+    """add's rule, or subtract's (y's cotangent negated before it is summed to y's shape, as
+    the general rule does: the order matters for -0.0)."""
+    def rule(ct, args, outs, p, needs, donated):
+        gx = gy = None
+        cs = ct.shape
+        if needs[0]:
+            s = args[0]._v.shape
+            gx = ct if s == cs else unbroadcast(ct, s)
+        if needs[1]:
+            s = args[1]._v.shape
+            gy = np.negative(ct) if negate_y else ct
+            if s != cs:
+                gy = unbroadcast(gy, s)
+        return gx, gy
+    return rule
 
 
-def _sub(ct, args, outs, p, needs, donated):
-    gx = gy = None
-    cs = ct.shape
-    if needs[0]:
-        s = args[0]._v.shape
-        gx = ct if s == cs else unbroadcast(ct, s)
-    if needs[1]:
-        s = args[1]._v.shape
-        gy = np.negative(ct)
-        if s != cs:
-            gy = unbroadcast(gy, s)
-    return gx, gy
+_add = _add_rule(False)
+_sub = _add_rule(True)
 
 
 def _mul(ct, args, outs, p, needs, donated):
