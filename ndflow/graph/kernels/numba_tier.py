@@ -278,6 +278,22 @@ class Plan:
         return self.acc_shape is not None and not any(self.pattern[-1])
 
 
+# a last collapsed dim this short, after one at least SHORT_OUTER long, runs as the outer of
+# the two loops: an inner loop of a few iterations cannot be vectorized (a per-example outer
+# product (B, m, 1) * (B, 1, 2) ran at ~0.7 ns per element, 0.25 with the loops swapped)
+SHORT_INNER = 4
+SHORT_OUTER = 16
+
+
+def _swap_inner(prog, plan):
+    """Whether the kernel for `plan` loops over its last two collapsed dims in swapped order.
+    Elementwise regions only: each element is computed alone, so the order changes no value
+    (a reduction's sum order would)."""
+    d = plan.dims
+    return len(d) >= 3 and d[-1] <= SHORT_INNER and d[-2] >= SHORT_OUTER and \
+        not any(o.reduce for o in prog.ops)
+
+
 def _kernel_source(prog, plan, parallel, name, in_place=()):
     """`in_place`: pairs (j, i): the j-th elementwise result is written into operand i (its
     buffer was donated and it is that operand). The kernel then stores through the operand's
@@ -318,7 +334,10 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     ind = "    "
     if full_red:
         L.append(ind + "s = 0.0")
-    for k in range(r):
+    order = list(range(r))
+    if _swap_inner(prog, plan):
+        order[-2:] = order[-1], order[-2]
+    for k in order:
         rng = "prange" if (k == 0 and parallel) else "range"
         L.append(ind + "for %s in %s(d%d):" % (idx[k], rng, k))
         ind += "    "
@@ -399,7 +418,7 @@ def _dummy_args(prog, plan, in_place=()):
 
 
 def _compile(prog, plan, parallel, in_place=()):
-    key = (prog.key, plan.pattern, parallel, _fast_math(), in_place)
+    key = (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
