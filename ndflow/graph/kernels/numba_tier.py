@@ -337,12 +337,23 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     order = list(range(r))
     if _swap_inner(prog, plan):
         order[-2:] = order[-1], order[-2]
+    # an operand that does not vary along the innermost loop is read before it: the kernel's
+    # stores may alias its operands as far as LLVM knows, so a load left inside is repeated at
+    # every iteration and keeps the loop from vectorizing (a per-example outer product ran
+    # 2.5x slower). No operand read this way is written by the kernel (a result written over
+    # an operand spans every loop).
+    inner = order[-1]
+    hoist = [i for i in range(n) if not pat[i][inner]]
     for k in order:
+        if k == inner:
+            for i in hoist:
+                L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
         rng = "prange" if (k == 0 and parallel) else "range"
         L.append(ind + "for %s in %s(d%d):" % (idx[k], rng, k))
         ind += "    "
     for i in range(n):
-        L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+        if i not in hoist:
+            L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
     L += [ind + line for line in body]
     for k, v in enumerate(outs):
         if k in into:
