@@ -182,7 +182,11 @@ def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch
     xs2 = list(xs)
     xs2[ci] = other
     _bits_equal(k(*xs2), want(a, other))
+    # operands rebound: the caller is dropped (with the objects it held), the general path
+    # runs from now on
+    assert k.fast.quick is False and k.fast.quick_consts == ()
     _bits_equal(k(*xs), want(a))
+    _bits_equal(f(a).numpy(), want(a))
     # the caller keeps the constant's argument, not its values: writes into it are seen
     bias_arr = xs[ci]
     saved = bias_arr.copy()

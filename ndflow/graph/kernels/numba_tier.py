@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool, donated, errstate_flags
+from .pool import OutputPool, donated, errstate_flags, _FREE_REFS
 from . import mathlib
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
@@ -553,6 +553,7 @@ class Runner:
         # the same object at every call, so its prepared argument can be kept (`_quick`)
         self.const_pos = getattr(fk, "const_pos", None)
         self.quick = None
+        self.quick_consts = ()
 
     def _make_quick(self, orig, plan, k, args):
         """After a call with a static plan that took the plain kernel: a generated function
@@ -566,11 +567,14 @@ class Runner:
         cp = self.const_pos
         n = self.prog.n_in
         nd = len(plan.dims)
-        ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k}
+        ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k,
+              "refs_": sys.getrefcount, "FREE_REFS_": _FREE_REFS, "empty_": np.empty}
         checks, call = [], ["%d" % d for d in plan.dims]
+        kept = []
         for i in range(n):
             x, a = orig[i], args[nd + i]
             if i in cp:
+                kept.append((i, x))
                 ns["K%d" % i], ns["P%d" % i] = x, a
                 checks.append("x%d is not K%d" % (i, i))
                 call.append("P%d" % i)
@@ -586,10 +590,17 @@ class Runner:
         body, outs = [], []
         for j, k_out in enumerate(self.outs):
             v = self.prog.outputs[k_out]
-            ns["take%d" % j], ns["give%d" % j] = self.pools[k_out].take, self.pools[k_out].give
+            # the pool's take and give, inlined (a static plan's buffers all have its shape
+            # and dtype): a buffer is reused only when nothing but this call refers to it
+            ns["free%d" % j] = self.pools[k_out].free
             ns["D%d" % j] = self.prog.ops[v - n].dtype
             ns["S_"] = plan.S
-            body.append("o%d = take%d(S_, D%d)" % (j, j, j))
+            body += ["try:",
+                     "    o%d = free%d.pop()" % (j, j),
+                     "    if refs_(o%d) != FREE_REFS_:" % j,
+                     "        o%d = empty_(S_, D%d)" % (j, j),
+                     "except IndexError:",
+                     "    o%d = empty_(S_, D%d)" % (j, j)]
             shape = plan.out_shapes[j] if plan.full[n + j] else (1,)
             if tuple(shape) == tuple(plan.S):
                 call.append("o%d" % j)
@@ -606,9 +617,11 @@ class Runner:
                 "        k_(%s)" % ", ".join(call),
                 "    except TypeError:",
                 "        return NI_"]
-        src += ["    give%d(o%d)" % (j, j) for j in range(len(outs))]
+        for j in range(len(outs)):
+            src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
         src.append("    return %s" % (outs[0] if len(outs) == 1 else "(%s)" % ", ".join(outs)))
         exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
+        self.quick_consts = tuple(kept)
         return ns["quick"]
 
     def plan_for(self, xs):
@@ -647,6 +660,10 @@ class Runner:
             r = q(xs)
             if r is not NotImplemented:
                 return r
+            if any(xs[i] is not x for i, x in self.quick_consts):
+                # not the constants it was made for (the node's operands rebound): drop it,
+                # and the objects it holds
+                self.quick, self.quick_consts = False, ()
         plan = self.static_plan
         if plan is not None:
             if not self.static_pays:
