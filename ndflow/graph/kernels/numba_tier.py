@@ -550,7 +550,7 @@ class Runner:
         p = self.static_plan
         self.static_pays = p is not None and p.ok and pays(p.size, self.units)
         # operand positions the graph feeds a constant (set by fusion on the FusedKernel):
-        # the same object at every call, so its prepared argument can be kept (`_quick`)
+        # the same object at every call, so its prepared argument can be kept (`_make_quick`)
         self.const_pos = getattr(fk, "const_pos", None)
         self.quick = None
         self.quick_consts = ()
@@ -770,7 +770,9 @@ class Runner:
         for k_out in self.outs:
             self.pools[k_out].give(res[k_out])
         if self.quick is None and self.const_pos is not None and self.static_plan is not None \
-                and not donors and not in_place and not self.red_out and len(orig) > 0:
+                and not donors and not in_place and not self.red_out and len(orig) > 0 \
+                and k is (plan.parallel_kernel if par else plan.kernel):
+            # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
         if self.red_out:
             rs = plan.red_shape
