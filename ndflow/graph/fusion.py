@@ -335,6 +335,7 @@ def _build(g, groups, uses_blas):
         nodes = [g.nodes[i] for i in m]
         prog, ins, outs = program_from_nodes(nodes, used)
         kernel = kernel_for(prog, uses_blas)
+        kernel.const_pos = frozenset(i for i, v in enumerate(ins) if v.kind == "c")
         prim = _fused_primitive(prog, kernel, outs)
         loc = nodes[-1].loc
         fused[r] = Node(prim, ins, {}, outs, loc)

@@ -454,10 +454,61 @@ def layout_choices(g: Graph) -> Graph:
             mv = _vector_matrix(n, producer, uses, matmul_p, S)
             if mv is not None:
                 n = mv
+        elif n.prim is S.concatenate_p:
+            oc = _outer_columns(n, producer, uses, rename, E)
+            if oc is not None:
+                n = oc
         nodes.append(n)
     out = g.copy_with(nodes=nodes, outputs=[rename.get(v.id, v) for v in g.outputs])
     out.consts = consts
     return out
+
+
+def _outer_columns(n, producer, uses, rename, E):
+    """mul(x, y) for concatenate node `n` when it joins, along the last axis, the columns
+    x * y[..., j:j+1] for j = 0, 1, ... covering y's last axis (x's last axis of size 1): the
+    form the batching rule gives a batch of outer products with few columns, as NumPy's loops
+    run it faster than x * y, whose inner loop is that short. The compiled tier runs x * y as
+    one loop, the short axis outside (`numba_tier._swap_inner`): one node, no concatenate.
+    Each element is the same product x[..., i, 0] * y[..., 0, j]. Only where tier 1 will run
+    it (numba on, the region large enough to pay); else None. The column nodes are left to
+    dead-code elimination."""
+    from ..primitives.indexing import getitem_p
+    from .kernels import numba_mode, numba_available
+    out = n.outputs[0]
+    if None in out.shape or out.ndim < 3 or n.params.get("axis") not in (-1, out.ndim - 1) \
+            or len(n.inputs) < 2:
+        return None
+    whole = ("s", None, None, None)
+    x = y = None
+    for j, v in enumerate(n.inputs):
+        m = producer.get(v.id)
+        if m is None or m.prim is not E.mul_p or m.params or uses.get(v.id) != 1:
+            return None
+        a, c = (rename.get(u.id, u) for u in m.inputs)
+        s = producer.get(c.id)
+        if s is None or s.prim is not getitem_p or len(s.inputs) != 1:
+            return None
+        spec = s.params["spec"]
+        if len(spec) != out.ndim or spec[-1] != ("s", j, j + 1, None) or \
+                any(e != whole for e in spec[:-1]):
+            return None
+        src = rename.get(s.inputs[0].id, s.inputs[0])
+        if x is None:
+            x, y = a, src
+        elif a.id != x.id or src.id != y.id:
+            return None
+    if x.ndim != out.ndim or y.ndim != out.ndim or x.shape[-1] != 1 or \
+            y.shape[-1] != len(n.inputs) or None in x.shape or None in y.shape or \
+            not (np.dtype(x.dtype) == np.dtype(y.dtype) == np.dtype(out.dtype)) or \
+            tuple(np.broadcast_shapes(tuple(x.shape), tuple(y.shape))) != tuple(out.shape):
+        return None
+    if numba_mode() == "off" or not numba_available():
+        return None
+    from .kernels import numba_tier
+    if not numba_tier.pays(int(np.prod(out.shape, dtype=np.int64)), 2.0):
+        return None
+    return Node(E.mul_p, (x, y), {}, n.outputs, n.loc)
 
 
 def _vector_matrix(n, producer, uses, matmul_p, S):

@@ -96,7 +96,9 @@ def _outer(x, y):
     (B, m, 1) * (B, 1, 1) multiply per column joined along the last axis (each row of the
     result is a column's long multiply). Real and integer dtypes; + 0.0 for floats: a matrix
     product's sum starts at +0.0, so a -0.0 product is +0.0 as NumPy's matmul gives it.
-    None where another shape of product is better or sizes are unknown."""
+    None where another shape of product is better or sizes are unknown. (Where the compiled
+    tier runs the product, the graph pass `passes._outer_columns` joins the columns back into
+    one x * y: its loop takes the short axis outside.)"""
     from .elementwise import mul_p, add_p, zeros_like_p
     from .reduction import reduce_sum_p
     from .shape import concatenate_p
