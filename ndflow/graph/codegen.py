@@ -58,9 +58,31 @@ def _checked(node):
             and any(o.dtype.kind in "fcV" for o in node.outputs))
 
 
+def _scalar_kernel(node):
+    """For an elementwise node on 0-d values: a kernel that runs it on NumPy scalars where
+    that is the ufunc's value without its errors (`numpy_tier.scalar_kernel`), else None."""
+    if not node.outputs or len(node.outputs) != 1 or node.prim.multiple_results:
+        return None
+    o = node.outputs[0]
+    if tuple(o.shape) != () or any(tuple(v.shape) != () for v in node.inputs):
+        return None
+    from .kernels import numpy_tier as T
+    impl = node.prim.impl
+    dts = [v.dtype for v in node.inputs]
+    if T.scalar_form(impl, node.params, dts, o.dtype) is not None:
+        return T.scalar_kernel(impl, o.dtype)
+    if len(dts) == 1 and T.convert_form(node.prim, node.params, dts[0], o.dtype):
+        return T.convert_kernel(impl, dts[0], o.dtype)
+    return None
+
+
 def _call_expr(node, k, f, args, ns):
     """`fK(args, name=pK_i, ...)`: a kernel's params passed as keywords from the code's
     namespace (a functools.partial with keywords costs ~150 ns more per call)."""
+    sk = _scalar_kernel(node)
+    if sk is not None:
+        ns[f] = sk
+        return "%s(%s)" % (f, args)
     if not node.params or not all(isinstance(n, str) and n.isidentifier()
                                   and not keyword.iskeyword(n) for n in node.params):
         ns[f] = _kernel(node)
