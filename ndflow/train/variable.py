@@ -15,6 +15,10 @@ def _read_impl(var=None):
     return var._value._v
 
 
+# generated code may write the read as this expression instead of calling it (graph/codegen)
+_read_impl.ndflow_inline = "{var}._value._v"
+
+
 read_var_p = Primitive("read_variable", _read_impl,
                        lambda var: Aval(var._value.shape, var._value.dtype), effect=True,
                        variable_access="read")
