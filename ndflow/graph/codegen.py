@@ -76,6 +76,26 @@ def _scalar_kernel(node):
     return None
 
 
+def _inline_statements(node, k, f, ins, outs, ns):
+    """The node as statements written into the code, where its kernel offers them
+    (`impl.ndflow_inline_stmt`: lines over `{out}`, `{0}`... for the operands, `{<param>}`
+    for the params and `{fn}` for the kernel itself, with `impl.ndflow_inline_ns` the names
+    they use): a Variable's assignment is a few attribute stores, which two calls (the
+    kernel, the wrapping) cost several times over. None: call the kernel."""
+    impl = node.prim.impl
+    tmpl = getattr(impl, "ndflow_inline_stmt", None)
+    if tmpl is None or node.prim.multiple_results or len(outs) != 1 or \
+            not all(isinstance(p, str) and p.isidentifier() for p in node.params):
+        return None
+    names = {"out": outs[0], "fn": f}
+    ns[f] = _kernel(node)
+    for i, (name, v) in enumerate(node.params.items()):
+        ns["p%d_%d" % (k, i)] = v
+        names[name] = "p%d_%d" % (k, i)
+    ns.update(getattr(impl, "ndflow_inline_ns", {}))
+    return [line.format(*ins, **names) for line in tmpl]
+
+
 def _call_expr(node, k, f, args, ns):
     """`fK(args, name=pK_i, ...)`: a kernel's params passed as keywords from the code's
     namespace (a functools.partial with keywords costs ~150 ns more per call)."""
@@ -151,7 +171,12 @@ def generate(graph, check_numerics=False):
             names[o.id] = "v%d" % o.id
             outs.append(names[o.id])
         args = ", ".join(names[v.id] for v in n.inputs)
-        if upload is None:
+        stmts = _inline_statements(n, k, f, [names[v.id] for v in n.inputs], outs, ns) \
+            if upload is None else None
+        if stmts is not None:
+            body.extend((text, n) for text in stmts)
+            call = None
+        elif upload is None:
             call = _call_expr(n, k, f, args, ns)
         else:
             ns[f] = _device_kernel(n, _kernel(n), dev)
@@ -159,7 +184,8 @@ def generate(graph, check_numerics=False):
         target = ", ".join(outs) + ("," if n.prim.multiple_results and len(outs) == 1 else "")
         if n.prim.multiple_results and not outs:
             target = "_"
-        body.append(("%s = %s" % (target, call), n))
+        if call is not None:
+            body.append(("%s = %s" % (target, call), n))
         if check_numerics and _checked(n):
             ns["chk%d" % k] = _checker(n)
             body.append(("chk%d((%s), (%s))" % (k, "".join(o + ", " for o in outs),

@@ -469,11 +469,17 @@ def _scalar_lines(prog, ns):
     scalar_args = {a for j, f in forms.items() if f != "convert" for a in prog.ops[j].args}
     py_args = {a for j in forms for a in prog.ops[j].args}
     L = []
+    sname = {}
 
     def prepare(v):
         # a fast op's operand as a NumPy scalar (`s`) and as a Python number (`g`)
         nm = _name(prog, v)
-        if v in scalar_args:         # a 0-d array or a NumPy scalar: the scalar
+        j = v - n
+        if j >= 0 and (forms.get(j, "convert") != "convert" or
+                       type(prog.ops[j].prim.impl) is np.ufunc):
+            sname[v] = nm            # a ufunc's result on 0-d operands is a NumPy scalar
+        elif v in scalar_args:       # a 0-d array or a NumPy scalar: the scalar
+            sname[v] = "s%d" % v
             L.append("    s%d = %s[()]" % (v, nm))
         if v in py_args:
             conv = _guard(prog.value_dtype(v))[0]
@@ -502,8 +508,8 @@ def _scalar_lines(prog, ns):
             ns["f%d" % j] = o.prim.impl
             rhs = "g%d" % b + (" if g%d else _hi%d" % (b, j) if form == "/" else "")
             L.append("    r = g%d %s %s" % (a, form, rhs))
-            L.append("    t%d = s%d %s s%d if %s else f%d(%s, %s)" % (
-                j, a, form, b, test % ("_lo%d" % j, "_hi%d" % j), j,
+            L.append("    t%d = %s %s %s if %s else f%d(%s, %s)" % (
+                j, sname[a], form, sname[b], test % ("_lo%d" % j, "_hi%d" % j), j,
                 _name(prog, a), _name(prog, b)))
         prepare(n + j)
     return L
