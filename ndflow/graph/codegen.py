@@ -4,6 +4,13 @@ Each node becomes one line `vK = fN(args)` where fN is the primitive's kernel (`
 with its params bound; nothing here knows any particular primitive, so a new primitive (a fused
 kernel, a control-flow op that runs sub-graphs) needs no change here. Errors at run time are
 mapped back to the node and the user's line that created it.
+
+What makes a step of small operations cheaper, still without knowing any primitive: a kernel
+may offer itself as an expression (`impl.ndflow_inline`, a Variable's read) or as statements
+(`impl.ndflow_inline_stmt`, a Variable's assignment) written into the code; a fused region
+that only ever runs tier 0 is called as its plain function (`FusedKernel.direct`); and an
+elementwise + - * / or a float conversion of 0-d values runs on NumPy scalars behind a guard
+that keeps NumPy's values and errors (`kernels.numpy_tier.scalar_kernel`).
 """
 import functools
 import itertools
