@@ -4,6 +4,13 @@ Each node becomes one line `vK = fN(args)` where fN is the primitive's kernel (`
 with its params bound; nothing here knows any particular primitive, so a new primitive (a fused
 kernel, a control-flow op that runs sub-graphs) needs no change here. Errors at run time are
 mapped back to the node and the user's line that created it.
+
+What makes a step of small operations cheaper, still without knowing any primitive: a kernel
+may offer itself as an expression (`impl.ndflow_inline`, a Variable's read) or as statements
+(`impl.ndflow_inline_stmt`, a Variable's assignment) written into the code; a fused region
+that only ever runs tier 0 is called as its plain function (`FusedKernel.direct`); and an
+elementwise + - * / or a float conversion of 0-d values runs on NumPy scalars behind a guard
+that keeps NumPy's values and errors (`kernels.numpy_tier.scalar_kernel`).
 """
 import functools
 import itertools
@@ -58,9 +65,67 @@ def _checked(node):
             and any(o.dtype.kind in "fcV" for o in node.outputs))
 
 
+def _scalar_kernel(node):
+    """For an elementwise node on 0-d values: a kernel that runs it on NumPy scalars where
+    that is the ufunc's value without its errors (`numpy_tier.scalar_kernel`), else None."""
+    if not node.outputs or len(node.outputs) != 1 or node.prim.multiple_results:
+        return None
+    o = node.outputs[0]
+    if tuple(o.shape) != () or any(tuple(v.shape) != () for v in node.inputs):
+        return None
+    from .kernels import numpy_tier as T
+    impl = node.prim.impl
+    dts = [v.dtype for v in node.inputs]
+    if T.scalar_form(impl, node.params, dts, o.dtype) is not None:
+        return T.scalar_kernel(impl, o.dtype)
+    if len(dts) == 1 and T.convert_form(node.prim, node.params, dts[0], o.dtype):
+        return T.convert_kernel(impl, dts[0], o.dtype)
+    return None
+
+
+def _inline_statements(node, k, f, ins, outs, ns):
+    """The node as statements written into the code, where its kernel offers them
+    (`impl.ndflow_inline_stmt`: lines over `{out}`, `{0}`... for the operands, `{<param>}`
+    for the params and `{fn}` for the kernel itself, with `impl.ndflow_inline_ns` the names
+    they use): a Variable's assignment is a few attribute stores, which two calls (the
+    kernel, the wrapping) cost several times over. None: call the kernel."""
+    impl = node.prim.impl
+    tmpl = getattr(impl, "ndflow_inline_stmt", None)
+    if tmpl is None or node.prim.multiple_results or len(outs) != 1 or \
+            not all(isinstance(p, str) and p.isidentifier() for p in node.params):
+        return None
+    names = {"out": outs[0], "fn": f}
+    ns[f] = _kernel(node)
+    for i, (name, v) in enumerate(node.params.items()):
+        ns["p%d_%d" % (k, i)] = v
+        names[name] = "p%d_%d" % (k, i)
+    ns.update(getattr(impl, "ndflow_inline_ns", {}))
+    return [line.format(*ins, **names) for line in tmpl]
+
+
 def _call_expr(node, k, f, args, ns):
     """`fK(args, name=pK_i, ...)`: a kernel's params passed as keywords from the code's
     namespace (a functools.partial with keywords costs ~150 ns more per call)."""
+    sk = _scalar_kernel(node)
+    if sk is not None:
+        ns[f] = sk
+        return "%s(%s)" % (f, args)
+    direct = getattr(node.prim.impl, "direct", None) if not node.params else None
+    if direct is not None and callable(direct):
+        # a fused region that only ever runs its tier-0 function: call that function (the
+        # kernel object's own call goes through its class's __call__, ~0.1 us more)
+        ns[f] = direct
+        return "%s(%s)" % (f, args)
+    inline = getattr(node.prim.impl, "ndflow_inline", None)
+    if inline is not None and all(isinstance(n, str) and n.isidentifier() for n in node.params):
+        # a kernel that is one expression (a Variable's read: an attribute chain) written
+        # into the line: no call (~0.1 us of a step of small ops)
+        ns[f] = _kernel(node)          # still the node's kernel, for whoever looks it up
+        names = {}
+        for i, (name, v) in enumerate(node.params.items()):
+            ns["p%d_%d" % (k, i)] = v
+            names[name] = "p%d_%d" % (k, i)
+        return inline.format(*[a.strip() for a in args.split(",") if a.strip()], **names)
     if not node.params or not all(isinstance(n, str) and n.isidentifier()
                                   and not keyword.iskeyword(n) for n in node.params):
         ns[f] = _kernel(node)
@@ -113,7 +178,12 @@ def generate(graph, check_numerics=False):
             names[o.id] = "v%d" % o.id
             outs.append(names[o.id])
         args = ", ".join(names[v.id] for v in n.inputs)
-        if upload is None:
+        stmts = _inline_statements(n, k, f, [names[v.id] for v in n.inputs], outs, ns) \
+            if upload is None else None
+        if stmts is not None:
+            body.extend((text, n) for text in stmts)
+            call = None
+        elif upload is None:
             call = _call_expr(n, k, f, args, ns)
         else:
             ns[f] = _device_kernel(n, _kernel(n), dev)
@@ -121,7 +191,8 @@ def generate(graph, check_numerics=False):
         target = ", ".join(outs) + ("," if n.prim.multiple_results and len(outs) == 1 else "")
         if n.prim.multiple_results and not outs:
             target = "_"
-        body.append(("%s = %s" % (target, call), n))
+        if call is not None:
+            body.append(("%s = %s" % (target, call), n))
         if check_numerics and _checked(n):
             ns["chk%d" % k] = _checker(n)
             body.append(("chk%d((%s), (%s))" % (k, "".join(o + ", " for o in outs),

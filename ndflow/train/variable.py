@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from ..core.ndarray import ndarray, symbolic, _wrap, wrap_on
+from ..core.ndarray import ndarray, symbolic, _wrap, wrap_on, _new, WRAP_INLINE
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -13,6 +13,10 @@ from ..core.variable import VariableBase
 
 def _read_impl(var=None):
     return var._value._v
+
+
+# generated code may write the read as this expression instead of calling it (graph/codegen)
+_read_impl.ndflow_inline = "{var}._value._v"
 
 
 read_var_p = Primitive("read_variable", _read_impl,
@@ -30,6 +34,18 @@ def _assign_impl(value, var=None):
     var._value = _wrap(value) if d is None else wrap_on(value, d)
     return value
 
+
+# generated code may write the assignment as these statements (graph/codegen): a host value
+# not already the Variable's gets a new wrapper as `_wrap` makes it (WRAP_INLINE), anything
+# else calls the kernel
+_assign_impl.ndflow_inline_stmt = (
+    "{out} = {0}",
+    "if {var}._value._dev is None and {var}._value._v is not {out}:",
+    "    " + WRAP_INLINE.format(o="_aw", v="{out}").replace("{", "{{").replace("}", "}}")
+    .replace("{{out}}", "{out}") + "; {var}._value = _aw",
+    "else:",
+    "    {fn}({out}, var={var})")
+_assign_impl.ndflow_inline_ns = {"_new": _new, "ndarray": ndarray}
 
 assign_var_p = Primitive("assign_variable", _assign_impl,
                          lambda value, var: Aval(value.shape, value.dtype), effect=True,
