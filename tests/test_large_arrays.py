@@ -325,20 +325,57 @@ def test_exception_in_a_chunk_propagates(blocked, monkeypatch):
 
 
 def test_threads_are_chosen_by_timing(monkeypatch):
-    """One thread or several: each is timed, the faster runs, the slower is retried now and
-    then (so a busy spell does not switch threads off for good)."""
+    """One thread or several: each is timed (WARM calls of each, alternately, before the first
+    choice), the faster runs, the slower is retried now and then (so a busy spell does not
+    switch threads off for good)."""
     blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
     monkeypatch.setattr(blocks, "ADAPT", True)
     picks = []
-    for _ in range(3 * blocks.EXPLORE):
+    for _ in range(300):
         nt = blk.choose()
         picks.append(nt)
         blk.record(nt, 1.0 if nt == 2 else 2.0)        # threads twice as fast
-    assert picks[:2] == [2, 1]
-    e = blocks.EXPLORE
-    # the first try, then at call EXPLORE, and (losing each time) at 2x, 4x EXPLORE...
-    assert [i + 1 for i, t in enumerate(picks) if t == 1] == [2, e, 2 * e]
-    blk.record(2, 10.0)                                  # threads got slow: estimate moves up
-    blk.record(2, 10.0)
-    blk.record(2, 10.0)
+    w, e = blocks.WARM, blocks.EXPLORE
+    assert picks[:2 * w] == [2, 1] * w
+    ones = [i + 1 for i, t in enumerate(picks) if t == 1]
+    # after the warm-up, one try at EXPLORE calls, then (losing each time) at 2x, 4x ... apart,
+    # never more than EXPLORE_MAX apart
+    tries = ones[w:]
+    gaps = [b - a for a, b in zip([2 * w + 1] + tries, tries)]
+    assert gaps[:3] == [e, 2 * e, 4 * e]
+    assert max(gaps) == blocks.EXPLORE_MAX and len(tries) >= 3
+    assert blk.used == {1: len(ones), 2: 300 - len(ones)}
+    for _ in range(blocks.KEEP):
+        blk.record(2, 10.0)                              # threads got slow for KEEP calls
     assert blk.choose() == 1
+
+
+def test_a_slow_first_call_does_not_decide(monkeypatch):
+    """The first call of a way may fault in a new result buffer or start the pool: its time
+    alone does not choose one thread for good."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    picks = []
+    for _ in range(40):
+        nt = blk.choose()
+        # threads' first call slow (5x one thread's), then twice as fast as one thread
+        blk.record(nt, 2.0 if nt == 1 else (5.0 if 2 not in picks else 1.0))
+        picks.append(nt)
+    assert picks[2 * blocks.WARM:].count(1) <= 1
+
+
+def test_a_busy_spell_in_a_try_does_not_lock_threads_out(monkeypatch):
+    """A try of the way not chosen that meets a busy moment backs off, but a later try that is
+    faster switches back at once, and tries are never further apart than EXPLORE_MAX calls."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    busy = True
+    picks = []
+    for i in range(600):
+        nt = blk.choose()
+        picks.append(nt)
+        if i == 300:
+            busy = False
+        # busy: two threads are slow; then quiet: twice as fast as one
+        blk.record(nt, 2.0 if nt == 1 else (5.0 if busy else 1.0))
+    assert picks[300 + blocks.EXPLORE_MAX + 1:].count(1) <= 2
