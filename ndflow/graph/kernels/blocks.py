@@ -39,8 +39,7 @@ MARGIN = 1.1
 class Blocks:
     """How a result of shape S is cut into chunks, and how each operand is sliced."""
     __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
-                 "cap", "nthreads", "calls", "samples", "every", "next_try", "exploring",
-                 "used")
+                 "cap", "nthreads", "calls", "samples", "every", "next_try", "exploring")
 
     def __init__(self, S, in_shapes, chunk, nthreads=1):
         N = len(S)
@@ -64,7 +63,6 @@ class Blocks:
         self.every = EXPLORE
         self.next_try = 0
         self.exploring = False
-        self.used = {}           # threads -> calls that ran with them (for benchmarks' notes)
 
     def estimate(self, nthreads):
         """Seconds per call with `nthreads`: the fastest of its last KEEP calls (a call can
@@ -104,7 +102,6 @@ class Blocks:
             self.every = min(self.every * 2, EXPLORE_MAX) if lost else EXPLORE
             self.next_try = self.calls + self.every
         self.samples[nthreads] = (self.samples.get(nthreads, ()) + (seconds,))[-KEEP:]
-        self.used[nthreads] = self.used.get(nthreads, 0) + 1
 
     def _spec(self, sh, N):
         """(outer, sliced) for an operand of shape `sh`: `outer` picks, per outer dim the
@@ -142,6 +139,9 @@ class _Collector:
 
 _EXECUTOR = None
 _NTHREADS = None
+# threads -> blocked calls that ran on that many (whatever their outcome): benchmarks report
+# how often the choice fell on each (unlocked: concurrent calls may miss a count)
+USED = {}
 
 
 def threads():
@@ -234,6 +234,7 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
                 f.result()
     else:
         work()
+    USED[nt] = USED.get(nt, 0) + 1
     if not failed and not col.hit:
         blk.record(nt, time.perf_counter() - t0)
     for e in failed:
