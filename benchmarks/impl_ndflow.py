@@ -23,7 +23,7 @@ def setup() -> str:
     from ndflow.graph.kernels import blocks
     # the table's header names each system's version: say how many threads ndflow's large
     # fused regions may use (NDFLOW_THREADS, else the cores), as the peers' are set by --threads
-    return f"ndflow {getattr(nf, '__version__', '?')} ({blocks.threads()} threads)"
+    return f"ndflow {getattr(nf, '__version__', '?')} ({blocks.threads()} thread(s))"
 
 
 def _predict(weights, inputs):
