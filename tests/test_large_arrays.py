@@ -318,6 +318,33 @@ def test_four_threads_calling_at_once_get_numpy_s_bits(monkeypatch, adapt):
     assert runs == [True] * sum(per_thread)      # every call ran blocked, without a re-run
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_default_thresholds_and_chunks(monkeypatch, dtype):
+    """At the shipped thresholds and chunk size: one element below NDFLOW_BLOCK_THREADS_MIN
+    runs unblocked, from it on blocked (over two threads once there are two chunks, the last
+    one short); both give
+    NumPy's bits, special values included."""
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    monkeypatch.setattr(blocks, "_NTHREADS", 2)
+    monkeypatch.setattr(blocks, "ADAPT", False)
+    runs, real = [], blocks.run
+
+    def spy(blk, *a):
+        runs.append((blk.nthreads, blk.nchunks, blk.m))
+        return real(blk, *a)
+    monkeypatch.setattr(blocks, "run", spy)
+    t = numpy_tier.THREAD_MIN
+    width = np.dtype(dtype).itemsize
+    per_chunk = numpy_tier.CHUNK_BYTES // width
+    x = _specials(dtype, t + per_chunk // 2, np.random.default_rng(11))
+    for n, blocked_ in ((t - 1, False), (t, True), (t + per_chunk // 2, True)):
+        del runs[:]
+        with np.errstate(all="ignore"):
+            _same(nf.function(sigmoid(tnp))(tnp.asarray(x[:n])), sigmoid(np)(x[:n]))
+        chunks = -(-n // per_chunk)
+        assert runs == ([(min(2, chunks), chunks, per_chunk)] if blocked_ else []), n
+
+
 def test_results_never_share_memory_with_inputs(blocked):
     """A donated buffer that is an operand of the region is not written chunk by chunk (an
     error would leave nothing to run again from); inputs are untouched."""
