@@ -13,6 +13,14 @@ read unblocked, with the same strides; scratch buffers are per thread.
 Threads: chunks are handed out from one shared iterator (the calling thread takes part), so a
 core that is busy with something else simply takes fewer chunks. NumPy's error state is
 per thread (a context variable), so each thread sets the one the call asks for.
+
+Where the time goes (2-core AMD EPYC, float32 `1/(1+exp(-y))` at 2^24, one thread, 2026-11):
+NumPy's exp is 0.46 ns per element, the negation, add and divide 0.23 together on a chunk in
+cache; the first op of each chunk also waits for memory (the operand's lines and the result's,
+read before they are written), ~0.25 more: ~0.92 ns per element against ~0.35 for a copy. A
+second thread overlaps one thread's memory waits with the other's arithmetic (~0.5). A result
+buffer that is new costs its page faults on top (~+30%, in whichever thread writes a chunk
+first); the callers' pools hand back the last call's buffer when it was dropped.
 """
 import itertools
 import math
