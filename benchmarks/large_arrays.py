@@ -123,13 +123,13 @@ def measure(p, dtype, reps, nf, tnp):
     used = {}
     for _ in range(reps):
         for k, f in cols.items():
-            seen = dict(blocks.USED)
+            seen = dict(getattr(blocks, "USED", {}))
             t0 = time.perf_counter()
             for _ in range(inner):
                 f()
             best[k] = min(best[k], (time.perf_counter() - t0) / inner)
             if k == "blocked":
-                for t, c in blocks.USED.items():
+                for t, c in getattr(blocks, "USED", {}).items():
                     used[t] = used.get(t, 0) + c - seen.get(t, 0)
     return best, used
 
