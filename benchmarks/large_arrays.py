@@ -158,7 +158,7 @@ def main(argv=None):
             cells = ["2^%d" % p, dt] + ["%.3f (%.2f)" % (v * 1e3, v / c) for v in best.values()]
             print(" | ".join("%-16s" % x for x in cells))
             print("#   blocked: threads used %s; exact floor exp-1t/%d threads = %.3f ms" % (
-                ", ".join("%d thread(s) %d calls" % tc for tc in sorted(used.items()))
+                ", ".join("%d thread(s) %d calls" % tc for tc in sorted(used.items()) if tc[1])
                 or "none (unblocked)", blocks.threads(), best["exp-1t"] * 1e3 / blocks.threads()))
             sys.stdout.flush()
     print("# load average after %.2f %.2f %.2f" % os.getloadavg())
