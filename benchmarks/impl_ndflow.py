@@ -20,7 +20,10 @@ def setup() -> str:
     import ndflow.numpy
 
     nf, tnp = ndflow, ndflow.numpy
-    return f"ndflow {getattr(nf, '__version__', '?')}"
+    from ndflow.graph.kernels import blocks
+    # the table's header names each system's version: say how many threads ndflow's large
+    # fused regions may use (NDFLOW_THREADS, else the cores), as the peers' are set by --threads
+    return f"ndflow {getattr(nf, '__version__', '?')} ({blocks.threads()} thread(s))"
 
 
 def _predict(weights, inputs):

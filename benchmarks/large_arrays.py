@@ -6,6 +6,11 @@ Columns (milliseconds, best of --reps rounds; every round times each column once
 that a change of machine load hits all columns alike):
 
     copy          np.copyto(out, y): the floor a memory-bound kernel can reach
+    copy-new      y.copy(): a copy into a new array (what `python -m benchmarks` calls the
+                  copy: it pays the page faults of its result; ndflow's compiled call reuses
+                  its pooled result buffer once the caller has dropped the last one)
+    exp-1t        np.exp(y, out=out) on one thread: the exact tier's floor is this over the
+                  threads (NumPy's exp loop; the rest of the chain costs ~50% more)
     numpy         eager NumPy, 1 / (1 + np.exp(-y))
     unblocked     nf.function, default (exact) tier, each op over the whole array (the
                   tier-0 path before blocking: NDFLOW_BLOCK_MIN above the size)
@@ -17,6 +22,8 @@ that a change of machine load hits all columns alike):
                   within a few ulps of NumPy, not bit for bit); absent without numba
 
 Ratios are to the copy. The default tier's results are checked bit for bit against NumPy's.
+After each row, `threads used` says how many of the timed calls of `blocked` ran on one thread
+and how many on several (it chooses by timing both).
 """
 import argparse
 import os
@@ -93,6 +100,8 @@ def measure(p, dtype, reps, nf, tnp):
     big = 1 << 62
     cols = {
         "copy": lambda: np.copyto(out, y),
+        "copy-new": lambda: y.copy(),
+        "exp-1t": lambda: np.exp(y, out=out),
         "numpy": lambda: 1 / (1 + np.exp(-y)),
         "unblocked": _build(nf, tnp, y, BLOCK_MIN=big, THREAD_MIN=big),
         "blocked-1t": _build(nf, tnp, y, THREAD_MIN=big, BLOCK_MIN=0),
@@ -110,13 +119,19 @@ def measure(p, dtype, reps, nf, tnp):
     # calls per timing: about 2 ms of work, so timer and loop costs vanish
     inner = max(1, (1 << 21) // n)
     best = {k: float("inf") for k in cols}
+    from ndflow.graph.kernels import blocks
+    used = {}
     for _ in range(reps):
         for k, f in cols.items():
+            seen = dict(getattr(blocks, "USED", {}))
             t0 = time.perf_counter()
             for _ in range(inner):
                 f()
             best[k] = min(best[k], (time.perf_counter() - t0) / inner)
-    return best
+            if k == "blocked":
+                for t, c in getattr(blocks, "USED", {}).items():
+                    used[t] = used.get(t, 0) + c - seen.get(t, 0)
+    return best, used
 
 
 def main(argv=None):
@@ -135,13 +150,16 @@ def main(argv=None):
     header = None
     for dt in a.dtypes.split(","):
         for p in (int(s) for s in a.sizes.split(",")):
-            best = measure(p, np.dtype(dt), a.reps, nf, tnp)
+            best, used = measure(p, np.dtype(dt), a.reps, nf, tnp)
             if header is None:
                 header = ["size", "dtype"] + list(best)
                 print(" | ".join("%-16s" % h for h in header))
             c = best["copy"]
             cells = ["2^%d" % p, dt] + ["%.3f (%.2f)" % (v * 1e3, v / c) for v in best.values()]
             print(" | ".join("%-16s" % x for x in cells))
+            print("#   blocked: threads used %s; exact floor exp-1t/%d threads = %.3f ms" % (
+                ", ".join("%d thread(s) %d calls" % tc for tc in sorted(used.items()) if tc[1])
+                or "none (unblocked)", blocks.threads(), best["exp-1t"] * 1e3 / blocks.threads()))
             sys.stdout.flush()
     print("# load average after %.2f %.2f %.2f" % os.getloadavg())
 

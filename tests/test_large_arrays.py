@@ -258,6 +258,93 @@ def test_threads_give_the_same_bits(monkeypatch):
     assert res[0] == res[1] == res[2]
 
 
+@pytest.mark.parametrize("adapt", [False, True])
+def test_four_threads_calling_at_once_get_numpy_s_bits(monkeypatch, adapt):
+    """Four caller threads run the same compiled functions at once (blocked, their chunks
+    shared out between helper threads, the thread choice timing itself concurrently): every
+    result is NumPy's, bit for bit, for float16/32/64 and non-contiguous operands."""
+    import threading
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
+    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
+    monkeypatch.setattr(numpy_tier, "THREAD_MIN", 64)
+    monkeypatch.setattr(blocks, "_NTHREADS", 3)
+    monkeypatch.setattr(blocks, "ADAPT", adapt)
+    monkeypatch.setattr(blocks, "EXPLORE", 2)
+    rng = np.random.default_rng(9)
+    cases = []
+    for dt in ("float16", "float32", "float64"):
+        base = _specials(dt, 2 * 2100 + 1, rng)
+        for x in (base[:2100], base[::2][:2100].reshape(30, 70), base[1:2101].reshape(70, 30).T):
+            b = _specials(dt, x.size, rng).reshape(x.shape)
+            with np.errstate(all="ignore"):
+                cases.append((nf.function(sigmoid(tnp)), (x,), [_bits(sigmoid(np)(x))]))
+                cases.append((nf.function(chain(tnp)), (x, b),
+                              [_bits(r) for r in chain(np)(x, b)]))
+    with np.errstate(all="ignore"):
+        for f, args, _ in cases:       # traced here: the threads run the compiled calls
+            f(*[tnp.asarray(a) for a in args])
+    errors, start = [], threading.Barrier(4)
+    runs, lock, real = [], threading.Lock(), blocks.run
+
+    def spy(*a):
+        r = real(*a)
+        with lock:
+            runs.append(r)
+        return r
+    monkeypatch.setattr(blocks, "run", spy)
+
+    def caller(k):
+        try:
+            start.wait()
+            with np.errstate(all="ignore"):
+                for r in range(6):
+                    for i, (f, args, want) in enumerate(cases[k::2] if r % 2 else cases[::-1]):
+                        got = f(*[tnp.asarray(a) for a in args])
+                        got = got if isinstance(got, tuple) else (got,)
+                        if [_bits(g) for g in got] != want:
+                            errors.append((k, i, r))
+        except BaseException as e:          # reported below, with the thread's name
+            errors.append((k, repr(e)))
+
+    ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    per_thread = [3 * len(cases) + 3 * len(cases[k::2]) for k in range(4)]
+    assert runs == [True] * sum(per_thread)      # every call ran blocked, without a re-run
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_default_thresholds_and_chunks(monkeypatch, dtype):
+    """At the shipped thresholds and chunk size: one element below NDFLOW_BLOCK_THREADS_MIN
+    runs unblocked, from it on blocked (over two threads once there are two chunks, the last
+    one short); both give
+    NumPy's bits, special values included."""
+    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    monkeypatch.setattr(blocks, "_NTHREADS", 2)
+    monkeypatch.setattr(blocks, "ADAPT", False)
+    runs, real = [], blocks.run
+
+    def spy(blk, *a):
+        runs.append((blk.nthreads, blk.nchunks, blk.m))
+        return real(blk, *a)
+    monkeypatch.setattr(blocks, "run", spy)
+    t = numpy_tier.THREAD_MIN
+    width = np.dtype(dtype).itemsize
+    per_chunk = numpy_tier.CHUNK_BYTES // width
+    x = _specials(dtype, t + per_chunk // 2, np.random.default_rng(11))
+    for n, blocked_ in ((t - 1, False), (t, True), (t + per_chunk // 2, True)):
+        del runs[:]
+        with np.errstate(all="ignore"):
+            _same(nf.function(sigmoid(tnp))(tnp.asarray(x[:n])), sigmoid(np)(x[:n]))
+        chunks = -(-n // per_chunk)
+        assert runs == ([(min(2, chunks), chunks, per_chunk)] if blocked_ else []), n
+
+
 def test_results_never_share_memory_with_inputs(blocked):
     """A donated buffer that is an operand of the region is not written chunk by chunk (an
     error would leave nothing to run again from); inputs are untouched."""
@@ -325,20 +412,56 @@ def test_exception_in_a_chunk_propagates(blocked, monkeypatch):
 
 
 def test_threads_are_chosen_by_timing(monkeypatch):
-    """One thread or several: each is timed, the faster runs, the slower is retried now and
-    then (so a busy spell does not switch threads off for good)."""
+    """One thread or several: each is timed (WARM calls of each, alternately, before the first
+    choice), the faster runs, the slower is retried now and then (so a busy spell does not
+    switch threads off for good)."""
     blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
     monkeypatch.setattr(blocks, "ADAPT", True)
     picks = []
-    for _ in range(3 * blocks.EXPLORE):
+    for _ in range(300):
         nt = blk.choose()
         picks.append(nt)
         blk.record(nt, 1.0 if nt == 2 else 2.0)        # threads twice as fast
-    assert picks[:2] == [2, 1]
-    e = blocks.EXPLORE
-    # the first try, then at call EXPLORE, and (losing each time) at 2x, 4x EXPLORE...
-    assert [i + 1 for i, t in enumerate(picks) if t == 1] == [2, e, 2 * e]
-    blk.record(2, 10.0)                                  # threads got slow: estimate moves up
-    blk.record(2, 10.0)
-    blk.record(2, 10.0)
+    w, e = blocks.WARM, blocks.EXPLORE
+    assert picks[:2 * w] == [2, 1] * w
+    ones = [i + 1 for i, t in enumerate(picks) if t == 1]
+    # after the warm-up, one try at EXPLORE calls, then (losing each time) at 2x, 4x ... apart,
+    # never more than EXPLORE_MAX apart
+    tries = ones[w:]
+    gaps = [b - a for a, b in zip([2 * w + 1] + tries, tries)]
+    assert gaps[:3] == [e, 2 * e, 4 * e]
+    assert max(gaps) == blocks.EXPLORE_MAX and len(tries) >= 3
+    for _ in range(blocks.KEEP):
+        blk.record(2, 10.0)                              # threads got slow for KEEP calls
     assert blk.choose() == 1
+
+
+def test_a_slow_first_call_does_not_decide(monkeypatch):
+    """The first call of a way may fault in a new result buffer or start the pool: its time
+    alone does not choose one thread for good."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    picks = []
+    for _ in range(40):
+        nt = blk.choose()
+        # threads' first call slow (5x one thread's), then twice as fast as one thread
+        blk.record(nt, 2.0 if nt == 1 else (5.0 if 2 not in picks else 1.0))
+        picks.append(nt)
+    assert picks[2 * blocks.WARM:].count(1) <= 1
+
+
+def test_a_busy_spell_in_a_try_does_not_lock_threads_out(monkeypatch):
+    """A try of the way not chosen that meets a busy moment backs off, but a later try that is
+    faster switches back at once, and tries are never further apart than EXPLORE_MAX calls."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    busy = True
+    picks = []
+    for i in range(600):
+        nt = blk.choose()
+        picks.append(nt)
+        if i == 300:
+            busy = False
+        # busy: two threads are slow; then quiet: twice as fast as one
+        blk.record(nt, 2.0 if nt == 1 else (5.0 if busy else 1.0))
+    assert picks[300 + blocks.EXPLORE_MAX + 1:].count(1) <= 2
