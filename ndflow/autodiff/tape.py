@@ -110,9 +110,13 @@ class GradientTape:
         self._recording = False
         # (_reset_memory's tables: a new tape holds no handles, so there is nothing to release)
         self._mem, self._objs, self._users, self._links, self._poison = {}, {}, {}, {}, {}
+        self._indexed = 0
+        self._held = False
 
     def _reset_memory(self):
         self._mem = {}            # id(root buffer) -> handles in records to copy before a write
+        self._indexed = 0         # records[:_indexed] are in _mem (see _index)
+        self._held = False        # in core.mutation.HOLDERS (since the first handle kept)
         self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
         self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
         self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
@@ -284,9 +288,10 @@ class GradientTape:
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
     def _keep(self, a):
-        """A handle on `a`'s value for a record: copied before a write reaches its memory."""
+        """A handle on `a`'s value for a record: copied before a write reaches its memory
+        (`_protect`; the handles are found there, from the records, when a write comes)."""
         h = _new(ndarray)
-        v = h._v = a._v
+        h._v = a._v
         h._dev = a._dev
         h._tid = a._tid
         if a._t is not None:
@@ -294,25 +299,10 @@ class GradientTape:
             h._aux = getattr(a, "_aux", None)
             return h
         h._t = None
-        if type(v) is _ndarray:
-            b = v.base
-            rid = id(v) if b is None else id(_root_of(v))
-        elif _mut.is_buffer(v):
-            rid = id(_root_of(v))
-        else:
-            return h
-        # weakly: a handle dropped with its record (the backward pass of a non-persistent
-        # tape releases them as it goes) needs no copy
-        r = _weakref(h)
-        mem = self._mem
-        with _LOCK:
-            if not mem:
-                _mut.hold(self)
-            lst = mem.get(rid)
-            if lst is None:
-                mem[rid] = [r]
-            else:
-                lst.append(r)
+        if not self._held:
+            # from now on every write (any thread) asks this tape first (core/mutation.py)
+            self._held = True
+            _mut.hold(self)
         return h
 
     def _see(self, o, tid):
@@ -342,14 +332,49 @@ class GradientTape:
     def _protect(self, rid):
         """Memory under root `rid` is about to change: private copies for the handles on it
         (each handle is copied at most once; called under core.mutation.LOCK)."""
+        self._index()
         lst = self._mem.pop(rid, None)
         if lst:
             for r in lst:
                 h = r()
                 if h is not None:
                     h._v = h._v.copy()
-            if not self._mem:
-                _mut.release(self)
+
+    def _index(self):
+        """`_mem` for the records made since the last write: recording leaves it to the first
+        write that could need it (a write under a recording tape is rare; most records are
+        dropped, or consumed by the backward pass, before any write). Weakly: a handle dropped
+        with its record (the backward pass of a non-persistent tape releases them as it goes)
+        needs no copy. Called under core.mutation.LOCK."""
+        recs = self._records
+        n = len(recs)
+        k = self._indexed
+        if k >= n:
+            return
+        mem = self._mem
+        for rec in recs[k:n]:
+            if rec is None:
+                continue
+            outs = rec[2]
+            for hs in (rec[1], outs if type(outs) is tuple else ()):
+                for h in hs:
+                    if h._t is not None:
+                        continue
+                    # (shape-only handles too: their memory is private, never written)
+                    v = h._v
+                    if type(v) is _ndarray:
+                        rid = id(v) if v.base is None else id(_root_of(v))
+                    elif _mut.is_buffer(v):
+                        rid = id(_root_of(v))
+                    else:
+                        continue
+                    r = _weakref(h)
+                    lst = mem.get(rid)
+                    if lst is None:
+                        mem[rid] = [r]
+                    else:
+                        lst.append(r)
+        self._indexed = n
 
     def _source_tid(self, s):
         e = self._objs.get(id(s))
@@ -436,6 +461,7 @@ class GradientTape:
                 # the backward pass had begun releasing the records: the tape cannot be
                 # used again (rather than give gradients from what is left)
                 self._used = True
+                self._records = []
                 self._reset_memory()
             raise
         if not self._persistent:
@@ -516,14 +542,27 @@ class GradientTape:
             if consume:
                 # nothing records on this tape any more: the backward pass releases each
                 # record (its saved values) once it is used, and each cotangent once consumed
-                self._records = []
+                # (the list stays the tape's until the pass ends: a write meanwhile still
+                # finds the handles of the records not yet used, see _index)
                 self._links = {}
                 self._consumed = True
-            host = _HOST_RULES if inplace else None
-            for i in range(len(recs) - 1, -1, -1):
+            host = _HOST_RULES if inplace and _HOST_RULES else None
+            i = len(recs) - 1
+            done = []
+            while i >= 0:
+                if done:
+                    recs[done.pop()] = None
+                if host is not None:
+                    # plain eager: the records the host rules take, in one tight loop
+                    i = _host_pass(recs, i, ct, keep, conn, consume, host)
+                    if i < 0:
+                        break
                 prim, args, outs, params = recs[i]
                 if consume:
-                    recs[i] = None
+                    # (released once its rule has run: a write during the rule, a custom
+                    # gradient's, still finds its handles)
+                    done.append(i)
+                i -= 1
                 # (outs: the output's tid, or a tuple of handles where the rule reads them or
                 # they are several; see _record)
                 if type(outs) is int:
@@ -552,55 +591,20 @@ class GradientTape:
                 if vjp is None:
                     raise LookupError(f"No gradient defined for operation '{prim.name}' "
                                       f"(ndflow primitive without a VJP rule)")
-                grads = None
-                rule = host.get(prim) if host is not None else None
-                if rule is not None and rule[1] is vjp and c_in._t is None \
-                        and c_in._dev is None:
-                    # plain eager: the rule's kernels on the buffers (host_vjp.py)
-                    for a in args:
-                        if a._t is not None or a._dev is not None:
-                            break
-                    else:
-                        if len(args) == 2:                    # (tid 0 is never in conn)
-                            needs = (args[0]._tid in conn, args[1]._tid in conn)
-                        else:
-                            needs = tuple([a._tid in conn for a in args])
-                        # (decided before this frame holds the buffer itself)
-                        donated = (prim.vjp_donate and _refs(c_in) == _SOLE
-                                   and _owned(c_in))
-                        cv = c_in._v
-                        raw = rule[0](cv, args, outs, params, needs, donated)
-                        if raw is not NotImplemented:
-                            grads = []
-                            for r in raw:
-                                if r is not None:
-                                    if r is cv:
-                                        r = c_in
-                                    else:
-                                        g = _new(ndarray)       # _wrap, inlined
-                                        g._v = r
-                                        g._t = None
-                                        g._dev = None
-                                        g._tid = 0
-                                        r = g
-                                grads.append(r)
-                            r = g = None
-                        cv = raw = None
-                if grads is None:
-                    kw = params
-                    if prim.vjp_needs or prim.vjp_donate:
-                        kw = dict(params)
-                        if prim.vjp_needs:
-                            kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
-                        if prim.vjp_donate:
-                            kw["donated"] = (inplace and not prim.multiple_results
-                                             and _refs(c_in) == _SOLE and _owned(c_in))
-                    if prim.vjp_uses_out:
-                        # a multi-result primitive's rule gets all its outputs (eigh: w and v)
-                        grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
-                                         else outs[0], **kw)
-                    else:
-                        grads = prim.vjp(c_in, *args, **kw)
+                kw = params
+                if prim.vjp_needs or prim.vjp_donate:
+                    kw = dict(params)
+                    if prim.vjp_needs:
+                        kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                    if prim.vjp_donate:
+                        kw["donated"] = (inplace and not prim.multiple_results
+                                         and _refs(c_in) == _SOLE and _owned(c_in))
+                if prim.vjp_uses_out:
+                    # a multi-result primitive's rule gets all its outputs (eigh: w and v)
+                    grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
+                                     else outs[0], **kw)
+                else:
+                    grads = prim.vjp(c_in, *args, **kw)
                 c_in = None
                 for a, g in zip(args, grads):
                     if g is None:
@@ -623,6 +627,8 @@ class GradientTape:
                             prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
+            if done:
+                recs[done.pop()] = None
             poison = self._poison
             bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
@@ -753,6 +759,84 @@ class GradientTape:
             return None
         rows = tnp.moveaxis(rows, 0, 1)        # (b, m, source...)
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
+
+
+def _host_pass(recs, i, ct, keep, conn, consume, host):
+    """The backward pass over records i, i-1, ... in plain eager execution, while each one's
+    primitive has a host rule (host_vjp.py) that applies: its kernels on the buffers, without
+    the general body's per-record decisions. Returns the index of the first record it leaves
+    to the general body (-1 when none is left); the cotangent table is then as the general
+    body expects it. The decisions (which cotangent, which inputs need a gradient, donation,
+    summing in place) are the general body's, made on the same references."""
+    get = ct.get
+    diff = _DIFF
+    while i >= 0:
+        prim, args, outs, params = recs[i]
+        if type(outs) is not int:
+            return i
+        c = get(outs)
+        if c is None:
+            if consume:
+                recs[i] = None
+            i -= 1
+            continue
+        rule = host.get(prim)
+        if rule is None or rule[1] is not prim.vjp or c._t is not None or c._dev is not None:
+            return i
+        if len(args) == 2:
+            a0, a1 = args
+            if a0._t is not None or a0._dev is not None or a1._t is not None \
+                    or a1._dev is not None:
+                return i
+            needs = (a0._tid in conn, a1._tid in conn)          # (tid 0 is never in conn)
+        else:
+            for a in args:
+                if a._t is not None or a._dev is not None:
+                    return i
+            needs = tuple([a._tid in conn for a in args])
+        if outs not in keep:
+            del ct[outs]
+        # (decided while this frame alone holds the cotangent, as the general body does)
+        donated = prim.vjp_donate and _refs(c) == _SOLE and _owned(c)
+        cv = c._v
+        raw = rule[0](cv, args, outs, params, needs, donated)
+        if raw is NotImplemented:
+            ct[outs] = c                  # (nothing was written) the general rule runs
+            return i
+        if consume:
+            recs[i] = None
+        i -= 1
+        for a, r in zip(args, raw):
+            if r is None:
+                continue
+            at = a._tid
+            if at not in conn:
+                continue
+            d = a._v.dtype
+            ok = diff.get(id(d))          # (see _ghost: by the dtype's identity)
+            if ok is None or ok[0] is not d:
+                ok = diff[id(d)] = (d, _dt.is_differentiable(d))
+            if not ok[1]:
+                continue
+            if r is cv:
+                g = c
+            else:
+                g = _new(ndarray)         # _wrap, inlined
+                g._v = r
+                g._t = None
+                g._dev = None
+                g._tid = 0
+            r = None
+            prev = get(at)
+            if prev is None:
+                ct[at] = g
+            else:
+                # summed in place where only the table holds prev and its memory (a gradient
+                # of this record is still held here: never summed into)
+                ct[at] = _accumulate(prev, g, _refs(prev) == _SHARED and _owned(prev))
+            prev = g = None
+        c = cv = raw = a = r = prim = args = outs = params = None
+    return i
 
 
 def _tnp():
