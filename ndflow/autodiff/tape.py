@@ -112,11 +112,13 @@ class GradientTape:
         self._mem, self._objs, self._users, self._links, self._poison = {}, {}, {}, {}, {}
         self._indexed = 0
         self._held = False
+        self._pending = []
 
     def _reset_memory(self):
         self._mem = {}            # id(root buffer) -> handles in records to copy before a write
         self._indexed = 0         # records[:_indexed] are in _mem (see _index)
         self._held = False        # in core.mutation.HOLDERS (since the first handle kept)
+        self._pending = []        # (array, tid) watched, not yet _see'n (see _flush)
         self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
         self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
         self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
@@ -136,20 +138,11 @@ class GradientTape:
         if self._recording:
             raise ValueError("Tape is still recording, This can happen if you try to re-enter "
                              "an already-active tape.")
-        st = STATE
-        st.tapes.append(self)
-        st.refresh()
+        STATE.push_tape(self)
         self._recording = True
 
     def _pop(self):
-        st = STATE
-        tapes = st.tapes
-        if tapes and tapes[-1] is self:
-            tapes.pop()
-            st.refresh()
-        elif self in tapes:
-            tapes.remove(self)
-            st.refresh()
+        STATE.pop_tape(self)
         self._recording = False
 
     @contextlib.contextmanager
@@ -184,7 +177,7 @@ class GradientTape:
                     tid = t._tid = next(_tids)
                 self._connected.add(tid)
                 self._watched[tid] = t
-                self._see(t, tid)
+                self._pending.append((t, tid))      # (_see, when needed: _flush)
                 continue
             if isinstance(t, VariableBase):
                 self._watch_variable(t)
@@ -195,7 +188,7 @@ class GradientTape:
             tid = _ensure_tid(t)
             self._connected.add(tid)
             self._watched[tid] = t
-            self._see(t, tid)
+            self._pending.append((t, tid))
 
     def _watch_variable(self, var):
         val = var._read_for_tape()
@@ -220,15 +213,25 @@ class GradientTape:
                 break
         else:
             return
-        if type(outs) is not tuple:
-            outs = (outs,)
         reads = prim.vjp_reads
         if reads is None:
-            keep = self._keep
-            if len(args) == 2:
-                handles = (keep(args[0]), keep(args[1]))
-            else:
-                handles = tuple([keep(a) for a in args])
+            # (_keep, inlined for eager arrays: this runs for every recorded product)
+            hs = []
+            for a in args:
+                if a._t is None:
+                    h = _new(ndarray)
+                    h._v = a._v
+                    h._t = None
+                    h._dev = a._dev
+                    h._tid = a._tid
+                    hs.append(h)
+                else:
+                    hs.append(self._keep(a))
+            if not self._held:
+                # from now on every write (any thread) asks this tape first (_protect)
+                self._held = True
+                _mut.hold(self)
+            handles = tuple(hs)
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
@@ -253,8 +256,20 @@ class GradientTape:
         else:
             keep = self._keep
             handles = tuple([keep(a) if i in reads else _ghost(a) for i, a in enumerate(args)])
+        if type(outs) is not tuple:
+            if not prim.vjp_uses_out:
+                # one output whose rule never sees it: the record names it by its identity
+                # only (a bare output: not a multiple-results primitive)
+                outh = outs._tid
+                if not outh:
+                    outh = outs._tid = next(_tids)
+                conn.add(outh)
+                if prim.returns_view:
+                    self._see_view(prim, args, (outs,), handles, params)
+                self._records.append((prim, handles, outh, params))
+                return
+            outs = (outs,)
         if len(outs) == 1 and not prim.vjp_uses_out and not prim.multiple_results:
-            # one output whose rule never sees it: the record names it by its identity only
             o = outs[0]
             outh = o._tid
             if not outh:
@@ -270,21 +285,26 @@ class GradientTape:
                 outh.append(self._keep(o) if uses_out else _ghost(o))
             outh = tuple(outh)
         if prim.returns_view:
-            # only a view shares memory with another array (every other primitive returns
-            # fresh buffers): the arrays a later write must bring up to date (_adopt). An
-            # array written in place is seen when it is written.
-            for o in outs:
-                self._see(o, o._tid)
-            for a in args:
-                if a._tid:
-                    self._see(a, a._tid)
-            if len(outs) == 1 and _mut.is_view_record(prim, args):
-                o = outs[0]
-                if o._t is None and args[0]._t is None:
-                    # the base is held (as NumPy's .base) so a chain through a temporary
-                    # view still leads back to the written array
-                    self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
+            self._see_view(prim, args, outs, handles, params)
         self._records.append((prim, handles, outh, params))
+
+    def _see_view(self, prim, args, outs, handles, params):
+        if self._pending:
+            self._flush()
+        # only a view shares memory with another array (every other primitive returns fresh
+        # buffers): the arrays a later write must bring up to date (_adopt). An array written
+        # in place is seen when it is written.
+        for o in outs:
+            self._see(o, o._tid)
+        for a in args:
+            if a._tid:
+                self._see(a, a._tid)
+        if len(outs) == 1 and _mut.is_view_record(prim, args):
+            o = outs[0]
+            if o._t is None and args[0]._t is None:
+                # the base is held (as NumPy's .base) so a chain through a temporary view
+                # still leads back to the written array
+                self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
     def _keep(self, a):
@@ -304,6 +324,17 @@ class GradientTape:
             self._held = True
             _mut.hold(self)
         return h
+
+    def _flush(self):
+        """`_see` the arrays watched since the last call, in the order they were watched:
+        watching defers it (most tapes never need `_objs` or `_users`: a gradient source not
+        renamed since it was watched is named by its own tid). Every reader of those tables
+        calls this first, so they hold what they would have held had each watch seen its
+        array at once."""
+        p = self._pending
+        self._pending = []
+        for t, tid in p:
+            self._see(t, tid)
 
     def _see(self, o, tid):
         objs = self._objs
@@ -377,6 +408,8 @@ class GradientTape:
         self._indexed = n
 
     def _source_tid(self, s):
+        if self._pending:
+            self._flush()
         e = self._objs.get(id(s))
         if e is not None and e[0]() is s:
             return e[1]
@@ -385,6 +418,8 @@ class GradientTape:
     def _adopt(self, x, old):
         """`x` was written in place and took its new value's identity (already recorded);
         bring the other arrays this tape knows that share x's memory up to date."""
+        if self._pending:
+            self._flush()
         conn = self._connected
         if old._tid and old._tid in conn:
             # x as the tape first saw it (a gradient source names that value)
@@ -523,6 +558,12 @@ class GradientTape:
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
             src_tids = []
+            for t, tid in self._pending:
+                if t._tid != tid:
+                    # a watched array renamed since (written while the tape was not
+                    # recording): the sources are named by the tids first seen
+                    self._flush()
+                    break
             objs = self._objs
             for s in src_leaves:
                 # (_source_tid, inlined: a source the tape saw is named by its first tid)

@@ -54,6 +54,45 @@ class _State(_thread._local):
         weakref.finalize(tok, _release, slot)
         self.refresh()
 
+    def push_tape(self, tape):
+        """tapes.append(tape) and refresh(), where the thread's state was fast (nothing else
+        active: the tape makes it the recording lane, `taping_np`) without re-reading it all;
+        refresh() otherwise."""
+        tapes = self.tapes
+        if self.fast and not tapes:
+            tapes.append(tape)
+            self.fast = False
+            self.taping = True
+            self.taping_np = True
+            slot = self.slot
+            if not slot.slow:
+                _set_slow(slot, True)
+        else:
+            tapes.append(tape)
+            self.refresh()
+
+    def pop_tape(self, tape):
+        """Remove `tape` (the innermost, or anywhere) and refresh(); where it is the only thing
+        active (`taping_np` with one tape) the state is fast again, without re-reading it."""
+        tapes = self.tapes
+        if len(tapes) == 1 and tapes[0] is tape and self.taping_np:
+            tapes.pop()
+            self.fast = True
+            self.taping = False
+            self.taping_np = False
+            slot = self.slot
+            if slot.slow:
+                _set_slow(slot, False)
+            return True
+        if tapes and tapes[-1] is tape:
+            tapes.pop()
+        elif tape in tapes:
+            tapes.remove(tape)
+        else:
+            return False
+        self.refresh()
+        return True
+
     def refresh(self):
         # (each attribute of a thread-local object read once: a read costs a lookup of the
         # thread's dictionary; this runs on every tape's enter and exit)

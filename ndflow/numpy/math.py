@@ -9,7 +9,7 @@ import math as _math
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, bind_slow, composite
+from ..core.primitive import bind, bind_taped, composite
 from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
@@ -416,7 +416,7 @@ def _matmul(x1, x2, /, out=None, **kwargs):
         # takes as they are is the primitive itself
         d = x1._v.dtype
         if x2._v.dtype == d and same_loop(np.matmul, d):
-            return bind_slow(L.matmul_p, (x1, x2), {})     # (bind's own test: not fast)
+            return bind_taped(L.matmul_p, (x1, x2), {})
     from .linalg_ops import matmul as _mm
     # (no out=None keyword: a call without keywords is the composite's cheapest)
     return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)

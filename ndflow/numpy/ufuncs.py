@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind, bind_slow, Composite
+from ..core.primitive import bind, bind_taped, Composite
 from ..core.state import GLOBAL, STATE
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C
@@ -478,7 +478,7 @@ class _Unary(ufunc):
             # eager under tapes: `_apply` with operands NumPy's loop takes as they are
             if same_loop(self._np, x._v.dtype):
                 p = self._prim
-                return self._fn(x) if p is None else bind_slow(p, (x,), {})
+                return self._fn(x) if p is None else bind_taped(p, (x,), {})
         return self._apply((x,), *_call_options(self, args, kwargs))
 
 
@@ -507,7 +507,7 @@ class _Binary(ufunc):
             if t is ndarray:
                 if x2._dev is None and x2._v.dtype == d and same_loop(self._np, d):
                     p = self._prim
-                    return self._fn(x1, x2) if p is None else bind_slow(p, (x1, x2), {})
+                    return self._fn(x1, x2) if p is None else bind_taped(p, (x1, x2), {})
             elif (t is float or t is int) and same_loop(self._np, d, t):
                 try:
                     s = _scalar(x2, d)
@@ -515,7 +515,7 @@ class _Binary(ufunc):
                     pass                  # (comparisons answer it: the general path)
                 else:
                     p = self._prim
-                    return self._fn(x1, s) if p is None else bind_slow(p, (x1, s), {})
+                    return self._fn(x1, s) if p is None else bind_taped(p, (x1, s), {})
         return self._apply((x1, x2), *_call_options(self, args, kwargs))
 
 
