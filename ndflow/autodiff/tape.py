@@ -117,13 +117,15 @@ class GradientTape:
     def _reset_memory(self):
         self._mem = {}            # id(root buffer) -> handles in records to copy before a write
         self._indexed = 0         # records[:_indexed] are in _mem (see _index)
-        self._held = False        # in core.mutation.HOLDERS (since the first handle kept)
+        # (_held: in core.mutation.HOLDERS since the first handle kept; released below)
         self._pending = []        # (array, tid) watched, not yet _see'n (see _flush)
         self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
         self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
         self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
         self._poison = {}         # tid -> why its gradient cannot be followed
-        _mut.release(self)
+        if self._held:
+            self._held = False
+            _mut.release(self)
 
     # ------------------------------------------------------------------ recording
     def __enter__(self):
@@ -811,6 +813,7 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
     summing in place) are the general body's, made on the same references."""
     get = ct.get
     diff = _DIFF
+    okd = None                            # the last dtype found differentiable
     while i >= 0:
         prim, args, outs, params = recs[i]
         if type(outs) is not int:
@@ -854,11 +857,13 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
             if at not in conn:
                 continue
             d = a._v.dtype
-            ok = diff.get(id(d))          # (see _ghost: by the dtype's identity)
-            if ok is None or ok[0] is not d:
-                ok = diff[id(d)] = (d, _dt.is_differentiable(d))
-            if not ok[1]:
-                continue
+            if d is not okd:
+                ok = diff.get(id(d))      # (see _ghost: by the dtype's identity)
+                if ok is None or ok[0] is not d:
+                    ok = diff[id(d)] = (d, _dt.is_differentiable(d))
+                if not ok[1]:
+                    continue
+                okd = d
             if r is cv:
                 g = c
             else:
@@ -867,16 +872,16 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                 g._t = None
                 g._dev = None
                 g._tid = 0
-            r = None
             prev = get(at)
             if prev is None:
                 ct[at] = g
             else:
                 # summed in place where only the table holds prev and its memory (a gradient
-                # of this record is still held here: never summed into)
-                ct[at] = _accumulate(prev, g, _refs(prev) == _SHARED and _owned(prev))
-            prev = g = None
-        c = cv = raw = a = r = prim = args = outs = params = None
+                # of this record is still held here, by `raw` or `c`: never summed into)
+                g = _accumulate(prev, g, _refs(prev) == _SHARED and _owned(prev))
+                prev = None
+                ct[at] = g
+        c = cv = raw = a = r = g = prim = args = outs = params = None
     return i
 
 
