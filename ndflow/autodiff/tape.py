@@ -169,9 +169,18 @@ class GradientTape:
     def watch(self, tensor):
         """Track `tensor` (an array, a Variable, or a nested structure of them)."""
         tt = type(tensor)
-        leaves = ([tensor] if tt is ndarray else tensor
-                  if (tt is list or tt is tuple) and all([type(t) is ndarray for t in tensor])
-                  else tree.flatten(tensor))
+        if tt is ndarray:
+            leaves = (tensor,)
+        else:
+            leaves = None
+            if tt is list or tt is tuple:
+                for t in tensor:
+                    if type(t) is not ndarray:
+                        break
+                else:
+                    leaves = tensor
+            if leaves is None:
+                leaves = tree.flatten(tensor)
         for t in leaves:
             if type(t) is ndarray:
                 tid = t._tid
@@ -514,9 +523,14 @@ class GradientTape:
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         targets = [target] if type(target) is ndarray else tree.flatten(target)
         st_ = type(sources)
-        if (st_ is list or st_ is tuple) and all([type(s) is ndarray for s in sources]):
-            src_leaves, src_def = sources, st_      # (flat: the common call, built back below)
-        else:
+        src_leaves = None
+        if st_ is list or st_ is tuple:
+            for s in sources:
+                if type(s) is not ndarray:
+                    break
+            else:
+                src_leaves, src_def = sources, st_  # (flat: the common call, built back below)
+        if src_leaves is None:
             src_leaves, src_def = tree.flatten_with_def(sources)
         if output_gradients is None:
             ogs = [None] * len(targets)
@@ -574,7 +588,6 @@ class GradientTape:
                     e = objs.get(id(s))
                     tid = e[1] if e is not None and e[0]() is s else s._tid
                 src_tids.append(tid)
-            for s, tid in zip(src_leaves, src_tids):
                 if tid:
                     keep.add(tid)
                 elif isinstance(s, VariableBase):
