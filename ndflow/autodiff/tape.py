@@ -55,6 +55,8 @@ class UnconnectedGradients(enum.Enum):
 
 
 _GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
+_ZEROS = {}     # id(dtype) -> the 0-d zero those broadcast (never dropped: ids stay unique)
+_ZERO_IDS = set()
 _DIFF = {}      # id(dtype) -> (dtype, whether gradients flow through it)
 
 
@@ -72,7 +74,13 @@ def _ghost(a):
     if z is None or z.dtype is not d:
         if len(_GHOSTS) > 256:
             _GHOSTS.clear()
-        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), d), v.shape)
+        z0 = _ZEROS.get(id(d))
+        if z0 is None or z0.dtype is not d:
+            # one zero per dtype, kept: the memory under every shape-only handle (_index
+            # leaves it out; it is never written)
+            z0 = _ZEROS[id(d)] = _np.zeros((), d)
+            _ZERO_IDS.add(id(z0))
+        z = _GHOSTS[key] = _np.broadcast_to(z0, v.shape)
     h = _new(ndarray)
     h._v = z
     h._t = None
@@ -375,12 +383,18 @@ class GradientTape:
         """Memory under root `rid` is about to change: private copies for the handles on it
         (each handle is copied at most once; called under core.mutation.LOCK)."""
         self._index()
-        lst = self._mem.pop(rid, None)
+        mem = self._mem
+        lst = mem.pop(rid, None)
         if lst:
             for r in lst:
                 h = r()
                 if h is not None:
                     h._v = h._v.copy()
+            if not mem and self._held:
+                # every handle has its own copy: writes need not ask this tape (until it
+                # keeps another)
+                self._held = False
+                _mut.release(self)
 
     def _index(self):
         """`_mem` for the records made since the last write: recording leaves it to the first
@@ -402,10 +416,11 @@ class GradientTape:
                 for h in hs:
                     if h._t is not None:
                         continue
-                    # (shape-only handles too: their memory is private, never written)
                     v = h._v
                     if type(v) is _ndarray:
                         rid = id(v) if v.base is None else id(_root_of(v))
+                        if rid in _ZERO_IDS:
+                            continue              # a shape-only handle (_ghost)
                     elif _mut.is_buffer(v):
                         rid = id(_root_of(v))
                     else:
