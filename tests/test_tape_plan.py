@@ -306,6 +306,7 @@ def test_a_watched_view_and_a_write_into_its_base():
 
 # ------------------------------------------------------------------ the state on push/pop
 def _flags():
+    assert STATE.lane is (STATE.tapes if STATE.taping_np else None)
     return STATE.fast, STATE.taping, STATE.taping_np
 
 

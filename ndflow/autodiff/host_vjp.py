@@ -69,9 +69,9 @@ _INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
 
 def keep_where(c, v):
     """select(c, v, zeros_like(v)) bit for bit (`v` where `c`, +0 elsewhere): for
-    same-shape operands of a 1-8 byte dtype (contiguous when large), `v`'s bits as integers multiplied by
-    `c` (x * 1 is x's bits, x * 0 is +0's; the select kernel's branch-free form takes four
-    passes with a zero operand); the select kernel otherwise."""
+    same-shape operands of a 1-8 byte dtype (contiguous when large), `v`'s bits as integers
+    multiplied by `c` (x * 1 is x's bits, x * 0 is +0's; the select kernel's branch-free form
+    takes four passes with a zero operand); the select kernel otherwise."""
     if (type(c) is _ndarray and type(v) is _ndarray and c.dtype == _BOOL
             and v.dtype.kind in "biuf" and c.shape == v.shape):
         it = _INT.get(v.dtype.itemsize)

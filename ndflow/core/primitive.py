@@ -169,14 +169,17 @@ def bind(prim, *args, **params):
     return bind_slow(prim, args, params)
 
 
-def bind_taped(prim, args, params):
-    """`bind_slow`'s tape lane, for a caller that has checked that it applies (`STATE.taping`:
-    eager under tapes only; every argument an eager array on the default device): the
-    kernel, then the tapes record (the NumPy layer's lanes call it)."""
-    if len(args) == 2:
-        out = prim.impl(args[0]._v, args[1]._v, **params)
-    else:
+def bind_taped(prim, args, params, tapes):
+    """`bind_slow`'s tape lane, for a caller that has checked that it applies (`STATE.lane`,
+    the thread's `tapes`: eager under tapes only, NumPy's promotion; every argument an eager
+    array on the default device): the kernel, then the tapes record (the NumPy layer's lanes
+    call it)."""
+    if params:
         out = prim.impl(*[a._v for a in args], **params)
+    elif len(args) == 2:
+        out = prim.impl(args[0]._v, args[1]._v)
+    else:
+        out = prim.impl(args[0]._v) if len(args) == 1 else prim.impl(*[a._v for a in args])
     if prim.multiple_results:
         outs = tuple(map(_wrap, out))
     else:
@@ -185,7 +188,7 @@ def bind_taped(prim, args, params):
         outs._t = None
         outs._dev = None
         outs._tid = 0
-    for tape in STATE.tapes:
+    for tape in tapes:
         tape._record(prim, args, outs, params)
     return outs
 

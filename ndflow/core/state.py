@@ -46,6 +46,7 @@ class _State(_thread._local):
         self.fast = True
         self.taping = False       # see refresh
         self.taping_np = False
+        self.lane = None          # the tapes when taping_np (one read for the NumPy layer)
         self.compose = False      # composites run their composition even eagerly (tests)
         self.level = 0            # next interpreter level
         self.views = {}           # while tracing: id(base) -> views to re-derive on a write
@@ -64,6 +65,7 @@ class _State(_thread._local):
             self.fast = False
             self.taping = True
             self.taping_np = True
+            self.lane = tapes
             slot = self.slot
             if not slot.slow:
                 _set_slow(slot, True)
@@ -80,6 +82,7 @@ class _State(_thread._local):
             self.fast = True
             self.taping = False
             self.taping_np = False
+            self.lane = None
             slot = self.slot
             if slot.slow:
                 _set_slow(slot, False)
@@ -106,7 +109,8 @@ class _State(_thread._local):
         # eager under tapes only (the recording lane of `bind`), and with NumPy's own
         # promotion (the NumPy layer's lane: its operands need no conversion by ndflow)
         self.taping = lane = tapes and plain
-        self.taping_np = lane and numpy_mode
+        self.taping_np = lane = lane and numpy_mode
+        self.lane = self.tapes if lane else None
         if not traces and views:
             self.views = {}
         slot = self.slot
