@@ -16,9 +16,13 @@ place, and a rule declared with `donate` may write into a cotangent the pass alo
 
 Speed: in plain eager execution the backward pass runs the common primitives' rules on the
 NumPy buffers (`host_vjp.py`: the same kernels in the same order as the general rules, so the
-same bits; an outer tape, a trace or a replaced rule gets the general rule). Recording is
-`bind`'s tape lane (`STATE.taping`); a record keeps shape-only handles for what its rule does
-not read and names a single unread output by its tid alone.
+same bits; an outer tape, a trace or a replaced rule gets the general rule), those records in
+one tight loop (`_host_pass`) that hands any other record to the general body. Recording is
+`bind`'s tape lane (`STATE.taping`; the NumPy layer calls `bind_taped` directly); a record
+keeps shape-only handles for what its rule does not read and names a single unread output by
+its tid alone. The index of handles a write must copy first is built from the records at the
+first write that needs it (`_index`), and watching defers the bookkeeping of watched arrays
+until a write or a renamed source needs it (`_flush`): most tapes see no write.
 """
 import contextlib
 import enum
