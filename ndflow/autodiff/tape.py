@@ -237,8 +237,25 @@ class GradientTape:
         else:
             return
         reads = prim.vjp_reads
-        if reads is None:
-            # (_keep, inlined for eager arrays: this runs for every recorded product)
+        if reads is None and len(args) == 2 and args[0]._t is None and args[1]._t is None:
+            # (_keep, inlined for two eager arrays: this runs for every recorded product)
+            a, b = args
+            h = _new(ndarray)
+            h._v = a._v
+            h._t = None
+            h._dev = a._dev
+            h._tid = a._tid
+            k = _new(ndarray)
+            k._v = b._v
+            k._t = None
+            k._dev = b._dev
+            k._tid = b._tid
+            handles = (h, k)
+            if not self._held:
+                # from now on every write (any thread) asks this tape first (_protect)
+                self._held = True
+                _mut.hold(self)
+        elif reads is None:
             hs = []
             for a in args:
                 if a._t is None:
@@ -885,9 +902,9 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
         for a, r in zip(args, raw):
             if r is None:
                 continue
+            # (a host rule gives a gradient only where `needs` asks for one, or for the one
+            # input of a unary record, which was connected when recorded: in conn)
             at = a._tid
-            if at not in conn:
-                continue
             d = a._v.dtype
             if d is not okd:
                 ok = diff.get(id(d))      # (see _ghost: by the dtype's identity)
