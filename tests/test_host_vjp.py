@@ -321,6 +321,7 @@ def _sum_and_grad(a, lane):
         t.watch(x)
         if not lane:
             STATE.taping_np = False           # the NumPy layer's general path (until exit)
+            STATE.lane = None
         y = tnp.sum(x)
     g = t.gradient(y, x)
     return _bits(y.numpy()), None if g is None else _bits(g.numpy())

@@ -62,26 +62,28 @@ def owned_ok(v, *others):
     return True
 
 
+_BOOL = np.dtype(np.bool_)
 _INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),
         8: np.dtype(np.int64)}
 
 
 def keep_where(c, v):
     """select(c, v, zeros_like(v)) bit for bit (`v` where `c`, +0 elsewhere): for
-    same-shape contiguous operands of a 1-8 byte dtype, `v`'s bits as integers multiplied by
-    `c` (x * 1 is x's bits, x * 0 is +0's; the select kernel's branch-free form takes four
-    passes with a zero operand); the select kernel otherwise."""
-    if (type(c) is _ndarray and type(v) is _ndarray and c.dtype == np.bool_
-            and v.dtype.kind in "biuf" and c.shape == v.shape
-            and c.flags.c_contiguous and v.flags.c_contiguous):
+    same-shape operands of a 1-8 byte dtype (contiguous when large), `v`'s bits as integers
+    multiplied by `c` (x * 1 is x's bits, x * 0 is +0's; the select kernel's branch-free form
+    takes four passes with a zero operand); the select kernel otherwise."""
+    if (type(c) is _ndarray and type(v) is _ndarray and c.dtype == _BOOL
+            and v.dtype.kind in "biuf" and c.shape == v.shape):
         it = _INT.get(v.dtype.itemsize)
-        if it is not None:
+        n = v.size
+        block = 1 << 16
+        if it is not None and n <= block:
+            # (any layout: a same-size integer view of `v` is exact, the product is new)
             out = np.empty(v.shape, v.dtype)
-            n = v.size
-            block = 1 << 16
-            if n <= block:
-                np.multiply(v.view(it), c, out=out.view(it))
-                return out
+            np.multiply(v.view(it), c, out=out.view(it))
+            return out
+        if it is not None and c.flags.c_contiguous and v.flags.c_contiguous:
+            out = np.empty(v.shape, v.dtype)
             # large: the mask cast to the integer type in blocks that stay in cache (NumPy's
             # buffered casting loop is slower than a cast and a multiply there)
             cf = c.reshape(-1).view(np.int8)
@@ -155,7 +157,9 @@ def _minmax(pick):
         gx = gy = None
         if type(eq) is _ndarray and not eq.any():
             if needs[0]:
-                gx = unbroadcast(keep_where(xs, ct), x.shape)
+                gx = keep_where(xs, ct)
+                if gx.shape != x.shape:
+                    gx = unbroadcast(gx, x.shape)
             if needs[1]:
                 gy = unbroadcast(_select(xs, _zeros_like(ct), ct), y.shape)
             return gx, gy
@@ -188,12 +192,12 @@ def _matmul_rule(ct, args, outs, p, needs, donated):
     # the transpose kernel's view (np.transpose is the method behind a Python wrapper); BLAS
     # takes it as a flag, no copy
     if needs[0]:
-        yt = y.transpose((1, 0) if m == 2 else tuple(range(m - 2)) + (m - 1, m - 2))
+        yt = y.T if m == 2 else y.transpose(tuple(range(m - 2)) + (m - 1, m - 2))
         gx = _matmul(ct, yt)
         if gx.shape != x.shape:
             gx = unbroadcast(gx, x.shape)
     if needs[1]:
-        xt = x.transpose((1, 0) if n == 2 else tuple(range(n - 2)) + (n - 1, n - 2))
+        xt = x.T if n == 2 else x.transpose(tuple(range(n - 2)) + (n - 1, n - 2))
         gy = _matmul(xt, ct)
         if gy.shape != y.shape:
             gy = unbroadcast(gy, y.shape)
@@ -226,7 +230,7 @@ def broadcast(v, shape):
 def _reduce_sum(ct, args, outs, p, needs, donated):
     axes = p["axes"]
     shape = args[0]._v.shape
-    if shape and type(ct) is _ndarray and not ct.shape and ct.flags.c_contiguous:
+    if shape and type(ct) is _ndarray and not ct.shape:
         # a whole-array reduction's 0-d cotangent: the broadcast_to kernel's view of it (every
         # stride 0), built directly
         r = _ndarray(shape, ct.dtype, ct, 0, (0,) * len(shape))

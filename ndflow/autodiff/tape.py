@@ -16,9 +16,13 @@ place, and a rule declared with `donate` may write into a cotangent the pass alo
 
 Speed: in plain eager execution the backward pass runs the common primitives' rules on the
 NumPy buffers (`host_vjp.py`: the same kernels in the same order as the general rules, so the
-same bits; an outer tape, a trace or a replaced rule gets the general rule). Recording is
-`bind`'s tape lane (`STATE.taping`); a record keeps shape-only handles for what its rule does
-not read and names a single unread output by its tid alone.
+same bits; an outer tape, a trace or a replaced rule gets the general rule), those records in
+one tight loop (`_host_pass`) that hands any other record to the general body. Recording is
+`bind`'s tape lane (`STATE.taping`; the NumPy layer calls `bind_taped` directly); a record
+keeps shape-only handles for what its rule does not read and names a single unread output by
+its tid alone. The index of handles a write must copy first is built from the records at the
+first write that needs it (`_index`), and watching defers the bookkeeping of watched arrays
+until a write or a renamed source needs it (`_flush`): most tapes see no write.
 """
 import contextlib
 import enum
@@ -55,6 +59,8 @@ class UnconnectedGradients(enum.Enum):
 
 
 _GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
+_ZEROS = {}     # id(dtype) -> the 0-d zero those broadcast (never dropped: ids stay unique)
+_ZERO_IDS = set()
 _DIFF = {}      # id(dtype) -> (dtype, whether gradients flow through it)
 
 
@@ -72,7 +78,13 @@ def _ghost(a):
     if z is None or z.dtype is not d:
         if len(_GHOSTS) > 256:
             _GHOSTS.clear()
-        z = _GHOSTS[key] = _np.broadcast_to(_np.zeros((), d), v.shape)
+        z0 = _ZEROS.get(id(d))
+        if z0 is None or z0.dtype is not d:
+            # one zero per dtype, kept: the memory under every shape-only handle (_index
+            # leaves it out; it is never written)
+            z0 = _ZEROS[id(d)] = _np.zeros((), d)
+            _ZERO_IDS.add(id(z0))
+        z = _GHOSTS[key] = _np.broadcast_to(z0, v.shape)
     h = _new(ndarray)
     h._v = z
     h._t = None
@@ -110,14 +122,22 @@ class GradientTape:
         self._recording = False
         # (_reset_memory's tables: a new tape holds no handles, so there is nothing to release)
         self._mem, self._objs, self._users, self._links, self._poison = {}, {}, {}, {}, {}
+        self._indexed = 0
+        self._held = False
+        self._pending = []
 
     def _reset_memory(self):
         self._mem = {}            # id(root buffer) -> handles in records to copy before a write
+        self._indexed = 0         # records[:_indexed] are in _mem (see _index)
+        # (_held: in core.mutation.HOLDERS since the first handle kept; released below)
+        self._pending = []        # (array, tid) watched, not yet _see'n (see _flush)
         self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
         self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
         self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
         self._poison = {}         # tid -> why its gradient cannot be followed
-        _mut.release(self)
+        if self._held:
+            self._held = False
+            _mut.release(self)
 
     # ------------------------------------------------------------------ recording
     def __enter__(self):
@@ -132,20 +152,11 @@ class GradientTape:
         if self._recording:
             raise ValueError("Tape is still recording, This can happen if you try to re-enter "
                              "an already-active tape.")
-        st = STATE
-        st.tapes.append(self)
-        st.refresh()
+        STATE.push_tape(self)
         self._recording = True
 
     def _pop(self):
-        st = STATE
-        tapes = st.tapes
-        if tapes and tapes[-1] is self:
-            tapes.pop()
-            st.refresh()
-        elif self in tapes:
-            tapes.remove(self)
-            st.refresh()
+        STATE.pop_tape(self)
         self._recording = False
 
     @contextlib.contextmanager
@@ -170,9 +181,18 @@ class GradientTape:
     def watch(self, tensor):
         """Track `tensor` (an array, a Variable, or a nested structure of them)."""
         tt = type(tensor)
-        leaves = ([tensor] if tt is ndarray else tensor
-                  if (tt is list or tt is tuple) and all([type(t) is ndarray for t in tensor])
-                  else tree.flatten(tensor))
+        if tt is ndarray:
+            leaves = (tensor,)
+        else:
+            leaves = None
+            if tt is list or tt is tuple:
+                for t in tensor:
+                    if type(t) is not ndarray:
+                        break
+                else:
+                    leaves = tensor
+            if leaves is None:
+                leaves = tree.flatten(tensor)
         for t in leaves:
             if type(t) is ndarray:
                 tid = t._tid
@@ -180,7 +200,7 @@ class GradientTape:
                     tid = t._tid = next(_tids)
                 self._connected.add(tid)
                 self._watched[tid] = t
-                self._see(t, tid)
+                self._pending.append((t, tid))      # (_see, when needed: _flush)
                 continue
             if isinstance(t, VariableBase):
                 self._watch_variable(t)
@@ -191,7 +211,7 @@ class GradientTape:
             tid = _ensure_tid(t)
             self._connected.add(tid)
             self._watched[tid] = t
-            self._see(t, tid)
+            self._pending.append((t, tid))
 
     def _watch_variable(self, var):
         val = var._read_for_tape()
@@ -216,15 +236,42 @@ class GradientTape:
                 break
         else:
             return
-        if type(outs) is not tuple:
-            outs = (outs,)
         reads = prim.vjp_reads
-        if reads is None:
-            keep = self._keep
-            if len(args) == 2:
-                handles = (keep(args[0]), keep(args[1]))
-            else:
-                handles = tuple([keep(a) for a in args])
+        if reads is None and len(args) == 2 and args[0]._t is None and args[1]._t is None:
+            # (_keep, inlined for two eager arrays: this runs for every recorded product)
+            a, b = args
+            h = _new(ndarray)
+            h._v = a._v
+            h._t = None
+            h._dev = a._dev
+            h._tid = a._tid
+            k = _new(ndarray)
+            k._v = b._v
+            k._t = None
+            k._dev = b._dev
+            k._tid = b._tid
+            handles = (h, k)
+            if not self._held:
+                # from now on every write (any thread) asks this tape first (_protect)
+                self._held = True
+                _mut.hold(self)
+        elif reads is None:
+            hs = []
+            for a in args:
+                if a._t is None:
+                    h = _new(ndarray)
+                    h._v = a._v
+                    h._t = None
+                    h._dev = a._dev
+                    h._tid = a._tid
+                    hs.append(h)
+                else:
+                    hs.append(self._keep(a))
+            if not self._held:
+                # from now on every write (any thread) asks this tape first (_protect)
+                self._held = True
+                _mut.hold(self)
+            handles = tuple(hs)
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
@@ -249,8 +296,20 @@ class GradientTape:
         else:
             keep = self._keep
             handles = tuple([keep(a) if i in reads else _ghost(a) for i, a in enumerate(args)])
+        if type(outs) is not tuple:
+            if not prim.vjp_uses_out:
+                # one output whose rule never sees it: the record names it by its identity
+                # only (a bare output: not a multiple-results primitive)
+                outh = outs._tid
+                if not outh:
+                    outh = outs._tid = next(_tids)
+                conn.add(outh)
+                if prim.returns_view:
+                    self._see_view(prim, args, (outs,), handles, params)
+                self._records.append((prim, handles, outh, params))
+                return
+            outs = (outs,)
         if len(outs) == 1 and not prim.vjp_uses_out and not prim.multiple_results:
-            # one output whose rule never sees it: the record names it by its identity only
             o = outs[0]
             outh = o._tid
             if not outh:
@@ -266,27 +325,33 @@ class GradientTape:
                 outh.append(self._keep(o) if uses_out else _ghost(o))
             outh = tuple(outh)
         if prim.returns_view:
-            # only a view shares memory with another array (every other primitive returns
-            # fresh buffers): the arrays a later write must bring up to date (_adopt). An
-            # array written in place is seen when it is written.
-            for o in outs:
-                self._see(o, o._tid)
-            for a in args:
-                if a._tid:
-                    self._see(a, a._tid)
-            if len(outs) == 1 and _mut.is_view_record(prim, args):
-                o = outs[0]
-                if o._t is None and args[0]._t is None:
-                    # the base is held (as NumPy's .base) so a chain through a temporary
-                    # view still leads back to the written array
-                    self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
+            self._see_view(prim, args, outs, handles, params)
         self._records.append((prim, handles, outh, params))
+
+    def _see_view(self, prim, args, outs, handles, params):
+        if self._pending:
+            self._flush()
+        # only a view shares memory with another array (every other primitive returns fresh
+        # buffers): the arrays a later write must bring up to date (_adopt). An array written
+        # in place is seen when it is written.
+        for o in outs:
+            self._see(o, o._tid)
+        for a in args:
+            if a._tid:
+                self._see(a, a._tid)
+        if len(outs) == 1 and _mut.is_view_record(prim, args):
+            o = outs[0]
+            if o._t is None and args[0]._t is None:
+                # the base is held (as NumPy's .base) so a chain through a temporary view
+                # still leads back to the written array
+                self._links[id(o)] = (weakref.ref(o), args[0], prim, handles[1:], params)
 
     # -- memory: the tape's handles and the arrays it has seen (core/mutation.py)
     def _keep(self, a):
-        """A handle on `a`'s value for a record: copied before a write reaches its memory."""
+        """A handle on `a`'s value for a record: copied before a write reaches its memory
+        (`_protect`; the handles are found there, from the records, when a write comes)."""
         h = _new(ndarray)
-        v = h._v = a._v
+        h._v = a._v
         h._dev = a._dev
         h._tid = a._tid
         if a._t is not None:
@@ -294,26 +359,22 @@ class GradientTape:
             h._aux = getattr(a, "_aux", None)
             return h
         h._t = None
-        if type(v) is _ndarray:
-            b = v.base
-            rid = id(v) if b is None else id(_root_of(v))
-        elif _mut.is_buffer(v):
-            rid = id(_root_of(v))
-        else:
-            return h
-        # weakly: a handle dropped with its record (the backward pass of a non-persistent
-        # tape releases them as it goes) needs no copy
-        r = _weakref(h)
-        mem = self._mem
-        with _LOCK:
-            if not mem:
-                _mut.hold(self)
-            lst = mem.get(rid)
-            if lst is None:
-                mem[rid] = [r]
-            else:
-                lst.append(r)
+        if not self._held:
+            # from now on every write (any thread) asks this tape first (core/mutation.py)
+            self._held = True
+            _mut.hold(self)
         return h
+
+    def _flush(self):
+        """`_see` the arrays watched since the last call, in the order they were watched:
+        watching defers it (most tapes never need `_objs` or `_users`: a gradient source not
+        renamed since it was watched is named by its own tid). Every reader of those tables
+        calls this first, so they hold what they would have held had each watch seen its
+        array at once."""
+        p = self._pending
+        self._pending = []
+        for t, tid in p:
+            self._see(t, tid)
 
     def _see(self, o, tid):
         objs = self._objs
@@ -342,16 +403,60 @@ class GradientTape:
     def _protect(self, rid):
         """Memory under root `rid` is about to change: private copies for the handles on it
         (each handle is copied at most once; called under core.mutation.LOCK)."""
-        lst = self._mem.pop(rid, None)
+        self._index()
+        mem = self._mem
+        lst = mem.pop(rid, None)
         if lst:
             for r in lst:
                 h = r()
                 if h is not None:
                     h._v = h._v.copy()
-            if not self._mem:
+            if not mem and self._held:
+                # every handle has its own copy: writes need not ask this tape (until it
+                # keeps another)
+                self._held = False
                 _mut.release(self)
 
+    def _index(self):
+        """`_mem` for the records made since the last write: recording leaves it to the first
+        write that could need it (a write under a recording tape is rare; most records are
+        dropped, or consumed by the backward pass, before any write). Weakly: a handle dropped
+        with its record (the backward pass of a non-persistent tape releases them as it goes)
+        needs no copy. Called under core.mutation.LOCK."""
+        recs = self._records
+        n = len(recs)
+        k = self._indexed
+        if k >= n:
+            return
+        mem = self._mem
+        for rec in recs[k:n]:
+            if rec is None:
+                continue
+            outs = rec[2]
+            for hs in (rec[1], outs if type(outs) is tuple else ()):
+                for h in hs:
+                    if h._t is not None:
+                        continue
+                    v = h._v
+                    if type(v) is _ndarray:
+                        rid = id(v) if v.base is None else id(_root_of(v))
+                        if rid in _ZERO_IDS:
+                            continue              # a shape-only handle (_ghost)
+                    elif _mut.is_buffer(v):
+                        rid = id(_root_of(v))
+                    else:
+                        continue
+                    r = _weakref(h)
+                    lst = mem.get(rid)
+                    if lst is None:
+                        mem[rid] = [r]
+                    else:
+                        lst.append(r)
+        self._indexed = n
+
     def _source_tid(self, s):
+        if self._pending:
+            self._flush()
         e = self._objs.get(id(s))
         if e is not None and e[0]() is s:
             return e[1]
@@ -360,6 +465,8 @@ class GradientTape:
     def _adopt(self, x, old):
         """`x` was written in place and took its new value's identity (already recorded);
         bring the other arrays this tape knows that share x's memory up to date."""
+        if self._pending:
+            self._flush()
         conn = self._connected
         if old._tid and old._tid in conn:
             # x as the tape first saw it (a gradient source names that value)
@@ -436,6 +543,7 @@ class GradientTape:
                 # the backward pass had begun releasing the records: the tape cannot be
                 # used again (rather than give gradients from what is left)
                 self._used = True
+                self._records = []
                 self._reset_memory()
             raise
         if not self._persistent:
@@ -451,9 +559,14 @@ class GradientTape:
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         targets = [target] if type(target) is ndarray else tree.flatten(target)
         st_ = type(sources)
-        if (st_ is list or st_ is tuple) and all([type(s) is ndarray for s in sources]):
-            src_leaves, src_def = sources, st_      # (flat: the common call, built back below)
-        else:
+        src_leaves = None
+        if st_ is list or st_ is tuple:
+            for s in sources:
+                if type(s) is not ndarray:
+                    break
+            else:
+                src_leaves, src_def = sources, st_  # (flat: the common call, built back below)
+        if src_leaves is None:
             src_leaves, src_def = tree.flatten_with_def(sources)
         if output_gradients is None:
             ogs = [None] * len(targets)
@@ -497,6 +610,12 @@ class GradientTape:
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
             keep = set()
             src_tids = []
+            for t, tid in self._pending:
+                if t._tid != tid:
+                    # a watched array renamed since (written while the tape was not
+                    # recording): the sources are named by the tids first seen
+                    self._flush()
+                    break
             objs = self._objs
             for s in src_leaves:
                 # (_source_tid, inlined: a source the tape saw is named by its first tid)
@@ -505,7 +624,6 @@ class GradientTape:
                     e = objs.get(id(s))
                     tid = e[1] if e is not None and e[0]() is s else s._tid
                 src_tids.append(tid)
-            for s, tid in zip(src_leaves, src_tids):
                 if tid:
                     keep.add(tid)
                 elif isinstance(s, VariableBase):
@@ -516,14 +634,27 @@ class GradientTape:
             if consume:
                 # nothing records on this tape any more: the backward pass releases each
                 # record (its saved values) once it is used, and each cotangent once consumed
-                self._records = []
+                # (the list stays the tape's until the pass ends: a write meanwhile still
+                # finds the handles of the records not yet used, see _index)
                 self._links = {}
                 self._consumed = True
-            host = _HOST_RULES if inplace else None
-            for i in range(len(recs) - 1, -1, -1):
+            host = _HOST_RULES if inplace and _HOST_RULES else None
+            i = len(recs) - 1
+            done = []
+            while i >= 0:
+                if done:
+                    recs[done.pop()] = None
+                if host is not None:
+                    # plain eager: the records the host rules take, in one tight loop
+                    i = _host_pass(recs, i, ct, keep, conn, consume, host)
+                    if i < 0:
+                        break
                 prim, args, outs, params = recs[i]
                 if consume:
-                    recs[i] = None
+                    # (released once its rule has run: a write during the rule, a custom
+                    # gradient's, still finds its handles)
+                    done.append(i)
+                i -= 1
                 # (outs: the output's tid, or a tuple of handles where the rule reads them or
                 # they are several; see _record)
                 if type(outs) is int:
@@ -552,55 +683,20 @@ class GradientTape:
                 if vjp is None:
                     raise LookupError(f"No gradient defined for operation '{prim.name}' "
                                       f"(ndflow primitive without a VJP rule)")
-                grads = None
-                rule = host.get(prim) if host is not None else None
-                if rule is not None and rule[1] is vjp and c_in._t is None \
-                        and c_in._dev is None:
-                    # plain eager: the rule's kernels on the buffers (host_vjp.py)
-                    for a in args:
-                        if a._t is not None or a._dev is not None:
-                            break
-                    else:
-                        if len(args) == 2:                    # (tid 0 is never in conn)
-                            needs = (args[0]._tid in conn, args[1]._tid in conn)
-                        else:
-                            needs = tuple([a._tid in conn for a in args])
-                        # (decided before this frame holds the buffer itself)
-                        donated = (prim.vjp_donate and _refs(c_in) == _SOLE
-                                   and _owned(c_in))
-                        cv = c_in._v
-                        raw = rule[0](cv, args, outs, params, needs, donated)
-                        if raw is not NotImplemented:
-                            grads = []
-                            for r in raw:
-                                if r is not None:
-                                    if r is cv:
-                                        r = c_in
-                                    else:
-                                        g = _new(ndarray)       # _wrap, inlined
-                                        g._v = r
-                                        g._t = None
-                                        g._dev = None
-                                        g._tid = 0
-                                        r = g
-                                grads.append(r)
-                            r = g = None
-                        cv = raw = None
-                if grads is None:
-                    kw = params
-                    if prim.vjp_needs or prim.vjp_donate:
-                        kw = dict(params)
-                        if prim.vjp_needs:
-                            kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
-                        if prim.vjp_donate:
-                            kw["donated"] = (inplace and not prim.multiple_results
-                                             and _refs(c_in) == _SOLE and _owned(c_in))
-                    if prim.vjp_uses_out:
-                        # a multi-result primitive's rule gets all its outputs (eigh: w and v)
-                        grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
-                                         else outs[0], **kw)
-                    else:
-                        grads = prim.vjp(c_in, *args, **kw)
+                kw = params
+                if prim.vjp_needs or prim.vjp_donate:
+                    kw = dict(params)
+                    if prim.vjp_needs:
+                        kw["needs"] = tuple(bool(a._tid) and a._tid in conn for a in args)
+                    if prim.vjp_donate:
+                        kw["donated"] = (inplace and not prim.multiple_results
+                                         and _refs(c_in) == _SOLE and _owned(c_in))
+                if prim.vjp_uses_out:
+                    # a multi-result primitive's rule gets all its outputs (eigh: w and v)
+                    grads = prim.vjp(c_in, *args, out=outs if prim.multiple_results
+                                     else outs[0], **kw)
+                else:
+                    grads = prim.vjp(c_in, *args, **kw)
                 c_in = None
                 for a, g in zip(args, grads):
                     if g is None:
@@ -623,6 +719,8 @@ class GradientTape:
                             prev, g, inplace and _refs(prev) == _SHARED and _owned(prev))
                     prev = None
                 prim = args = outs = params = grads = a = g = kw = None
+            if done:
+                recs[done.pop()] = None
             poison = self._poison
             bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
@@ -753,6 +851,87 @@ class GradientTape:
             return None
         rows = tnp.moveaxis(rows, 0, 1)        # (b, m, source...)
         return tnp.reshape(rows, (b,) + tail + tuple(source.shape[1:]))
+
+
+def _host_pass(recs, i, ct, keep, conn, consume, host):
+    """The backward pass over records i, i-1, ... in plain eager execution, while each one's
+    primitive has a host rule (host_vjp.py) that applies: its kernels on the buffers, without
+    the general body's per-record decisions. Returns the index of the first record it leaves
+    to the general body (-1 when none is left); the cotangent table is then as the general
+    body expects it. The decisions (which cotangent, which inputs need a gradient, donation,
+    summing in place) are the general body's, made on the same references."""
+    get = ct.get
+    diff = _DIFF
+    okd = None                            # the last dtype found differentiable
+    while i >= 0:
+        prim, args, outs, params = recs[i]
+        if type(outs) is not int:
+            return i
+        c = get(outs)
+        if c is None:
+            if consume:
+                recs[i] = None
+            i -= 1
+            continue
+        rule = host.get(prim)
+        if rule is None or rule[1] is not prim.vjp or c._t is not None or c._dev is not None:
+            return i
+        if len(args) == 2:
+            a0, a1 = args
+            if a0._t is not None or a0._dev is not None or a1._t is not None \
+                    or a1._dev is not None:
+                return i
+            needs = (a0._tid in conn, a1._tid in conn)          # (tid 0 is never in conn)
+        else:
+            for a in args:
+                if a._t is not None or a._dev is not None:
+                    return i
+            needs = tuple([a._tid in conn for a in args])
+        if outs not in keep:
+            del ct[outs]
+        # (decided while this frame alone holds the cotangent, as the general body does)
+        donated = prim.vjp_donate and _refs(c) == _SOLE and _owned(c)
+        cv = c._v
+        raw = rule[0](cv, args, outs, params, needs, donated)
+        if raw is NotImplemented:
+            ct[outs] = c                  # (nothing was written) the general rule runs
+            return i
+        if consume:
+            recs[i] = None
+        i -= 1
+        for a, r in zip(args, raw):
+            if r is None:
+                continue
+            # (a host rule gives a gradient only where `needs` asks for one, or for the one
+            # input of a unary record, which was connected when recorded: in conn)
+            at = a._tid
+            d = a._v.dtype
+            if d is not okd:
+                ok = diff.get(id(d))      # (see _ghost: by the dtype's identity)
+                if ok is None or ok[0] is not d:
+                    ok = diff[id(d)] = (d, _dt.is_differentiable(d))
+                if not ok[1]:
+                    continue
+                okd = d
+            if r is cv:
+                g = c
+            else:
+                g = _new(ndarray)         # _wrap, inlined
+                g._v = r
+                g._t = None
+                g._dev = None
+                g._tid = 0
+            prev = get(at)
+            if prev is None:
+                ct[at] = g
+            else:
+                # summed in place where only the table holds prev and its memory (a gradient
+                # of this record is still held here, by `raw` or `c`: never summed into)
+                g = _accumulate(prev, g, _refs(prev) == _SHARED and _owned(prev))
+                prev = None
+                ct[at] = g
+        c = cv = raw = a = r = g = prim = args = outs = params = None
+    return i
 
 
 def _tnp():

@@ -169,6 +169,30 @@ def bind(prim, *args, **params):
     return bind_slow(prim, args, params)
 
 
+def bind_taped(prim, args, params, tapes):
+    """`bind_slow`'s tape lane, for a caller that has checked that it applies (`STATE.lane`,
+    the thread's `tapes`: eager under tapes only, NumPy's promotion; every argument an eager
+    array on the default device): the kernel, then the tapes record (the NumPy layer's lanes
+    call it)."""
+    if params:
+        out = prim.impl(*[a._v for a in args], **params)
+    elif len(args) == 2:
+        out = prim.impl(args[0]._v, args[1]._v)
+    else:
+        out = prim.impl(args[0]._v) if len(args) == 1 else prim.impl(*[a._v for a in args])
+    if prim.multiple_results:
+        outs = tuple(map(_wrap, out))
+    else:
+        outs = _new(_ndarray)          # _wrap, inlined
+        outs._v = out
+        outs._t = None
+        outs._dev = None
+        outs._tid = 0
+    for tape in tapes:
+        tape._record(prim, args, outs, params)
+    return outs
+
+
 def find_top_trace(prim, args):
     top = None
     for a in args:

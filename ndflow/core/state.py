@@ -46,6 +46,7 @@ class _State(_thread._local):
         self.fast = True
         self.taping = False       # see refresh
         self.taping_np = False
+        self.lane = None          # the tapes when taping_np (one read for the NumPy layer)
         self.compose = False      # composites run their composition even eagerly (tests)
         self.level = 0            # next interpreter level
         self.views = {}           # while tracing: id(base) -> views to re-derive on a write
@@ -53,6 +54,47 @@ class _State(_thread._local):
         self._token = tok = _Token()
         weakref.finalize(tok, _release, slot)
         self.refresh()
+
+    def push_tape(self, tape):
+        """tapes.append(tape) and refresh(), where the thread's state was fast (nothing else
+        active: the tape makes it the recording lane, `taping_np`) without re-reading it all;
+        refresh() otherwise."""
+        tapes = self.tapes
+        if self.fast and not tapes:
+            tapes.append(tape)
+            self.fast = False
+            self.taping = True
+            self.taping_np = True
+            self.lane = tapes
+            slot = self.slot
+            if not slot.slow:
+                _set_slow(slot, True)
+        else:
+            tapes.append(tape)
+            self.refresh()
+
+    def pop_tape(self, tape):
+        """Remove `tape` (the innermost, or anywhere) and refresh(); where it is the only thing
+        active (`taping_np` with one tape) the state is fast again, without re-reading it."""
+        tapes = self.tapes
+        if len(tapes) == 1 and tapes[0] is tape and self.taping_np:
+            tapes.pop()
+            self.fast = True
+            self.taping = False
+            self.taping_np = False
+            self.lane = None
+            slot = self.slot
+            if slot.slow:
+                _set_slow(slot, False)
+            return True
+        if tapes and tapes[-1] is tape:
+            tapes.pop()
+        elif tape in tapes:
+            tapes.remove(tape)
+        else:
+            return False
+        self.refresh()
+        return True
 
     def refresh(self):
         # (each attribute of a thread-local object read once: a read costs a lookup of the
@@ -67,7 +109,8 @@ class _State(_thread._local):
         # eager under tapes only (the recording lane of `bind`), and with NumPy's own
         # promotion (the NumPy layer's lane: its operands need no conversion by ndflow)
         self.taping = lane = tapes and plain
-        self.taping_np = lane and numpy_mode
+        self.taping_np = lane = lane and numpy_mode
+        self.lane = self.tapes if lane else None
         if not traces and views:
             self.views = {}
         slot = self.slot

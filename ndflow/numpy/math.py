@@ -9,7 +9,7 @@ import math as _math
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, bind_slow, composite
+from ..core.primitive import bind, bind_taped, composite
 from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
@@ -411,12 +411,12 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 # ------------------------------------------------------------------ generalized ufuncs
 def _matmul(x1, x2, /, out=None, **kwargs):
     if (out is None and not kwargs and type(x1) is ndarray and type(x2) is ndarray
-            and x1._dev is None and x2._dev is None and STATE.taping_np):
+            and x1._dev is None and x2._dev is None and (lane := STATE.lane) is not None):
         # eager under tapes: the composition (linalg_ops.matmul) with operands NumPy's loop
         # takes as they are is the primitive itself
         d = x1._v.dtype
-        if x2._v.dtype == d and same_loop(np.matmul, d):
-            return bind_slow(L.matmul_p, (x1, x2), {})     # (bind's own test: not fast)
+        if (x2._v.dtype is d or x2._v.dtype == d) and same_loop(np.matmul, d):
+            return bind_taped(L.matmul_p, (x1, x2), {}, lane)
     from .linalg_ops import matmul as _mm
     # (no out=None keyword: a call without keywords is the composite's cheapest)
     return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)

@@ -4,7 +4,7 @@ import builtins
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, composite
+from ..core.primitive import bind, bind_taped, composite
 from ..core import dtypes as _dt
 from ..core.state import STATE
 from ..primitives import elementwise as E, reduction as R
@@ -55,11 +55,12 @@ def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum of array elements over the given axes, as `numpy.sum`."""
     if (type(a) is ndarray and axis is None and dtype is None and out is None and not keepdims
-            and initial is None and where is None and a._dev is None and STATE.taping_np
-            and a._v.dtype.kind in "fc"):
+            and initial is None and where is None and a._dev is None
+            and (lane := STATE.lane) is not None and a._v.dtype.kind in "fc"):
         # eager under tapes, the whole array of a float dtype (its own sum dtype): the
         # composition below is this one primitive
-        return bind(R.reduce_sum_p, a, axes=tuple(range(a._v.ndim)), keepdims=False)
+        return bind_taped(R.reduce_sum_p, (a,),
+                          {"axes": tuple(range(a._v.ndim)), "keepdims": False}, lane)
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)

@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind, bind_slow, Composite
+from ..core.primitive import bind, bind_taped, Composite
 from ..core.state import GLOBAL, STATE
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C
@@ -474,11 +474,11 @@ class _Unary(ufunc):
             elif type(x) in _PY:
                 return _wrap(self._np(x))
         elif (not kwargs and not args and type(x) is ndarray and x._dev is None
-              and STATE.taping_np):
+              and (lane := STATE.lane) is not None):
             # eager under tapes: `_apply` with operands NumPy's loop takes as they are
             if same_loop(self._np, x._v.dtype):
                 p = self._prim
-                return self._fn(x) if p is None else bind_slow(p, (x,), {})
+                return self._fn(x) if p is None else bind_taped(p, (x,), {}, lane)
         return self._apply((x,), *_call_options(self, args, kwargs))
 
 
@@ -499,15 +499,17 @@ class _Binary(ufunc):
             if b is not None:
                 return _wrap(self._np(b[0], b[1]))
         elif not kwargs and not args and type(x1) is ndarray and x1._dev is None \
-                and STATE.taping_np:
+                and (lane := STATE.lane) is not None:
             # eager under tapes: `_apply` with operands NumPy's loop takes as they are (an
             # int or float partner becomes a scalar of the array's dtype, as there)
             d = x1._v.dtype
             t = type(x2)
             if t is ndarray:
-                if x2._dev is None and x2._v.dtype == d and same_loop(self._np, d):
+                if x2._dev is None and (x2._v.dtype is d or x2._v.dtype == d) \
+                        and same_loop(self._np, d):
                     p = self._prim
-                    return self._fn(x1, x2) if p is None else bind_slow(p, (x1, x2), {})
+                    return self._fn(x1, x2) if p is None else \
+                        bind_taped(p, (x1, x2), {}, lane)
             elif (t is float or t is int) and same_loop(self._np, d, t):
                 try:
                     s = _scalar(x2, d)
@@ -515,7 +517,8 @@ class _Binary(ufunc):
                     pass                  # (comparisons answer it: the general path)
                 else:
                     p = self._prim
-                    return self._fn(x1, s) if p is None else bind_slow(p, (x1, s), {})
+                    return self._fn(x1, s) if p is None else \
+                        bind_taped(p, (x1, s), {}, lane)
         return self._apply((x1, x2), *_call_options(self, args, kwargs))
 
 
