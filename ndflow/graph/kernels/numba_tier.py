@@ -663,13 +663,13 @@ class Runner:
             if i in cp:
                 return None
             # (the operand's shape and dtype are the plan's: a static plan's operands have them)
-            checks.append("d%d is not x%d or x%d.base is not None or not x%d.flags.writeable"
+            checks.append("ds[%d] is not x%d or x%d.base is not None or not x%d.flags.writeable"
                           % (k_out, i, i, i))
             outs.append("x%d" % i)
         src = ["def quick_into(xs, ds):",
                "    %s, = xs" % ", ".join("x%d" % i for i in range(n)),
-               "    %s, = ds" % ", ".join("d%d" % j for j in range(len(self.prog.outputs))),
-               "    if %s or not quiet_()[0]:" % " or ".join(checks),
+               "    if len(ds) != %d or %s or not quiet_()[0]:" % (len(self.prog.outputs),
+                                                                   " or ".join(checks)),
                "        return NI_",
                "    try:",
                "        k_(%s)" % ", ".join(call),
