@@ -225,3 +225,100 @@ def test_view_used_after_update_blocks_in_place(numba_sync):
         ref.assign(ref.value() - g)
         np.testing.assert_array_equal(f(g).numpy(), want)
         np.testing.assert_array_equal(v.numpy(), ref.numpy())
+
+
+def _sub_step_fused(v, c):
+    # the read first: the product and the difference then form one fused region
+    def step(g):
+        cur = v.value()
+        v.assign(cur - g * c)
+    return step
+
+
+def _update_runner(f, *args):
+    """The tier-1 runner of the one node that writes the Variable's next value in place."""
+    cf = f.get_concrete_function(*args)
+    ks = [n.prim.impl for n in cf.graph.nodes if getattr(n.prim.impl, "variables", None)]
+    assert len(ks) == 1
+    return ks[0].kernel.fast
+
+
+def _special(shape, seed):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    a.flat[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 3e38]
+    return a
+
+
+@needs_numba
+def test_quick_in_place_call(numba_sync):
+    """The generated caller of an in-place update (`Runner._make_quick_into`): NumPy's bits
+    with special values, the same buffer at every call, and the general path (a new buffer)
+    whenever the Variable's buffer is not offered (someone holds the old value)."""
+    w0, g0 = _special((64, 128), 3), _special((64, 128), 4)[::-1].copy()
+    v = nf.Variable(w0)
+    g = tnp.asarray(g0)
+    f = nf.function(_sub_step_fused(v, np.float32(0.25)))
+    want = w0.copy()
+    with np.errstate(all="ignore"):
+        for i in range(6):
+            f(g)
+            want = want - g0 * np.float32(0.25)
+            assert np.array_equal(v.numpy(), want, equal_nan=True)
+            assert np.array_equal(np.signbit(v.numpy()), np.signbit(want))
+        r = _update_runner(f, g)
+        q, hits = r.quick_into, []
+        assert callable(q)
+        r.quick_into = lambda xs, ds: hits.append(q(xs, ds)) or hits[-1]
+        p = _ptr(v)
+        f(g)
+        assert hits and hits[-1] is not NotImplemented
+        want = want - g0 * np.float32(0.25)
+        assert _ptr(v) == p and np.array_equal(v.numpy(), want, equal_nan=True)
+        held = v.numpy()
+        old = held.copy()
+        f(g)
+        want = want - g0 * np.float32(0.25)
+        assert _ptr(v) != p
+        assert np.array_equal(held, old, equal_nan=True)
+        assert np.array_equal(v.numpy(), want, equal_nan=True)
+        del held
+        p = _ptr(v)
+        f(g)
+        want = want - g0 * np.float32(0.25)
+        assert _ptr(v) == p and np.array_equal(v.numpy(), want, equal_nan=True)
+        assert callable(r.quick_into)
+    # a strided gradient: the general path, the same values
+    gs = tnp.asarray(np.repeat(g0, 2, axis=1)[:, ::2])
+    f(gs)
+    want = want - g0 * np.float32(0.25)
+    assert np.array_equal(v.numpy(), want, equal_nan=True)
+
+
+@needs_numba
+def test_quick_in_place_call_from_threads(numba_sync):
+    import threading
+    fs, vs, wants = [], [], []
+    g0 = np.random.default_rng(9).standard_normal((64, 128)).astype(np.float32)
+    g = tnp.asarray(g0)
+    for i in range(4):
+        w0 = np.random.default_rng(i).standard_normal((64, 128)).astype(np.float32)
+        v = nf.Variable(w0)
+        f = nf.function(_sub_step_fused(v, np.float32(0.5)))
+        for _ in range(5):
+            f(g)
+            w0 = w0 - g0 * np.float32(0.5)
+        assert callable(_update_runner(f, g).quick_into)
+        fs.append(f), vs.append(v), wants.append(w0)
+
+    def work(k):
+        for _ in range(100):
+            fs[k](g)
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for v, w in zip(vs, wants):
+        for _ in range(100):
+            w = w - g0 * np.float32(0.5)
+        np.testing.assert_array_equal(v.numpy(), w)

@@ -92,15 +92,23 @@ class _Into:
         self.n_out = len(kernel.prog.outputs)
         self.variables = variables or {}
         self.tier1_only = [k for k, (_, _, t1, _) in self.variables.items() if t1]
+        # (what each call needs of the above, flat: a step's update runs this per Variable)
+        self._one = self.n_out == 1 and tuple(slots) == (0,)
+        self._var_new = tuple((k, shape, dtype) for k, (shape, dtype, _, _)
+                              in self.variables.items())
+        self._var_ins = tuple(i for _, _, _, i in self.variables.values())
 
     def __call__(self, *args):
-        donors = [None] * self.n_out
-        for k, d in zip(self.slots, args[self.n_in:]):
-            donors[k] = d
-        xs = args[:self.n_in]
-        if self.variables and all(type(xs[i]) is np.ndarray
-                                  for _, _, _, i in self.variables.values()):
-            for k, (shape, dtype, _, _) in self.variables.items():
+        n = self.n_in
+        xs = args[:n]
+        if self._one:
+            donors = [args[n]]
+        else:
+            donors = [None] * self.n_out
+            for k, d in zip(self.slots, args[n:]):
+                donors[k] = d
+        if self._var_ins and all(type(xs[i]) is np.ndarray for i in self._var_ins):
+            for k, shape, dtype in self._var_new:
                 if donors[k] is None:
                     donors[k] = np.empty(shape, dtype)
             if self.tier1_only:

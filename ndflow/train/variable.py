@@ -40,11 +40,13 @@ def _assign_impl(value, var=None):
 # else calls the kernel
 _assign_impl.ndflow_inline_stmt = (
     "{out} = {0}",
-    "if {var}._value._dev is None and {var}._value._v is not {out}:",
-    "    " + WRAP_INLINE.format(o="_aw", v="{out}").replace("{", "{{").replace("}", "}}")
+    # (a value written into the Variable's own buffer: nothing left to do, no call)
+    "if {var}._value._v is not {out}:",
+    "    if {var}._value._dev is None:",
+    "        " + WRAP_INLINE.format(o="_aw", v="{out}").replace("{", "{{").replace("}", "}}")
     .replace("{{out}}", "{out}") + "; {var}._value = _aw",
-    "else:",
-    "    {fn}({out}, var={var})")
+    "    else:",
+    "        {fn}({out}, var={var})")
 _assign_impl.ndflow_inline_ns = {"_new": _new, "ndarray": ndarray}
 
 assign_var_p = Primitive("assign_variable", _assign_impl,

@@ -554,6 +554,10 @@ class Runner:
         self.const_pos = getattr(fk, "const_pos", None)
         self.quick = None
         self.quick_consts = ()
+        # the same for calls given donors whose every result goes into one of its operands
+        # (a Variable's update in place, `_make_quick_into`)
+        self.quick_into = None
+        self.quick_into_consts = ()
 
     def _make_quick(self, orig, plan, k, args):
         """After a call with a static plan that took the plain kernel: a generated function
@@ -624,6 +628,58 @@ class Runner:
         self.quick_consts = tuple(kept)
         return ns["quick"]
 
+    def _make_quick_into(self, orig, plan, k, args, in_place):
+        """As `_make_quick`, for calls whose donors put every result into one of the operands
+        (the in-place variant `k` of the kernel, e.g. a Variable's next value written over its
+        current one): each such donor checked to be that operand, by identity, and a whole,
+        writeable array (as `donated` asks); the results are those operands (~1 us instead of
+        ~5). Anything else returns NotImplemented and the general path runs."""
+        cp = self.const_pos
+        n = self.prog.n_in
+        nd = len(plan.dims)
+        into = dict(in_place)
+        ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k}
+        checks, call = [], ["%d" % d for d in plan.dims]
+        kept = []
+        for i in range(n):
+            x, a = orig[i], args[nd + i]
+            if i in cp:
+                kept.append((i, x))
+                ns["K%d" % i], ns["P%d" % i] = x, a
+                checks.append("x%d is not K%d" % (i, i))
+                call.append("P%d" % i)
+                continue
+            if type(x) is not np.ndarray or not x.flags.c_contiguous:
+                return None
+            checks.append("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i))
+            if a.shape == x.shape:
+                call.append("x%d" % i)
+            else:
+                ns["T%d" % i] = a.shape
+                call.append("x%d.reshape(T%d)" % (i, i))
+        outs = []
+        for j, k_out in enumerate(self.outs):
+            i = into[j]
+            if i in cp:
+                return None
+            # (the operand's shape and dtype are the plan's: a static plan's operands have them)
+            checks.append("ds[%d] is not x%d or x%d.base is not None or not x%d.flags.writeable"
+                          % (k_out, i, i, i))
+            outs.append("x%d" % i)
+        src = ["def quick_into(xs, ds):",
+               "    %s, = xs" % ", ".join("x%d" % i for i in range(n)),
+               "    if len(ds) != %d or %s or not quiet_()[0]:" % (len(self.prog.outputs),
+                                                                   " or ".join(checks)),
+               "        return NI_",
+               "    try:",
+               "        k_(%s)" % ", ".join(call),
+               "    except TypeError:",
+               "        return NI_",
+               "    return %s" % (outs[0] if len(outs) == 1 else "(%s)" % ", ".join(outs))]
+        exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
+        self.quick_into_consts = tuple(kept)
+        return ns["quick_into"]
+
     def plan_for(self, xs):
         key = tuple(x.shape for x in xs)
         p = self.plans.get(key)
@@ -655,15 +711,24 @@ class Runner:
         _submit(job, self.sync)
 
     def __call__(self, xs, donors=None):
-        q = self.quick
-        if q and donors is None:
-            r = q(xs)
-            if r is not NotImplemented:
-                return r
-            if any(xs[i] is not x for i, x in self.quick_consts):
-                # not the constants it was made for (the node's operands rebound): drop it,
-                # and the objects it holds
-                self.quick, self.quick_consts = False, ()
+        if donors is None:
+            q = self.quick
+            if q:
+                r = q(xs)
+                if r is not NotImplemented:
+                    return r
+                if any(xs[i] is not x for i, x in self.quick_consts):
+                    # not the constants it was made for (the node's operands rebound): drop
+                    # it, and the objects it holds
+                    self.quick, self.quick_consts = False, ()
+        else:
+            q = self.quick_into
+            if q:
+                r = q(xs, donors)
+                if r is not NotImplemented:
+                    return r
+                if any(xs[i] is not x for i, x in self.quick_into_consts):
+                    self.quick_into, self.quick_into_consts = False, ()
         plan = self.static_plan
         if plan is not None:
             if not self.static_pays:
@@ -774,6 +839,11 @@ class Runner:
                 and k is (plan.parallel_kernel if par else plan.kernel):
             # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
+        elif self.quick_into is None and self.const_pos is not None and \
+                self.static_plan is not None and plan is self.static_plan and in_place and \
+                len(in_place) == len(self.outs) and not self.red_out and \
+                k is plan.variants.get((par, in_place)) and len(donors) == len(res):
+            self.quick_into = self._make_quick_into(orig, plan, k, args, in_place) or False
         if self.red_out:
             rs = plan.red_shape
             if acc is None:
