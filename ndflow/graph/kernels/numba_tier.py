@@ -559,6 +559,33 @@ class Runner:
         self.quick_into = None
         self.quick_into_consts = ()
 
+    def _quick_operands(self, orig, plan, args, ns):
+        """The operand part of a generated caller: (tests that send a call back to the general
+        path, the kernel's arguments, the constants kept), with the names those use put in
+        `ns`; None where an operand would send every call there (a strided or non-ndarray
+        operand that is not a constant)."""
+        cp = self.const_pos
+        nd = len(plan.dims)
+        checks, call = [], ["%d" % d for d in plan.dims]
+        kept = []
+        for i in range(self.prog.n_in):
+            x, a = orig[i], args[nd + i]
+            if i in cp:
+                kept.append((i, x))
+                ns["K%d" % i], ns["P%d" % i] = x, a
+                checks.append("x%d is not K%d" % (i, i))
+                call.append("P%d" % i)
+                continue
+            if type(x) is not np.ndarray or not x.flags.c_contiguous:
+                return None
+            checks.append("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i))
+            if a.shape == x.shape:
+                call.append("x%d" % i)
+            else:
+                ns["T%d" % i] = a.shape
+                call.append("x%d.reshape(T%d)" % (i, i))
+        return checks, call, kept
+
     def _make_quick(self, orig, plan, k, args):
         """After a call with a static plan that took the plain kernel: a generated function
         doing what the next calls need and nothing else (~1 us instead of ~4 for a region of
@@ -568,29 +595,13 @@ class Runner:
         else (another object in a constant's place, a strided operand, NumPy's error state
         asking for more than warnings, argument types the kernel was not compiled for) returns
         NotImplemented and the general path runs."""
-        cp = self.const_pos
         n = self.prog.n_in
-        nd = len(plan.dims)
         ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k,
               "refs_": sys.getrefcount, "FREE_REFS_": _FREE_REFS, "empty_": np.empty}
-        checks, call = [], ["%d" % d for d in plan.dims]
-        kept = []
-        for i in range(n):
-            x, a = orig[i], args[nd + i]
-            if i in cp:
-                kept.append((i, x))
-                ns["K%d" % i], ns["P%d" % i] = x, a
-                checks.append("x%d is not K%d" % (i, i))
-                call.append("P%d" % i)
-                continue
-            if type(x) is not np.ndarray or not x.flags.c_contiguous:
-                return None       # such operands take the general path at every call
-            checks.append("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i))
-            if a.shape == x.shape:
-                call.append("x%d" % i)
-            else:
-                ns["T%d" % i] = a.shape
-                call.append("x%d.reshape(T%d)" % (i, i))
+        ops = self._quick_operands(orig, plan, args, ns)
+        if ops is None:
+            return None
+        checks, call, kept = ops
         body, outs = [], []
         for j, k_out in enumerate(self.outs):
             v = self.prog.outputs[k_out]
@@ -636,27 +647,12 @@ class Runner:
         ~5). Anything else returns NotImplemented and the general path runs."""
         cp = self.const_pos
         n = self.prog.n_in
-        nd = len(plan.dims)
         into = dict(in_place)
         ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k}
-        checks, call = [], ["%d" % d for d in plan.dims]
-        kept = []
-        for i in range(n):
-            x, a = orig[i], args[nd + i]
-            if i in cp:
-                kept.append((i, x))
-                ns["K%d" % i], ns["P%d" % i] = x, a
-                checks.append("x%d is not K%d" % (i, i))
-                call.append("P%d" % i)
-                continue
-            if type(x) is not np.ndarray or not x.flags.c_contiguous:
-                return None
-            checks.append("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i))
-            if a.shape == x.shape:
-                call.append("x%d" % i)
-            else:
-                ns["T%d" % i] = a.shape
-                call.append("x%d.reshape(T%d)" % (i, i))
+        ops = self._quick_operands(orig, plan, args, ns)
+        if ops is None:
+            return None
+        checks, call, kept = ops
         outs = []
         for j, k_out in enumerate(self.outs):
             i = into[j]
