@@ -229,7 +229,7 @@ class Plan:
 
     def __init__(self, prog, in_shapes):
         self.kernel = self.parallel_kernel = None
-        self.sum_why = False       # `_exact_sum_ok`, once known
+        self.sum_why = False       # `exact_sum_ok`, once known
         self.variants = {}     # (parallel, in_place) -> kernel writing results over operands
         self.requested = set()
         shapes = runtime_shapes(prog, in_shapes)
@@ -304,6 +304,8 @@ def sum_layout(prog, plan):
     k = sum(p)
     if k == 0:
         return ("full", 0)
+    if k == r:          # only unit dims reduced: each element added to 0
+        return ("cols", 0)
     if all(p[:k]) and not any(p[k:]):
         return ("rows", k)
     k = r - k
@@ -313,7 +315,7 @@ def sum_layout(prog, plan):
             "reproduces bit for bit" % (plan.dims, tuple(not f for f in p)))
 
 
-def _exact_sum_ok(prog, plan):
+def exact_sum_ok(prog, plan):
     """None when tier 1 can run this plan's sum (if any) as NumPy does, else the reason
     (kept on the plan: NDFLOW_FAST_MATH is read when a region is requested)."""
     why = plan.sum_why
@@ -937,7 +939,7 @@ class Runner:
             else:
                 cplan = last[1]
             plan, xs = cplan, compact
-        if self.red_out and _exact_sum_ok(self.prog, plan) is not None:
+        if self.red_out and exact_sum_ok(self.prog, plan) is not None:
             return NotImplemented
         par = self.parallel_ok and plan.size >= PAR_MIN
         k = plan.parallel_kernel if par else plan.kernel
@@ -1029,8 +1031,8 @@ def request(fk, sync, xs=None):
     if p is not None and (not p.ok or not pays(p.size, r.units)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
         return
-    if p is not None and _exact_sum_ok(fk.prog, p) is not None:
-        fk.tier1_unavailable = _exact_sum_ok(fk.prog, p)
+    if p is not None and exact_sum_ok(fk.prog, p) is not None:
+        fk.tier1_unavailable = exact_sum_ok(fk.prog, p)
         return
     fk.fast = r
     if xs is not None:
