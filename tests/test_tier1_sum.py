@@ -67,13 +67,15 @@ def test_pairwise_helper_is_numpys_sum(dtype):
     pw = ns["_pairwise"]
     rng = np.random.default_rng(7)
     T = np.dtype(dtype).type
+    st = (np.empty(128, np.int64), np.empty(128, np.int64), np.zeros(128, np.int8),
+          np.empty(128, dtype))
     sizes = list(range(0, 260)) + [383, 384, 385, 1000, 1031, 8191, 8192, 8193, 16385,
                                    20000, 24577, 100003]
     for n in sizes:
         for kind in KINDS:
             x = _data(rng, (n,), dtype, kind)
             with np.errstate(all="ignore"):
-                _bits_equal(T(0) + pw(x, n, T(-0.0)), np.add.reduce(x))
+                _bits_equal(T(0) + pw(x, n, T(-0.0), *st), np.add.reduce(x))
 
 
 @pytest.fixture
@@ -82,6 +84,8 @@ def tier1(monkeypatch):
     monkeypatch.setenv("NDFLOW_NUMBA", "sync")
     monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
     monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    # pairwise sums at every size (the cost model keeps large ones on NumPy's sum)
+    monkeypatch.setattr(numba_tier, "PAIRWISE_MAX", {"full": 1 << 62, "rows": 1 << 62})
     ran = []
     call = numba_tier.Runner.__call__
 
@@ -225,3 +229,27 @@ def test_a_refused_sum_is_split_off_its_region(monkeypatch):
     fk, = fusion.fused_kernels(graph)
     assert fk.tier() == 1 and not any(o.reduce for o in fk.prog.ops)
     assert any(n.prim is reduce_sum_p for n in graph.nodes)
+
+
+def test_cost_model_leaves_large_pairwise_sums_to_numpy(monkeypatch):
+    """By default a large sum over rows (or everything) is split off its region: the compiled
+    elementwise loop and NumPy's SIMD sum after it are faster (`PAIRWISE_MAX`); a sum along
+    the leading axis stays in the region."""
+    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    from ndflow.primitives.reduction import reduce_sum_p
+    rng = np.random.default_rng(4)
+    x = _data(rng, (64, 256), np.float32, "special")
+    y = _data(rng, (64, 256), np.float32, "normal")
+    for axis, whole in ((1, False), (None, False), (0, True)):
+        f = nf.function(lambda x, y, axis=axis: tnp.sum(tnp.where(x > y, x * y, y - x),
+                                                        axis=axis))
+        for _ in range(4):
+            got = f(tnp.asarray(x), tnp.asarray(y))
+        with np.errstate(all="ignore"):
+            _bits_equal(got.numpy(), np.sum(np.where(x > y, x * y, y - x), axis=axis))
+        graph = f.get_concrete_function(tnp.asarray(x), tnp.asarray(y)).graph
+        fk, = fusion.fused_kernels(graph)
+        assert fk.tier() == 1
+        assert any(o.reduce for o in fk.prog.ops) == whole, axis
+        assert any(n.prim is reduce_sum_p for n in graph.nodes) != whole, axis

@@ -315,15 +315,39 @@ def sum_layout(prog, plan):
             "reproduces bit for bit" % (plan.dims, tuple(not f for f in p)))
 
 
+# Largest region whose sum is a pairwise one ('full', 'rows') that tier 1 runs: the
+# region's compiled elementwise loop followed by NumPy's own (SIMD) sum (`fusion` splits the
+# sum off) was faster at every size measured than one loop that writes each row into a
+# buffer and sums it as NumPy does (2-core x86, float32, A/B against the split, best of 15):
+# sum(square(x - y)) 4.8 -> 5.4 us at 4096 elements, 7.3 -> 9.6 us at 16K, 336 -> 394 us at
+# 1M; sum(x * y + 1, axis=1) over rows of 256 5.1 -> 6.5 us at 4096, 410 -> 488 us at 1M.
+# So by default none (NDFLOW_NUMBA_PAIRWISE_MAX sets a limit for both); the exact kernels
+# are kept for regions where that changes (tests/test_tier1_sum.py runs them).
+# Sums along leading dims ('cols': rows added elementwise) are faster compiled at every size
+# measured from NB_MIN elements (bias gradient, 64 wide: 10.3 -> 7.0 us at 16K elements,
+# 460 -> 181 us at 1M; 128 wide: equal at 8192) but not below (32x128: 4.8 -> 5.3 us: a
+# region with a sum takes the general call path, ~3 us more than the split's quick call).
+_PW = int(os.environ.get("NDFLOW_NUMBA_PAIRWISE_MAX", 0))
+PAIRWISE_MAX = {"full": _PW, "rows": _PW}
+
+
 def exact_sum_ok(prog, plan):
-    """None when tier 1 can run this plan's sum (if any) as NumPy does, else the reason
-    (kept on the plan: NDFLOW_FAST_MATH is read when a region is requested)."""
+    """None when tier 1 runs this plan's sum (if any): in NumPy's order and, for a pairwise
+    sum, small enough to pay (PAIRWISE_MAX); else the reason. Kept on the plan
+    (NDFLOW_FAST_MATH is read when a region is requested)."""
     why = plan.sum_why
     if why is False:
         why = None
         if plan.acc_shape is not None and not _fast_math():
             lay = sum_layout(prog, plan)
-            why = lay if isinstance(lay, str) else None
+            if isinstance(lay, str):
+                why = lay
+            elif lay[0] != "cols" and plan.size > PAIRWISE_MAX[lay[0]]:
+                why = ("a pairwise sum ('%s') over %d elements: the compiled elementwise loop "
+                       "and NumPy's own sum after it are faster" % (lay[0], plan.size))
+            elif lay[0] == "cols" and plan.size < NB_MIN:
+                why = ("a sum over %d elements: the compiled elementwise loop and NumPy's own "
+                       "sum after it are faster" % plan.size)
         plan.sum_why = why
     return why
 
@@ -351,47 +375,44 @@ def _swap_inner(prog, plan):
 _PAIRWISE_SRC = '''
 @njit(error_model='numpy', nogil=True)
 def _pw_leaf(a, lo, n, mz):
+    # a view from 0 and range loops: indices LLVM sees are >= 0 (no wraparound test per
+    # load), so the 8 accumulators become one vector add
+    b = a[lo:lo + n]
     if n < 8:
         res = mz
-        for i in range(lo, lo + n):
-            res += a[i]
+        for i in range(n):
+            res += b[i]
         return res
-    r0 = a[lo]
-    r1 = a[lo + 1]
-    r2 = a[lo + 2]
-    r3 = a[lo + 3]
-    r4 = a[lo + 4]
-    r5 = a[lo + 5]
-    r6 = a[lo + 6]
-    r7 = a[lo + 7]
-    m = lo + n - n % 8
-    i = lo + 8
-    while i < m:
-        r0 += a[i]
-        r1 += a[i + 1]
-        r2 += a[i + 2]
-        r3 += a[i + 3]
-        r4 += a[i + 4]
-        r5 += a[i + 5]
-        r6 += a[i + 6]
-        r7 += a[i + 7]
-        i += 8
+    r0 = b[0]
+    r1 = b[1]
+    r2 = b[2]
+    r3 = b[3]
+    r4 = b[4]
+    r5 = b[5]
+    r6 = b[6]
+    r7 = b[7]
+    for k in range(1, n // 8):
+        i = 8 * k
+        r0 += b[i]
+        r1 += b[i + 1]
+        r2 += b[i + 2]
+        r3 += b[i + 3]
+        r4 += b[i + 4]
+        r5 += b[i + 5]
+        r6 += b[i + 6]
+        r7 += b[i + 7]
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < lo + n:
-        res += a[i]
-        i += 1
+    for i in range(n - n % 8, n):
+        res += b[i]
     return res
 
 
 @njit(error_model='numpy', nogil=True)
-def _pairwise(a, n, mz):
+def _pairwise(a, n, mz, los, ns, stage, vals):
     if n <= 128:
         return _pw_leaf(a, 0, n, mz)
-    los = np.empty(128, np.int64)
-    ns = np.empty(128, np.int64)
-    stage = np.zeros(128, np.int8)
-    vals = np.empty(128, a.dtype)
     los[0] = 0
+    stage[0] = 0
     ns[0] = n
     sp = 1
     vp = 0
@@ -479,6 +500,9 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
         # the summed values of one row (of everything, for 'full'), then NumPy's pairwise sum
         L.append(ind + "buf = np.empty(%s, %s)" % (" * ".join(["1"] + ["d%d" % k for k in
                                                                       range(first, r)]), rdt))
+        # the pairwise walk's stack, made once per call (not per row)
+        L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
+                 "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
         if full_red:
             L.append(ind + "f = 0")
     elif full_red:
@@ -518,7 +542,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
             L.append(ind + "buf[f] = %s" % sv)
             L.append(ind + "f += 1")
             if not full_red:
-                L.append("    " * (first + 1) + "acc%s += _pairwise(buf, f, %s(-0.0))"
+                L.append("    " * (first + 1) + "acc%s += _pairwise(buf, f, %s(-0.0), *pw_st)"
                          % (index(pat[-1]), rdt))
         elif full_red:
             L.append(ind + "s += %s" % sv)
@@ -526,7 +550,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
             L.append(ind + "acc%s += %s" % (index(pat[-1]), sv))
     if pairwise and full_red:
         L.append("    s = %s(0.0)" % rdt)
-        L.append("    s += _pairwise(buf, f, %s(-0.0))" % rdt)
+        L.append("    s += _pairwise(buf, f, %s(-0.0), *pw_st)" % rdt)
         L.append("    return s")
     elif full_red:
         L.append("    return s")
