@@ -8,6 +8,12 @@ helpers that keep NumPy's NaN rules (maximum/minimum propagate NaN). Functions t
 the scalar C library (sin, log2, power, ...) make a region ineligible: NumPy's SIMD loops beat
 them, so such regions stay on tier 0 (`why_not(program)` says which op).
 
+A region may end in a float sum. Without NDFLOW_FAST_MATH it is added in NumPy's own order
+(`sum_layout`: NumPy's pairwise sum along trailing dims, row after row along leading dims;
+other layouts stay on tier 0), with no reassociation, so its bits are NumPy's; the cost
+model (`exact_sum_ok`) keeps only the sums that are faster compiled (along leading dims: the
+bias gradient), and `fusion` splits the others off the region.
+
 Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
 vectorizes. A kernel is specialised to that broadcast pattern; patterns and programs are the
