@@ -412,7 +412,7 @@ def numba_sync(monkeypatch):
 def test_numba_tier_is_bit_exact_by_default(monkeypatch, dtype):
     """Without NDFLOW_FAST_MATH, tier 1 runs only what it computes as NumPy does, bit for bit
     (no FMA contraction; maximum/minimum of -0.0 and +0.0 give the second, as NumPy); regions
-    with transcendental math or sums stay with NumPy's loops (tier 0)."""
+    with transcendental math stay with NumPy's loops (tier 0); sums, test_tier1_sum.py."""
     from ndflow.graph.kernels import numba_tier
     monkeypatch.setenv("NDFLOW_NUMBA", "sync")
     monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)

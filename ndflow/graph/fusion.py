@@ -253,10 +253,11 @@ def elementwise_fusion(g):
 
 def _split_inexact_reductions(g, groups):
     """Regions ending in a reduction that the compiled tier would run but for the reduction
-    (by default tier 1 does not sum: its loop order is not NumPy's pairwise sum, bit for bit)
-    leave the reduction out: one compiled loop for the elementwise part, NumPy's own sum
-    after it, instead of the whole region on tier 0, where each select is a masked copy (the
-    relu gradient of an MLP layer: ~170 us at 512x64 on tier 0, ~25 us split)."""
+    (by default tier 1 sums only in the layouts where it reproduces NumPy's order bit for
+    bit, `numba_tier.sum_layout`) leave the reduction out: one compiled loop for the
+    elementwise part, NumPy's own sum after it, instead of the whole region on tier 0, where
+    each select is a masked copy (the relu gradient of an MLP layer: ~170 us at 512x64 on
+    tier 0, ~25 us split)."""
     from .kernels import numba_mode, numba_available, fast_math
     if fast_math() or numba_mode() == "off" or not any(
             _is_reduction(g.nodes[m[-1]]) for m in groups.values()):
@@ -269,6 +270,9 @@ def _split_inexact_reductions(g, groups):
         last = g.nodes[m[-1]]
         if len(m) >= 3 and _is_reduction(last) and \
                 not any(_is_reduction(g.nodes[i]) for i in m[:-1]):
+            if _whole_region_on_tier1(g, m, numba_tier):
+                out[r] = m
+                continue
             rest = m[:-1]
             used = {last.inputs[0].id}
             for i in rest:
@@ -282,6 +286,24 @@ def _split_inexact_reductions(g, groups):
                 m = rest
         out[r] = m
     return out
+
+
+def _whole_region_on_tier1(g, m, numba_tier):
+    """Whether tier 1 runs the region `m` reduction included (static shapes, a sum in a
+    layout whose order it reproduces, large enough to pay)."""
+    used = {g.nodes[i].outputs[0].id for i in m}
+    try:
+        prog, _, _ = program_from_nodes([g.nodes[i] for i in m], used)
+    except FusionError:
+        return False
+    if not prog.static or numba_tier.why_not(prog) is not None:
+        return False
+    try:
+        plan = numba_tier.Plan(prog, [s for s, _ in prog.ins])
+    except ValueError:
+        return False
+    return plan.ok and numba_tier.pays(plan.size, numba_tier.cost_units(prog)) and \
+        numba_tier.exact_sum_ok(prog, plan) is None
 
 
 def _outer(node):

@@ -8,6 +8,12 @@ helpers that keep NumPy's NaN rules (maximum/minimum propagate NaN). Functions t
 the scalar C library (sin, log2, power, ...) make a region ineligible: NumPy's SIMD loops beat
 them, so such regions stay on tier 0 (`why_not(program)` says which op).
 
+A region may end in a float sum. Without NDFLOW_FAST_MATH it is added in NumPy's own order
+(`sum_layout`: NumPy's pairwise sum along trailing dims, row after row along leading dims;
+other layouts stay on tier 0), with no reassociation, so its bits are NumPy's; the cost
+model (`exact_sum_ok`) keeps only the sums that are faster compiled (along leading dims: the
+bias gradient), and `fusion` splits the others off the region.
+
 Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
 vectorizes. A kernel is specialised to that broadcast pattern; patterns and programs are the
@@ -181,9 +187,10 @@ def _body(prog, in_names):
             from ...primitives.reduction import reduce_sum_p
             if o.prim is not reduce_sum_p or o.dtype not in _FLOATS:
                 raise _Ineligible("reduction '%s' on %s" % (o.prim.name, o.dtype))
-            if not _fast_math():
-                raise _Ineligible("a sum in loop order is not NumPy's pairwise sum bit for bit "
-                                  "(NDFLOW_FAST_MATH=1 allows it)")
+            if prog.value_dtype(o.args[0]) != o.dtype:
+                raise _Ineligible("a sum in %s of %s values" % (o.dtype,
+                                                                prog.value_dtype(o.args[0])))
+            # exact mode: NumPy's order is reproduced for the layouts `sum_layout` names
             names.append(None)
             continue
         args = [names[a] for a in o.args]
@@ -224,10 +231,11 @@ class Plan:
     """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
     __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
                  "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable",
-                 "variants", "full")
+                 "variants", "full", "sum_why")
 
     def __init__(self, prog, in_shapes):
         self.kernel = self.parallel_kernel = None
+        self.sum_why = False       # `exact_sum_ok`, once known
         self.variants = {}     # (parallel, in_place) -> kernel writing results over operands
         self.requested = set()
         shapes = runtime_shapes(prog, in_shapes)
@@ -278,6 +286,78 @@ class Plan:
         return self.acc_shape is not None and not any(self.pattern[-1])
 
 
+def sum_layout(prog, plan):
+    """How NumPy's `add.reduce` orders the region's sum for this plan, as (kind, k), or a
+    reason string when the order is not one this tier reproduces. The summed value is an
+    elementwise result (tier 0 reduces a C-ordered temporary) or an operand that spans every
+    dim; NumPy's iterator drops unit dims and merges the others as `Plan` does (fuzzed bit
+    for bit against NumPy 2.4, tests/test_tier1_sum.py), so in collapsed dims:
+    - 'full' (every dim reduced): one pairwise sum over the elements in C order, added to 0;
+    - 'rows' (the last r - k dims reduced, the first k kept): per kept index, a pairwise sum
+      of its row in C order, added to 0;
+    - 'cols' (the first k dims reduced, the rest kept): 0, then each reduced slice added
+      elementwise in C order (the reduce loop's output does not stay put, so no pairwise).
+    A sum over the middle or alternating dims (NumPy's order mixes the two) is refused."""
+    red = [o for o in prog.ops if o.reduce]
+    if not red:
+        return None
+    src = red[0].args[0]
+    pat = plan.pattern
+    if src < prog.n_in and not all(pat[src]):
+        return "a sum of a broadcast operand (NumPy reduces it through its strides)"
+    p = pat[-1]
+    r = len(p)
+    k = sum(p)
+    if k == 0:
+        return ("full", 0)
+    if k == r:          # only unit dims reduced: each element added to 0
+        return ("cols", 0)
+    if all(p[:k]) and not any(p[k:]):
+        return ("rows", k)
+    k = r - k
+    if not any(p[:k]) and all(p[k:]):
+        return ("cols", k)
+    return ("a sum over collapsed dims %s (reduced: %s) is not in an order this tier "
+            "reproduces bit for bit" % (plan.dims, tuple(not f for f in p)))
+
+
+# Largest region whose sum is a pairwise one ('full', 'rows') that tier 1 runs: the
+# region's compiled elementwise loop followed by NumPy's own (SIMD) sum (`fusion` splits the
+# sum off) was faster at every size measured than one loop that writes each row into a
+# buffer and sums it as NumPy does (2-core x86, float32, A/B against the split, best of 15):
+# sum(square(x - y)) 4.8 -> 5.4 us at 4096 elements, 7.3 -> 9.6 us at 16K, 336 -> 394 us at
+# 1M; sum(x * y + 1, axis=1) over rows of 256 5.1 -> 6.5 us at 4096, 410 -> 488 us at 1M.
+# So by default none (NDFLOW_NUMBA_PAIRWISE_MAX sets a limit for both); the exact kernels
+# are kept for regions where that changes (tests/test_tier1_sum.py runs them).
+# Sums along leading dims ('cols': rows added elementwise) are faster compiled at every size
+# measured from NB_MIN elements (bias gradient, 64 wide: 10.3 -> 7.0 us at 16K elements,
+# 460 -> 181 us at 1M; 128 wide: equal at 8192) but not below (32x128: 4.8 -> 5.3 us: a
+# region with a sum takes the general call path, ~3 us more than the split's quick call).
+_PW = int(os.environ.get("NDFLOW_NUMBA_PAIRWISE_MAX", 0))
+PAIRWISE_MAX = {"full": _PW, "rows": _PW}
+
+
+def exact_sum_ok(prog, plan):
+    """None when tier 1 runs this plan's sum (if any): in NumPy's order and, for a pairwise
+    sum, small enough to pay (PAIRWISE_MAX); else the reason. Kept on the plan
+    (NDFLOW_FAST_MATH is read when a region is requested)."""
+    why = plan.sum_why
+    if why is False:
+        why = None
+        if plan.acc_shape is not None and not _fast_math():
+            lay = sum_layout(prog, plan)
+            if isinstance(lay, str):
+                why = lay
+            elif lay[0] != "cols" and plan.size > PAIRWISE_MAX[lay[0]]:
+                why = ("a pairwise sum ('%s') over %d elements: the compiled elementwise loop "
+                       "and NumPy's own sum after it are faster" % (lay[0], plan.size))
+            elif lay[0] == "cols" and plan.size < NB_MIN:
+                why = ("a sum over %d elements: the compiled elementwise loop and NumPy's own "
+                       "sum after it are faster" % plan.size)
+        plan.sum_why = why
+    return why
+
+
 # a last collapsed dim this short, after one at least SHORT_OUTER long, runs as the outer of
 # the two loops: an inner loop of a few iterations cannot be vectorized (a per-example outer
 # product (B, m, 1) * (B, 1, 2) ran at ~0.7 ns per element, 0.25 with the loops swapped)
@@ -294,6 +374,84 @@ def _swap_inner(prog, plan):
         not any(o.reduce for o in prog.ops)
 
 
+# NumPy's pairwise sum (loops_utils.h.src, `pairwise_sum`) over a[0:n]: blocks of up to 128
+# summed with 8 accumulators, longer runs split at half rounded down to a multiple of 8; the
+# recursion is walked with an explicit stack (at most ~2 log2(n) entries). `mz` is -0.0 of
+# the dtype: a block of fewer than 8 starts from it, as NumPy's does.
+_PAIRWISE_SRC = '''
+@njit(error_model='numpy', nogil=True)
+def _pw_leaf(a, lo, n, mz):
+    # a view from 0 and range loops: indices LLVM sees are >= 0 (no wraparound test per
+    # load), so the 8 accumulators become one vector add
+    b = a[lo:lo + n]
+    if n < 8:
+        res = mz
+        for i in range(n):
+            res += b[i]
+        return res
+    r0 = b[0]
+    r1 = b[1]
+    r2 = b[2]
+    r3 = b[3]
+    r4 = b[4]
+    r5 = b[5]
+    r6 = b[6]
+    r7 = b[7]
+    for k in range(1, n // 8):
+        i = 8 * k
+        r0 += b[i]
+        r1 += b[i + 1]
+        r2 += b[i + 2]
+        r3 += b[i + 3]
+        r4 += b[i + 4]
+        r5 += b[i + 5]
+        r6 += b[i + 6]
+        r7 += b[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(n - n % 8, n):
+        res += b[i]
+    return res
+
+
+@njit(error_model='numpy', nogil=True)
+def _pairwise(a, n, mz, los, ns, stage, vals):
+    if n <= 128:
+        return _pw_leaf(a, 0, n, mz)
+    los[0] = 0
+    stage[0] = 0
+    ns[0] = n
+    sp = 1
+    vp = 0
+    while sp > 0:
+        t = sp - 1
+        m = ns[t]
+        if m <= 128:
+            vals[vp] = _pw_leaf(a, los[t], m, mz)
+            vp += 1
+            sp -= 1
+            continue
+        h = m // 2
+        h -= h % 8
+        if stage[t] == 0:
+            stage[t] = 1
+            los[sp] = los[t]
+            ns[sp] = h
+            stage[sp] = 0
+            sp += 1
+        elif stage[t] == 1:
+            stage[t] = 2
+            los[sp] = los[t] + h
+            ns[sp] = m - h
+            stage[sp] = 0
+            sp += 1
+        else:
+            vals[vp - 2] = vals[vp - 2] + vals[vp - 1]
+            vp -= 1
+            sp -= 1
+    return vals[0]
+'''
+
+
 def _kernel_source(prog, plan, parallel, name, in_place=()):
     """`in_place`: pairs (j, i): the j-th elementwise result is written into operand i (its
     buffer was donated and it is that operand). The kernel then stores through the operand's
@@ -308,6 +466,14 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     outs = [v for v in prog.outputs if not prog.ops[v - n].reduce]
     red = [j for j, o in enumerate(prog.ops) if o.reduce]
     full_red = plan.full_reduce()
+    # exact sums (no fast math): NumPy's order, `sum_layout`; 'cols' is the loop order itself
+    lay = None
+    if red and not _fast_math():
+        lay = sum_layout(prog, plan)
+        if isinstance(lay, str):
+            raise _Ineligible(lay)
+        parallel = False        # one row buffer; and 'cols' sums along the outer loop anyway
+    pairwise = lay is not None and lay[0] != "cols"
 
     def index(p):
         if not any(p):
@@ -325,6 +491,10 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
          "from ndflow.graph.kernels.numba_tier import helpers as _helpers", "_h = _helpers()"]
     L += ["%s = _h[%r]" % (u, u) for u in used]
     L.append("")
+    if pairwise:
+        L.append(_PAIRWISE_SRC)
+        rdt = _typename(prog.ops[red[0]].dtype)
+        first = lay[1] if lay[0] == "rows" else 0
     # the outermost loop is split between threads unless it runs along a reduced axis
     outer_red = red and not full_red and not pat[-1][0]
     parallel = parallel and not outer_red
@@ -332,7 +502,16 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
              % (parallel, FASTMATH if _fast_math() else set()))
     L.append("def %s(%s):" % (name, ", ".join(params)))
     ind = "    "
-    if full_red:
+    if pairwise:
+        # the summed values of one row (of everything, for 'full'), then NumPy's pairwise sum
+        L.append(ind + "buf = np.empty(%s, %s)" % (" * ".join(["1"] + ["d%d" % k for k in
+                                                                      range(first, r)]), rdt))
+        # the pairwise walk's stack, made once per call (not per row)
+        L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
+                 "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
+        if full_red:
+            L.append(ind + "f = 0")
+    elif full_red:
         L.append(ind + "s = 0.0")
     order = list(range(r))
     if _swap_inner(prog, plan):
@@ -348,6 +527,8 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
         if k == inner:
             for i in hoist:
                 L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+        if pairwise and not full_red and k == first:
+            L.append(ind + "f = 0")
         rng = "prange" if (k == 0 and parallel) else "range"
         L.append(ind + "for %s in %s(d%d):" % (idx[k], rng, k))
         ind += "    "
@@ -363,11 +544,21 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     if red:
         src = prog.ops[red[0]].args[0]
         sv = ("a%d" % src) if src < n else ("t%d" % (src - n))
-        if full_red:
+        if pairwise:
+            L.append(ind + "buf[f] = %s" % sv)
+            L.append(ind + "f += 1")
+            if not full_red:
+                L.append("    " * (first + 1) + "acc%s += _pairwise(buf, f, %s(-0.0), *pw_st)"
+                         % (index(pat[-1]), rdt))
+        elif full_red:
             L.append(ind + "s += %s" % sv)
         else:
             L.append(ind + "acc%s += %s" % (index(pat[-1]), sv))
-    if full_red:
+    if pairwise and full_red:
+        L.append("    s = %s(0.0)" % rdt)
+        L.append("    s += _pairwise(buf, f, %s(-0.0), *pw_st)" % rdt)
+        L.append("    return s")
+    elif full_red:
         L.append("    return s")
     else:
         L.append("    return 0")
@@ -542,6 +733,8 @@ class Runner:
         red = [o for o in self.prog.ops if o.reduce]
         self.red_dtype = red[0].dtype if red else None
         self.red_keep = red[0].params["keepdims"] if red else None
+        if red and not _fast_math():
+            self.parallel_ok = False       # an exact sum runs on one thread (`_kernel_source`)
         self.units = cost_units(self.prog)
         # operand position -> (the broadcast array seen there last, its shape, its compacted
         # view): a folded constant is the same object at every call, compacted once
@@ -772,6 +965,8 @@ class Runner:
             else:
                 cplan = last[1]
             plan, xs = cplan, compact
+        if self.red_out and exact_sum_ok(self.prog, plan) is not None:
+            return NotImplemented
         par = self.parallel_ok and plan.size >= PAR_MIN
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
@@ -861,6 +1056,9 @@ def request(fk, sync, xs=None):
     p = r.static_plan
     if p is not None and (not p.ok or not pays(p.size, r.units)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
+        return
+    if p is not None and exact_sum_ok(fk.prog, p) is not None:
+        fk.tier1_unavailable = exact_sum_ok(fk.prog, p)
         return
     fk.fast = r
     if xs is not None:
