@@ -92,7 +92,7 @@ def test_minmax_ties_and_relu(prim):
 def test_keep_where_is_select_bits():
     rng = np.random.default_rng(0)
     for dtype in (np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16, np.bool_):
-        for n in (3, 4096, 70001, (300, 300)):
+        for n in (3, 1023, 1024, 4096, (64, 512), 70001, (300, 300)):
             v = _data(n, np.float64, 4)
             with np.errstate(all="ignore"):
                 v = (v * 100).astype(dtype) if dtype is not np.bool_ else v > 0
