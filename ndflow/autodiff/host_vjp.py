@@ -43,6 +43,8 @@ def unbroadcast(v, shape):
     if lead:
         v = _sum(v, axes=tuple(range(lead)), keepdims=False)
         cs = v.shape
+        if cs == shape:
+            return v
     ones = tuple(i for i, d in enumerate(shape) if d == 1 and cs[i] != 1)
     if ones:
         v = _sum(v, axes=ones, keepdims=True)
@@ -87,7 +89,7 @@ def keep_where(c, v):
             else:
                 # the mask cast to the integer type first: a plain cast and a one-type
                 # multiply cost less than the multiply's mixed-type loop (~15% at 32K)
-                np.copyto(o, c)
+                o[...] = c                   # (np.copyto: the same, behind a Python frame)
                 np.multiply(o, v.view(it), out=o)
             return out
         if it is not None and c.flags.c_contiguous and v.flags.c_contiguous:

@@ -882,6 +882,11 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                     or a1._dev is not None:
                 return i
             needs = (a0._tid in conn, a1._tid in conn)          # (tid 0 is never in conn)
+        elif len(args) == 1:
+            a0 = args[0]
+            if a0._t is not None or a0._dev is not None:
+                return i
+            needs = (a0._tid in conn,)
         else:
             for a in args:
                 if a._t is not None or a._dev is not None:
