@@ -380,3 +380,32 @@ def test_ufunc_lane_binds_the_primitive_as_its_function_does(monkeypatch):
                 m.setattr(getattr(tnp, name), "_prim", None)
             want = run()
     assert [_bits(g.numpy()) for g in got] == [_bits(g.numpy()) for g in want]
+
+
+def test_square_lane_is_bind_of_multiply(monkeypatch):
+    # square's tape lane binds mul(x, x) itself: the same values, dtypes and gradients as
+    # through `bind` (promoted dtypes included: bool squares as int8 in NumPy)
+    from ndflow.core.primitive import bind
+
+    def run(a):
+        x = tnp.asarray(a)
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.square(x)
+        g = t.gradient(y, x) if a.dtype.kind == "f" else None
+        return y, g
+
+    for dt in (np.bool_, np.int8, np.uint16, np.float16, np.float32, np.float64):
+        a = _data((9, 4), np.float64, 11)
+        with np.errstate(all="ignore"):
+            a = (a * 50).astype(dt) if dt is not np.bool_ else a > 0
+            y, g = run(a)
+            want = np.square(a)
+            assert y.dtype == want.dtype and _bits(y.numpy()) == _bits(want)
+            with monkeypatch.context() as m:
+                m.setattr(tnp.square, "_fn", lambda x: bind(E.mul_p, x, x))
+                y2, g2 = run(a)
+        assert _bits(y2.numpy()) == _bits(y.numpy())
+        assert (g is None) == (g2 is None)
+        if g is not None:
+            assert _bits(g.numpy()) == _bits(g2.numpy())
