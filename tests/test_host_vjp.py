@@ -409,3 +409,22 @@ def test_square_lane_is_bind_of_multiply(monkeypatch):
         assert (g is None) == (g2 is None)
         if g is not None:
             assert _bits(g.numpy()) == _bits(g2.numpy())
+
+
+def test_lane_dtype_memo_follows_each_dtype():
+    # the lane remembers the last dtype NumPy's loop takes as it is: calls alternating with
+    # dtypes it does not take (promoted, bfloat16) still promote, as NumPy does
+    from ndflow.core.dtypes import BFLOAT16
+    a = _data((5, 3), np.float64, 12)
+    for fn, np_fn in ((tnp.add, np.add), (tnp.exp, np.exp), (tnp.matmul, np.matmul)):
+        for dt in (np.float32, np.int8, np.float32, np.bool_, np.float16, BFLOAT16, np.float32):
+            with np.errstate(all="ignore"):
+                v = (a * 10).astype(dt) if dt is not np.bool_ else a > 0
+                w = v.T if fn is tnp.matmul else v
+                x, y = tnp.asarray(v), tnp.asarray(w)
+                with nf.GradientTape() as t:
+                    t.watch([x, y])
+                    r = fn(x, y) if np_fn.nin == 2 else fn(x)
+                want = np_fn(v, w) if np_fn.nin == 2 else np_fn(v)
+            assert r.dtype == want.dtype, (fn, dt)
+            assert _bits(r.numpy()) == _bits(want), (fn, dt)
