@@ -517,6 +517,17 @@ class _Binary(ufunc):
                     return self._fn(x1, x2) if p is None else \
                         bind_taped(p, (x1, x2), {}, lane)
             elif (t is float or t is int) and same_loop(self._np, d, t):
+                if t is float or d.kind not in "iu":
+                    # (_scalar, inlined where no range check applies; the lane runs on the
+                    # default device)
+                    s = _new(ndarray)
+                    s._v = np.asarray(x2, d)
+                    s._t = None
+                    s._dev = None
+                    s._tid = 0
+                    p = self._prim
+                    return self._fn(x1, s) if p is None else \
+                        bind_taped(p, (x1, s), {}, lane)
                 try:
                     s = _scalar(x2, d)
                 except OverflowError:
