@@ -87,6 +87,14 @@ def test_minmax_ties_and_relu(prim):
         x = np.abs(_data((128, 64), dtype, 3, special=False)) + 1   # relu: no ties
         _check(prim, ct, (x - 1.5, np.asarray(0, dtype)), {}, (True, False))
         _check(prim, ct, (x, x), {}, (True, True))                   # all ties
+        for k in (0, 128 * 64 - 1):                                   # one tie, first or last
+            y = x - 1.5
+            y.reshape(-1)[k] = 0
+            _check(prim, ct, (y, np.asarray(0, dtype)), {}, (True, False))
+        for shape in ((0, 3), ()):                                    # empty, 0-d
+            for v in (0, 2):
+                _check(prim, _data(shape, dtype, 4),
+                       (np.full(shape, v, dtype), np.asarray(0, dtype)), {}, (True, True))
 
 
 def test_keep_where_is_select_bits():

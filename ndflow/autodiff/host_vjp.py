@@ -29,7 +29,6 @@ _matmul = L.matmul_p.impl
 _select = E.select_p.impl
 _zeros_like = E.zeros_like_p.impl
 _ndarray = np.ndarray
-_any = np.logical_or.reduce     # (eq.any() on a bool array, without its Python wrapper)
 _generic = np.generic
 _BF16 = None
 
@@ -165,7 +164,9 @@ def _minmax(pick):
         xs = pick(x, y)
         eq = np.equal(x, y)
         gx = gy = None
-        if type(eq) is _ndarray and not _any(eq, axis=None):
+        # (any tie: a bool argmax is a search for the first True, cheaper than any()'s
+        # reduction; an empty comparison has no tie)
+        if type(eq) is _ndarray and not (eq.size and eq.item(eq.argmax())):
             if needs[0]:
                 gx = keep_where(xs, ct)
                 if gx.shape != x.shape:
