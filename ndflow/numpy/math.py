@@ -259,10 +259,12 @@ isinf = _unary(np.isinf, E.isinf_p)
 isfinite = _unary(np.isfinite, E.isfinite_p)
 signbit = _unary(np.signbit, E.signbit_p)
 spacing = _unary(np.spacing, X.spacing_p)
+
+
 def _square(x):
     if type(x) is ndarray and x._dev is None and (lane := STATE.lane) is not None:
-        # eager under tapes (the ufunc's lane has checked the dtype): bind's tape lane
-        # without its dispatch
+        # eager under tapes, on operands as NumPy's loop takes them (the ufunc's lane checked
+        # the dtype, or `_apply` converted them): bind's tape lane without its dispatch
         return bind_taped(E.mul_p, (x, x), {}, lane)
     return bind(E.mul_p, x, x)
 
