@@ -87,12 +87,20 @@ def test_minmax_ties_and_relu(prim):
         x = np.abs(_data((128, 64), dtype, 3, special=False)) + 1   # relu: no ties
         _check(prim, ct, (x - 1.5, np.asarray(0, dtype)), {}, (True, False))
         _check(prim, ct, (x, x), {}, (True, True))                   # all ties
+        for k in (0, 128 * 64 - 1):                                   # one tie, first or last
+            y = x - 1.5
+            y.reshape(-1)[k] = 0
+            _check(prim, ct, (y, np.asarray(0, dtype)), {}, (True, False))
+        for shape in ((0, 3), ()):                                    # empty, 0-d
+            for v in (0, 2):
+                _check(prim, _data(shape, dtype, 4),
+                       (np.full(shape, v, dtype), np.asarray(0, dtype)), {}, (True, True))
 
 
 def test_keep_where_is_select_bits():
     rng = np.random.default_rng(0)
     for dtype in (np.float16, np.float32, np.float64, np.int8, np.int64, np.uint16, np.bool_):
-        for n in (3, 4096, 70001, (300, 300)):
+        for n in (3, 1023, 1024, 4096, (64, 512), 70001, (300, 300)):
             v = _data(n, np.float64, 4)
             with np.errstate(all="ignore"):
                 v = (v * 100).astype(dtype) if dtype is not np.bool_ else v > 0
@@ -380,3 +388,51 @@ def test_ufunc_lane_binds_the_primitive_as_its_function_does(monkeypatch):
                 m.setattr(getattr(tnp, name), "_prim", None)
             want = run()
     assert [_bits(g.numpy()) for g in got] == [_bits(g.numpy()) for g in want]
+
+
+def test_square_lane_is_bind_of_multiply(monkeypatch):
+    # square's tape lane binds mul(x, x) itself: the same values, dtypes and gradients as
+    # through `bind` (promoted dtypes included: bool squares as int8 in NumPy)
+    from ndflow.core.primitive import bind
+
+    def run(a):
+        x = tnp.asarray(a)
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.square(x)
+        g = t.gradient(y, x) if a.dtype.kind == "f" else None
+        return y, g
+
+    for dt in (np.bool_, np.int8, np.uint16, np.float16, np.float32, np.float64):
+        a = _data((9, 4), np.float64, 11)
+        with np.errstate(all="ignore"):
+            a = (a * 50).astype(dt) if dt is not np.bool_ else a > 0
+            y, g = run(a)
+            want = np.square(a)
+            assert y.dtype == want.dtype and _bits(y.numpy()) == _bits(want)
+            with monkeypatch.context() as m:
+                m.setattr(tnp.square, "_fn", lambda x: bind(E.mul_p, x, x))
+                y2, g2 = run(a)
+        assert _bits(y2.numpy()) == _bits(y.numpy())
+        assert (g is None) == (g2 is None)
+        if g is not None:
+            assert _bits(g.numpy()) == _bits(g2.numpy())
+
+
+def test_lane_dtype_memo_follows_each_dtype():
+    # the lane remembers the last dtype NumPy's loop takes as it is: calls alternating with
+    # dtypes it does not take (promoted, bfloat16) still promote, as NumPy does
+    from ndflow.core.dtypes import BFLOAT16
+    a = _data((5, 3), np.float64, 12)
+    for fn, np_fn in ((tnp.add, np.add), (tnp.exp, np.exp), (tnp.matmul, np.matmul)):
+        for dt in (np.float32, np.int8, np.float32, np.bool_, np.float16, BFLOAT16, np.float32):
+            with np.errstate(all="ignore"):
+                v = (a * 10).astype(dt) if dt is not np.bool_ else a > 0
+                w = v.T if fn is tnp.matmul else v
+                x, y = tnp.asarray(v), tnp.asarray(w)
+                with nf.GradientTape() as t:
+                    t.watch([x, y])
+                    r = fn(x, y) if np_fn.nin == 2 else fn(x)
+                want = np_fn(v, w) if np_fn.nin == 2 else np_fn(v)
+            assert r.dtype == want.dtype, (fn, dt)
+            assert _bits(r.numpy()) == _bits(want), (fn, dt)

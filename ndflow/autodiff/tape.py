@@ -141,11 +141,16 @@ class GradientTape:
 
     # ------------------------------------------------------------------ recording
     def __enter__(self):
-        self._push()
+        # (_push, inlined: a tape per training step)
+        if self._recording:
+            self._push()                  # (its error)
+        STATE.push_tape(self)
+        self._recording = True
         return self
 
     def __exit__(self, *exc):
-        self._pop()
+        STATE.pop_tape(self)              # (_pop, inlined)
+        self._recording = False
         return False
 
     def _push(self):
@@ -554,7 +559,7 @@ class GradientTape:
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients,
                   consume=False):
-        tnp = _tnp()
+        tnp = _TNP or _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         targets = [target] if type(target) is ndarray else tree.flatten(target)
@@ -621,7 +626,7 @@ class GradientTape:
                 # (_source_tid, inlined: a source the tape saw is named by its first tid)
                 tid = 0
                 if isinstance(s, ndarray) and s._tid:
-                    e = objs.get(id(s))
+                    e = objs.get(id(s)) if objs else None
                     tid = e[1] if e is not None and e[0]() is s else s._tid
                 src_tids.append(tid)
                 if tid:
@@ -882,6 +887,11 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                     or a1._dev is not None:
                 return i
             needs = (a0._tid in conn, a1._tid in conn)          # (tid 0 is never in conn)
+        elif len(args) == 1:
+            a0 = args[0]
+            if a0._t is not None or a0._dev is not None:
+                return i
+            needs = (a0._tid in conn,)
         else:
             for a in args:
                 if a._t is not None or a._dev is not None:

@@ -175,7 +175,9 @@ def bind_taped(prim, args, params, tapes):
     array on the default device): the kernel, then the tapes record (the NumPy layer's lanes
     call it)."""
     if params:
-        out = prim.impl(*[a._v for a in args], **params)
+        # (one operand: the reductions; without the list's frame)
+        out = prim.impl(args[0]._v, **params) if len(args) == 1 else \
+            prim.impl(*[a._v for a in args], **params)
     elif len(args) == 2:
         out = prim.impl(args[0]._v, args[1]._v)
     else:

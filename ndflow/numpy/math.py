@@ -259,7 +259,17 @@ isinf = _unary(np.isinf, E.isinf_p)
 isfinite = _unary(np.isfinite, E.isfinite_p)
 signbit = _unary(np.signbit, E.signbit_p)
 spacing = _unary(np.spacing, X.spacing_p)
-square = make_ufunc(np.square, lambda x: bind(E.mul_p, x, x))
+
+
+def _square(x):
+    if type(x) is ndarray and x._dev is None and (lane := STATE.lane) is not None:
+        # eager under tapes, on operands as NumPy's loop takes them (the ufunc's lane checked
+        # the dtype, or `_apply` converted them): bind's tape lane without its dispatch
+        return bind_taped(E.mul_p, (x, x), {}, lane)
+    return bind(E.mul_p, x, x)
+
+
+square = make_ufunc(np.square, _square)
 
 
 def _scale(k):
@@ -409,13 +419,18 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 
 
 # ------------------------------------------------------------------ generalized ufuncs
+_MM_LANE = [None]     # the last dtype same_loop(np.matmul, .) accepted (see ufunc._lane)
+
+
 def _matmul(x1, x2, /, out=None, **kwargs):
     if (out is None and not kwargs and type(x1) is ndarray and type(x2) is ndarray
             and x1._dev is None and x2._dev is None and (lane := STATE.lane) is not None):
         # eager under tapes: the composition (linalg_ops.matmul) with operands NumPy's loop
         # takes as they are is the primitive itself
         d = x1._v.dtype
-        if (x2._v.dtype is d or x2._v.dtype == d) and same_loop(np.matmul, d):
+        if (x2._v.dtype is d or x2._v.dtype == d) and (
+                d is _MM_LANE[0] or same_loop(np.matmul, d)):
+            _MM_LANE[0] = d
             return bind_taped(L.matmul_p, (x1, x2), {}, lane)
     from .linalg_ops import matmul as _mm
     # (no out=None keyword: a call without keywords is the composite's cheapest)

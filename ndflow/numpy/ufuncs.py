@@ -55,8 +55,8 @@ def _dtype_name(d):
 class ufunc:
     """A NumPy universal function on ndflow arrays (differentiable, traceable, vectorizable)."""
     __slots__ = ("__name__", "__qualname__", "_np", "_fn", "_prim", "_reduce", "_accumulate",
-                 "nin", "nout", "nargs", "identity", "signature", "_reorderable", "__dict__",
-                 "__weakref__")
+                 "nin", "nout", "nargs", "identity", "signature", "_reorderable", "_lane",
+                 "__dict__", "__weakref__")
 
     def __init__(self, np_ufunc, fn, *, name=None, doc=None, reduce=None, accumulate=None,
                  prim=None):
@@ -65,6 +65,9 @@ class ufunc:
         # `fn` is `bind(prim, *operands)` (None: something else): the tape lane binds it
         # without the two calls in between
         self._prim = prim
+        # the last dtype `same_loop` accepted for the tape lane (with an array partner): the
+        # answer depends on the ufunc and the dtype alone, so the lane asks once per dtype run
+        self._lane = None
         self._reduce = reduce            # (x, axes, keepdims) -> reduction, when specialized
         self._accumulate = accumulate    # (x, axis) -> scan, when specialized
         self.__name__ = self.__qualname__ = name or np_ufunc.__name__
@@ -476,7 +479,9 @@ class _Unary(ufunc):
         elif (not kwargs and not args and type(x) is ndarray and x._dev is None
               and (lane := STATE.lane) is not None):
             # eager under tapes: `_apply` with operands NumPy's loop takes as they are
-            if same_loop(self._np, x._v.dtype):
+            d = x._v.dtype
+            if d is self._lane or same_loop(self._np, d):
+                self._lane = d
                 p = self._prim
                 return self._fn(x) if p is None else bind_taped(p, (x,), {}, lane)
         return self._apply((x,), *_call_options(self, args, kwargs))
@@ -506,11 +511,23 @@ class _Binary(ufunc):
             t = type(x2)
             if t is ndarray:
                 if x2._dev is None and (x2._v.dtype is d or x2._v.dtype == d) \
-                        and same_loop(self._np, d):
+                        and (d is self._lane or same_loop(self._np, d)):
+                    self._lane = d
                     p = self._prim
                     return self._fn(x1, x2) if p is None else \
                         bind_taped(p, (x1, x2), {}, lane)
             elif (t is float or t is int) and same_loop(self._np, d, t):
+                if t is float or d.kind not in "iu":
+                    # (_scalar, inlined where no range check applies; the lane runs on the
+                    # default device)
+                    s = _new(ndarray)
+                    s._v = np.asarray(x2, d)
+                    s._t = None
+                    s._dev = None
+                    s._tid = 0
+                    p = self._prim
+                    return self._fn(x1, s) if p is None else \
+                        bind_taped(p, (x1, s), {}, lane)
                 try:
                     s = _scalar(x2, d)
                 except OverflowError:
