@@ -43,6 +43,7 @@ too).
 """
 import _thread     # threading.RLock() is _thread.RLock() (threading itself is not imported)
 import weakref
+from weakref import ref as _ref
 
 import numpy as np
 
@@ -94,21 +95,23 @@ def alias(x):
     return a
 
 
+# hold/release run once per training step, so they take no lock and build no closure: one
+# dict store or pop is atomic, and protect() works on a snapshot of HOLDERS taken under LOCK
+# (a tape starting to hold while another thread writes is a race NumPy has too; see above).
 def hold(tape):
-    with LOCK:
-        HOLDERS[id(tape)] = weakref.ref(tape, _dropped(id(tape)))
+    HOLDERS[id(tape)] = _ref(tape, _dropped)
 
 
 def release(tape):
-    with LOCK:
-        HOLDERS.pop(id(tape), None)
+    HOLDERS.pop(id(tape), None)
 
 
-def _dropped(key):
-    def cb(_):
-        with LOCK:
-            HOLDERS.pop(key, None)
-    return cb
+def _dropped(ref):
+    # a tape collected while holding handles: drop its entry (found by its weakref, so an id
+    # reused by a newer tape keeps that tape's entry)
+    for k, r in tuple(HOLDERS.items()):
+        if r is ref:
+            HOLDERS.pop(k, None)
 
 
 def protect(buf):
