@@ -831,7 +831,8 @@ class Runner:
         doing what the next calls need and nothing else (~1 us instead of ~4 for a region of
         a few operands): the constants' prepared arguments (reshaped, compacted) kept and
         checked by identity, each other operand checked to be a C-contiguous ndarray and
-        reshaped only where its shape is not the kernel's, results from the pools. Anything
+        reshaped only where its shape is not the kernel's, results from the pools (a sum's
+        fresh, `_quick_reduction`). Anything
         else (another object in a constant's place, a strided operand, NumPy's error state
         asking for more than warnings, argument types the kernel was not compiled for) returns
         NotImplemented and the general path runs."""
@@ -904,20 +905,16 @@ class Runner:
             checks.append("ds[%d] is not x%d or x%d.base is not None or not x%d.flags.writeable"
                           % (k_out, i, i, i))
             outs.append("x%d" % i)
-        # (a sum's donor is not used: the general path makes its result fresh too)
-        pre, assign, post = self._quick_reduction(plan, ns, call)
         src = ["def quick_into(xs, ds):",
                "    %s, = xs" % ", ".join("x%d" % i for i in range(n)),
                "    if len(ds) != %d or %s or not quiet_()[0]:" % (len(self.prog.outputs),
                                                                    " or ".join(checks)),
-               "        return NI_"]
-        src += ["    " + b for b in pre]
-        src += ["    try:",
-                "        %sk_(%s)" % (assign, ", ".join(call)),
-                "    except TypeError:",
-                "        return NI_"]
-        src += ["    " + b for b in post]
-        src.append(self._quick_result(outs))
+               "        return NI_",
+               "    try:",
+               "        k_(%s)" % ", ".join(call),
+               "    except TypeError:",
+               "        return NI_",
+               "    return %s" % (outs[0] if len(outs) == 1 else "(%s)" % ", ".join(outs))]
         exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
         self.quick_into_consts = tuple(kept)
         return ns["quick_into"]
@@ -1085,7 +1082,7 @@ class Runner:
             self.quick = self._make_quick(orig, plan, k, args) or False
         elif self.quick_into is None and self.const_pos is not None and \
                 self.static_plan is not None and plan is self.static_plan and in_place and \
-                len(in_place) == len(self.outs) and \
+                len(in_place) == len(self.outs) and not self.red_out and \
                 k is plan.variants.get((par, in_place)) and len(donors) == len(res):
             self.quick_into = self._make_quick_into(orig, plan, k, args, in_place) or False
         if self.red_out:
