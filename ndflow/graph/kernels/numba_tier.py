@@ -12,7 +12,8 @@ A region may end in a float sum. Without NDFLOW_FAST_MATH it is added in NumPy's
 (`sum_layout`: NumPy's pairwise sum along trailing dims, row after row along leading dims;
 other layouts stay on tier 0), with no reassociation, so its bits are NumPy's; the cost
 model (`exact_sum_ok`) keeps only the sums that are faster compiled (along leading dims: the
-bias gradient), and `fusion` splits the others off the region.
+bias gradient; whole sums of static regions up to 8192 elements), and `fusion` splits the
+others off the region.
 
 Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
