@@ -12,7 +12,8 @@ A region may end in a float sum. Without NDFLOW_FAST_MATH it is added in NumPy's
 (`sum_layout`: NumPy's pairwise sum along trailing dims, row after row along leading dims;
 other layouts stay on tier 0), with no reassociation, so its bits are NumPy's; the cost
 model (`exact_sum_ok`) keeps only the sums that are faster compiled (along leading dims: the
-bias gradient), and `fusion` splits the others off the region.
+bias gradient; whole sums of static regions up to 8192 elements), and `fusion` splits the
+others off the region.
 
 Operands are collapsed before the call: dims that every operand shares (or broadcasts) in the
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
@@ -335,6 +336,21 @@ def sum_layout(prog, plan):
 # region with a sum takes the general call path, ~3 us more than the split's quick call).
 _PW = int(os.environ.get("NDFLOW_NUMBA_PAIRWISE_MAX", 0))
 PAIRWISE_MAX = {"full": _PW, "rows": _PW}
+# Static regions get a generated caller with their sum too (`Runner._make_quick`, ~2 us less
+# per call than the general path), which moves both limits for them. Measured with it
+# (2-core x86, float32, load ~3.7, best of 5 x 3 rounds interleaved, the default split vs the
+# whole region compiled):
+# - 'cols': (h > 0) * g summed over axis 0 at 32x128 4.81 -> 2.56 us, 64x64 5.43 -> 2.87 us
+#   (equal at 64x128 and above, both compiled): so `pays` alone decides (no size floor);
+# - 'full': sum(square(x - y)) at 4096 4.80 -> 3.81 us, 8192 5.61 -> 5.11, 12288 6.78 ->
+#   6.77, 16K 7.74 -> 7.78, 64K 22.7 -> 25.8; mean(where(x > y, x * y, y - x)) at 1024
+#   6.21 -> 3.26, 4096 5.10 -> 4.24, 16K 8.22 -> 8.13: up to 8192 elements;
+# - 'rows': sum(x * y + 1, axis=1) at 4096 in rows of 256/128/512 5.06 -> 4.37, 5.32 ->
+#   4.63, 4.98 -> 4.29, but in rows of 64 5.85 -> 6.21 and at 16K 8.82 -> 9.68 (the
+#   pairwise walk per short row costs more than it saves): unchanged, none.
+# Regions of unknown shape keep the limits above (the general path's call each time).
+STATIC_COLS_MIN = 0
+STATIC_PAIRWISE_MAX = {"full": 8192, "rows": 0}
 
 
 def exact_sum_ok(prog, plan):
@@ -348,10 +364,13 @@ def exact_sum_ok(prog, plan):
             lay = sum_layout(prog, plan)
             if isinstance(lay, str):
                 why = lay
-            elif lay[0] != "cols" and plan.size > PAIRWISE_MAX[lay[0]]:
+            elif lay[0] != "cols" and plan.size > (
+                    max(PAIRWISE_MAX[lay[0]], STATIC_PAIRWISE_MAX[lay[0]]) if prog.static
+                    else PAIRWISE_MAX[lay[0]]):
                 why = ("a pairwise sum ('%s') over %d elements: the compiled elementwise loop "
                        "and NumPy's own sum after it are faster" % (lay[0], plan.size))
-            elif lay[0] == "cols" and plan.size < NB_MIN:
+            elif lay[0] == "cols" and plan.size < (
+                    min(NB_MIN, STATIC_COLS_MIN) if prog.static else NB_MIN):
                 why = ("a sum over %d elements: the compiled elementwise loop and NumPy's own "
                        "sum after it are faster" % plan.size)
         plan.sum_why = why
@@ -779,12 +798,42 @@ class Runner:
                 call.append("x%d.reshape(T%d)" % (i, i))
         return checks, call, kept
 
+    def _quick_reduction(self, plan, ns, call):
+        """The reduction part of a generated caller, as the general path does it (`__call__`'s
+        end): a partial sum into fresh zeros of the accumulator's shape, read back in the sum's
+        shape; a whole sum returned by the kernel, as the dtype's scalar (filled into a fresh
+        array of the sum's shape under keepdims). Returns (lines before the call, the call's
+        prefix, lines after it); the result is `r_`. Nothing when the region has no sum."""
+        if not self.red_out:
+            return [], "", []
+        ns["RD_"], ns["RS_"] = self.red_dtype, plan.red_shape
+        if not plan.full_reduce():
+            ns["zeros_"], ns["AS_"] = np.zeros, plan.acc_shape
+            call.append("acc_")
+            return ["acc_ = zeros_(AS_, RD_)"], "", ["r_ = acc_.reshape(RS_)"]
+        ns["RT_"] = self.red_dtype.type
+        if plan.red_shape != ():
+            ns["full_"] = np.full
+            return [], "s_ = ", ["r_ = full_(RS_, RT_(s_), RD_)"]
+        return [], "s_ = ", ["r_ = RT_(s_)"]
+
+    def _quick_result(self, names):
+        """The return statement of a generated caller: `names` of the elementwise results (in
+        `self.outs` order) and the sum's `r_`, in the program's output order."""
+        res = [None] * len(self.prog.outputs)
+        for nm, k_out in zip(names, self.outs):
+            res[k_out] = nm
+        for k_out in self.red_out:
+            res[k_out] = "r_"
+        return "    return %s" % (res[0] if len(res) == 1 else "(%s)" % ", ".join(res))
+
     def _make_quick(self, orig, plan, k, args):
         """After a call with a static plan that took the plain kernel: a generated function
         doing what the next calls need and nothing else (~1 us instead of ~4 for a region of
         a few operands): the constants' prepared arguments (reshaped, compacted) kept and
         checked by identity, each other operand checked to be a C-contiguous ndarray and
-        reshaped only where its shape is not the kernel's, results from the pools. Anything
+        reshaped only where its shape is not the kernel's, results from the pools (a sum's
+        fresh, `_quick_reduction`). Anything
         else (another object in a constant's place, a strided operand, NumPy's error state
         asking for more than warnings, argument types the kernel was not compiled for) returns
         NotImplemented and the general path runs."""
@@ -816,18 +865,20 @@ class Runner:
                 ns["U%d" % j] = tuple(shape)
                 call.append("o%d.reshape(U%d)" % (j, j))
             outs.append("o%d" % j)
+        pre, assign, post = self._quick_reduction(plan, ns, call)
         src = ["def quick(xs):",
                "    %s, = xs" % ", ".join("x%d" % i for i in range(n)),
                "    if %s or not quiet_()[0]:" % " or ".join(checks + ["False"]),
                "        return NI_"]
-        src += ["    " + b for b in body]
+        src += ["    " + b for b in body + pre]
         src += ["    try:",
-                "        k_(%s)" % ", ".join(call),
+                "        %sk_(%s)" % (assign, ", ".join(call)),
                 "    except TypeError:",
                 "        return NI_"]
         for j in range(len(outs)):
             src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
-        src.append("    return %s" % (outs[0] if len(outs) == 1 else "(%s)" % ", ".join(outs)))
+        src += ["    " + b for b in post]
+        src.append(self._quick_result(outs))
         exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
         self.quick_consts = tuple(kept)
         return ns["quick"]
@@ -1026,7 +1077,7 @@ class Runner:
         for k_out in self.outs:
             self.pools[k_out].give(res[k_out])
         if self.quick is None and self.const_pos is not None and self.static_plan is not None \
-                and not donors and not in_place and not self.red_out and len(orig) > 0 \
+                and not donors and not in_place and len(orig) > 0 \
                 and k is (plan.parallel_kernel if par else plan.kernel):
             # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
