@@ -73,3 +73,15 @@ def run_threads(work, n=4):
         t.start()
     for t in ts:
         t.join()
+
+
+def assert_bits_equal(got, want):
+    """`got` has `want`'s shape, dtype and bits (-0.0 and +0.0 differ; NaNs match by position,
+    whatever their payloads)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
+                                                                 got.dtype, want.dtype)
+    nan = np.isnan(want) if want.dtype.kind in "fc" else np.zeros(want.shape, bool)
+    if want.dtype.kind in "fc":
+        np.testing.assert_array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint8), want[~nan].view(np.uint8)), (got, want)

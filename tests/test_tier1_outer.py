@@ -20,6 +20,7 @@ import ndflow.numpy as tnp
 from ndflow.graph import fusion
 from ndflow.graph.kernels import numba_tier
 from ndflow.primitives.shape import concatenate_p
+from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed"),
@@ -41,12 +42,7 @@ def _special(rng, shape, dtype):
     return a
 
 
-def _bits_equal(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
-    assert np.array_equal(got.reshape(-1).view(np.uint8), want.reshape(-1).view(np.uint8)) or \
-        (np.array_equal(np.isnan(got), np.isnan(want)) and
-         np.array_equal(got[~np.isnan(got)].view(np.uint8), want[~np.isnan(want)].view(np.uint8)))
+_bits_equal = assert_bits_equal
 
 
 def _outer(x, g):

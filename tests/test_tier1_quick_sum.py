@@ -13,6 +13,7 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
 from ndflow.graph.kernels import numba_tier
+from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed"),
@@ -32,12 +33,7 @@ def sync(monkeypatch):
 
 def _bits_equal(got, want):
     assert type(got) is type(want), (type(got), type(want))
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    nan = np.isnan(want)
-    np.testing.assert_array_equal(np.isnan(got), nan)
-    assert np.array_equal(got[~nan].view(np.uint8), want[~nan].view(np.uint8)), (got, want)
+    assert_bits_equal(got, want)
 
 
 def _data(rng, shape, dtype, special):

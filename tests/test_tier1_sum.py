@@ -19,6 +19,7 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
 from ndflow.graph.kernels import numba_tier
+from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed"),
@@ -48,13 +49,7 @@ def _data(rng, shape, dtype, kind):
 KINDS = ["normal", "magnitudes", "negzero", "offset", "special"]
 
 
-def _bits_equal(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    nan = np.isnan(want)
-    np.testing.assert_array_equal(np.isnan(got), nan)
-    assert np.array_equal(got[~nan].view(np.uint8), want[~nan].view(np.uint8)), (got, want)
+_bits_equal = assert_bits_equal
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
