@@ -85,3 +85,21 @@ def assert_bits_equal(got, want):
     if want.dtype.kind in "fc":
         np.testing.assert_array_equal(np.isnan(got), nan)
     assert np.array_equal(got[~nan].view(np.uint8), want[~nan].view(np.uint8)), (got, want)
+
+
+def guide_per_example(w1, b, w2):
+    """The TensorFlow NumPy guide's per-example gradients of its MLP with weights (w1, b, w2)
+    captured: (the gradient of one (input, label) pair, the vectorized_map of it)."""
+    import ndflow as nf
+
+    def single(arg):
+        inp, label = arg
+        with nf.GradientTape() as tape:
+            tape.watch([w1, b, w2])
+            y = tnp.maximum(tnp.matmul(tnp.expand_dims(inp, 0), w1) + b, 0)
+            loss = tnp.sum(tnp.square(tnp.matmul(y, w2) - tnp.expand_dims(label, 0)))
+        return tuple(tape.gradient(loss, [w1, b, w2]))
+
+    def per_example(inputs, labels):
+        return nf.vectorized_map(single, (inputs, labels))
+    return single, per_example

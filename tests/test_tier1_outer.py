@@ -20,7 +20,7 @@ import ndflow.numpy as tnp
 from ndflow.graph import fusion
 from ndflow.graph.kernels import numba_tier
 from ndflow.primitives.shape import concatenate_p
-from helpers import assert_bits_equal
+from helpers import assert_bits_equal, guide_per_example
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed"),
@@ -93,17 +93,7 @@ def _per_example_program(dtype, rng, batch, special):
                      rng.standard_normal((32, 64)).astype(dtype))
     b = tnp.asarray(rng.standard_normal(64).astype(dtype))
     w2 = tnp.asarray(rng.standard_normal((64, 2)).astype(dtype))
-
-    def single(arg):
-        inp, label = arg
-        with nf.GradientTape() as tape:
-            tape.watch([w1, b, w2])
-            y = tnp.maximum(tnp.matmul(tnp.expand_dims(inp, 0), w1) + b, 0)
-            loss = tnp.sum(tnp.square(tnp.matmul(y, w2) - tnp.expand_dims(label, 0)))
-        return tuple(tape.gradient(loss, [w1, b, w2]))
-
-    def per_example(inputs, labels):
-        return nf.vectorized_map(single, (inputs, labels))
+    single, per_example = guide_per_example(w1, b, w2)
     x = _special(rng, (batch, 32), dtype) if special else \
         rng.standard_normal((batch, 32)).astype(dtype)
     x[:, :2] = 0.0                       # relu ties (the gradient's tie rule) and zeros

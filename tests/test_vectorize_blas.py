@@ -14,6 +14,7 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.primitives.linalg import matmul_p, einsum_p
 from ndflow.primitives.shape import concatenate_p
+from helpers import guide_per_example
 
 
 def _special(rng, shape, dtype):
@@ -135,17 +136,7 @@ def _mlp_per_example():
     w1 = tnp.asarray(rng.standard_normal((32, 64)).astype(np.float32))
     b = tnp.asarray(rng.standard_normal(64).astype(np.float32))
     w2 = tnp.asarray(rng.standard_normal((64, 2)).astype(np.float32))
-
-    def single(arg):
-        inp, label = arg
-        with nf.GradientTape() as tape:
-            tape.watch([w1, b, w2])
-            y = tnp.maximum(tnp.matmul(tnp.expand_dims(inp, 0), w1) + b, 0)
-            loss = tnp.sum(tnp.square(tnp.matmul(y, w2) - tnp.expand_dims(label, 0)))
-        return tuple(tape.gradient(loss, [w1, b, w2]))
-
-    def per_example(inputs, labels):
-        return nf.vectorized_map(single, (inputs, labels))
+    single, per_example = guide_per_example(w1, b, w2)
     x = tnp.asarray(rng.standard_normal((16, 32)).astype(np.float32))
     lab = tnp.asarray(rng.standard_normal((16, 2)).astype(np.float32))
     return single, per_example, x, lab
