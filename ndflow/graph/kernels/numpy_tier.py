@@ -320,7 +320,47 @@ def _small_lines(prog, ns, plan, consts=None):
     the same value at every call (prepared here, once)."""
     if plan.S == () and not any(o.reduce for o in prog.ops):
         return _scalar_lines(prog, ns, consts or {})
-    return ["t%d = %s" % (j, _plain_call(prog, j, o, ns)) for j, o in enumerate(prog.ops)]
+    into = _dying_temps(prog)
+    L = []
+    for j, o in enumerate(prog.ops):
+        if j in into:
+            # a ufunc writing over an operand of its own shape and dtype that this region
+            # made and that dies here (exact overlap is safe for ufuncs): one allocation
+            # (and, from 1 KB, one malloc) less, the same loop on the same values
+            ns["f%d" % j] = o.prim.impl
+            L.append("t%d = f%d(%s, t%d)" % (j, j, ", ".join(_name(prog, a) for a in o.args),
+                                            into[j] - prog.n_in))
+        else:
+            L.append("t%d = %s" % (j, _plain_call(prog, j, o, ns)))
+    return L
+
+
+def _dying_temps(prog):
+    """{op j: value}: ops of the plain static path that may write their result into an
+    operand's buffer, passed as `out` (positionally: ~35 ns less than a keyword, ~35 ns less
+    than allocating a result of a few elements): the op is a plain ufunc, and the operand is
+    the result of one (a fresh array of at least one dimension, never a view, never seen
+    outside the region: not an output) of the same static shape and dtype, read by nothing
+    after this op."""
+    n = prog.n_in
+    last = {}
+    for j, o in enumerate(prog.ops):
+        for a in o.args:
+            last[a] = j
+    outs = set(prog.outputs)
+    fresh = set()             # values that are ufunc results in their own buffers
+    into = {}
+    for j, o in enumerate(prog.ops):
+        if _how(o) != "ufunc" or not o.shape or None in o.shape:
+            continue
+        for a in o.args:
+            if a in fresh and last[a] == j and a not in outs and \
+                    prog.value_shape(a) == o.shape and prog.value_dtype(a) == o.dtype:
+                into[j] = a
+                fresh.discard(a)
+                break
+        fresh.add(n + j)
+    return into
 
 
 # the names `_small_lines` writes: locals (x inputs, t values, s/g scalars, r) and the names
