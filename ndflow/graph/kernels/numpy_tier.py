@@ -602,9 +602,9 @@ def _scalar_lines(prog, ns, consts):
             ns["_one%d" % j] = o.dtype.type(1)
             ns["f%d" % j] = o.prim.impl
             ns["_cdt%d" % j] = o.params["dtype"]
-            L.append("r = g%d" % a)
-            L.append("t%d = _one%d * r if %s else f%d(%s, _cdt%d)" % (
-                j, j, test % ("_lo%d" % j, "_hi%d" % j), j, _name(prog, a), j))
+            L.append("t%d = _one%d * g%d if %s else f%d(%s, _cdt%d)" % (
+                j, j, a, re.sub(r"\br\b", "g%d" % a, test) % ("_lo%d" % j, "_hi%d" % j), j,
+                _name(prog, a), j))
         elif form == "sqrt":
             # the square root of a positive normal number, in double and rounded once to
             # the dtype: IEEE's correctly rounded value (double has more than twice the
@@ -615,9 +615,8 @@ def _scalar_lines(prog, ns, consts):
             ns["_one%d" % j] = o.dtype.type(1)
             ns["_sq%d" % j] = math.sqrt
             ns["f%d" % j] = o.prim.impl
-            L.append("r = g%d" % a)
-            L.append("t%d = _one%d * _sq%d(r) if _lo%d < r < _hi%d else f%d(%s)" % (
-                j, j, j, j, j, j, _name(prog, a)))
+            L.append("t%d = _one%d * _sq%d(g%d) if _lo%d < g%d < _hi%d else f%d(%s)" % (
+                j, j, j, a, j, a, j, j, _name(prog, a)))
         else:
             a, b = o.args
             conv, test, bounds = _guard(o.dtype)
