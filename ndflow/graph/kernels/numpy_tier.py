@@ -1,7 +1,10 @@
 """Tier 0: a fused region as straight-line NumPy code (always available, no compiler).
 
 Small results: each op is its primitive's own kernel, as the unfused graph would call it (no
-`out=`: for a few elements NumPy's small-allocation cache beats any bookkeeping). Large
+pooled buffers: for a few elements NumPy's small-allocation cache beats any bookkeeping; with
+static shapes a ufunc writes over an operand the region made that dies at it, `_dying_temps`).
+Static regions of few elements can also be written into the caller's code instead of called
+(`inline_form`: the compiled step's statements, graph/codegen). Large
 results: ufuncs write with `out=` into the result buffers (pooled between calls) and into
 pooled temporaries, reusing a buffer as soon as its value is dead, so a chain such as
 `1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
@@ -19,7 +22,7 @@ meets any (or any exception) runs again whole, unblocked, under the caller's own
 which warns, raises or calls exactly as the eager ops would.
 
 Regions whose values are all 0-d (an optimizer's bias corrections, a step count) compute + - *
-/ and float conversions on NumPy scalars behind a guard that passes only results where no
+/, sqrt and float conversions on NumPy scalars behind a guard that passes only results where no
 floating-point error can occur (`_scalar_lines`): a ufunc call on 0-d values costs ~0.35-0.6
 us, a guarded scalar op ~0.15. Every other case calls the op's kernel, so values, warnings and
 errors are NumPy's.
