@@ -147,7 +147,8 @@ class FusedKernel:
         calls go straight to tier 0 (`numpy_tier.inline_form`), else None."""
         if self.direct is None:
             return None
-        return numpy_tier.inline_form(self.prog, args, consts, prefix, outs)
+        return numpy_tier.inline_form(self.prog, args, consts, prefix, outs,
+                                      self.tier0.__globals__.get("_static_plan"))
 
     def _on_device(self, xs):
         b = _device_backend(xs)

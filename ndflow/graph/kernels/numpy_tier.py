@@ -373,21 +373,52 @@ def _dying_temps(prog):
 _LOCAL_NAME = re.compile(r"\b(?:(?:_lo|_hi|_nlo|_nhi|_one|_cdt|_rdt|_sq|[ftsgx])\d+|r)\b")
 
 
-def inline_form(prog, args, consts, prefix, outs):
+_SMALL_FORMS = {}
+
+
+def _small_form(prog, consts, plan=None):
+    """(`_small_lines`, their namespace) for a static program, or None when it has a large
+    path; kept per program (and, for a 0-d region, which prepares its constants, per
+    constant values): a step's first call pays for each region it writes in."""
+    key = prog.key
+    if consts and all(s == () for s, _ in prog.ins) and all(o.shape == () for o in prog.ops):
+        key = (key, tuple((i, v.dtype.str, v.tobytes()) if isinstance(v, np.ndarray)
+                          else (i, type(v), v) for i, v in sorted(consts.items())))
+    try:
+        got = _SMALL_FORMS.get(key, _MISSING)
+    except TypeError:           # an unhashable constant: no cache
+        key, got = None, _MISSING
+    if got is _MISSING:
+        if plan is None:
+            plan = Plan(prog, [s for s, _ in prog.ins])
+        got = None
+        if not plan.large:
+            ns = {}
+            got = (_small_lines(prog, ns, plan, consts), ns)
+        if key is not None:
+            if len(_SMALL_FORMS) >= 1024:
+                _SMALL_FORMS.clear()
+            _SMALL_FORMS[key] = got
+    return got
+
+
+_MISSING = object()
+
+
+def inline_form(prog, args, consts, prefix, outs, plan=None):
     """A static region of few elements as statements to write into a caller's code instead
     of a call of its tier-0 function (a frame, its device test and the tuple of its results
-    cost ~0.1 us a call, as much as a small ufunc): (lines, namespace, assignments) with
+    cost ~0.1 us a call, as much as a small ufunc): (lines, namespace) with
     `args` the caller's expressions of the inputs, `consts` {input: value} for those that are
     constants, every other name of the region given `prefix`, and its results left in the
     names `outs`. None where the region has a large path. The caller keeps the device test
     (`_DEV`) of the function: these lines are only for host buffers."""
     if not prog.static:
         return None
-    plan = Plan(prog, [s for s, _ in prog.ins])
-    if plan.large:
+    got = _small_form(prog, consts, plan)
+    if got is None:
         return None
-    ns = {}
-    lines = _small_lines(prog, ns, plan, consts)
+    lines, ns = got         # (shared: read only here)
     n = prog.n_in
     rename = {}
     tail = []
