@@ -8,9 +8,10 @@ mapped back to the node and the user's line that created it.
 What makes a step of small operations cheaper, still without knowing any primitive: a kernel
 may offer itself as an expression (`impl.ndflow_inline`, a Variable's read) or as statements
 (`impl.ndflow_inline_stmt`, a Variable's assignment) written into the code; a fused region
-that only ever runs tier 0 is called as its plain function (`FusedKernel.direct`); and an
-elementwise + - * / or a float conversion of 0-d values runs on NumPy scalars behind a guard
-that keeps NumPy's values and errors (`kernels.numpy_tier.scalar_kernel`).
+that only ever runs tier 0 is written in as its statements (`FusedKernel.inline_form`); a
+kernel may be one expression for the node's params (`impl.ndflow_specialize`: a basic index);
+and an elementwise + - * / or a float conversion of 0-d values runs on NumPy scalars behind a
+guard that keeps NumPy's values and errors (`kernels.numpy_tier.scalar_kernel`).
 """
 import functools
 import itertools
@@ -19,6 +20,7 @@ import keyword
 import numpy as np
 
 from ..core.state import STATE
+from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS
 
 _serial = itertools.count()
 
@@ -103,6 +105,55 @@ def _inline_statements(node, k, f, ins, outs, ns):
     return [line.format(*ins, **names) for line in tmpl]
 
 
+def _inline_region(node, k, f, ins, outs, ns):
+    """A fused region that only ever runs tier 0, as its statements written into the code
+    (`FusedKernel.inline_form`): no frame, no device test of its own, no tuple of results;
+    its constant operands prepared once. The device test stays, once, in front of them: with
+    a device backend in use the region's function runs, as its call would. None: call it."""
+    impl = node.prim.impl
+    form = getattr(impl, "inline_form", None)
+    if form is None or node.params or not outs:
+        return None
+    consts = {i: v.const._v for i, v in enumerate(node.inputs)
+              if v.kind == "c" and v.const is not None}
+    got = form(ins, consts, "r%d_" % k, outs)
+    if got is None:
+        return None
+    lines, rns = got
+    ns.update(rns)
+    ns[f] = impl.direct
+    ns["_DEV"] = _DEVICE_BUFFERS
+    target = ", ".join(outs) + ("," if len(outs) == 1 and node.prim.multiple_results else "")
+    return (["if _DEV:", "    %s = %s(%s)" % (target, f, ", ".join(ins)), "else:"] +
+            ["    " + ln for ln in lines])
+
+
+def _inline_scalar(node, k, f, ins, outs, ns):
+    """An elementwise node on 0-d values that `_scalar_kernel` runs on NumPy scalars, as the
+    statements of that kernel written into the code (`numpy_tier.inline_form` of a one-op
+    program): no call, its constant operand prepared once. None: call the kernel."""
+    sk = _scalar_kernel(node)
+    if sk is None or len(outs) != 1:
+        return None
+    from .kernels import numpy_tier as T
+    from .kernels.program import Program, Op
+    o = node.outputs[0]
+    n = len(node.inputs)
+    prog = Program([(v.shape, v.dtype) for v in node.inputs],
+                   [Op(node.prim, range(n), node.params, (), o.dtype)], [n], ())
+    consts = {i: v.const._v for i, v in enumerate(node.inputs)
+              if v.kind == "c" and v.const is not None}
+    got = T.inline_form(prog, ins, consts, "r%d_" % k, outs)
+    if got is None:
+        return None
+    lines, rns = got
+    ns.update(rns)
+    ns[f] = sk
+    ns["_DEV"] = _DEVICE_BUFFERS
+    return (["if _DEV:", "    %s = %s(%s)" % (outs[0], f, ", ".join(ins)), "else:"] +
+            ["    " + ln for ln in lines])
+
+
 def _call_expr(node, k, f, args, ns):
     """`fK(args, name=pK_i, ...)`: a kernel's params passed as keywords from the code's
     namespace (a functools.partial with keywords costs ~150 ns more per call)."""
@@ -110,6 +161,19 @@ def _call_expr(node, k, f, args, ns):
     if sk is not None:
         ns[f] = sk
         return "%s(%s)" % (f, args)
+    special = getattr(node.prim.impl, "ndflow_specialize", None)
+    if special is not None:
+        # a kernel that, for these params, is one expression over values made once here (a
+        # basic index: `x[index]`, the index tuple built at generation, not looked up)
+        got = special(len(node.inputs), **node.params)
+        if got is not None:
+            tmpl, values = got
+            ns[f] = _kernel(node)
+            names = {}
+            for i, (name, v) in enumerate(values.items()):
+                names[name] = "p%d_s%d" % (k, i)
+                ns[names[name]] = v
+            return tmpl.format(*[a.strip() for a in args.split(",") if a.strip()], **names)
     direct = getattr(node.prim.impl, "direct", None) if not node.params else None
     if direct is not None and callable(direct):
         # a fused region that only ever runs its tier-0 function: call that function (the
@@ -178,8 +242,14 @@ def generate(graph, check_numerics=False):
             names[o.id] = "v%d" % o.id
             outs.append(names[o.id])
         args = ", ".join(names[v.id] for v in n.inputs)
-        stmts = _inline_statements(n, k, f, [names[v.id] for v in n.inputs], outs, ns) \
-            if upload is None else None
+        stmts = None
+        if upload is None:
+            ins = [names[v.id] for v in n.inputs]
+            stmts = _inline_statements(n, k, f, ins, outs, ns)
+            if stmts is None and not check_numerics:
+                stmts = _inline_region(n, k, f, ins, outs, ns)
+            if stmts is None and not check_numerics:
+                stmts = _inline_scalar(n, k, f, ins, outs, ns)
         if stmts is not None:
             body.extend((text, n) for text in stmts)
             call = None

@@ -118,6 +118,17 @@ def _getitem_impl(x, *arrays, spec):
 _ALL = ("s", None, None, None)
 
 
+def _getitem_specialize(n_inputs, spec):
+    """For generated code (graph/codegen): a basic index (no index arrays) as the expression
+    `x[index]` with its index tuple built once, which is what `_getitem_impl` computes."""
+    if n_inputs != 1 or any(e[0] == "a" for e in spec):
+        return None
+    return "{0}[{index}]", {"index": build_index(spec, ())}
+
+
+_getitem_impl.ndflow_specialize = _getitem_specialize
+
+
 def _getitem_vjp(ct, x, *arrays, spec):
     from .elementwise import zeros_like_p
     return (bind(index_add_p, bind(zeros_like_p, x), ct, *arrays, spec=spec),) + (None,) * len(arrays)

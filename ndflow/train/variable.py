@@ -40,13 +40,17 @@ def _assign_impl(value, var=None):
 # else calls the kernel
 _assign_impl.ndflow_inline_stmt = (
     "{out} = {0}",
-    # (a value written into the Variable's own buffer: nothing left to do, no call)
-    "if {var}._value._v is not {out}:",
-    "    if {var}._value._dev is None:",
+    # (a value written into the Variable's own buffer: nothing left to do, no call; the
+    # wrapper read once: a Variable's attributes go through its __getattr__ hook, ~30 ns)
+    "_w = {var}._value",
+    "if _w._v is not {out}:",
+    "    if _w._dev is None:",
     "        " + WRAP_INLINE.format(o="_aw", v="{out}").replace("{", "{{").replace("}", "}}")
     .replace("{{out}}", "{out}") + "; {var}._value = _aw",
     "    else:",
-    "        {fn}({out}, var={var})")
+    "        {fn}({out}, var={var})",
+    # (no reference of the step's own left on the wrapper: `_exclusive_buffer` counts them)
+    "del _w")
 _assign_impl.ndflow_inline_ns = {"_new": _new, "ndarray": ndarray}
 
 assign_var_p = Primitive("assign_variable", _assign_impl,

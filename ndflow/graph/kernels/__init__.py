@@ -142,6 +142,14 @@ class FusedKernel:
     # until then): code generators may call it instead of the kernel object
     direct = None
 
+    def inline_form(self, args, consts, prefix, outs):
+        """The region as statements for a code generator to write in place of its call, once
+        calls go straight to tier 0 (`numpy_tier.inline_form`), else None."""
+        if self.direct is None:
+            return None
+        return numpy_tier.inline_form(self.prog, args, consts, prefix, outs,
+                                      self.tier0.__globals__.get("_static_plan"))
+
     def _on_device(self, xs):
         b = _device_backend(xs)
         if b is None:

@@ -1,7 +1,10 @@
 """Tier 0: a fused region as straight-line NumPy code (always available, no compiler).
 
 Small results: each op is its primitive's own kernel, as the unfused graph would call it (no
-`out=`: for a few elements NumPy's small-allocation cache beats any bookkeeping). Large
+pooled buffers: for a few elements NumPy's small-allocation cache beats any bookkeeping; with
+static shapes a ufunc writes over an operand the region made that dies at it, `_dying_temps`).
+Static regions of few elements can also be written into the caller's code instead of called
+(`inline_form`: the compiled step's statements, graph/codegen). Large
 results: ufuncs write with `out=` into the result buffers (pooled between calls) and into
 pooled temporaries, reusing a buffer as soon as its value is dead, so a chain such as
 `1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
@@ -19,13 +22,14 @@ meets any (or any exception) runs again whole, unblocked, under the caller's own
 which warns, raises or calls exactly as the eager ops would.
 
 Regions whose values are all 0-d (an optimizer's bias corrections, a step count) compute + - *
-/ and float conversions on NumPy scalars behind a guard that passes only results where no
+/, sqrt and float conversions on NumPy scalars behind a guard that passes only results where no
 floating-point error can occur (`_scalar_lines`): a ufunc call on 0-d values costs ~0.35-0.6
 us, a guarded scalar op ~0.15. Every other case calls the op's kernel, so values, warnings and
 errors are NumPy's.
 """
 import math
 import os
+import re
 
 import numpy as np
 
@@ -236,12 +240,7 @@ def generate(prog, parallel=True, device=None):
         if not plan.large:
             # the shapes never change: the plain path is all there is (no plan test per call;
             # these are regions of a few elements, where each ~40 ns shows)
-            if plan.S == () and not any(o.reduce for o in prog.ops):
-                L += _scalar_lines(prog, ns)
-                L.append("    return %s" % ret([_name(prog, v) for v in prog.outputs]))
-                return "\n".join(L) + "\n", ns
-            for j, o in enumerate(prog.ops):
-                L.append("    t%d = %s" % (j, _plain_call(prog, j, o, ns)))
+            L += ["    " + ln for ln in _small_lines(prog, ns, plan)]
             L.append("    return %s" % ret([_name(prog, v) for v in prog.outputs]))
             return "\n".join(L) + "\n", ns
         L.append("    plan = _static_plan")
@@ -315,6 +314,129 @@ def generate(prog, parallel=True, device=None):
             L.append("    _out%d.give(o%d)" % (k, k))
     L.append("    return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
     return "\n".join(L) + "\n", ns
+
+
+def _small_lines(prog, ns, plan, consts=None):
+    """The statements of a static region that never takes the large path, over inputs
+    `x0, x1...`, leaving each op's value in `t<j>`: on NumPy scalars where every value is 0-d
+    (`_scalar_lines`), else each op's kernel. `consts`: {input: value} for inputs that are
+    the same value at every call (prepared here, once)."""
+    if plan.S == () and not any(o.reduce for o in prog.ops):
+        return _scalar_lines(prog, ns, consts or {})
+    into = _dying_temps(prog)
+    L = []
+    for j, o in enumerate(prog.ops):
+        if j in into:
+            # a ufunc writing over an operand of its own shape and dtype that this region
+            # made and that dies here (exact overlap is safe for ufuncs): one allocation
+            # (and, from 1 KB, one malloc) less, the same loop on the same values
+            ns["f%d" % j] = o.prim.impl
+            L.append("t%d = f%d(%s, t%d)" % (j, j, ", ".join(_name(prog, a) for a in o.args),
+                                            into[j] - prog.n_in))
+        else:
+            L.append("t%d = %s" % (j, _plain_call(prog, j, o, ns)))
+    return L
+
+
+def _dying_temps(prog):
+    """{op j: value}: ops of the plain static path that may write their result into an
+    operand's buffer, passed as `out` (positionally: ~35 ns less than a keyword, ~50 ns less
+    than allocating a result of a few elements): the op is a plain ufunc, and the operand is
+    the result of one (a fresh array of at least one dimension, never a view, never seen
+    outside the region: not an output) of the same static shape and dtype, read by nothing
+    after this op."""
+    n = prog.n_in
+    last = {}
+    for j, o in enumerate(prog.ops):
+        for a in o.args:
+            last[a] = j
+    outs = set(prog.outputs)
+    fresh = set()             # values that are ufunc results in their own buffers
+    into = {}
+    for j, o in enumerate(prog.ops):
+        # (not for one element: NumPy 2.4 takes ~0.65 us for a one-element ufunc with `out`
+        # one of its operands, against ~0.27 us allocating; from two elements it is faster)
+        if _how(o) != "ufunc" or not o.shape or None in o.shape or math.prod(o.shape) < 2:
+            continue
+        for a in o.args:
+            if a in fresh and last[a] == j and a not in outs and \
+                    prog.value_shape(a) == o.shape and prog.value_dtype(a) == o.dtype:
+                into[j] = a
+                fresh.discard(a)
+                break
+        fresh.add(n + j)
+    return into
+
+
+# the names `_small_lines` writes: locals (x inputs, t values, s/g scalars, r) and the names
+# of its namespace; `inline_form` gives them a prefix of the caller's
+_LOCAL_NAME = re.compile(r"\b(?:(?:_lo|_hi|_nlo|_nhi|_one|_cdt|_rdt|_sq|[ftsgx])\d+|r)\b")
+
+
+_SMALL_FORMS = {}
+
+
+def _small_form(prog, consts, plan=None):
+    """(`_small_lines`, their namespace) for a static program, or None when it has a large
+    path; kept per program (and, for a 0-d region, which prepares its constants, per
+    constant values): a step's first call pays for each region it writes in."""
+    key = prog.key
+    if consts and all(s == () for s, _ in prog.ins) and all(o.shape == () for o in prog.ops):
+        key = (key, tuple((i, v.dtype.str, v.tobytes()) if isinstance(v, np.ndarray)
+                          else (i, type(v), v) for i, v in sorted(consts.items())))
+    try:
+        got = _SMALL_FORMS.get(key, _MISSING)
+    except TypeError:           # an unhashable constant: no cache
+        key, got = None, _MISSING
+    if got is _MISSING:
+        if plan is None:
+            plan = Plan(prog, [s for s, _ in prog.ins])
+        got = None
+        if not plan.large:
+            ns = {}
+            got = (_small_lines(prog, ns, plan, consts), ns)
+        if key is not None:
+            if len(_SMALL_FORMS) >= 1024:
+                _SMALL_FORMS.clear()
+            _SMALL_FORMS[key] = got
+    return got
+
+
+_MISSING = object()
+
+
+def inline_form(prog, args, consts, prefix, outs, plan=None):
+    """A static region of few elements as statements to write into a caller's code instead
+    of a call of its tier-0 function (a frame, its device test and the tuple of its results
+    cost ~0.1 us a call, as much as a small ufunc): (lines, namespace) with
+    `args` the caller's expressions of the inputs, `consts` {input: value} for those that are
+    constants, every other name of the region given `prefix`, and its results left in the
+    names `outs`. None where the region has a large path. The caller keeps the device test
+    (`_DEV`) of the function: these lines are only for host buffers."""
+    if not prog.static:
+        return None
+    got = _small_form(prog, consts, plan)
+    if got is None:
+        return None
+    lines, ns = got         # (shared: read only here)
+    n = prog.n_in
+    rename = {}
+    tail = []
+    for k, v in enumerate(prog.outputs):
+        nm = _name(prog, v)
+        if v >= n and nm not in rename:
+            rename[nm] = outs[k]       # the op writes the caller's name itself
+        else:
+            tail.append((outs[k], nm))
+    for i, a in enumerate(args):
+        rename["x%d" % i] = a
+
+    def sub(m):
+        w = m.group(0)
+        return rename.get(w) or prefix + w
+    lines = [_LOCAL_NAME.sub(sub, ln) for ln in lines]
+    lines += ["%s = %s" % (o, _LOCAL_NAME.sub(sub, nm)) for o, nm in tail]
+    return lines, {prefix + k: v for k, v in ns.items()}
 
 
 def _op_lines(prog, where, ns):
@@ -458,10 +580,11 @@ def convert_kernel(impl, src, dst):
 _SCALAR_KERNELS = {}
 
 
-def _scalar_lines(prog, ns):
-    """The statements of a static region whose every value is 0-d: + - * / and conversions
-    on NumPy scalars behind their guards, every other op its kernel (on the scalars its
-    ufuncs return)."""
+def _scalar_lines(prog, ns, consts):
+    """The statements of a static region whose every value is 0-d: + - * /, sqrt and
+    conversions on NumPy scalars behind their guards, every other op its kernel (on the
+    scalars its ufuncs return). `consts`: {input: value} of inputs that never change, whose
+    scalar and Python number are taken here once."""
     n = prog.n_in
     forms = {}
     for j, o in enumerate(prog.ops):
@@ -472,7 +595,10 @@ def _scalar_lines(prog, ns):
         elif len(o.args) == 1 and convert_form(o.prim, o.params, prog.value_dtype(o.args[0]),
                                                o.dtype):
             forms[j] = "convert"
-    scalar_args = {a for j, f in forms.items() if f != "convert" for a in prog.ops[j].args}
+        elif sqrt_form(o.prim.impl, o.params, [prog.value_dtype(a) for a in o.args], o.dtype):
+            forms[j] = "sqrt"
+    scalar_args = {a for j, f in forms.items() if f not in ("convert", "sqrt")
+                   for a in prog.ops[j].args}
     py_args = {a for j in forms for a in prog.ops[j].args}
     L = []
     sname = {}
@@ -481,22 +607,30 @@ def _scalar_lines(prog, ns):
         # a fast op's operand as a NumPy scalar (`s`) and as a Python number (`g`)
         nm = _name(prog, v)
         j = v - n
-        if j >= 0 and (forms.get(j, "convert") != "convert" or
+        conv = _guard(prog.value_dtype(v))[0] if v in py_args else None
+        if v in consts:
+            c = consts[v]
+            if v in scalar_args:
+                sname[v] = "s%d" % v
+                ns[sname[v]] = c[()] if isinstance(c, np.ndarray) else c
+            if conv is not None:
+                ns["g%d" % v] = float(c) if conv == "float" else int(c)
+            return
+        if j >= 0 and (forms.get(j, "convert") not in ("convert", "sqrt") or
                        type(prog.ops[j].prim.impl) is np.ufunc):
             sname[v] = nm            # a ufunc's result on 0-d operands is a NumPy scalar
         elif v in scalar_args:       # a 0-d array or a NumPy scalar: the scalar
             sname[v] = "s%d" % v
-            L.append("    s%d = %s[()]" % (v, nm))
-        if v in py_args:
-            conv = _guard(prog.value_dtype(v))[0]
-            L.append("    g%d = %s(%s)" % (v, conv, nm))
+            L.append("s%d = %s[()]" % (v, nm))
+        if conv is not None:
+            L.append("g%d = %s(%s)" % (v, conv, nm))
 
     for v in range(n):
         prepare(v)
     for j, o in enumerate(prog.ops):
         form = forms.get(j)
         if form is None:
-            L.append("    t%d = %s" % (j, _plain_call(prog, j, o, ns)))
+            L.append("t%d = %s" % (j, _plain_call(prog, j, o, ns)))
         elif form == "convert":
             a, = o.args
             test, bounds = _convert_guard(prog.value_dtype(a), o.dtype)
@@ -504,21 +638,43 @@ def _scalar_lines(prog, ns):
             ns["_one%d" % j] = o.dtype.type(1)
             ns["f%d" % j] = o.prim.impl
             ns["_cdt%d" % j] = o.params["dtype"]
-            L.append("    r = g%d" % a)
-            L.append("    t%d = _one%d * r if %s else f%d(%s, _cdt%d)" % (
-                j, j, test % ("_lo%d" % j, "_hi%d" % j), j, _name(prog, a), j))
+            L.append("t%d = _one%d * g%d if %s else f%d(%s, _cdt%d)" % (
+                j, j, a, re.sub(r"\br\b", "g%d" % a, test) % ("_lo%d" % j, "_hi%d" % j), j,
+                _name(prog, a), j))
+        elif form == "sqrt":
+            # the square root of a positive normal number, in double and rounded once to
+            # the dtype: IEEE's correctly rounded value (double has more than twice the
+            # precision plus two bits, so rounding twice gives the same), no error flag
+            a, = o.args
+            fi = np.finfo(o.dtype)
+            ns["_lo%d" % j], ns["_hi%d" % j] = float(fi.smallest_normal), float(fi.max)
+            ns["_one%d" % j] = o.dtype.type(1)
+            ns["_sq%d" % j] = math.sqrt
+            ns["f%d" % j] = o.prim.impl
+            L.append("t%d = _one%d * _sq%d(g%d) if _lo%d < g%d < _hi%d else f%d(%s)" % (
+                j, j, j, a, j, a, j, j, _name(prog, a)))
         else:
             a, b = o.args
             conv, test, bounds = _guard(o.dtype)
             ns["_lo%d" % j], ns["_hi%d" % j] = bounds
             ns["f%d" % j] = o.prim.impl
+            if conv == "float":
+                # _lo < abs(r) < _hi without the call
+                ns["_nlo%d" % j], ns["_nhi%d" % j] = -bounds[0], -bounds[1]
+                test = "(%%s < r < %%s or _nhi%d < r < _nlo%d)" % (j, j)
             rhs = "g%d" % b + (" if g%d else _hi%d" % (b, j) if form == "/" else "")
-            L.append("    r = g%d %s %s" % (a, form, rhs))
-            L.append("    t%d = %s %s %s if %s else f%d(%s, %s)" % (
+            L.append("r = g%d %s %s" % (a, form, rhs))
+            L.append("t%d = %s %s %s if %s else f%d(%s, %s)" % (
                 j, sname[a], form, sname[b], test % ("_lo%d" % j, "_hi%d" % j), j,
                 _name(prog, a), _name(prog, b)))
         prepare(n + j)
     return L
+
+
+def sqrt_form(ufunc, params, dtypes, out_dtype):
+    """Whether a 0-d np.sqrt may run as a guarded `math.sqrt` (`_scalar_lines`)."""
+    return ufunc is np.sqrt and not params and len(dtypes) == 1 and \
+        np.dtype(dtypes[0]) == np.dtype(out_dtype) and np.dtype(out_dtype) in _FLOAT_DTS
 
 
 def _plain_call(prog, j, o, ns):
@@ -562,12 +718,19 @@ def _direct_call(prog, o):
         if set(o.params) != {"axes", "keepdims"} or not isinstance(axes, tuple) or \
                 not all(type(a) is int for a in axes) or type(keep) is not bool:
             return None
+        # without keepdims, one axis given as an int and (for float32/64, whose sum NumPy
+        # computes in their own dtype) no dtype: the same reduction, parsed faster (~0.1 us
+        # of a ~0.9 us sum of a few hundred elements)
+        short = not keep and len(axes) == 1
+        ax = axes[0] if short else axes
         if o.prim is R.reduce_sum_p:
+            if short and np.dtype(src_dt) in _FLOAT_DTS[1:]:
+                return np.add.reduce, "%r" % ax, None
             return np.add.reduce, "%r, %%s, None, %r" % (axes, keep), src_dt
-        if o.prim is R.reduce_max_p:
-            return np.maximum.reduce, "%r, None, None, %r" % (axes, keep), None
-        if o.prim is R.reduce_min_p:
-            return np.minimum.reduce, "%r, None, None, %r" % (axes, keep), None
+        for prim, uf in ((R.reduce_max_p, np.maximum), (R.reduce_min_p, np.minimum)):
+            if o.prim is prim:
+                return uf.reduce, "%r" % ax if short else \
+                    "%r, None, None, %r" % (axes, keep), None
         return None
     return None
 
