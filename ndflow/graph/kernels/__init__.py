@@ -10,7 +10,8 @@ compiled in a background thread and swapped in when ready. Settings (environment
                         of NumPy's, not bit for bit), sum in its own order and contract a*b+c
                         into one FMA. Off by default: compiled results are then NumPy's bit for
                         bit, and tier 1 takes only regions it computes exactly (arithmetic,
-                        sqrt, comparisons, selects, conversions); the others stay with tier 0
+                        sqrt, comparisons, selects, conversions, and float32 exp where NumPy's
+                        loop is the SIMD one `replica` reproduces); the others stay with tier 0
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
     NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
     NDFLOW_BLOCK_MIN    elements from which tier 0 runs the region chunk by chunk (`blocks`:

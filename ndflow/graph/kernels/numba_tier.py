@@ -39,7 +39,7 @@ import numpy as np
 
 from .program import runtime_shapes
 from .pool import OutputPool, donated, errstate_flags, _FREE_REFS
-from . import mathlib
+from . import mathlib, replica
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
 
@@ -142,11 +142,14 @@ def _scalar_expr(op, args, in_dtype):
     def repl(m):
         f = m.group(1)
         if f in _OWN:
-            if not _fast_math():
-                raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
-                                  "(NDFLOW_FAST_MATH=1 allows it)" % f)
             if in_dtype not in _FLOATS:
                 raise _Ineligible("'%s' on %s" % (f, in_dtype))
+            if not _fast_math():
+                why = replica.why_not(f, in_dtype)
+                if why is not None:
+                    raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
+                                      "(NDFLOW_FAST_MATH=1 allows it); %s" % (f, why))
+                return replica.kernel_name(f, in_dtype) + "("
             return "%s_%s(" % (f, in_dtype.name)
         if f in _INTRINSIC:
             if in_dtype not in _FLOATS:
@@ -223,6 +226,7 @@ def helpers():
         ns = {k: v for k, v in vars(_numba_helpers).items() if k.startswith("_")}
         for (name, dt), f in mathlib.numba_functions().items():
             ns["%s_%s" % (name, dt.name)] = f
+        ns.update(replica.functions())
         _helpers = ns
     return _helpers
 
@@ -604,7 +608,7 @@ def _load(src, name, cache=True):
     if _STAMP is None:
         import numba
         h = hashlib.sha256()
-        for m in (mathlib, sys.modules[__name__], kernel_cache):
+        for m in (mathlib, replica, sys.modules[__name__], kernel_cache):
             with open(m.__file__, "rb") as f:
                 h.update(f.read())
         h.update(numba.__version__.encode())
@@ -638,6 +642,17 @@ def _dummy_args(prog, plan, in_place=()):
     return args
 
 
+def _verify_replicas(src):
+    """Raise (leaving tier 0 in place) unless every replica of NumPy's math that `src` calls
+    matched NumPy's loop in this process (`replica.verify`, once per function)."""
+    for rname in replica.functions():
+        if rname + "(" in src:
+            fname, dt = rname[2:].split("_", 1)
+            why = replica.verify(fname, np.dtype(dt))
+            if why is not None:
+                raise RuntimeError(why)
+
+
 def _compile(prog, plan, parallel, in_place=()):
     key = (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
     with _LOCK:
@@ -650,6 +665,7 @@ def _compile(prog, plan, parallel, in_place=()):
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
     src = _kernel_source(prog, plan, parallel, name, in_place)
+    _verify_replicas(src)
     try:
         disp = _load(src, name)
         disp(*_dummy_args(prog, plan, in_place))    # compiles (or loads from the disk cache)
