@@ -177,15 +177,28 @@ def test_regions_with_exp_run_on_tier1_as_numpy(tier1, name, n):
 
 
 @offered
-def test_two_thread_kernel_matches(tier1, monkeypatch):
-    monkeypatch.setattr(numba_tier, "PAR_MIN", 1 << 12)
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads):
+    """From PAR_HEAVY_MIN elements a region with exp times one thread against two and runs
+    the faster (both give NumPy's bits); NDFLOW_THREADS=1 keeps it to one."""
+    from ndflow.graph.kernels import blocks
+    monkeypatch.setattr(numba_tier, "PAR_HEAVY_MIN", 1 << 12)
+    monkeypatch.setattr(blocks, "_NTHREADS", nthreads)
     rng = np.random.default_rng(3)
-    a = (rng.standard_normal(1 << 16) * 60).astype(np.float32)
+    a = (rng.standard_normal(1 << 14) * 60).astype(np.float32)
     f = nf.function(lambda x, y: _sigmoid(tnp, x, y))
-    fk, got = _tier_and_result(f, tnp.asarray(a), tnp.asarray(a))
-    assert fk.tier() == 1
     with np.errstate(all="ignore"):
-        assert_bits_equal(got.numpy(), 1 / (1 + np.exp(-a)))
+        want = 1 / (1 + np.exp(-a))
+        for _ in range(8):
+            assert_bits_equal(f(tnp.asarray(a), tnp.asarray(a)).numpy(), want)
+    fk, = fusion.fused_kernels(f.get_concrete_function(tnp.asarray(a), tnp.asarray(a)).graph)
+    assert fk.tier() == 1
+    plan = fk.fast.static_plan or next(iter(fk.fast.plans.values()))
+    if nthreads == 1:
+        assert plan.choice is None and plan.parallel_kernel is None
+    else:
+        assert plan.parallel_kernel is not None and plan.kernel is not None
+        assert set(plan.choice.samples) == {1, 2}
 
 
 @offered

@@ -22,9 +22,11 @@ compiled in a background thread and swapped in when ready. Settings (environment
     NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves);
                         from 1/16 of it, regions that cost tier 0 more NumPy calls than a
                         kernel call costs (`numba_tier.pays`)
-    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
+    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 may split the loop over threads
                         (never in graphs that call BLAS: its threads keep spinning after a call;
-                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)
+                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x),
+                        so one thread and several are both timed and the faster runs;
+                        NDFLOW_NUMBA_PARALLEL_HEAVY_MIN the same for regions calling exp/log
     NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels): a
                         private directory (0700; refused if another user owns it or group/others
                         may write it) whose files are verified (HMAC) before numba loads them
