@@ -124,8 +124,7 @@ def test_own_readable_directory_made_private(cache):
 def test_fused_kernel_through_the_cache_in_two_processes(tmp_path):
     """End to end: a compiled rational function's numba kernel is written by one process and
     loaded, verified, by the next; results are equal to the first process's. (Arithmetic only:
-    exp/log compile to numba only under NDFLOW_FAST_MATH=1, the exact tier leaves them to
-    NumPy.)"""
+    the exact tier compiles exp only where it has NumPy's own algorithm, test_replica.py.)"""
     code = ("import numpy as np, ndflow as nf, ndflow.numpy as tnp, warnings\n"
             "warnings.simplefilter('error')\n"
             "from ndflow.graph.kernels import numba_tier\n"

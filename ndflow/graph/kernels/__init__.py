@@ -10,7 +10,8 @@ compiled in a background thread and swapped in when ready. Settings (environment
                         of NumPy's, not bit for bit), sum in its own order and contract a*b+c
                         into one FMA. Off by default: compiled results are then NumPy's bit for
                         bit, and tier 1 takes only regions it computes exactly (arithmetic,
-                        sqrt, comparisons, selects, conversions); the others stay with tier 0
+                        sqrt, comparisons, selects, conversions, and float32 exp where NumPy's
+                        loop is the SIMD one `replica` reproduces); the others stay with tier 0
     NDFLOW_FUSION_HOT   calls before tier 1 is requested
     NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
     NDFLOW_BLOCK_MIN    elements from which tier 0 runs the region chunk by chunk (`blocks`:
@@ -21,9 +22,11 @@ compiled in a background thread and swapped in when ready. Settings (environment
     NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves);
                         from 1/16 of it, regions that cost tier 0 more NumPy calls than a
                         kernel call costs (`numba_tier.pays`)
-    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 splits the loop over two threads
+    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 may split the loop over threads
                         (never in graphs that call BLAS: its threads keep spinning after a call;
-                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x)
+                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x),
+                        so one thread and several are both timed and the faster runs;
+                        NDFLOW_NUMBA_PARALLEL_HEAVY_MIN the same for regions calling exp/log
     NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels): a
                         private directory (0700; refused if another user owns it or group/others
                         may write it) whose files are verified (HMAC) before numba loads them

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 _CATEGORIES = ("divide", "over", "under", "invalid")
-# choose between one thread and several by timing both (Blocks.choose); off: always several
+# choose between one thread and several by timing both (ThreadChoice); off: always several
 ADAPT = True
 # calls between tries of the way not chosen (doubling while it keeps losing, up to
 # EXPLORE_MAX); samples of each way taken, alternately, before the first choice; samples
@@ -44,28 +44,14 @@ KEEP = 3
 MARGIN = 1.1
 
 
-class Blocks:
-    """How a result of shape S is cut into chunks, and how each operand is sliced."""
-    __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
-                 "cap", "nthreads", "calls", "samples", "every", "next_try", "exploring")
+class ThreadChoice:
+    """One thread or `nthreads` for the calls of one kernel on one shape, whichever is timed
+    faster (`choose` before a call, `record` its time after). Used by the chunked tier and by
+    tier 1's two-thread loops below their fixed size limit."""
+    __slots__ = ("nthreads", "calls", "samples", "every", "next_try", "exploring")
 
-    def __init__(self, S, in_shapes, chunk, nthreads=1):
-        N = len(S)
-        a = N - 1
-        while a > 0 and math.prod(S[a:]) <= chunk:
-            a -= 1
-        # S[a+1:] is the largest trailing block of at most `chunk` elements
-        self.S, self.a = S, a
-        self.rest = tuple(S[a + 1:])
-        inner = max(1, math.prod(self.rest))
-        self.m = max(1, chunk // inner)
-        self.rows = S[a] if N else 1
-        self.outer = list(itertools.product(*[range(d) for d in S[:a]]))
-        self.nchunks = len(self.outer) * -(-self.rows // self.m)
-        self.chunk_shape = (self.m,) + self.rest
-        self.cap = self.m * inner
-        self.specs = [self._spec(s, N) for s in in_shapes]
-        self.nthreads = min(nthreads, self.nchunks)
+    def __init__(self, nthreads):
+        self.nthreads = nthreads
         self.calls = 0
         self.samples = {}        # threads -> the last KEEP call times (a tuple, replaced whole)
         self.every = EXPLORE
@@ -110,6 +96,30 @@ class Blocks:
             self.every = min(self.every * 2, EXPLORE_MAX) if lost else EXPLORE
             self.next_try = self.calls + self.every
         self.samples[nthreads] = (self.samples.get(nthreads, ()) + (seconds,))[-KEEP:]
+
+
+class Blocks(ThreadChoice):
+    """How a result of shape S is cut into chunks, and how each operand is sliced."""
+    __slots__ = ("S", "a", "m", "rows", "outer", "nchunks", "rest", "chunk_shape", "specs",
+                 "cap")
+
+    def __init__(self, S, in_shapes, chunk, nthreads=1):
+        N = len(S)
+        a = N - 1
+        while a > 0 and math.prod(S[a:]) <= chunk:
+            a -= 1
+        # S[a+1:] is the largest trailing block of at most `chunk` elements
+        self.S, self.a = S, a
+        self.rest = tuple(S[a + 1:])
+        inner = max(1, math.prod(self.rest))
+        self.m = max(1, chunk // inner)
+        self.rows = S[a] if N else 1
+        self.outer = list(itertools.product(*[range(d) for d in S[:a]]))
+        self.nchunks = len(self.outer) * -(-self.rows // self.m)
+        self.chunk_shape = (self.m,) + self.rest
+        self.cap = self.m * inner
+        self.specs = [self._spec(s, N) for s in in_shapes]
+        ThreadChoice.__init__(self, min(nthreads, self.nchunks))
 
     def _spec(self, sh, N):
         """(outer, sliced) for an operand of shape `sh`: `outer` picks, per outer dim the

@@ -39,7 +39,7 @@ import numpy as np
 
 from .program import runtime_shapes
 from .pool import OutputPool, donated, errstate_flags, _FREE_REFS
-from . import mathlib
+from . import blocks, mathlib, replica
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
 
@@ -51,6 +51,10 @@ def _quiet_errstate():
     the 'warn' mode's RuntimeWarnings; its values are NumPy's.)"""
     return errstate_flags()[0]
 PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
+# a region that calls exp/log (~0.45 ns per element, 4-5x an add) may pay for a second thread
+# from fewer elements. From either limit on, one thread and two are both timed and the faster
+# one runs (blocks.ThreadChoice: on a busy machine the second thread may be late)
+PAR_HEAVY_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_HEAVY_MIN", 1 << 18))
 # NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
 # reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
 FASTMATH = {"contract"}
@@ -142,11 +146,14 @@ def _scalar_expr(op, args, in_dtype):
     def repl(m):
         f = m.group(1)
         if f in _OWN:
-            if not _fast_math():
-                raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
-                                  "(NDFLOW_FAST_MATH=1 allows it)" % f)
             if in_dtype not in _FLOATS:
                 raise _Ineligible("'%s' on %s" % (f, in_dtype))
+            if not _fast_math():
+                why = replica.why_not(f, in_dtype)
+                if why is not None:
+                    raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
+                                      "(NDFLOW_FAST_MATH=1 allows it); %s" % (f, why))
+                return replica.kernel_name(f, in_dtype) + "("
             return "%s_%s(" % (f, in_dtype.name)
         if f in _INTRINSIC:
             if in_dtype not in _FLOATS:
@@ -223,6 +230,7 @@ def helpers():
         ns = {k: v for k, v in vars(_numba_helpers).items() if k.startswith("_")}
         for (name, dt), f in mathlib.numba_functions().items():
             ns["%s_%s" % (name, dt.name)] = f
+        ns.update(replica.functions())
         _helpers = ns
     return _helpers
 
@@ -232,10 +240,11 @@ class Plan:
     """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
     __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
                  "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable",
-                 "variants", "full", "sum_why")
+                 "variants", "full", "sum_why", "choice")
 
     def __init__(self, prog, in_shapes):
         self.kernel = self.parallel_kernel = None
+        self.choice = None         # blocks.ThreadChoice where the thread count is timed
         self.sum_why = False       # `exact_sum_ok`, once known
         self.variants = {}     # (parallel, in_place) -> kernel writing results over operands
         self.requested = set()
@@ -604,7 +613,7 @@ def _load(src, name, cache=True):
     if _STAMP is None:
         import numba
         h = hashlib.sha256()
-        for m in (mathlib, sys.modules[__name__], kernel_cache):
+        for m in (mathlib, replica, sys.modules[__name__], kernel_cache):
             with open(m.__file__, "rb") as f:
                 h.update(f.read())
         h.update(numba.__version__.encode())
@@ -638,6 +647,17 @@ def _dummy_args(prog, plan, in_place=()):
     return args
 
 
+def _verify_replicas(src):
+    """Raise (leaving tier 0 in place) unless every replica of NumPy's math that `src` calls
+    matched NumPy's loop in this process (`replica.verify`, once per function)."""
+    for rname in replica.functions():
+        if rname + "(" in src:
+            fname, dt = rname[2:].split("_", 1)
+            why = replica.verify(fname, np.dtype(dt))
+            if why is not None:
+                raise RuntimeError(why)
+
+
 def _compile(prog, plan, parallel, in_place=()):
     key = (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
     with _LOCK:
@@ -650,6 +670,7 @@ def _compile(prog, plan, parallel, in_place=()):
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
     src = _kernel_source(prog, plan, parallel, name, in_place)
+    _verify_replicas(src)
     try:
         disp = _load(src, name)
         disp(*_dummy_args(prog, plan, in_place))    # compiles (or loads from the disk cache)
@@ -741,7 +762,9 @@ class Runner:
         self.fk = fk
         self.prog = fk.prog
         self.sync = sync
-        self.parallel_ok = fk.parallel
+        # NDFLOW_THREADS=1 (`--threads 1` in the benchmarks) holds tier 1 to one thread too
+        self.parallel_ok = fk.parallel and blocks.threads() > 1
+        self.heavy = any(o.prim.name in mathlib.FUNCTIONS for o in self.prog.ops)
         self.plans = {}
         self.static_plan = Plan(self.prog, [s for s, _ in self.prog.ins]) if self.prog.static \
             else None
@@ -1018,7 +1041,14 @@ class Runner:
             plan, xs = cplan, compact
         if self.red_out and exact_sum_ok(self.prog, plan) is not None:
             return NotImplemented
-        par = self.parallel_ok and plan.size >= PAR_MIN
+        par = False
+        choice = None
+        if self.parallel_ok and (plan.size >= PAR_MIN or
+                                 (self.heavy and plan.size >= PAR_HEAVY_MIN)):
+            choice = plan.choice
+            if choice is None:
+                choice = plan.choice = blocks.ThreadChoice(2)
+            par = choice.choose() > 1
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
             self.ensure(plan, par, xs)
@@ -1071,19 +1101,25 @@ class Runner:
             acc = np.zeros(plan.acc_shape, self.red_dtype)
             args.append(acc)
         try:
-            s = k(*args)
+            if choice is None:
+                s = k(*args)
+            else:
+                t0 = time.perf_counter()
+                s = k(*args)
+                if k is (plan.parallel_kernel if par else plan.kernel):
+                    choice.record(2 if par else 1, time.perf_counter() - t0)
         except TypeError:           # argument types the kernel was not compiled for
             return NotImplemented
         for k_out in self.outs:
             self.pools[k_out].give(res[k_out])
         if self.quick is None and self.const_pos is not None and self.static_plan is not None \
-                and not donors and not in_place and len(orig) > 0 \
+                and not donors and not in_place and len(orig) > 0 and choice is None \
                 and k is (plan.parallel_kernel if par else plan.kernel):
             # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
         elif self.quick_into is None and self.const_pos is not None and \
                 self.static_plan is not None and plan is self.static_plan and in_place and \
-                len(in_place) == len(self.outs) and not self.red_out and \
+                len(in_place) == len(self.outs) and not self.red_out and choice is None and \
                 k is plan.variants.get((par, in_place)) and len(donors) == len(res):
             self.quick_into = self._make_quick_into(orig, plan, k, args, in_place) or False
         if self.red_out:
