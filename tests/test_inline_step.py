@@ -257,3 +257,20 @@ def test_short_reduction_calls_keep_numpys_dtype_and_values(dt):
     f = nf.function(g)
     for got, want in zip(f(x), g(tnp.asarray(x))):
         assert_bits_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int64])
+def test_writes_over_dying_temporaries_raise_no_warning(dt):
+    """`out` is passed positionally only to ufuncs that take it so without a warning (NumPy
+    2.4 deprecates it for maximum and minimum, which then get `out=`)."""
+    def fn(np_, a, b):
+        return np_.minimum(np_.maximum(a * 2, b), a + b) - np_.maximum(b - a, a)
+    f = nf.function(lambda a, b: fn(tnp, a, b))
+    a = np.arange(6, dtype=dt).reshape(2, 3)
+    b = (np.arange(6, dtype=dt) * 3 - 7).reshape(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            got = f(tnp.asarray(a), tnp.asarray(b))
+    assert_bits_equal(got.numpy(), fn(np, a, b))
+    assert not T._positional_out(np.maximum) and T._positional_out(np.add)

@@ -89,6 +89,7 @@ def pays(size, units):
 # ------------------------------------------------------------------ scalar vocabulary
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _OWN = set(mathlib.FUNCTIONS)                  # our vectorizable math, float32/float64
+_OWN_CALL = re.compile(r"\b(?:%s)\s*\(" % "|".join(mathlib.FUNCTIONS))   # in a fusion template
 _INTRINSIC = {"sqrt": "np.sqrt", "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc",
               "rint": "np.rint"}
 _HELPERS = {"abs": "_abs", "maximum": "_maximum", "minimum": "_minimum", "where": "_where",
@@ -764,7 +765,7 @@ class Runner:
         self.sync = sync
         # NDFLOW_THREADS=1 (`--threads 1` in the benchmarks) holds tier 1 to one thread too
         self.parallel_ok = fk.parallel and blocks.threads() > 1
-        self.heavy = any(o.prim.name in mathlib.FUNCTIONS for o in self.prog.ops)
+        self.heavy = any(_OWN_CALL.search(o.prim.fusion or "") for o in self.prog.ops)
         self.plans = {}
         self.static_plan = Plan(self.prog, [s for s, _ in self.prog.ins]) if self.prog.static \
             else None

@@ -331,11 +331,33 @@ def _small_lines(prog, ns, plan, consts=None):
             # made and that dies here (exact overlap is safe for ufuncs): one allocation
             # (and, from 1 KB, one malloc) less, the same loop on the same values
             ns["f%d" % j] = o.prim.impl
-            L.append("t%d = f%d(%s, t%d)" % (j, j, ", ".join(_name(prog, a) for a in o.args),
-                                            into[j] - prog.n_in))
+            L.append("t%d = f%d(%s, %st%d)" % (j, j, ", ".join(_name(prog, a) for a in o.args),
+                                              "" if _positional_out(o.prim.impl) else "out=",
+                                              into[j] - prog.n_in))
         else:
             L.append("t%d = %s" % (j, _plain_call(prog, j, o, ns)))
     return L
+
+
+_POSITIONAL_OUT = {}
+
+
+def _positional_out(uf):
+    """Whether the ufunc `uf` takes its `out` positionally without a warning (NumPy 2.4
+    deprecates it for `maximum` and `minimum`): asked once per ufunc, on two elements."""
+    ok = _POSITIONAL_OUT.get(uf)
+    if ok is None:
+        import warnings
+        a = np.ones(2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                uf(*([a] * uf.nin), *([np.empty(2)] * uf.nout))
+                ok = True
+            except Exception:
+                ok = False
+        _POSITIONAL_OUT[uf] = ok
+    return ok
 
 
 def _dying_temps(prog):
