@@ -61,6 +61,7 @@ class UnconnectedGradients(enum.Enum):
 _GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
 _ZEROS = {}     # id(dtype) -> the 0-d zero those broadcast (never dropped: ids stay unique)
 _ZERO_IDS = set()
+_ONES = {}      # id(dtype) -> a read-only 0-d one (copied for a scalar loss's seed)
 _DIFF = {}      # id(dtype) -> (dtype, whether gradients flow through it)
 
 
@@ -127,14 +128,22 @@ class GradientTape:
         self._pending = []
 
     def _reset_memory(self):
-        self._mem = {}            # id(root buffer) -> handles in records to copy before a write
+        # (a table already empty is kept: the tape is usually dropped right after its
+        # gradient, and no one else holds these tables)
+        if self._mem:
+            self._mem = {}        # id(root buffer) -> handles in records to copy before a write
         self._indexed = 0         # records[:_indexed] are in _mem (see _index)
         # (_held: in core.mutation.HOLDERS since the first handle kept; released below)
-        self._pending = []        # (array, tid) watched, not yet _see'n (see _flush)
-        self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
-        self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
-        self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
-        self._poison = {}         # tid -> why its gradient cannot be followed
+        if self._pending:
+            self._pending = []    # (array, tid) watched, not yet _see'n (see _flush)
+        if self._objs:
+            self._objs = {}       # id(array) -> [weakref, tid when first seen]: gradient sources
+        if self._users:
+            self._users = {}      # id(root buffer) -> weakrefs of arrays seen, sharing it
+        if self._links:
+            self._links = {}      # id(view) -> (weakref view, weakref base, prim, args, params)
+        if self._poison:
+            self._poison = {}     # tid -> why its gradient cannot be followed
         if self._held:
             self._held = False
             _mut.release(self)
@@ -562,7 +571,22 @@ class GradientTape:
         tnp = _TNP or _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
-        targets = [target] if type(target) is ndarray else tree.flatten(target)
+        if type(target) is ndarray:
+            targets = ()          # (the seed is made below, without the general loop)
+            ogs = None
+            if output_gradients is not None:
+                targets = [target]
+                ogs = tree.flatten(output_gradients)
+                if len(ogs) != 1:
+                    raise ValueError("output_gradients must have the structure of target")
+        else:
+            targets = tree.flatten(target)
+            if output_gradients is None:
+                ogs = [None] * len(targets)
+            else:
+                ogs = tree.flatten(output_gradients)
+                if len(ogs) != len(targets):
+                    raise ValueError("output_gradients must have the structure of target")
         st_ = type(sources)
         src_leaves = None
         if st_ is list or st_ is tuple:
@@ -573,12 +597,6 @@ class GradientTape:
                 src_leaves, src_def = sources, st_  # (flat: the common call, built back below)
         if src_leaves is None:
             src_leaves, src_def = tree.flatten_with_def(sources)
-        if output_gradients is None:
-            ogs = [None] * len(targets)
-        else:
-            ogs = tree.flatten(output_gradients)
-            if len(ogs) != len(targets):
-                raise ValueError("output_gradients must have the structure of target")
         st = STATE
         saved = st.tapes
         if self._recording:
@@ -590,6 +608,32 @@ class GradientTape:
             # into buffers only the backward pass holds, and rules run on host buffers
             inplace = st.fast
             ct = {}
+            if ogs is None:
+                # one array target, no output gradient (the common call): its seed of ones
+                t = target
+                tid = t._tid
+                if tid and tid in self._connected:
+                    v = t._v
+                    if inplace and type(v) is _ndarray and t._dev is None and t._t is None \
+                            and not v.shape and v.dtype.kind in "fc":
+                        # a scalar loss: a copy of a kept 0-d one (the pass owns the copy)
+                        d = v.dtype
+                        one = _ONES.get(id(d))            # (by the dtype's identity: _ghost)
+                        if one is None or one.dtype is not d:
+                            one = _ONES[id(d)] = _np.ones((), d)
+                            one.flags.writeable = False
+                        g = _new(ndarray)                 # _wrap, inlined
+                        g._v = one.copy()
+                        g._t = None
+                        g._dev = None
+                        g._tid = 0
+                        ct[tid] = g
+                        v = d = one = g = None
+                    else:
+                        targets = [target]
+                        ogs = [None]
+                if ogs is None:
+                    ogs = ()
             for t, og in zip(targets, ogs):
                 if isinstance(t, VariableBase):
                     t = t.value()
@@ -936,8 +980,19 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                 ct[at] = g
             else:
                 # summed in place where only the table holds prev and its memory (a gradient
-                # of this record is still held here, by `raw` or `c`: never summed into)
-                g = _accumulate(prev, g, _refs(prev) == _SHARED and _owned(prev))
+                # of this record is still held here, by `raw` or `c`: never summed into);
+                # (_accumulate, inlined for a host cotangent: `prev + g` is np.add on the
+                # buffers, in this order; _refs first, before a name here holds prev's buffer)
+                if _refs(prev) == _SHARED and _owned(prev):
+                    g = _accumulate(prev, g, True)
+                elif type(prev._v) is _ndarray and prev._t is None and prev._dev is None:
+                    g = _new(ndarray)
+                    g._v = _np.add(prev._v, r)
+                    g._t = None
+                    g._dev = None
+                    g._tid = 0
+                else:
+                    g = prev + g
                 prev = None
                 ct[at] = g
         c = cv = raw = a = r = g = prim = args = outs = params = None

@@ -135,12 +135,31 @@ def _fast_binary(np_fn, name, reflected=False):
                 # general path keep bfloat16)
                 return _wrap(np_fn(other, self._v) if reflected else np_fn(self._v, other))
         f = getattr(_tnp, name)
+        if not reflected and type(other) is ndarray and self._dev is None \
+                and other._dev is None and (lane := STATE.lane) is not None:
+            # eager under tapes: the ufunc's tape lane (its `__call__`'s), for operands of the
+            # one dtype that lane last took, without the call in between
+            if f is lane_of[0] or _lane_ufunc(f, lane_of):
+                d = self._v.dtype
+                if d is f._lane and (other._v.dtype is d or other._v.dtype == d):
+                    return _prim.bind_taped(lane_of[1], (self, other), {}, lane)
         try:
             return f(other, self) if reflected else f(self, other)
         except _NotArray:
             return NotImplemented
+    lane_of = [None, None]         # (the NumPy layer's ufunc `name`, its primitive)
     op.__name__ = name
     return op
+
+
+def _lane_ufunc(f, lane_of):
+    """Whether `f` is a ufunc with a tape lane (a `_prim` and its `_lane` dtype): kept in
+    `lane_of` for the operator's next call."""
+    p = getattr(f, "_prim", None)
+    if p is None or not hasattr(f, "_lane"):
+        return False
+    lane_of[:] = [f, p]
+    return True
 
 
 class _NotArray(TypeError):

@@ -479,7 +479,8 @@ def _vecmat(x1, x2, /, out=None, **kwargs):
     return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
 
 
-matmul = make_ufunc(np.matmul, _matmul)
+# (prim: `_Generalized.__call__`'s tape lane binds it, as `_matmul`'s does)
+matmul = make_ufunc(np.matmul, _matmul, prim=L.matmul_p)
 vecdot = make_ufunc(np.vecdot, _vecdot)
 matvec = make_ufunc(np.matvec, _matvec)
 vecmat = make_ufunc(np.vecmat, _vecmat)
