@@ -614,21 +614,17 @@ class GradientTape:
                 tid = t._tid
                 if tid and tid in self._connected:
                     v = t._v
-                    if inplace and type(v) is _ndarray and t._dev is None and t._t is None \
-                            and not v.shape and v.dtype.kind in "fc":
+                    if inplace and _HOST_RULES and type(v) is _ndarray and t._dev is None \
+                            and t._t is None and not v.shape and v.dtype.kind in "fc":
                         # a scalar loss: a copy of a kept 0-d one (the pass owns the copy)
                         d = v.dtype
                         one = _ONES.get(id(d))            # (by the dtype's identity: _ghost)
                         if one is None or one.dtype is not d:
                             one = _ONES[id(d)] = _np.ones((), d)
                             one.flags.writeable = False
-                        g = _new(ndarray)                 # _wrap, inlined
-                        g._v = one.copy()
-                        g._t = None
-                        g._dev = None
-                        g._tid = 0
-                        ct[tid] = g
-                        v = d = one = g = None
+                        # (bare: the host pass below takes it, see _host_pass)
+                        ct[tid] = one.copy()
+                        v = d = one = None
                     else:
                         targets = [target]
                         ogs = [None]
@@ -685,7 +681,8 @@ class GradientTape:
                 # record (its saved values) once it is used, and each cotangent once consumed
                 # (the list stays the tape's until the pass ends: a write meanwhile still
                 # finds the handles of the records not yet used, see _index)
-                self._links = {}
+                if self._links:
+                    self._links = {}
                 self._consumed = True
             host = _HOST_RULES if inplace and _HOST_RULES else None
             i = len(recs) - 1
@@ -698,6 +695,7 @@ class GradientTape:
                     i = _host_pass(recs, i, ct, keep, conn, consume, host)
                     if i < 0:
                         break
+                    _wrap_bare(ct)        # (the general body reads wrapped cotangents)
                 prim, args, outs, params = recs[i]
                 if consume:
                     # (released once its rule has run: a write during the rule, a custom
@@ -770,22 +768,30 @@ class GradientTape:
                 prim = args = outs = params = grads = a = g = kw = None
             if done:
                 recs[done.pop()] = None
+            if host is not None:
+                _wrap_bare(ct)            # (the host pass's, and a scalar loss's seed)
             poison = self._poison
             bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []
+            okd = None                    # the last dtype found differentiable
             for s, tid in zip(src_leaves, src_tids):
                 if type(s) is ndarray and tid:
                     g = ct.get(tid)
                     if g is not None:
                         d = s._v.dtype
                         if g._v.dtype is d:
-                            ok = _DIFF.get(id(d))
-                            if ok is None or ok[0] is not d:
-                                ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
                             # (the common case of the checks below: nothing to cast)
-                            out.append(g if ok[1] else None)
+                            if d is not okd:
+                                ok = _DIFF.get(id(d))
+                                if ok is None or ok[0] is not d:
+                                    ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
+                                if not ok[1]:
+                                    out.append(None)
+                                    continue
+                                okd = d
+                            out.append(g)
                             continue
                 g = None
                 if isinstance(s, VariableBase):
@@ -906,9 +912,11 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
     """The backward pass over records i, i-1, ... in plain eager execution, while each one's
     primitive has a host rule (host_vjp.py) that applies: its kernels on the buffers, without
     the general body's per-record decisions. Returns the index of the first record it leaves
-    to the general body (-1 when none is left); the cotangent table is then as the general
-    body expects it. The decisions (which cotangent, which inputs need a gradient, donation,
-    summing in place) are the general body's, made on the same references."""
+    to the general body (-1 when none is left). The cotangents it makes are bare host buffers
+    in the table (no wrapper per gradient): the caller wraps them (`_wrap_bare`) before the
+    general body reads the table. The decisions (which cotangent, which inputs need a
+    gradient, donation, summing in place) are the general body's, made on the same references
+    (a bare buffer's counted alone: `_BSOLE` / `_BSHARED`)."""
     get = ct.get
     diff = _DIFF
     okd = None                            # the last dtype found differentiable
@@ -923,7 +931,10 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
             i -= 1
             continue
         rule = host.get(prim)
-        if rule is None or rule[1] is not prim.vjp or c._t is not None or c._dev is not None:
+        if rule is None or rule[1] is not prim.vjp:
+            return i
+        wrapped = type(c) is ndarray      # (from the general body, or the caller's seed)
+        if wrapped and (c._t is not None or c._dev is not None):
             return i
         if len(args) == 2:
             a0, a1 = args
@@ -944,8 +955,13 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
         if outs not in keep:
             del ct[outs]
         # (decided while this frame alone holds the cotangent, as the general body does)
-        donated = prim.vjp_donate and _refs(c) == _SOLE and _owned(c)
-        cv = c._v
+        if wrapped:
+            donated = prim.vjp_donate and _refs(c) == _SOLE and _owned(c)
+            cv = c._v
+        else:
+            donated = prim.vjp_donate and _brefs(c) == _BSOLE and type(c) is _ndarray \
+                and c.flags.owndata and c.flags.writeable
+            cv = c
         raw = rule[0](cv, args, outs, params, needs, donated)
         if raw is NotImplemented:
             ct[outs] = c                  # (nothing was written) the general rule runs
@@ -967,36 +983,54 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                 if not ok[1]:
                     continue
                 okd = d
-            if r is cv:
-                g = c
-            else:
-                g = _new(ndarray)         # _wrap, inlined
-                g._v = r
-                g._t = None
-                g._dev = None
-                g._tid = 0
             prev = get(at)
             if prev is None:
-                ct[at] = g
+                ct[at] = c if r is cv else r
+            elif type(prev) is not ndarray:
+                # summed in place where only the table holds prev (a gradient of this record
+                # is still held here, by `raw` or `c`: never summed into); else `prev + g`,
+                # which is np.add on the buffers in this order. (_brefs first, before a name
+                # here holds more of prev.)
+                if _brefs(prev) == _BSHARED and type(prev) is _ndarray \
+                        and type(r) is _ndarray and prev.flags.owndata \
+                        and prev.flags.writeable and prev.shape == r.shape \
+                        and prev.dtype == r.dtype:
+                    _np.add(prev, r, out=prev)
+                else:
+                    ct[at] = _np.add(prev, r)
+                prev = None
             else:
-                # summed in place where only the table holds prev and its memory (a gradient
-                # of this record is still held here, by `raw` or `c`: never summed into);
-                # (_accumulate, inlined for a host cotangent: `prev + g` is np.add on the
-                # buffers, in this order; _refs first, before a name here holds prev's buffer)
-                if _refs(prev) == _SHARED and _owned(prev):
-                    g = _accumulate(prev, g, True)
-                elif type(prev._v) is _ndarray and prev._t is None and prev._dev is None:
-                    g = _new(ndarray)
-                    g._v = _np.add(prev._v, r)
+                # a wrapped cotangent (the general body's): as it sums
+                if r is cv and wrapped:
+                    g = c
+                else:
+                    g = _new(ndarray)     # _wrap, inlined
+                    g._v = r
                     g._t = None
                     g._dev = None
                     g._tid = 0
+                if _refs(prev) == _SHARED and _owned(prev):
+                    g = _accumulate(prev, g, True)
+                elif type(prev._v) is _ndarray and prev._t is None and prev._dev is None:
+                    g = _np.add(prev._v, r)   # (bare, as the other sums here)
                 else:
                     g = prev + g
                 prev = None
                 ct[at] = g
         c = cv = raw = a = r = g = prim = args = outs = params = None
     return i
+
+
+def _wrap_bare(ct):
+    """The host pass's bare cotangents wrapped, for the general body and the results."""
+    for k, v in ct.items():
+        if type(v) is not ndarray:
+            g = _new(ndarray)
+            g._v = v
+            g._t = None
+            g._dev = None
+            g._tid = 0
+            ct[k] = g
 
 
 def _tnp():
@@ -1039,6 +1073,24 @@ def _calibrate():
 
 
 _SOLE, _SHARED = _calibrate()
+
+
+def _brefs(v):
+    """References to a bare host buffer in the cotangent table, as seen from here (compared
+    with `_BSOLE` / `_BSHARED`, measured the same way: see `_refs`)."""
+    return sys.getrefcount(v)
+
+
+def _calibrate_bare():
+    v = _np.empty(1)
+    sole = _brefs(v)                 # one name holds it (a cotangent being consumed)
+    table = {0: _np.empty(1)}
+    prev = table[0]
+    shared = _brefs(prev)            # the cotangent table and one name (one to sum into)
+    return sole, shared
+
+
+_BSOLE, _BSHARED = _calibrate_bare()
 
 
 def _accumulate(prev, g, inplace):

@@ -43,6 +43,10 @@ def _sum_dtype(d):
     return d
 
 
+_SUM_ALL = {}              # rank -> reduce_sum's parameters for the whole array (the lane)
+_SUM_P = R.reduce_sum_p
+
+
 def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     # np.sum of an ndarray is add.reduce with these arguments, without np.sum's dispatch
     if type(a) is np.ndarray:
@@ -59,8 +63,13 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
             and (lane := STATE.lane) is not None and a._v.dtype.kind in "fc"):
         # eager under tapes, the whole array of a float dtype (its own sum dtype): the
         # composition below is this one primitive
-        return bind_taped(R.reduce_sum_p, (a,),
-                          {"axes": tuple(range(a._v.ndim)), "keepdims": False}, lane)
+        n = a._v.ndim
+        params = _SUM_ALL.get(n)
+        if params is None:
+            # one parameter dict per rank, shared by the records (no rule or record changes
+            # its parameters: the general backward pass copies them before adding its own)
+            params = _SUM_ALL[n] = {"axes": tuple(range(n)), "keepdims": False}
+        return bind_taped(_SUM_P, (a,), params, lane)
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)
