@@ -58,7 +58,8 @@ class UnconnectedGradients(enum.Enum):
     ZERO = "zero"
 
 
-_GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
+_GHOSTS = {}    # shape -> the read-only broadcast zero last used for it (its dtype checked)
+_GHOSTS_BY = {}  # (shape, id(dtype)) -> a read-only broadcast zero of that shape and dtype
 _ZEROS = {}     # id(dtype) -> the 0-d zero those broadcast (never dropped: ids stay unique)
 _ZERO_IDS = set()
 _ONES = {}      # id(dtype) -> a read-only 0-d one (copied for a scalar loss's seed)
@@ -74,10 +75,12 @@ def _ghost(a):
     d = v.dtype
     # keyed by the dtype's identity (hashing a NumPy dtype costs more than the rest of this
     # function); the entry holds its dtype, so the id names the same object while it lives
-    key = (v.shape, id(d))
-    z = _GHOSTS.get(key)
+    shape = v.shape
+    key = (shape, id(d))
+    z = _GHOSTS_BY.get(key)
     if z is None or z.dtype is not d:
-        if len(_GHOSTS) > 256:
+        if len(_GHOSTS_BY) > 256:
+            _GHOSTS_BY.clear()
             _GHOSTS.clear()
         z0 = _ZEROS.get(id(d))
         if z0 is None or z0.dtype is not d:
@@ -85,7 +88,9 @@ def _ghost(a):
             # leaves it out; it is never written)
             z0 = _ZEROS[id(d)] = _np.zeros((), d)
             _ZERO_IDS.add(id(z0))
-        z = _GHOSTS[key] = _np.broadcast_to(z0, v.shape)
+        z = _GHOSTS_BY[key] = _np.broadcast_to(z0, shape)
+    # (the recording lane looks a ghost up by its shape alone: one hash of a short tuple)
+    _GHOSTS[shape] = z
     h = _new(ndarray)
     h._v = z
     h._t = None
@@ -286,6 +291,25 @@ class GradientTape:
                 self._held = True
                 _mut.hold(self)
             handles = tuple(hs)
+        elif not reads and len(args) == 2 and type(args[0]._v) is _ndarray \
+                and type(args[1]._v) is _ndarray and args[0]._t is None and args[1]._t is None \
+                and (za := _GHOSTS.get(args[0]._v.shape)) is not None \
+                and (zb := _GHOSTS.get(args[1]._v.shape)) is not None \
+                and za.dtype is args[0]._v.dtype and zb.dtype is args[1]._v.dtype:
+            # (the branch below, unrolled for two eager arrays whose ghosts exist: every
+            # recorded add and subtract)
+            a, b = args
+            h = _new(ndarray)
+            h._v = za
+            h._t = None
+            h._dev = a._dev
+            h._tid = a._tid
+            k = _new(ndarray)
+            k._v = zb
+            k._t = None
+            k._dev = b._dev
+            k._tid = b._tid
+            handles = (h, k)
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
@@ -295,9 +319,8 @@ class GradientTape:
             for a in args:
                 v = a._v
                 if type(v) is _ndarray and a._t is None:
-                    d = v.dtype
-                    z = get((v.shape, id(d)))
-                    if z is not None and z.dtype is d:
+                    z = get(v.shape)
+                    if z is not None and z.dtype is v.dtype:
                         h = _new(ndarray)
                         h._v = z
                         h._t = None
@@ -614,9 +637,11 @@ class GradientTape:
                 tid = t._tid
                 if tid and tid in self._connected:
                     v = t._v
-                    if inplace and _HOST_RULES and type(v) is _ndarray and t._dev is None \
-                            and t._t is None and not v.shape and v.dtype.kind in "fc":
-                        # a scalar loss: a copy of a kept 0-d one (the pass owns the copy)
+                    if inplace and _HOST_RULES and t._dev is None and t._t is None and (
+                            type(v) is _ndarray or isinstance(v, _np.generic)) \
+                            and not v.shape and v.dtype.kind in "fc":
+                        # a scalar loss (a whole-array sum's value is a NumPy scalar): a copy
+                        # of a kept 0-d one (the pass owns the copy)
                         d = v.dtype
                         one = _ONES.get(id(d))            # (by the dtype's identity: _ghost)
                         if one is None or one.dtype is not d:
