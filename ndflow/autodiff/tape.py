@@ -591,7 +591,6 @@ class GradientTape:
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients,
                   consume=False):
-        tnp = _TNP or _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         if type(target) is ndarray:
@@ -611,14 +610,15 @@ class GradientTape:
                 if len(ogs) != len(targets):
                     raise ValueError("output_gradients must have the structure of target")
         st_ = type(sources)
-        src_leaves = None
+        flat = False
         if st_ is list or st_ is tuple:
             for s in sources:
                 if type(s) is not ndarray:
                     break
             else:
-                src_leaves, src_def = sources, st_  # (flat: the common call, built back below)
-        if src_leaves is None:
+                flat = True               # (the common call: built back below)
+                src_leaves, src_def = sources, st_
+        if not flat:
             src_leaves, src_def = tree.flatten_with_def(sources)
         st = STATE
         saved = st.tapes
@@ -674,12 +674,10 @@ class GradientTape:
                             g = _wrap(_np.ones(v.shape, d))     # tnp.ones_like's kernel
                         v = d = None
                     else:
-                        g = tnp.ones_like(t)
+                        g = (_TNP or _tnp()).ones_like(t)
                 else:
-                    g = tnp.asarray(og, dtype=t.dtype)
+                    g = (_TNP or _tnp()).asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
-            keep = set()
-            src_tids = []
             for t, tid in self._pending:
                 if t._tid != tid:
                     # a watched array renamed since (written while the tape was not
@@ -687,18 +685,26 @@ class GradientTape:
                     self._flush()
                     break
             objs = self._objs
-            for s in src_leaves:
-                # (_source_tid, inlined: a source the tape saw is named by its first tid)
-                tid = 0
-                if isinstance(s, ndarray) and s._tid:
-                    e = objs.get(id(s)) if objs else None
-                    tid = e[1] if e is not None and e[0]() is s else s._tid
-                src_tids.append(tid)
-                if tid:
-                    keep.add(tid)
-                elif isinstance(s, VariableBase):
-                    for v in self._var_reads.get(id(s), (None, []))[1]:
-                        keep.add(v._tid)
+            if flat and not objs:
+                # (the loop below for a flat list of arrays the tape names by their tids)
+                src_tids = [s._tid for s in src_leaves]
+                keep = set(src_tids)
+                keep.discard(0)
+            else:
+                keep = set()
+                src_tids = []
+                for s in src_leaves:
+                    # (_source_tid, inlined: a source the tape saw is named by its first tid)
+                    tid = 0
+                    if isinstance(s, ndarray) and s._tid:
+                        e = objs.get(id(s)) if objs else None
+                        tid = e[1] if e is not None and e[0]() is s else s._tid
+                    src_tids.append(tid)
+                    if tid:
+                        keep.add(tid)
+                    elif isinstance(s, VariableBase):
+                        for v in self._var_reads.get(id(s), (None, []))[1]:
+                            keep.add(v._tid)
             conn = self._connected
             recs = self._records
             if consume:
@@ -746,7 +752,7 @@ class GradientTape:
                         if all(c is None for c in cts):
                             continue
                     if prim.multiple_results:
-                        c_in = tuple(c if c is not None else tnp.zeros_like(o)
+                        c_in = tuple(c if c is not None else (_TNP or _tnp()).zeros_like(o)
                                      for c, o in zip(cts, outs))
                     else:
                         c_in = cts[0]
@@ -793,8 +799,7 @@ class GradientTape:
                 prim = args = outs = params = grads = a = g = kw = None
             if done:
                 recs[done.pop()] = None
-            if host is not None:
-                _wrap_bare(ct)            # (the host pass's, and a scalar loss's seed)
+            bare = host is not None       # (ct may hold the host pass's bare cotangents)
             poison = self._poison
             bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
@@ -805,6 +810,13 @@ class GradientTape:
                 if type(s) is ndarray and tid:
                     g = ct.get(tid)
                     if g is not None:
+                        if type(g) is not ndarray:
+                            g = _new(ndarray)             # _wrap, inlined
+                            g._v = ct[tid]
+                            g._t = None
+                            g._dev = None
+                            g._tid = 0
+                            ct[tid] = g               # (a source given twice: one array)
                         d = s._v.dtype
                         if g._v.dtype is d:
                             # (the common case of the checks below: nothing to cast)
@@ -818,6 +830,9 @@ class GradientTape:
                                 okd = d
                             out.append(g)
                             continue
+                if bare:
+                    _wrap_bare(ct)                # (the general checks below read wrappers)
+                    bare = False
                 g = None
                 if isinstance(s, VariableBase):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
@@ -832,9 +847,9 @@ class GradientTape:
                     raise ValueError(f"gradient sources must be arrays or Variables, got "
                                      f"{type(s).__name__}")
                 if g is not None and _dt.is_differentiable(ref.dtype) and g.dtype != ref.dtype:
-                    g = g.astype(ref.dtype) if ref.dtype.kind == "c" or g.dtype.kind != "c" else tnp.real(g).astype(ref.dtype)
+                    g = g.astype(ref.dtype) if ref.dtype.kind == "c" or g.dtype.kind != "c" else (_TNP or _tnp()).real(g).astype(ref.dtype)
                 if g is None and unconnected_gradients == UnconnectedGradients.ZERO:
-                    g = tnp.zeros_like(s.value() if isinstance(s, VariableBase) else s)
+                    g = (_TNP or _tnp()).zeros_like(s.value() if isinstance(s, VariableBase) else s)
                 if g is not None and not _dt.is_differentiable(ref.dtype):
                     g = None
                 out.append(g)
