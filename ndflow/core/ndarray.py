@@ -142,7 +142,18 @@ def _fast_binary(np_fn, name, reflected=False):
             if f is lane_of[0] or _lane_ufunc(f, lane_of):
                 d = self._v.dtype
                 if d is f._lane and (other._v.dtype is d or other._v.dtype == d):
-                    return _prim.bind_taped(lane_of[1], (self, other), {}, lane)
+                    # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+                    p = lane_of[1]
+                    o = _new(ndarray)
+                    o._v = p.impl(self._v, other._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    a = (self, other)
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, a, o, kw)
+                    return o
         try:
             return f(other, self) if reflected else f(self, other)
         except _NotArray:

@@ -487,7 +487,19 @@ class _Unary(ufunc):
             if d is self._lane or same_loop(self._np, d):
                 self._lane = d
                 p = self._prim
-                return self._fn(x) if p is None else bind_taped(p, (x,), {}, lane)
+                if p is None:
+                    return self._fn(x)
+                # (bind_taped, inlined)
+                o = _new(ndarray)
+                o._v = p.impl(x._v)
+                o._t = None
+                o._dev = None
+                o._tid = 0
+                a = (x,)
+                kw = {}
+                for tape in lane:
+                    tape._record(p, a, o, kw)
+                return o
         return self._apply((x,), *_call_options(self, args, kwargs))
 
 
@@ -518,8 +530,19 @@ class _Binary(ufunc):
                         and (d is self._lane or same_loop(self._np, d)):
                     self._lane = d
                     p = self._prim
-                    return self._fn(x1, x2) if p is None else \
-                        bind_taped(p, (x1, x2), {}, lane)
+                    if p is None:
+                        return self._fn(x1, x2)
+                    # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+                    o = _new(ndarray)
+                    o._v = p.impl(x1._v, x2._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    a = (x1, x2)
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, a, o, kw)
+                    return o
             elif (t is float or t is int) and (
                     ((e := self._lane_s) is not None and e[0] is d and e[1] is x2)
                     or same_loop(self._np, d, t)):
@@ -538,8 +561,19 @@ class _Binary(ufunc):
                     s._dev = None
                     s._tid = 0
                     p = self._prim
-                    return self._fn(x1, s) if p is None else \
-                        bind_taped(p, (x1, s), {}, lane)
+                    if p is None:
+                        return self._fn(x1, s)
+                    # (bind_taped, inlined)
+                    o = _new(ndarray)
+                    o._v = p.impl(x1._v, e[2])
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    a = (x1, s)
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, a, o, kw)
+                    return o
                 try:
                     s = _scalar(x2, d)
                 except OverflowError:
@@ -568,7 +602,17 @@ class _Generalized(ufunc):
                 if (x2._v.dtype is d or x2._v.dtype == d) and (
                         d is self._lane or same_loop(self._np, d)):
                     self._lane = d
-                    return bind_taped(self._prim, args, {}, lane)
+                    # (bind_taped, inlined)
+                    p = self._prim
+                    o = _new(ndarray)
+                    o._v = p.impl(x1._v, x2._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, args, o, kw)
+                    return o
         return self._fn(*args, **kwargs)
 
     @property
