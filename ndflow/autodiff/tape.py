@@ -1057,7 +1057,8 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                     g = prev + g
                 prev = None
                 ct[at] = g
-        c = cv = raw = a = r = g = prim = args = outs = params = None
+        # (what this record held, released before the next one's decisions and kernels)
+        c = cv = raw = a = r = g = args = params = None
     return i
 
 

@@ -265,8 +265,23 @@ def _square(x):
     if type(x) is ndarray and x._dev is None and (lane := STATE.lane) is not None:
         # eager under tapes, on operands as NumPy's loop takes them (the ufunc's lane checked
         # the dtype, or `_apply` converted them): bind's tape lane without its dispatch
-        return bind_taped(E.mul_p, (x, x), {}, lane)
+        # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+        o = _new(ndarray)
+        v = x._v
+        o._v = _MUL_IMPL(v, v)
+        o._t = None
+        o._dev = None
+        o._tid = 0
+        a = (x, x)
+        kw = {}
+        for tape in lane:
+            tape._record(E.mul_p, a, o, kw)
+        return o
     return bind(E.mul_p, x, x)
+
+
+_MUL_IMPL = E.mul_p.impl
+_new = object.__new__
 
 
 square = make_ufunc(np.square, _square)
