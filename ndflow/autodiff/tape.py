@@ -310,6 +310,17 @@ class GradientTape:
             k._dev = b._dev
             k._tid = b._tid
             handles = (h, k)
+        elif not reads and len(args) == 1 and type(args[0]._v) is _ndarray \
+                and args[0]._t is None and (za := _GHOSTS.get(args[0]._v.shape)) is not None \
+                and za.dtype is args[0]._v.dtype:
+            # (the branch below for one eager array whose ghost exists: every recorded sum)
+            a = args[0]
+            h = _new(ndarray)
+            h._v = za
+            h._t = None
+            h._dev = a._dev
+            h._tid = a._tid
+            handles = (h,)
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
@@ -574,7 +585,7 @@ class GradientTape:
                                "set of gradients (or jacobians)")
         try:
             res = self._gradient(target, sources, output_gradients, unconnected_gradients,
-                                 consume=not self._persistent)
+                                 not self._persistent)          # (consume)
         except BaseException:
             if getattr(self, "_consumed", False):
                 # the backward pass had begun releasing the records: the tape cannot be

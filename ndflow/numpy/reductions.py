@@ -73,7 +73,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
             params = _SUM_ALL[n] = {"axes": tuple(range(n)), "keepdims": False}
         # (bind_taped, inlined: the kernel on the buffer, then the tapes record)
         o = _new(ndarray)
-        o._v = _SUM_P.impl(a._v, **params)
+        v = a._v
+        # (the kernel, _sum_impl's np.add.reduce for an ndarray, without its frame)
+        o._v = np.add.reduce(v, params["axes"], v.dtype, None, False) \
+            if type(v) is np.ndarray else _SUM_P.impl(v, **params)
         o._t = None
         o._dev = None
         o._tid = 0
