@@ -71,7 +71,13 @@ class _State(_thread._local):
             d["lane"] = tapes
             slot = d["slot"]
             if not slot.slow:
-                _set_slow(slot, True)
+                # (_set_slow, inlined)
+                global _slow_count
+                with _LOCK:
+                    if not slot.slow:
+                        slot.slow = True
+                        _slow_count += 1
+                        GLOBAL.fast = False
         else:
             tapes.append(tape)
             self.refresh()
@@ -89,7 +95,13 @@ class _State(_thread._local):
             d["lane"] = None
             slot = d["slot"]
             if slot.slow:
-                _set_slow(slot, False)
+                # (_set_slow, inlined)
+                global _slow_count
+                with _LOCK:
+                    if slot.slow:
+                        slot.slow = False
+                        _slow_count -= 1
+                        GLOBAL.fast = _slow_count == 0
             return True
         if tapes and tapes[-1] is tape:
             tapes.pop()
