@@ -291,11 +291,11 @@ class GradientTape:
                 self._held = True
                 _mut.hold(self)
             handles = tuple(hs)
-        elif not reads and len(args) == 2 and type(args[0]._v) is _ndarray \
-                and type(args[1]._v) is _ndarray and args[0]._t is None and args[1]._t is None \
-                and (za := _GHOSTS.get(args[0]._v.shape)) is not None \
-                and (zb := _GHOSTS.get(args[1]._v.shape)) is not None \
-                and za.dtype is args[0]._v.dtype and zb.dtype is args[1]._v.dtype:
+        elif not reads and len(args) == 2 and type(va := args[0]._v) is _ndarray \
+                and type(vb := args[1]._v) is _ndarray and args[0]._t is None \
+                and args[1]._t is None and (za := _GHOSTS.get(va.shape)) is not None \
+                and (zb := _GHOSTS.get(vb.shape)) is not None \
+                and za.dtype is va.dtype and zb.dtype is vb.dtype:
             # (the branch below, unrolled for two eager arrays whose ghosts exist: every
             # recorded add and subtract)
             a, b = args
@@ -310,9 +310,9 @@ class GradientTape:
             k._dev = b._dev
             k._tid = b._tid
             handles = (h, k)
-        elif not reads and len(args) == 1 and type(args[0]._v) is _ndarray \
-                and args[0]._t is None and (za := _GHOSTS.get(args[0]._v.shape)) is not None \
-                and za.dtype is args[0]._v.dtype:
+        elif not reads and len(args) == 1 and type(va := args[0]._v) is _ndarray \
+                and args[0]._t is None and (za := _GHOSTS.get(va.shape)) is not None \
+                and za.dtype is va.dtype:
             # (the branch below for one eager array whose ghost exists: every recorded sum)
             a = args[0]
             h = _new(ndarray)
