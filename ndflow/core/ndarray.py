@@ -139,11 +139,12 @@ def _fast_binary(np_fn, name, reflected=False):
                 and other._dev is None and (lane := STATE.lane) is not None:
             # eager under tapes: the ufunc's tape lane (its `__call__`'s), for operands of the
             # one dtype that lane last took, without the call in between
-            if f is lane_of[0] or _lane_ufunc(f, lane_of):
+            e = lane_of[0]
+            if (e is not None and e[0] is f) or (e := _lane_ufunc(f, lane_of)) is not None:
                 d = self._v.dtype
                 if d is f._lane and (other._v.dtype is d or other._v.dtype == d):
                     # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
-                    p = lane_of[1]
+                    p = e[1]
                     o = _new(ndarray)
                     o._v = p.impl(self._v, other._v)
                     o._t = None
@@ -158,19 +159,19 @@ def _fast_binary(np_fn, name, reflected=False):
             return f(other, self) if reflected else f(self, other)
         except _NotArray:
             return NotImplemented
-    lane_of = [None, None]         # (the NumPy layer's ufunc `name`, its primitive)
+    lane_of = [None]       # (the NumPy layer's ufunc `name`, its primitive): one cell
     op.__name__ = name
     return op
 
 
 def _lane_ufunc(f, lane_of):
-    """Whether `f` is a ufunc with a tape lane (a `_prim` and its `_lane` dtype): kept in
-    `lane_of` for the operator's next call."""
+    """(f, its primitive) where `f` is a ufunc with a tape lane (a `_prim` and its `_lane`
+    dtype), kept in `lane_of` for the operator's next call; None otherwise."""
     p = getattr(f, "_prim", None)
     if p is None or not hasattr(f, "_lane"):
-        return False
-    lane_of[:] = [f, p]
-    return True
+        return None
+    e = lane_of[0] = (f, p)
+    return e
 
 
 class _NotArray(TypeError):
