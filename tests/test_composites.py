@@ -282,6 +282,10 @@ _SANCTIONED = {
     ("ufuncs.py", "ufunc.__call__"): _UFUNC_DISPATCH,
     ("ufuncs.py", "_Unary.__call__"): _UFUNC_DISPATCH,
     ("ufuncs.py", "_Binary.__call__"): _UFUNC_DISPATCH,
+    ("ufuncs.py", "_Generalized.__call__"): (
+        "not a second eager path: GLOBAL.fast only lets a plain eager call skip the check "
+        "for the tape lane (matmul bound as its primitive under a tape, as `_matmul` does)",
+        "test_matmul_tape_lane_is_the_general_path"),
     ("ufuncs.py", "ufunc.reduce"): ("composite 'ufunc.reduce' dispatch, inlined",
                                     "test_kernel_and_composition_agree[ufunc.reduce]"),
     ("ufuncs.py", "ufunc.accumulate"): ("composite 'ufunc.accumulate' dispatch, inlined",

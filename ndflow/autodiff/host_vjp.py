@@ -40,7 +40,9 @@ def unbroadcast(v, shape):
         return v
     lead = len(cs) - len(shape)
     if lead:
-        v = _sum(v, axes=tuple(range(lead)), keepdims=False)
+        # (the reduce_sum kernel: np.add.reduce in x's dtype for an ndarray, without its frame)
+        v = np.add.reduce(v, tuple(range(lead)), v.dtype, None, False) \
+            if type(v) is _ndarray else _sum(v, axes=tuple(range(lead)), keepdims=False)
         cs = v.shape
         if cs == shape:
             return v

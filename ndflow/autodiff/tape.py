@@ -58,9 +58,11 @@ class UnconnectedGradients(enum.Enum):
     ZERO = "zero"
 
 
-_GHOSTS = {}    # (shape, dtype) -> a read-only broadcast zero of that shape
+_GHOSTS = {}    # shape -> the read-only broadcast zero last used for it (its dtype checked)
+_GHOSTS_BY = {}  # (shape, id(dtype)) -> a read-only broadcast zero of that shape and dtype
 _ZEROS = {}     # id(dtype) -> the 0-d zero those broadcast (never dropped: ids stay unique)
 _ZERO_IDS = set()
+_ONES = {}      # id(dtype) -> a read-only 0-d one (copied for a scalar loss's seed)
 _DIFF = {}      # id(dtype) -> (dtype, whether gradients flow through it)
 
 
@@ -73,10 +75,12 @@ def _ghost(a):
     d = v.dtype
     # keyed by the dtype's identity (hashing a NumPy dtype costs more than the rest of this
     # function); the entry holds its dtype, so the id names the same object while it lives
-    key = (v.shape, id(d))
-    z = _GHOSTS.get(key)
+    shape = v.shape
+    key = (shape, id(d))
+    z = _GHOSTS_BY.get(key)
     if z is None or z.dtype is not d:
-        if len(_GHOSTS) > 256:
+        if len(_GHOSTS_BY) > 256:
+            _GHOSTS_BY.clear()
             _GHOSTS.clear()
         z0 = _ZEROS.get(id(d))
         if z0 is None or z0.dtype is not d:
@@ -84,7 +88,9 @@ def _ghost(a):
             # leaves it out; it is never written)
             z0 = _ZEROS[id(d)] = _np.zeros((), d)
             _ZERO_IDS.add(id(z0))
-        z = _GHOSTS[key] = _np.broadcast_to(z0, v.shape)
+        z = _GHOSTS_BY[key] = _np.broadcast_to(z0, shape)
+    # (the recording lane looks a ghost up by its shape alone: one hash of a short tuple)
+    _GHOSTS[shape] = z
     h = _new(ndarray)
     h._v = z
     h._t = None
@@ -127,14 +133,22 @@ class GradientTape:
         self._pending = []
 
     def _reset_memory(self):
-        self._mem = {}            # id(root buffer) -> handles in records to copy before a write
+        # (a table already empty is kept: the tape is usually dropped right after its
+        # gradient, and no one else holds these tables)
+        if self._mem:
+            self._mem = {}        # id(root buffer) -> handles in records to copy before a write
         self._indexed = 0         # records[:_indexed] are in _mem (see _index)
         # (_held: in core.mutation.HOLDERS since the first handle kept; released below)
-        self._pending = []        # (array, tid) watched, not yet _see'n (see _flush)
-        self._objs = {}           # id(array) -> [weakref, tid when first seen]: gradient sources
-        self._users = {}          # id(root buffer) -> weakrefs of arrays seen, sharing it
-        self._links = {}          # id(view) -> (weakref view, weakref base, prim, args, params)
-        self._poison = {}         # tid -> why its gradient cannot be followed
+        if self._pending:
+            self._pending = []    # (array, tid) watched, not yet _see'n (see _flush)
+        if self._objs:
+            self._objs = {}       # id(array) -> [weakref, tid when first seen]: gradient sources
+        if self._users:
+            self._users = {}      # id(root buffer) -> weakrefs of arrays seen, sharing it
+        if self._links:
+            self._links = {}      # id(view) -> (weakref view, weakref base, prim, args, params)
+        if self._poison:
+            self._poison = {}     # tid -> why its gradient cannot be followed
         if self._held:
             self._held = False
             _mut.release(self)
@@ -277,6 +291,36 @@ class GradientTape:
                 self._held = True
                 _mut.hold(self)
             handles = tuple(hs)
+        elif not reads and len(args) == 2 and type(va := args[0]._v) is _ndarray \
+                and type(vb := args[1]._v) is _ndarray and args[0]._t is None \
+                and args[1]._t is None and (za := _GHOSTS.get(va.shape)) is not None \
+                and (zb := _GHOSTS.get(vb.shape)) is not None \
+                and za.dtype is va.dtype and zb.dtype is vb.dtype:
+            # (the branch below, unrolled for two eager arrays whose ghosts exist: every
+            # recorded add and subtract)
+            a, b = args
+            h = _new(ndarray)
+            h._v = za
+            h._t = None
+            h._dev = a._dev
+            h._tid = a._tid
+            k = _new(ndarray)
+            k._v = zb
+            k._t = None
+            k._dev = b._dev
+            k._tid = b._tid
+            handles = (h, k)
+        elif not reads and len(args) == 1 and type(va := args[0]._v) is _ndarray \
+                and args[0]._t is None and (za := _GHOSTS.get(va.shape)) is not None \
+                and za.dtype is va.dtype:
+            # (the branch below for one eager array whose ghost exists: every recorded sum)
+            a = args[0]
+            h = _new(ndarray)
+            h._v = za
+            h._t = None
+            h._dev = a._dev
+            h._tid = a._tid
+            handles = (h,)
         elif not reads:
             # the rule reads only the shapes of the inputs: the tape does not keep their
             # memory alive (the backward pass of a long chain holds what it needs only).
@@ -286,9 +330,8 @@ class GradientTape:
             for a in args:
                 v = a._v
                 if type(v) is _ndarray and a._t is None:
-                    d = v.dtype
-                    z = get((v.shape, id(d)))
-                    if z is not None and z.dtype is d:
+                    z = get(v.shape)
+                    if z is not None and z.dtype is v.dtype:
                         h = _new(ndarray)
                         h._v = z
                         h._t = None
@@ -542,7 +585,7 @@ class GradientTape:
                                "set of gradients (or jacobians)")
         try:
             res = self._gradient(target, sources, output_gradients, unconnected_gradients,
-                                 consume=not self._persistent)
+                                 not self._persistent)          # (consume)
         except BaseException:
             if getattr(self, "_consumed", False):
                 # the backward pass had begun releasing the records: the tape cannot be
@@ -559,26 +602,35 @@ class GradientTape:
 
     def _gradient(self, target, sources, output_gradients, unconnected_gradients,
                   consume=False):
-        tnp = _TNP or _tnp()
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
-        targets = [target] if type(target) is ndarray else tree.flatten(target)
+        if type(target) is ndarray:
+            targets = ()          # (the seed is made below, without the general loop)
+            ogs = None
+            if output_gradients is not None:
+                targets = [target]
+                ogs = tree.flatten(output_gradients)
+                if len(ogs) != 1:
+                    raise ValueError("output_gradients must have the structure of target")
+        else:
+            targets = tree.flatten(target)
+            if output_gradients is None:
+                ogs = [None] * len(targets)
+            else:
+                ogs = tree.flatten(output_gradients)
+                if len(ogs) != len(targets):
+                    raise ValueError("output_gradients must have the structure of target")
         st_ = type(sources)
-        src_leaves = None
+        flat = False
         if st_ is list or st_ is tuple:
             for s in sources:
                 if type(s) is not ndarray:
                     break
             else:
-                src_leaves, src_def = sources, st_  # (flat: the common call, built back below)
-        if src_leaves is None:
+                flat = True               # (the common call: built back below)
+                src_leaves, src_def = sources, st_
+        if not flat:
             src_leaves, src_def = tree.flatten_with_def(sources)
-        if output_gradients is None:
-            ogs = [None] * len(targets)
-        else:
-            ogs = tree.flatten(output_gradients)
-            if len(ogs) != len(targets):
-                raise ValueError("output_gradients must have the structure of target")
         st = STATE
         saved = st.tapes
         if self._recording:
@@ -590,6 +642,30 @@ class GradientTape:
             # into buffers only the backward pass holds, and rules run on host buffers
             inplace = st.fast
             ct = {}
+            if ogs is None:
+                # one array target, no output gradient (the common call): its seed of ones
+                t = target
+                tid = t._tid
+                if tid and tid in self._connected:
+                    v = t._v
+                    if inplace and _HOST_RULES and t._dev is None and t._t is None and (
+                            type(v) is _ndarray or isinstance(v, _np.generic)) \
+                            and not v.shape and v.dtype.kind in "fc":
+                        # a scalar loss (a whole-array sum's value is a NumPy scalar): a copy
+                        # of a kept 0-d one (the pass owns the copy)
+                        d = v.dtype
+                        one = _ONES.get(id(d))            # (by the dtype's identity: _ghost)
+                        if one is None or one.dtype is not d:
+                            one = _ONES[id(d)] = _np.ones((), d)
+                            one.flags.writeable = False
+                        # (bare: the host pass below takes it, see _host_pass)
+                        ct[tid] = one.copy()
+                        v = d = one = None
+                    else:
+                        targets = [target]
+                        ogs = [None]
+                if ogs is None:
+                    ogs = ()
             for t, og in zip(targets, ogs):
                 if isinstance(t, VariableBase):
                     t = t.value()
@@ -609,12 +685,10 @@ class GradientTape:
                             g = _wrap(_np.ones(v.shape, d))     # tnp.ones_like's kernel
                         v = d = None
                     else:
-                        g = tnp.ones_like(t)
+                        g = (_TNP or _tnp()).ones_like(t)
                 else:
-                    g = tnp.asarray(og, dtype=t.dtype)
+                    g = (_TNP or _tnp()).asarray(og, dtype=t.dtype)
                 ct[t._tid] = g if t._tid not in ct else ct[t._tid] + g
-            keep = set()
-            src_tids = []
             for t, tid in self._pending:
                 if t._tid != tid:
                     # a watched array renamed since (written while the tape was not
@@ -622,18 +696,26 @@ class GradientTape:
                     self._flush()
                     break
             objs = self._objs
-            for s in src_leaves:
-                # (_source_tid, inlined: a source the tape saw is named by its first tid)
-                tid = 0
-                if isinstance(s, ndarray) and s._tid:
-                    e = objs.get(id(s)) if objs else None
-                    tid = e[1] if e is not None and e[0]() is s else s._tid
-                src_tids.append(tid)
-                if tid:
-                    keep.add(tid)
-                elif isinstance(s, VariableBase):
-                    for v in self._var_reads.get(id(s), (None, []))[1]:
-                        keep.add(v._tid)
+            if flat and not objs:
+                # (the loop below for a flat list of arrays the tape names by their tids)
+                src_tids = [s._tid for s in src_leaves]
+                keep = set(src_tids)
+                keep.discard(0)
+            else:
+                keep = set()
+                src_tids = []
+                for s in src_leaves:
+                    # (_source_tid, inlined: a source the tape saw is named by its first tid)
+                    tid = 0
+                    if isinstance(s, ndarray) and s._tid:
+                        e = objs.get(id(s)) if objs else None
+                        tid = e[1] if e is not None and e[0]() is s else s._tid
+                    src_tids.append(tid)
+                    if tid:
+                        keep.add(tid)
+                    elif isinstance(s, VariableBase):
+                        for v in self._var_reads.get(id(s), (None, []))[1]:
+                            keep.add(v._tid)
             conn = self._connected
             recs = self._records
             if consume:
@@ -641,7 +723,8 @@ class GradientTape:
                 # record (its saved values) once it is used, and each cotangent once consumed
                 # (the list stays the tape's until the pass ends: a write meanwhile still
                 # finds the handles of the records not yet used, see _index)
-                self._links = {}
+                if self._links:
+                    self._links = {}
                 self._consumed = True
             host = _HOST_RULES if inplace and _HOST_RULES else None
             i = len(recs) - 1
@@ -654,6 +737,7 @@ class GradientTape:
                     i = _host_pass(recs, i, ct, keep, conn, consume, host)
                     if i < 0:
                         break
+                    _wrap_bare(ct)        # (the general body reads wrapped cotangents)
                 prim, args, outs, params = recs[i]
                 if consume:
                     # (released once its rule has run: a write during the rule, a custom
@@ -679,7 +763,7 @@ class GradientTape:
                         if all(c is None for c in cts):
                             continue
                     if prim.multiple_results:
-                        c_in = tuple(c if c is not None else tnp.zeros_like(o)
+                        c_in = tuple(c if c is not None else (_TNP or _tnp()).zeros_like(o)
                                      for c, o in zip(cts, outs))
                     else:
                         c_in = cts[0]
@@ -726,23 +810,40 @@ class GradientTape:
                 prim = args = outs = params = grads = a = g = kw = None
             if done:
                 recs[done.pop()] = None
+            bare = host is not None       # (ct may hold the host pass's bare cotangents)
             poison = self._poison
             bad = poison and [t for t in ct if t in poison and t not in keep]
             if bad:
                 raise ValueError("GradientTape: " + self._poison[bad[0]])
             out = []
+            okd = None                    # the last dtype found differentiable
             for s, tid in zip(src_leaves, src_tids):
                 if type(s) is ndarray and tid:
                     g = ct.get(tid)
                     if g is not None:
+                        if type(g) is not ndarray:
+                            g = _new(ndarray)             # _wrap, inlined
+                            g._v = ct[tid]
+                            g._t = None
+                            g._dev = None
+                            g._tid = 0
+                            ct[tid] = g               # (a source given twice: one array)
                         d = s._v.dtype
                         if g._v.dtype is d:
-                            ok = _DIFF.get(id(d))
-                            if ok is None or ok[0] is not d:
-                                ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
                             # (the common case of the checks below: nothing to cast)
-                            out.append(g if ok[1] else None)
+                            if d is not okd:
+                                ok = _DIFF.get(id(d))
+                                if ok is None or ok[0] is not d:
+                                    ok = _DIFF[id(d)] = (d, _dt.is_differentiable(d))
+                                if not ok[1]:
+                                    out.append(None)
+                                    continue
+                                okd = d
+                            out.append(g)
                             continue
+                if bare:
+                    _wrap_bare(ct)                # (the general checks below read wrappers)
+                    bare = False
                 g = None
                 if isinstance(s, VariableBase):
                     for v in self._var_reads.get(id(s), (None, []))[1]:
@@ -757,9 +858,9 @@ class GradientTape:
                     raise ValueError(f"gradient sources must be arrays or Variables, got "
                                      f"{type(s).__name__}")
                 if g is not None and _dt.is_differentiable(ref.dtype) and g.dtype != ref.dtype:
-                    g = g.astype(ref.dtype) if ref.dtype.kind == "c" or g.dtype.kind != "c" else tnp.real(g).astype(ref.dtype)
+                    g = g.astype(ref.dtype) if ref.dtype.kind == "c" or g.dtype.kind != "c" else (_TNP or _tnp()).real(g).astype(ref.dtype)
                 if g is None and unconnected_gradients == UnconnectedGradients.ZERO:
-                    g = tnp.zeros_like(s.value() if isinstance(s, VariableBase) else s)
+                    g = (_TNP or _tnp()).zeros_like(s.value() if isinstance(s, VariableBase) else s)
                 if g is not None and not _dt.is_differentiable(ref.dtype):
                     g = None
                 out.append(g)
@@ -862,9 +963,11 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
     """The backward pass over records i, i-1, ... in plain eager execution, while each one's
     primitive has a host rule (host_vjp.py) that applies: its kernels on the buffers, without
     the general body's per-record decisions. Returns the index of the first record it leaves
-    to the general body (-1 when none is left); the cotangent table is then as the general
-    body expects it. The decisions (which cotangent, which inputs need a gradient, donation,
-    summing in place) are the general body's, made on the same references."""
+    to the general body (-1 when none is left). The cotangents it makes are bare host buffers
+    in the table (no wrapper per gradient): the caller wraps them (`_wrap_bare`) before the
+    general body reads the table. The decisions (which cotangent, which inputs need a
+    gradient, donation, summing in place) are the general body's, made on the same references
+    (a bare buffer's counted alone: `_BSOLE` / `_BSHARED`)."""
     get = ct.get
     diff = _DIFF
     okd = None                            # the last dtype found differentiable
@@ -879,7 +982,10 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
             i -= 1
             continue
         rule = host.get(prim)
-        if rule is None or rule[1] is not prim.vjp or c._t is not None or c._dev is not None:
+        if rule is None or rule[1] is not prim.vjp:
+            return i
+        wrapped = type(c) is ndarray      # (from the general body, or the caller's seed)
+        if wrapped and (c._t is not None or c._dev is not None):
             return i
         if len(args) == 2:
             a0, a1 = args
@@ -900,8 +1006,13 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
         if outs not in keep:
             del ct[outs]
         # (decided while this frame alone holds the cotangent, as the general body does)
-        donated = prim.vjp_donate and _refs(c) == _SOLE and _owned(c)
-        cv = c._v
+        if wrapped:
+            donated = prim.vjp_donate and _refs(c) == _SOLE and _owned(c)
+            cv = c._v
+        else:
+            donated = prim.vjp_donate and _brefs(c) == _BSOLE and type(c) is _ndarray \
+                and c.flags.owndata and c.flags.writeable
+            cv = c
         raw = rule[0](cv, args, outs, params, needs, donated)
         if raw is NotImplemented:
             ct[outs] = c                  # (nothing was written) the general rule runs
@@ -923,25 +1034,55 @@ def _host_pass(recs, i, ct, keep, conn, consume, host):
                 if not ok[1]:
                     continue
                 okd = d
-            if r is cv:
-                g = c
-            else:
-                g = _new(ndarray)         # _wrap, inlined
-                g._v = r
-                g._t = None
-                g._dev = None
-                g._tid = 0
             prev = get(at)
             if prev is None:
-                ct[at] = g
+                ct[at] = c if r is cv else r
+            elif type(prev) is not ndarray:
+                # summed in place where only the table holds prev (a gradient of this record
+                # is still held here, by `raw` or `c`: never summed into); else `prev + g`,
+                # which is np.add on the buffers in this order. (_brefs first, before a name
+                # here holds more of prev.)
+                if _brefs(prev) == _BSHARED and type(prev) is _ndarray \
+                        and type(r) is _ndarray and prev.flags.owndata \
+                        and prev.flags.writeable and prev.shape == r.shape \
+                        and prev.dtype == r.dtype:
+                    _np.add(prev, r, out=prev)
+                else:
+                    ct[at] = _np.add(prev, r)
+                prev = None
             else:
-                # summed in place where only the table holds prev and its memory (a gradient
-                # of this record is still held here, by `raw` or `c`: never summed into)
-                g = _accumulate(prev, g, _refs(prev) == _SHARED and _owned(prev))
+                # a wrapped cotangent (the general body's): as it sums
+                if r is cv and wrapped:
+                    g = c
+                else:
+                    g = _new(ndarray)     # _wrap, inlined
+                    g._v = r
+                    g._t = None
+                    g._dev = None
+                    g._tid = 0
+                if _refs(prev) == _SHARED and _owned(prev):
+                    g = _accumulate(prev, g, True)
+                elif type(prev._v) is _ndarray and prev._t is None and prev._dev is None:
+                    g = _np.add(prev._v, r)   # (bare, as the other sums here)
+                else:
+                    g = prev + g
                 prev = None
                 ct[at] = g
-        c = cv = raw = a = r = g = prim = args = outs = params = None
+        # (what this record held, released before the next one's decisions and kernels)
+        c = cv = raw = a = r = g = args = params = None
     return i
+
+
+def _wrap_bare(ct):
+    """The host pass's bare cotangents wrapped, for the general body and the results."""
+    for k, v in ct.items():
+        if type(v) is not ndarray:
+            g = _new(ndarray)
+            g._v = v
+            g._t = None
+            g._dev = None
+            g._tid = 0
+            ct[k] = g
 
 
 def _tnp():
@@ -984,6 +1125,24 @@ def _calibrate():
 
 
 _SOLE, _SHARED = _calibrate()
+
+
+def _brefs(v):
+    """References to a bare host buffer in the cotangent table, as seen from here (compared
+    with `_BSOLE` / `_BSHARED`, measured the same way: see `_refs`)."""
+    return sys.getrefcount(v)
+
+
+def _calibrate_bare():
+    v = _np.empty(1)
+    sole = _brefs(v)                 # one name holds it (a cotangent being consumed)
+    table = {0: _np.empty(1)}
+    prev = table[0]
+    shared = _brefs(prev)            # the cotangent table and one name (one to sum into)
+    return sole, shared
+
+
+_BSOLE, _BSHARED = _calibrate_bare()
 
 
 def _accumulate(prev, g, inplace):

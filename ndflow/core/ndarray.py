@@ -135,12 +135,43 @@ def _fast_binary(np_fn, name, reflected=False):
                 # general path keep bfloat16)
                 return _wrap(np_fn(other, self._v) if reflected else np_fn(self._v, other))
         f = getattr(_tnp, name)
+        if not reflected and type(other) is ndarray and self._dev is None \
+                and other._dev is None and (lane := STATE.lane) is not None:
+            # eager under tapes: the ufunc's tape lane (its `__call__`'s), for operands of the
+            # one dtype that lane last took, without the call in between
+            e = lane_of[0]
+            if (e is not None and e[0] is f) or (e := _lane_ufunc(f, lane_of)) is not None:
+                d = self._v.dtype
+                if d is f._lane and (other._v.dtype is d or other._v.dtype == d):
+                    # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+                    p = e[1]
+                    o = _new(ndarray)
+                    o._v = p.impl(self._v, other._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    a = (self, other)
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, a, o, kw)
+                    return o
         try:
             return f(other, self) if reflected else f(self, other)
         except _NotArray:
             return NotImplemented
+    lane_of = [None]       # (the NumPy layer's ufunc `name`, its primitive): one cell
     op.__name__ = name
     return op
+
+
+def _lane_ufunc(f, lane_of):
+    """(f, its primitive) where `f` is a ufunc with a tape lane (a `_prim` and its `_lane`
+    dtype), kept in `lane_of` for the operator's next call; None otherwise."""
+    p = getattr(f, "_prim", None)
+    if p is None or not hasattr(f, "_lane"):
+        return None
+    e = lane_of[0] = (f, p)
+    return e
 
 
 class _NotArray(TypeError):

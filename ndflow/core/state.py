@@ -59,16 +59,25 @@ class _State(_thread._local):
         """tapes.append(tape) and refresh(), where the thread's state was fast (nothing else
         active: the tape makes it the recording lane, `taping_np`) without re-reading it all;
         refresh() otherwise."""
-        tapes = self.tapes
-        if self.fast and not tapes:
+        # (the thread's own attribute dict, read once: each attribute of a thread-local
+        # object looks the thread's dict up again; this runs on every tape's enter)
+        d = self.__dict__
+        tapes = d["tapes"]
+        if d["fast"] and not tapes:
             tapes.append(tape)
-            self.fast = False
-            self.taping = True
-            self.taping_np = True
-            self.lane = tapes
-            slot = self.slot
+            d["fast"] = False
+            d["taping"] = True
+            d["taping_np"] = True
+            d["lane"] = tapes
+            slot = d["slot"]
             if not slot.slow:
-                _set_slow(slot, True)
+                # (_set_slow, inlined)
+                global _slow_count
+                with _LOCK:
+                    if not slot.slow:
+                        slot.slow = True
+                        _slow_count += 1
+                        GLOBAL.fast = False
         else:
             tapes.append(tape)
             self.refresh()
@@ -76,16 +85,23 @@ class _State(_thread._local):
     def pop_tape(self, tape):
         """Remove `tape` (the innermost, or anywhere) and refresh(); where it is the only thing
         active (`taping_np` with one tape) the state is fast again, without re-reading it."""
-        tapes = self.tapes
-        if len(tapes) == 1 and tapes[0] is tape and self.taping_np:
+        d = self.__dict__                 # (as in push_tape)
+        tapes = d["tapes"]
+        if len(tapes) == 1 and tapes[0] is tape and d["taping_np"]:
             tapes.pop()
-            self.fast = True
-            self.taping = False
-            self.taping_np = False
-            self.lane = None
-            slot = self.slot
+            d["fast"] = True
+            d["taping"] = False
+            d["taping_np"] = False
+            d["lane"] = None
+            slot = d["slot"]
             if slot.slow:
-                _set_slow(slot, False)
+                # (_set_slow, inlined)
+                global _slow_count
+                with _LOCK:
+                    if slot.slow:
+                        slot.slow = False
+                        _slow_count -= 1
+                        GLOBAL.fast = _slow_count == 0
             return True
         if tapes and tapes[-1] is tape:
             tapes.pop()

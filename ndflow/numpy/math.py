@@ -265,8 +265,23 @@ def _square(x):
     if type(x) is ndarray and x._dev is None and (lane := STATE.lane) is not None:
         # eager under tapes, on operands as NumPy's loop takes them (the ufunc's lane checked
         # the dtype, or `_apply` converted them): bind's tape lane without its dispatch
-        return bind_taped(E.mul_p, (x, x), {}, lane)
+        # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+        o = _new(ndarray)
+        v = x._v
+        o._v = _MUL_IMPL(v, v)
+        o._t = None
+        o._dev = None
+        o._tid = 0
+        a = (x, x)
+        kw = {}
+        for tape in lane:
+            tape._record(E.mul_p, a, o, kw)
+        return o
     return bind(E.mul_p, x, x)
+
+
+_MUL_IMPL = E.mul_p.impl
+_new = object.__new__
 
 
 square = make_ufunc(np.square, _square)
@@ -479,7 +494,8 @@ def _vecmat(x1, x2, /, out=None, **kwargs):
     return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
 
 
-matmul = make_ufunc(np.matmul, _matmul)
+# (prim: `_Generalized.__call__`'s tape lane binds it, as `_matmul`'s does)
+matmul = make_ufunc(np.matmul, _matmul, prim=L.matmul_p)
 vecdot = make_ufunc(np.vecdot, _vecdot)
 matvec = make_ufunc(np.matvec, _matvec)
 vecmat = make_ufunc(np.vecmat, _vecmat)

@@ -4,12 +4,14 @@ import builtins
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, bind_taped, composite
+from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..core.state import STATE
 from ..primitives import elementwise as E, reduction as R
 from ..primitives._util import norm_axes, norm_axis, legacy_0d
 from ._core import asarray
+
+_new = object.__new__
 
 
 def _axes(a, axis, legacy=False):
@@ -43,6 +45,10 @@ def _sum_dtype(d):
     return d
 
 
+_SUM_ALL = {}              # rank -> reduce_sum's parameters for the whole array (the lane)
+_SUM_P = R.reduce_sum_p
+
+
 def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     # np.sum of an ndarray is add.reduce with these arguments, without np.sum's dispatch
     if type(a) is np.ndarray:
@@ -59,8 +65,25 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
             and (lane := STATE.lane) is not None and a._v.dtype.kind in "fc"):
         # eager under tapes, the whole array of a float dtype (its own sum dtype): the
         # composition below is this one primitive
-        return bind_taped(R.reduce_sum_p, (a,),
-                          {"axes": tuple(range(a._v.ndim)), "keepdims": False}, lane)
+        n = a._v.ndim
+        params = _SUM_ALL.get(n)
+        if params is None:
+            # one parameter dict per rank, shared by the records (no rule or record changes
+            # its parameters: the general backward pass copies them before adding its own)
+            params = _SUM_ALL[n] = {"axes": tuple(range(n)), "keepdims": False}
+        # (bind_taped, inlined: the kernel on the buffer, then the tapes record)
+        o = _new(ndarray)
+        v = a._v
+        # (the kernel, _sum_impl's np.add.reduce for an ndarray, without its frame)
+        o._v = np.add.reduce(v, params["axes"], v.dtype, None, False) \
+            if type(v) is np.ndarray else _SUM_P.impl(v, **params)
+        o._t = None
+        o._dev = None
+        o._tid = 0
+        args = (a,)
+        for tape in lane:
+            tape._record(_SUM_P, args, o, params)
+        return o
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)

@@ -56,6 +56,7 @@ class ufunc:
     """A NumPy universal function on ndflow arrays (differentiable, traceable, vectorizable)."""
     __slots__ = ("__name__", "__qualname__", "_np", "_fn", "_prim", "_reduce", "_accumulate",
                  "nin", "nout", "nargs", "identity", "signature", "_reorderable", "_lane",
+                 "_lane_s",
                  "__dict__", "__weakref__")
 
     def __init__(self, np_ufunc, fn, *, name=None, doc=None, reduce=None, accumulate=None,
@@ -68,6 +69,9 @@ class ufunc:
         # the last dtype `same_loop` accepted for the tape lane (with an array partner): the
         # answer depends on the ufunc and the dtype alone, so the lane asks once per dtype run
         self._lane = None
+        # (dtype, the Python scalar, its 0-d of that dtype): the last scalar partner of the
+        # tape lane, which `same_loop` accepted with that dtype (see _Binary.__call__)
+        self._lane_s = None
         self._reduce = reduce            # (x, axes, keepdims) -> reduction, when specialized
         self._accumulate = accumulate    # (x, axis) -> scan, when specialized
         self.__name__ = self.__qualname__ = name or np_ufunc.__name__
@@ -483,7 +487,19 @@ class _Unary(ufunc):
             if d is self._lane or same_loop(self._np, d):
                 self._lane = d
                 p = self._prim
-                return self._fn(x) if p is None else bind_taped(p, (x,), {}, lane)
+                if p is None:
+                    return self._fn(x)
+                # (bind_taped, inlined)
+                o = _new(ndarray)
+                o._v = p.impl(x._v)
+                o._t = None
+                o._dev = None
+                o._tid = 0
+                a = (x,)
+                kw = {}
+                for tape in lane:
+                    tape._record(p, a, o, kw)
+                return o
         return self._apply((x,), *_call_options(self, args, kwargs))
 
 
@@ -514,20 +530,50 @@ class _Binary(ufunc):
                         and (d is self._lane or same_loop(self._np, d)):
                     self._lane = d
                     p = self._prim
-                    return self._fn(x1, x2) if p is None else \
-                        bind_taped(p, (x1, x2), {}, lane)
-            elif (t is float or t is int) and same_loop(self._np, d, t):
+                    if p is None:
+                        return self._fn(x1, x2)
+                    # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+                    o = _new(ndarray)
+                    o._v = p.impl(x1._v, x2._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    a = (x1, x2)
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, a, o, kw)
+                    return o
+            elif (t is float or t is int) and (
+                    ((e := self._lane_s) is not None and e[0] is d and e[1] is x2)
+                    or same_loop(self._np, d, t)):
                 if t is float or d.kind not in "iu":
                     # (_scalar, inlined where no range check applies; the lane runs on the
                     # default device)
+                    if e is None or e[0] is not d or e[1] is not x2:
+                        # the scalar as a `d` 0-d: kept, read-only, for the next call with
+                        # this very object (a relu's 0: no conversion per call)
+                        v = np.asarray(x2, d)
+                        v.flags.writeable = False
+                        e = self._lane_s = (d, x2, v)
                     s = _new(ndarray)
-                    s._v = np.asarray(x2, d)
+                    s._v = e[2]
                     s._t = None
                     s._dev = None
                     s._tid = 0
                     p = self._prim
-                    return self._fn(x1, s) if p is None else \
-                        bind_taped(p, (x1, s), {}, lane)
+                    if p is None:
+                        return self._fn(x1, s)
+                    # (bind_taped, inlined)
+                    o = _new(ndarray)
+                    o._v = p.impl(x1._v, e[2])
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    a = (x1, s)
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, a, o, kw)
+                    return o
                 try:
                     s = _scalar(x2, d)
                 except OverflowError:
@@ -545,6 +591,28 @@ class _Generalized(ufunc):
     __slots__ = ()
 
     def __call__(self, *args, **kwargs):
+        if not GLOBAL.fast and len(args) == 2 and not kwargs and self._prim is not None \
+                and (lane := STATE.lane) is not None:
+            # eager under tapes (matmul): two arrays of one dtype NumPy's loop takes as it is
+            # are the primitive itself (`fn`'s tape lane, without its call)
+            x1, x2 = args
+            if type(x1) is ndarray and type(x2) is ndarray and x1._dev is None \
+                    and x2._dev is None:
+                d = x1._v.dtype
+                if (x2._v.dtype is d or x2._v.dtype == d) and (
+                        d is self._lane or same_loop(self._np, d)):
+                    self._lane = d
+                    # (bind_taped, inlined)
+                    p = self._prim
+                    o = _new(ndarray)
+                    o._v = p.impl(x1._v, x2._v)
+                    o._t = None
+                    o._dev = None
+                    o._tid = 0
+                    kw = {}
+                    for tape in lane:
+                        tape._record(p, args, o, kw)
+                    return o
         return self._fn(*args, **kwargs)
 
     @property
