@@ -103,3 +103,23 @@ def guide_per_example(w1, b, w2):
     def per_example(inputs, labels):
         return nf.vectorized_map(single, (inputs, labels))
     return single, per_example
+
+
+def tape_data(shape, dtype, seed, specials=(np.nan, -0.0, 0.0, np.inf, -np.inf, 1.0, -1.0, 2.5)):
+    """Normal values of `dtype` with up to 8 of `specials` at random places (float dtypes, 8
+    elements or more): the eager-tape tests' operands."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape).astype(dtype)
+    if a.size >= 8 and np.dtype(dtype).kind == "f":
+        a.reshape(-1)[rng.permutation(a.size)[:8]] = np.array(specials)[:8]
+    return a
+
+
+def value_bits(v):
+    """(dtype, shape, bytes) of an ndflow or NumPy value (None stays None): equal exactly
+    when two results are the same bits."""
+    import ndflow.numpy as tnp
+    if v is None:
+        return None
+    v = v.numpy() if isinstance(v, tnp.ndarray) else np.asarray(v)
+    return v.dtype, v.shape, v.tobytes()

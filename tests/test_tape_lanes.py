@@ -20,24 +20,16 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.autodiff import tape as T
 from ndflow.core.primitive import compose_composites
-from helpers import assert_bits_equal, run_threads
+from helpers import tape_data, value_bits, assert_bits_equal, run_threads
 
 SPECIAL = np.array([np.nan, -0.0, 0.0, np.inf, 1.0, -1.0, 2.5, 0.0])
 
 
 def _data(shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape).astype(dtype)
-    if a.size >= 8 and np.dtype(dtype).kind == "f":
-        a.reshape(-1)[rng.permutation(a.size)[:8]] = SPECIAL
-    return a
+    return tape_data(shape, dtype, seed, SPECIAL)
 
 
-def _bits(v):
-    if v is None:
-        return None
-    v = v.numpy() if isinstance(v, tnp.ndarray) else np.asarray(v)
-    return v.dtype, v.shape, v.tobytes()
+_bits = value_bits
 
 
 def _general(monkeypatch, fn):
