@@ -228,9 +228,13 @@ def _never_tier1(prog):
     if plan.S is None:
         return None
     units = numba_tier.cost_units(prog)
-    if numba_tier.pays(plan.size, units):
-        return None
-    return "too small (%d elements) for a compiled loop to pay" % plan.size
+    if not numba_tier.pays(plan.size, units, True):
+        return "too small (%d elements) for a compiled loop to pay" % plan.size
+    if not numba_tier.pays(plan.size, units):
+        # small enough that it pays only through the generated caller: a region tier 1
+        # cannot compile (a float32 `pow`) is known now, and stays written into the step
+        return numba_tier.why_not(prog)
+    return None
 
 
 def _device_backend(xs):
