@@ -232,8 +232,15 @@ def _never_tier1(prog):
         return "too small (%d elements) for a compiled loop to pay" % plan.size
     if not numba_tier.pays(plan.size, units):
         # small enough that it pays only through the generated caller: a region tier 1
-        # cannot compile (a float32 `pow`) is known now, and stays written into the step
-        return numba_tier.why_not(prog)
+        # refuses (a float32 `pow`, a sum it cannot do in NumPy's order) is known now, and
+        # stays written into the step
+        why = numba_tier.why_not(prog)
+        if why is None and any(o.reduce for o in prog.ops):
+            try:
+                why = numba_tier.exact_sum_ok(prog, numba_tier.Plan(prog, [s for s, _ in prog.ins]))
+            except ValueError:
+                why = None
+        return why
     return None
 
 
