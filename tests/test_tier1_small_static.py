@@ -179,3 +179,26 @@ def test_adam_fused_update_bit_for_bit(sync, dtype):
     ks = [k for k in _kernels(fc, xs[0], ys[0]) if k.prog.shape == (4,)]
     assert len(ks) == 1 and len(ks[0].prog.outputs) == 3
     assert ks[0].tier() == 1
+
+
+def test_offered_buffers_declined_for_the_generated_caller(sync):
+    """A region that pays only through the generated caller takes it when the step offers
+    a dead buffer for its result (the general path would cost more than tier 0)."""
+    f, k, (x, y, t) = _small(np.float32)
+    calls = []
+    q = k.fast.quick
+
+    def spy(xs):
+        calls.append(list(xs))
+        r = q(xs)
+        calls.append(r is not NotImplemented)
+        return r
+    k.fast.quick = spy
+    f(x, y, t)
+    xs = calls[0]
+    del calls[:]
+    donor = np.full(4, 7, np.float32)
+    got = k.into(xs, [donor])
+    assert calls[1] is True
+    assert_bits_equal(got, k.tier0(*xs))
+    assert_bits_equal(donor, np.full(4, 7, np.float32))

@@ -794,6 +794,10 @@ class Runner:
         self.last_cplan = None
         p = self.static_plan
         self.static_pays = p is not None and p.ok and pays(p.size, self.units, True)
+        # paying only through the generated caller (`QUICK_UNITS`): buffers offered for its
+        # results are declined, so that every call can take that caller (the general path
+        # costs more than tier 0 here; a few elements gain nothing from a donor)
+        self.quick_only = self.static_pays and not pays(p.size, self.units)
         # operand positions the graph feeds a constant (set by fusion on the FusedKernel):
         # the same object at every call, so its prepared argument can be kept (`_make_quick`)
         self.const_pos = getattr(fk, "const_pos", None)
@@ -992,6 +996,8 @@ class Runner:
         _submit(job, self.sync)
 
     def __call__(self, xs, donors=None):
+        if donors is not None and self.quick_only:
+            donors = None
         if donors is None:
             q = self.quick
             if q:
