@@ -282,7 +282,7 @@ def _split_inexact_reductions(g, groups):
             shape = prog.shape
             if numba_tier.why_not(prog) is None and None not in shape and \
                     numba_tier.pays(int(np.prod(shape, dtype=np.int64)),
-                                    numba_tier.cost_units(prog)):
+                                    numba_tier.cost_units(prog), prog.static):
                 m = rest
         out[r] = m
     return out
@@ -302,7 +302,7 @@ def _whole_region_on_tier1(g, m, numba_tier):
         plan = numba_tier.Plan(prog, [s for s, _ in prog.ins])
     except ValueError:
         return False
-    return plan.ok and numba_tier.pays(plan.size, numba_tier.cost_units(prog)) and \
+    return plan.ok and numba_tier.pays(plan.size, numba_tier.cost_units(prog), True) and \
         numba_tier.exact_sum_ok(prog, plan) is None
 
 

@@ -243,17 +243,23 @@ class Adam(Optimizer):
         s = self._slot(v, "v")
         t = (self.iterations.value() + 1).astype(v.dtype)
         b1, b2 = self.beta_1, self.beta_2
-        m_new = m.value() * b1 + g * (1 - b1)
-        s_new = s.value() * b2 + tnp.square(g) * (1 - b2)
-        m.assign(m_new)
-        s.assign(s_new)
-        if self.amsgrad:
-            s_hat = self._slot(v, "v_hat")
-            s_new = tnp.maximum(s_hat.value(), s_new)
-            s_hat.assign(s_new)
+        # every read first and every write last: in a compiled step no effect then stands
+        # between the updates of m, v and the variable, and they fuse into one region
+        m_old, s_old = m.value(), s.value()
+        s_hat = self._slot(v, "v_hat") if self.amsgrad else None
+        s_hat_old = s_hat.value() if s_hat is not None else None
+        v_old = v.value()
+        m_new = m_old * b1 + g * (1 - b1)
+        s_new = s_old * b2 + tnp.square(g) * (1 - b2)
+        s_used = tnp.maximum(s_hat_old, s_new) if s_hat is not None else s_new
         alpha = lr * tnp.sqrt(1 - tnp.power(tnp.asarray(b2, v.dtype), t)) / (
             1 - tnp.power(tnp.asarray(b1, v.dtype), t))
-        v.assign_sub(m_new * alpha / (tnp.sqrt(s_new) + self.epsilon))
+        v_new = v_old - m_new * alpha / (tnp.sqrt(s_used) + self.epsilon)
+        m.assign(m_new)
+        s.assign(s_new)
+        if s_hat is not None:
+            s_hat.assign(s_used)
+        v.assign(v_new)
 
     def get_config(self):
         return dict(super().get_config(), beta_1=self.beta_1, beta_2=self.beta_2,

@@ -228,9 +228,20 @@ def _never_tier1(prog):
     if plan.S is None:
         return None
     units = numba_tier.cost_units(prog)
-    if numba_tier.pays(plan.size, units):
-        return None
-    return "too small (%d elements) for a compiled loop to pay" % plan.size
+    if not numba_tier.pays(plan.size, units, True):
+        return "too small (%d elements) for a compiled loop to pay" % plan.size
+    if not numba_tier.pays(plan.size, units):
+        # small enough that it pays only through the generated caller: a region tier 1
+        # refuses (a float32 `pow`, a sum it cannot do in NumPy's order) is known now, and
+        # stays written into the step
+        why = numba_tier.why_not(prog)
+        if why is None and any(o.reduce for o in prog.ops):
+            try:
+                why = numba_tier.exact_sum_ok(prog, numba_tier.Plan(prog, [s for s, _ in prog.ins]))
+            except ValueError:
+                why = None
+        return why
+    return None
 
 
 def _device_backend(xs):

@@ -74,16 +74,25 @@ def cost_units(prog):
     return sum(1.5 if o.reduce else 2.5 if o.prim is select else 1.0 for o in prog.ops)
 
 
-def pays(size, units):
+# A region of static shapes runs, from its second compiled call, through a generated caller
+# (`Runner._make_quick`) costing ~1.0-1.4 us in all; written inline, tier 0 costs ~0.3-0.4 us
+# per NumPy call on a few elements. Measured (polyfit's regions, float32, 2 cores, load ~3):
+# 3 ops on 4 elements 1.02 vs 0.91 us, 4 ops 1.02 vs 1.15, 5 ops (Adam's update, a 0-d
+# operand) ~1.1 vs 1.55, 5.5 units on 256 elements (the loss and its gradient) 1.72 vs 2.64.
+# So a static region of this many units pays for a kernel at any size.
+QUICK_UNITS = float(os.environ.get("NDFLOW_NUMBA_QUICK_UNITS", 5))
+
+
+def pays(size, units, static=False):
     """Whether a compiled loop beats tier 0 for a region of `units` (cost_units) on `size`
     elements. Measured (2-core x86, float32): tier 0 costs ~1.6 us per op plus ~0.3 ns per
     element per op, a kernel call ~7 us (collapsing operands, pooled results, numba's
     dispatch) plus ~0.07 ns per element per op; so a two-op region pays from ~8K elements, a
-    three-op one from ~3K, a six-op one from a few hundred (not from tiny sizes: each kernel
-    is a background compile that holds the GIL). At 4K elements a two-op region (bias add
-    and relu of a batch-32 layer) ran ~25% slower compiled."""
+    three-op one from ~3K, a six-op one from a few hundred. At 4K elements a two-op region
+    (bias add and relu of a batch-32 layer) ran ~25% slower compiled. `static`: the region's
+    shapes are fixed, so its calls take the generated caller (`QUICK_UNITS`)."""
     return size >= NB_MIN or (units >= 3 and size >= NB_MIN // 2) or \
-        (units >= 6 and size >= NB_MIN // 32)
+        (units >= 6 and size >= NB_MIN // 32) or (static and units >= QUICK_UNITS)
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -784,7 +793,11 @@ class Runner:
         self.compact_memo = {}
         self.last_cplan = None
         p = self.static_plan
-        self.static_pays = p is not None and p.ok and pays(p.size, self.units)
+        self.static_pays = p is not None and p.ok and pays(p.size, self.units, True)
+        # paying only through the generated caller (`QUICK_UNITS`): buffers offered for its
+        # results are declined, so that every call can take that caller (the general path
+        # costs more than tier 0 here; a few elements gain nothing from a donor)
+        self.quick_only = self.static_pays and not pays(p.size, self.units)
         # operand positions the graph feeds a constant (set by fusion on the FusedKernel):
         # the same object at every call, so its prepared argument can be kept (`_make_quick`)
         self.const_pos = getattr(fk, "const_pos", None)
@@ -811,6 +824,14 @@ class Runner:
                 ns["K%d" % i], ns["P%d" % i] = x, a
                 checks.append("x%d is not K%d" % (i, i))
                 call.append("P%d" % i)
+                continue
+            if isinstance(x, np.generic) and not plan.full[i] and a.shape == (1,):
+                # a NumPy scalar (a value of the step's inlined 0-d arithmetic): as the general
+                # path passes it, a one-element array of its own dtype; its type checked
+                # exactly, so the dtype is the one the kernel was called with
+                ns["ST%d" % i], ns["arr1_"] = type(x), np.array
+                checks.append("type(x%d) is not ST%d" % (i, i))
+                call.append("arr1_(x%d, ndmin=1)" % i)
                 continue
             if type(x) is not np.ndarray or not x.flags.c_contiguous:
                 return None
@@ -975,6 +996,8 @@ class Runner:
         _submit(job, self.sync)
 
     def __call__(self, xs, donors=None):
+        if donors is not None and self.quick_only:
+            donors = None
         if donors is None:
             q = self.quick
             if q:
@@ -1142,7 +1165,7 @@ def request(fk, sync, xs=None):
         return
     r = Runner(fk, sync)
     p = r.static_plan
-    if p is not None and (not p.ok or not pays(p.size, r.units)):
+    if p is not None and (not p.ok or not pays(p.size, r.units, True)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
         return
     if p is not None and exact_sum_ok(fk.prog, p) is not None:
