@@ -194,6 +194,12 @@ def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads):
     fk, = fusion.fused_kernels(f.get_concrete_function(tnp.asarray(a), tnp.asarray(a)).graph)
     assert fk.tier() == 1
     plan = fk.fast.static_plan or next(iter(fk.fast.plans.values()))
+    # the two-thread kernel is not compiled during the first PAR_AFTER calls
+    assert plan.choice is None and plan.parallel_kernel is None
+    monkeypatch.setattr(numba_tier, "PAR_AFTER", 0)
+    with np.errstate(all="ignore"):
+        for _ in range(8):
+            assert_bits_equal(f(tnp.asarray(a), tnp.asarray(a)).numpy(), want)
     if nthreads == 1:
         assert plan.choice is None and plan.parallel_kernel is None
     else:

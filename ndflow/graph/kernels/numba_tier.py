@@ -55,6 +55,7 @@ PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: 
 # from fewer elements. From either limit on, one thread and two are both timed and the faster
 # one runs (blocks.ThreadChoice: on a busy machine the second thread may be late)
 PAR_HEAVY_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_HEAVY_MIN", 1 << 18))
+PAR_AFTER = 32          # one-thread calls before the two-thread kernel is compiled and timed
 # NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
 # reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
 FASTMATH = {"contract"}
@@ -250,11 +251,12 @@ class Plan:
     """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
     __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
                  "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable",
-                 "variants", "full", "sum_why", "choice")
+                 "variants", "full", "sum_why", "choice", "serial_runs")
 
     def __init__(self, prog, in_shapes):
         self.kernel = self.parallel_kernel = None
         self.choice = None         # blocks.ThreadChoice where the thread count is timed
+        self.serial_runs = 0       # calls of the one-thread kernel before `choice` exists
         self.sum_why = False       # `exact_sum_ok`, once known
         self.variants = {}     # (parallel, in_place) -> kernel writing results over operands
         self.requested = set()
@@ -668,6 +670,12 @@ def _verify_replicas(src):
                 raise RuntimeError(why)
 
 
+def _compiled(key):
+    """Whether the kernel `_compile` keeps under `key` exists in this process."""
+    with _LOCK:
+        return key in _KERNELS
+
+
 def _compile(prog, plan, parallel, in_place=()):
     key = (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
     with _LOCK:
@@ -1065,14 +1073,25 @@ class Runner:
             plan, xs = cplan, compact
         if self.red_out and exact_sum_ok(self.prog, plan) is not None:
             return NotImplemented
-        par = False
+        par = multi = False
         choice = None
         if self.parallel_ok and (plan.size >= PAR_MIN or
                                  (self.heavy and plan.size >= PAR_HEAVY_MIN)):
+            multi = True
             choice = plan.choice
-            if choice is None:
-                choice = plan.choice = blocks.ThreadChoice(2)
-            par = choice.choose() > 1
+            if choice is None and plan.kernel is not None:
+                # the two-thread kernel is a second, slower compile: asked for only once the
+                # one-thread kernel has run a while (a short-lived program, or the first
+                # calls of a long one, do not wait behind it for the GIL)
+                plan.serial_runs += 1
+                if plan.serial_runs > PAR_AFTER or (plan.serial_runs == 1 and _compiled(
+                        (self.prog.key, plan.pattern, True, _fast_math(), (),
+                         _swap_inner(self.prog, plan)))):
+                    # (at once where this process already compiled it: another copy of the
+                    # same program, e.g. a retrace)
+                    choice = plan.choice = blocks.ThreadChoice(2)
+            if choice is not None:
+                par = choice.choose() > 1
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
             self.ensure(plan, par, xs)
@@ -1137,13 +1156,13 @@ class Runner:
         for k_out in self.outs:
             self.pools[k_out].give(res[k_out])
         if self.quick is None and self.const_pos is not None and self.static_plan is not None \
-                and not donors and not in_place and len(orig) > 0 and choice is None \
+                and not donors and not in_place and len(orig) > 0 and not multi \
                 and k is (plan.parallel_kernel if par else plan.kernel):
             # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
         elif self.quick_into is None and self.const_pos is not None and \
                 self.static_plan is not None and plan is self.static_plan and in_place and \
-                len(in_place) == len(self.outs) and not self.red_out and choice is None and \
+                len(in_place) == len(self.outs) and not self.red_out and not multi and \
                 k is plan.variants.get((par, in_place)) and len(donors) == len(res):
             self.quick_into = self._make_quick_into(orig, plan, k, args, in_place) or False
         if self.red_out:
