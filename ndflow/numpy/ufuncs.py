@@ -525,24 +525,12 @@ class _Binary(ufunc):
             # int or float partner becomes a scalar of the array's dtype, as there)
             d = x1._v.dtype
             t = type(x2)
+            b = None                  # the partner as recorded, when the lane takes the call
             if t is ndarray:
                 if x2._dev is None and (x2._v.dtype is d or x2._v.dtype == d) \
                         and (d is self._lane or same_loop(self._np, d)):
                     self._lane = d
-                    p = self._prim
-                    if p is None:
-                        return self._fn(x1, x2)
-                    # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
-                    o = _new(ndarray)
-                    o._v = p.impl(x1._v, x2._v)
-                    o._t = None
-                    o._dev = None
-                    o._tid = 0
-                    a = (x1, x2)
-                    kw = {}
-                    for tape in lane:
-                        tape._record(p, a, o, kw)
-                    return o
+                    b, bv = x2, x2._v
             elif (t is float or t is int) and (
                     ((e := self._lane_s) is not None and e[0] is d and e[1] is x2)
                     or same_loop(self._np, d, t)):
@@ -555,33 +543,35 @@ class _Binary(ufunc):
                         v = np.asarray(x2, d)
                         v.flags.writeable = False
                         e = self._lane_s = (d, x2, v)
-                    s = _new(ndarray)
-                    s._v = e[2]
-                    s._t = None
-                    s._dev = None
-                    s._tid = 0
-                    p = self._prim
-                    if p is None:
-                        return self._fn(x1, s)
-                    # (bind_taped, inlined)
-                    o = _new(ndarray)
-                    o._v = p.impl(x1._v, e[2])
-                    o._t = None
-                    o._dev = None
-                    o._tid = 0
-                    a = (x1, s)
-                    kw = {}
-                    for tape in lane:
-                        tape._record(p, a, o, kw)
-                    return o
-                try:
-                    s = _scalar(x2, d)
-                except OverflowError:
-                    pass                  # (comparisons answer it: the general path)
+                    b = _new(ndarray)
+                    b._v = bv = e[2]
+                    b._t = None
+                    b._dev = None
+                    b._tid = 0
                 else:
-                    p = self._prim
-                    return self._fn(x1, s) if p is None else \
-                        bind_taped(p, (x1, s), {}, lane)
+                    try:
+                        s = _scalar(x2, d)
+                    except OverflowError:
+                        pass              # (comparisons answer it: the general path)
+                    else:
+                        p = self._prim
+                        return self._fn(x1, s) if p is None else \
+                            bind_taped(p, (x1, s), {}, lane)
+            if b is not None:
+                p = self._prim
+                if p is None:
+                    return self._fn(x1, b)
+                # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
+                o = _new(ndarray)
+                o._v = p.impl(x1._v, bv)
+                o._t = None
+                o._dev = None
+                o._tid = 0
+                a = (x1, b)
+                kw = {}
+                for tape in lane:
+                    tape._record(p, a, o, kw)
+                return o
         return self._apply((x1, x2), *_call_options(self, args, kwargs))
 
 
