@@ -670,14 +670,19 @@ def _verify_replicas(src):
                 raise RuntimeError(why)
 
 
-def _compiled(key):
-    """Whether the kernel `_compile` keeps under `key` exists in this process."""
+def _kernel_key(prog, plan, parallel, in_place=()):
+    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
+
+
+def _compiled(prog, plan, parallel):
+    """Whether `_compile` already made this kernel in this process."""
+    key = _kernel_key(prog, plan, parallel)
     with _LOCK:
         return key in _KERNELS
 
 
 def _compile(prog, plan, parallel, in_place=()):
-    key = (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
+    key = _kernel_key(prog, plan, parallel, in_place)
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
@@ -1084,9 +1089,8 @@ class Runner:
                 # one-thread kernel has run a while (a short-lived program, or the first
                 # calls of a long one, do not wait behind it for the GIL)
                 plan.serial_runs += 1
-                if plan.serial_runs > PAR_AFTER or (plan.serial_runs == 1 and _compiled(
-                        (self.prog.key, plan.pattern, True, _fast_math(), (),
-                         _swap_inner(self.prog, plan)))):
+                if plan.serial_runs > PAR_AFTER or (
+                        plan.serial_runs == 1 and _compiled(self.prog, plan, True)):
                     # (at once where this process already compiled it: another copy of the
                     # same program, e.g. a retrace)
                     choice = plan.choice = blocks.ThreadChoice(2)
