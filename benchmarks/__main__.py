@@ -94,9 +94,12 @@ def run_subprocess(system, names, args, python=None, cases=None, columns=None) -
             env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
                                 " intra_op_parallelism_threads=1").strip()
     why = None
+    cpus = pinned_cpus(args.threads)
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=args.timeout)
+                              timeout=args.timeout,
+                              preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus
+                              else None)
         stdout, stderr = proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         why = f"timed out after {args.timeout:.0f} s"
@@ -118,6 +121,18 @@ def run_subprocess(system, names, args, python=None, cases=None, columns=None) -
                            "errors": {}, "setup_error": why, "probes": {},
                            "not_applicable": []})
     return out
+
+
+def pinned_cpus(threads):
+    """The cores a system's process may run on under ``--threads N``: N of this process's own
+    (Linux), else None. Thread settings alone do not hold every peer to N cores: XLA's CPU
+    runtime still runs a 2^20 sigmoid, and the 256x784x128 product, on two threads under
+    ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1`` (CPU time 1.75-1.85x
+    wall here). Pinned, a column's CPU time is at most N times its wall time."""
+    if not threads or not hasattr(os, "sched_setaffinity"):
+        return None
+    mine = sorted(os.sched_getaffinity(0))
+    return set(mine[-threads:]) if len(mine) > threads else None
 
 
 # ------------------------------------------------------------------ contention
@@ -381,6 +396,7 @@ def main(argv=None) -> int:
             "machine": f"{platform.machine()} {_cpu_name()}, {os.cpu_count()} CPUs",
             "python": platform.python_version(), "versions": versions, "repeat": repeat,
             "quick": args.quick, "threads": args.threads, "drift": args.drift,
+            "pinned": sorted(pinned_cpus(args.threads) or ()),
             "load": [load_start, _load()], "calibration": calibration,
             "rerun_rounds": rounds, "elapsed": elapsed, "systems": chosen, "workloads": names,
             "peer_python": args.peer_python, "runs": list(results.values())}
@@ -470,6 +486,8 @@ def print_report(data):
           f"({data.get('repeat', '?')} repeats{', quick' if quick else ''}); "
           f"{data.get('machine', '?')}; python {data.get('python', '?')}"
           + (f", {threads} thread(s) per system" if threads else "")
+          + (f" pinned to CPU {','.join(map(str, data['pinned']))}" if data.get("pinned")
+             else "")
           + f"; {', '.join(data.get('versions') or []) or 'no system ran'}")
     print()
     print(render(rows, header))
