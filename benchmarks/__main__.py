@@ -553,6 +553,15 @@ def print_report(data):
         worst = sorted(((sc, f"{s}:{w}[{k}/{c}]") for (s, w), cells in flagged.items()
                         for (k, c), sc in cells.items()), reverse=True)[:6]
         print("  most contended: " + ", ".join(f"{where} {sc:.2f}" for sc, where in worst))
+    threads = data.get("threads")
+    if threads:
+        # pinning (`pinned_cpus`) caps this; without it a peer may ignore its thread settings
+        wide = [f"{s}:{w}[{k}] {cpu / wall:.2f}" for (s, w), r in runs.items()
+                for k, (_, _, wall, cpu) in (r.get("probes") or {}).items()
+                if wall > 0 and cpu / wall > 1.15 * threads]
+        if wide:
+            print(f"  CPU time over {threads} core(s) of wall time (threads it was not to use): "
+                  + ", ".join(wide[:8]) + (" ..." if len(wide) > 8 else ""))
     if notes:
         print("n/a:")
         for msg, where in notes.items():

@@ -108,3 +108,28 @@ def test_merging_runs_keeps_each_least_contended_measurement():
     m = bm.merge_runs([a, b])
     assert m["runs"][0]["results"] == {"1": {"numpy": 2.0}, "2": {"numpy": 1.0}}
     assert a["runs"][0]["results"]["1"]["numpy"] == 5.0          # the inputs are not changed
+
+
+def test_threads_pin_each_system_and_wider_columns_are_named(tmp_path, capsys):
+    # --threads N gives each system's process N of this process's cores; a column whose CPU
+    # time still exceeds N times its wall time is named under the tables
+    mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    got = bm.pinned_cpus(1)
+    if len(mine) > 1:
+        assert got == {mine[-1]}
+    else:
+        assert got is None
+    assert bm.pinned_cpus(None) is None and bm.pinned_cpus(len(mine) or 1) is None
+    probe = [1e-3, 1e-3]
+    runs = [_run("numpy", "sigmoid", {"1048576": {"numpy": 9e-4}},
+                 {"1048576/numpy": probe + [1.0, 1.0]}),
+            _run("jax", "sigmoid", {"1048576": {"jax_jit": 3e-4}},
+                 {"1048576/jax_jit": probe + [1.0, 1.8]})]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"runs": runs, "systems": ["numpy", "jax"], "threads": 1,
+                                "workloads": ["sigmoid"]}))
+    assert bm.main(["--tables-only", str(path)]) == 0
+    out = capsys.readouterr().out
+    wide = [x for x in out.splitlines() if "CPU time over 1 core" in x]
+    assert len(wide) == 1 and "jax:sigmoid[1048576/jax_jit] 1.80" in wide[0]
+    assert "numpy:sigmoid" not in wide[0]
