@@ -26,6 +26,7 @@ Compiles run in one background thread (NDFLOW_NUMBA=sync: in the caller) and are
 when ready; until then, and for operands a kernel does not fit (non-contiguous, too small,
 another pattern), tier 0 runs.
 """
+import functools
 import hashlib
 import math
 import os
@@ -492,12 +493,39 @@ def _pairwise(a, n, mz, los, ns, stage, vals):
 '''
 
 
-def _kernel_source(prog, plan, parallel, name, in_place=()):
+def _literal(x, dt):
+    """Source text of the NumPy scalar `x` (one element of dtype `dt`) exactly, for a kernel to
+    hold as a constant; None where there is none worth writing (NaN payloads, other kinds)."""
+    dt = np.dtype(dt)
+    a = np.asarray(x)
+    if a.size != 1 or a.dtype != dt:
+        return None
+    v = a.reshape(-1)[0]
+    if dt in _FLOATS:
+        f = float(v)
+        return "np.%s(float.fromhex(%r))" % (dt.name, f.hex()) if math.isfinite(f) else None
+    if dt.kind in "iu":
+        return "np.%s(%d)" % (dt.name, int(v))
+    if dt.kind == "b":
+        return "np.bool_(%r)" % bool(v)
+    return None
+
+
+def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()):
     """`in_place`: pairs (j, i): the j-th elementwise result is written into operand i (its
     buffer was donated and it is that operand). The kernel then stores through the operand's
     own name: given one array as operand and output, LLVM's runtime overlap check fails and
     the loop runs unvectorized (2-3x slower); a load and a store of the same element through
-    one pointer vectorize."""
+    one pointer vectorize.
+
+    For the generated caller of a static region (`Runner._make_quick`): `baked`, pairs (i,
+    literal) for one-element operands the graph feeds a constant, written into the kernel as
+    that value (`_literal`) instead of being a parameter; `scalars`, positions of one-element
+    operands passed as NumPy scalars of their dtype (the step's inlined 0-d arithmetic makes
+    them) rather than one-element arrays. Each parameter fewer is ~45 ns less of numba's
+    dispatch, and a scalar needs no array made for it."""
+    baked = dict(baked)
+    scalars = set(scalars)
     n = prog.n_in
     into = dict(in_place)
     pat = plan.pattern
@@ -520,7 +548,14 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
             return "[0]"
         return "[%s]" % ", ".join(i if f else "0" for i, f in zip(idx, p))
 
-    params = ["d%d" % k for k in range(r)] + ["x%d" % i for i in range(n)] + \
+    def read(i):
+        if i in baked:
+            return "a%d = K%d" % (i, i)
+        if i in scalars:
+            return "a%d = x%d" % (i, i)
+        return "a%d = x%d%s" % (i, i, index(pat[i]))
+
+    params = ["d%d" % k for k in range(r)] + ["x%d" % i for i in range(n) if i not in baked] + \
              ["o%d" % k for k in range(len(outs)) if k not in into] + \
              (["acc"] if red and not full_red else [])
     body = _body(prog, ["a%d" % i for i in range(n)])
@@ -530,6 +565,8 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     L = ["import numpy as np", "from numba import njit, prange",
          "from ndflow.graph.kernels.numba_tier import helpers as _helpers", "_h = _helpers()"]
     L += ["%s = _h[%r]" % (u, u) for u in used]
+    # (numba freezes a global's value into the kernel, typed as the NumPy scalar it is)
+    L += ["K%d = %s" % (i, lit) for i, lit in sorted(baked.items())]
     L.append("")
     if pairwise:
         L.append(_PAIRWISE_SRC)
@@ -566,7 +603,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     for k in order:
         if k == inner:
             for i in hoist:
-                L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+                L.append(ind + read(i))
         if pairwise and not full_red and k == first:
             L.append(ind + "f = 0")
         rng = "prange" if (k == 0 and parallel) else "range"
@@ -574,7 +611,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
         ind += "    "
     for i in range(n):
         if i not in hoist:
-            L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+            L.append(ind + read(i))
     L += [ind + line for line in body]
     for k, v in enumerate(outs):
         if k in into:
@@ -633,15 +670,21 @@ def _load(src, name, cache=True):
     return kernel_cache.load(src, name, _STAMP, cache)
 
 
-def _dummy_args(prog, plan, in_place=()):
+def _dummy_args(prog, plan, in_place=(), baked=(), scalars=()):
     """Arguments of the kernel's types (dtype, rank, layout, writeable) but one element each:
     calling with them compiles the kernel, or loads it from numba's disk cache."""
     n = prog.n_in
     into = dict(in_place)
     written = set(into.values())
+    skip = {i for i, _ in baked}
     r = len(plan.dims)
     args = [1] * r
     for i in range(n):
+        if i in skip:
+            continue
+        if i in scalars:
+            args.append(prog.ins[i][1].type(0))
+            continue
         a = np.zeros(tuple(1 for _ in plan.in_shapes[i]) if any(plan.pattern[i]) else (1,),
                      prog.ins[i][1])
         if plan.writeable is not None and not plan.writeable[i] and i not in written:
@@ -670,8 +713,9 @@ def _verify_replicas(src):
                 raise RuntimeError(why)
 
 
-def _kernel_key(prog, plan, parallel, in_place=()):
-    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
+def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=()):
+    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan),
+            baked, scalars)
 
 
 def _compiled(prog, plan, parallel):
@@ -681,8 +725,8 @@ def _compiled(prog, plan, parallel):
         return key in _KERNELS
 
 
-def _compile(prog, plan, parallel, in_place=()):
-    key = _kernel_key(prog, plan, parallel, in_place)
+def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=()):
+    key = _kernel_key(prog, plan, parallel, in_place, baked, scalars)
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
@@ -692,17 +736,18 @@ def _compile(prog, plan, parallel, in_place=()):
         import numba  # noqa: F401
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
-    src = _kernel_source(prog, plan, parallel, name, in_place)
+    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars)
     _verify_replicas(src)
+    dummy = _dummy_args(prog, plan, in_place, baked, scalars)
     try:
         disp = _load(src, name)
-        disp(*_dummy_args(prog, plan, in_place))    # compiles (or loads from the disk cache)
+        disp(*dummy)    # compiles (or loads from the disk cache)
     except Exception as e:
         # numba cannot always reload what it cached (two-thread kernels: "No module named
         # '<dynamic>'"): compile in memory instead
         STATS["failures"].append("disk cache: %r" % e)
         disp = _load(src, name, cache=False)
-        disp(*_dummy_args(prog, plan, in_place))
+        disp(*dummy)
     disp.disable_compile()                          # a new type later: tier 0, not a stall
     disp.ndflow_source = src
     STATS["compiles"] += 1
@@ -821,12 +866,14 @@ class Runner:
         self.quick_into = None
         self.quick_into_consts = ()
 
-    def _quick_operands(self, orig, plan, args, ns):
+    def _quick_operands(self, orig, plan, args, ns, baked=(), scalars=()):
         """The operand part of a generated caller: (tests that send a call back to the general
         path, the kernel's arguments, the constants kept), with the names those use put in
         `ns`; None where an operand would send every call there (a strided or non-ndarray
-        operand that is not a constant)."""
+        operand that is not a constant). `baked` and `scalars`: the kernel's (see
+        `_kernel_source`)."""
         cp = self.const_pos
+        baked = {i for i, _ in baked}
         nd = len(plan.dims)
         checks, call = [], ["%d" % d for d in plan.dims]
         kept = []
@@ -836,15 +883,17 @@ class Runner:
                 kept.append((i, x))
                 ns["K%d" % i], ns["P%d" % i] = x, a
                 checks.append("x%d is not K%d" % (i, i))
-                call.append("P%d" % i)
+                if i not in baked:
+                    call.append("P%d" % i)
                 continue
             if isinstance(x, np.generic) and not plan.full[i] and a.shape == (1,):
                 # a NumPy scalar (a value of the step's inlined 0-d arithmetic): as the general
-                # path passes it, a one-element array of its own dtype; its type checked
-                # exactly, so the dtype is the one the kernel was called with
+                # path passes it, a one-element array of its own dtype (or the scalar itself,
+                # to a kernel taking it so); its type checked exactly, so the dtype is the one
+                # the kernel was called with (numba would convert another scalar's)
                 ns["ST%d" % i], ns["arr1_"] = type(x), np.array
                 checks.append("type(x%d) is not ST%d" % (i, i))
-                call.append("arr1_(x%d, ndmin=1)" % i)
+                call.append(("x%d" if i in scalars else "arr1_(x%d, ndmin=1)") % i)
                 continue
             if type(x) is not np.ndarray or not x.flags.c_contiguous:
                 return None
@@ -885,7 +934,44 @@ class Runner:
             res[k_out] = "r_"
         return "    return %s" % (res[0] if len(res) == 1 else "(%s)" % ", ".join(res))
 
-    def _make_quick(self, orig, plan, k, args):
+    def _quick_kernel_args(self, orig, plan):
+        """(baked, scalars) for a kernel of this region's static plan made for its generated
+        caller (`_kernel_source`), or None when it would be the plain kernel: the one-element
+        constants with a literal, the operands the first call passed as NumPy scalars."""
+        baked, scalars = [], []
+        for i in range(self.prog.n_in):
+            if plan.full[i] or any(plan.pattern[i]):
+                continue
+            x = orig[i]
+            if i in self.const_pos:
+                lit = _literal(x, self.prog.ins[i][1])
+                if lit is not None:
+                    baked.append((i, lit))
+            elif isinstance(x, np.generic) and x.dtype == self.prog.ins[i][1]:
+                scalars.append(i)
+        if not baked and not scalars:
+            return None
+        return tuple(baked), tuple(scalars)
+
+    def _request_quick_kernel(self, orig, plan, args):
+        """After the generated caller is made: compile (in the background unless synchronous)
+        the kernel `_quick_kernel_args` describes, and remake the caller around it."""
+        got = self._quick_kernel_args(orig, plan)
+        if got is None:
+            return
+        baked, scalars = got
+        quick = self.quick
+
+        def job():
+            k = _compile(self.prog, plan, False, (), baked, scalars)
+            if self.quick is not quick:      # dropped meanwhile (its constants rebound)
+                return
+            q = self._make_quick(orig, plan, k, args, baked, scalars)
+            if q and self.quick is quick:
+                self.quick = q
+        _submit(job, self.sync)
+
+    def _make_quick(self, orig, plan, k, args, baked=(), scalars=()):
         """After a call with a static plan that took the plain kernel: a generated function
         doing what the next calls need and nothing else (~1 us instead of ~4 for a region of
         a few operands): the constants' prepared arguments (reshaped, compacted) kept and
@@ -898,7 +984,7 @@ class Runner:
         n = self.prog.n_in
         ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k,
               "refs_": sys.getrefcount, "FREE_REFS_": _FREE_REFS, "empty_": np.empty}
-        ops = self._quick_operands(orig, plan, args, ns)
+        ops = self._quick_operands(orig, plan, args, ns, baked, scalars)
         if ops is None:
             return None
         checks, call, kept = ops
@@ -924,22 +1010,51 @@ class Runner:
                 call.append("o%d.reshape(U%d)" % (j, j))
             outs.append("o%d" % j)
         pre, assign, post = self._quick_reduction(plan, ns, call)
-        src = ["def quick(xs):",
-               "    %s, = xs" % ", ".join("x%d" % i for i in range(n)),
-               "    if %s or not quiet_()[0]:" % " or ".join(checks + ["False"]),
-               "        return NI_"]
-        src += ["    " + b for b in body + pre]
-        src += ["    try:",
-                "        %sk_(%s)" % (assign, ", ".join(call)),
-                "    except TypeError:",
-                "        return NI_"]
-        for j in range(len(outs)):
-            src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
-        src += ["    " + b for b in post]
-        src.append(self._quick_result(outs))
+        xs = ", ".join("x%d" % i for i in range(n))
+        from . import FusedKernel
+        ns["SLOW_"] = functools.partial(FusedKernel.__call__, self.fk)
+        src = []
+        # two functions from one text: `quick(xs)` for `__call__` (NotImplemented sends the
+        # call on to the general path), and `qcall(x0, x1, ...)`, which the FusedKernel
+        # becomes (`use_quick`): the generated step's call lands in it directly, without the
+        # kernel's and the runner's frames, and falls back to the kernel's own call
+        for head, fail in (("quick(xs):\n    %s, = xs" % xs, "NI_"),
+                           ("qcall(%s):" % xs, "SLOW_(%s)" % xs)):
+            src += ["def " + head,
+                    "    if %s or not quiet_()[0]:" % " or ".join(checks + ["False"]),
+                    "        return %s" % fail]
+            src += ["    " + b for b in body + pre]
+            src += ["    try:",
+                    "        %sk_(%s)" % (assign, ", ".join(call)),
+                    "    except TypeError:",
+                    "        return %s" % fail]
+            for j in range(len(outs)):
+                src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
+            src += ["    " + b for b in post]
+            src.append(self._quick_result(outs))
         exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
         self.quick_consts = tuple(kept)
-        return ns["quick"]
+        q = ns["quick"]
+        q.qcall = ns["qcall"]
+        return q
+
+    # The generated caller (None: not made yet, False: none). Its twin `qcall` is the
+    # FusedKernel's own call while it is in place (`FusedKernel.use_quick`); anything else put
+    # here (False when its constants were rebound, a wrapper looking at the calls) takes the
+    # kernel's call back through `__call__`, so that every call sees it.
+    @property
+    def quick(self):
+        return self._quick
+
+    @quick.setter
+    def quick(self, q):
+        self._quick = q
+        qc = getattr(q, "qcall", None)
+        if qc is not None:
+            self.fk.drop_quick()
+            self.fk.use_quick(qc)
+        else:
+            self.fk.drop_quick()
 
     def _make_quick_into(self, orig, plan, k, args, in_place):
         """As `_make_quick`, for calls whose donors put every result into one of the operands
@@ -1164,6 +1279,8 @@ class Runner:
                 and k is (plan.parallel_kernel if par else plan.kernel):
             # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
+            if self.quick:
+                self._request_quick_kernel(orig, plan, args)
         elif self.quick_into is None and self.const_pos is not None and \
                 self.static_plan is not None and plan is self.static_plan and in_place and \
                 len(in_place) == len(self.outs) and not self.red_out and not multi and \
