@@ -866,12 +866,16 @@ class Runner:
         self.quick_into = None
         self.quick_into_consts = ()
 
-    def _quick_operands(self, orig, plan, args, ns, baked=(), scalars=()):
+    def _quick_operands(self, orig, plan, args, ns, baked=(), scalars=(), layout_by_numba=False):
         """The operand part of a generated caller: (tests that send a call back to the general
         path, the kernel's arguments, the constants kept), with the names those use put in
         `ns`; None where an operand would send every call there (a strided or non-ndarray
         operand that is not a constant). `baked` and `scalars`: the kernel's (see
-        `_kernel_source`)."""
+        `_kernel_source`). `layout_by_numba`: no test of C-contiguity here, for a caller
+        that only reads its operands: the kernel was compiled for C-contiguous (and
+        writeable or not) arrays and compiling is off, so numba's dispatch refuses any
+        other with a TypeError, which sends the call to the general path (~50 ns less per
+        operand than asking `x.flags`)."""
         cp = self.const_pos
         baked = {i for i, _ in baked}
         nd = len(plan.dims)
@@ -897,7 +901,8 @@ class Runner:
                 continue
             if type(x) is not np.ndarray or not x.flags.c_contiguous:
                 return None
-            checks.append("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i))
+            checks.append(("type(x%d) is not nd_" % i) if layout_by_numba else
+                          ("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i)))
             if a.shape == x.shape:
                 call.append("x%d" % i)
             else:
@@ -984,13 +989,25 @@ class Runner:
         n = self.prog.n_in
         ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k,
               "refs_": sys.getrefcount, "FREE_REFS_": _FREE_REFS, "empty_": np.empty}
-        ops = self._quick_operands(orig, plan, args, ns, baked, scalars)
+        ops = self._quick_operands(orig, plan, args, ns, baked, scalars, True)
         if ops is None:
             return None
         checks, call, kept = ops
         body, outs = [], []
+        kept_out = getattr(self.fk, "kept_outputs", ())
         for j, k_out in enumerate(self.outs):
             v = self.prog.outputs[k_out]
+            shape = plan.out_shapes[j] if plan.full[n + j] else (1,)
+            if k_out in kept_out:
+                # a Variable keeps it past the next call: a pooled one would be found shared
+                # then (~0.15 us for nothing), so a fresh array, not pooled
+                ns["D%d" % j], ns["S_"] = self.prog.ops[v - n].dtype, plan.S
+                body.append("o%d = empty_(S_, D%d)" % (j, j))
+                call.append(("o%d" % j) if tuple(shape) == tuple(plan.S) else
+                            "o%d.reshape(U%d)" % (j, j))
+                ns["U%d" % j] = tuple(shape)
+                outs.append("o%d" % j)
+                continue
             # the pool's take and give, inlined (a static plan's buffers all have its shape
             # and dtype): a buffer is reused only when nothing but this call refers to it
             ns["free%d" % j] = self.pools[k_out].free
@@ -1002,7 +1019,6 @@ class Runner:
                      "        o%d = empty_(S_, D%d)" % (j, j),
                      "except IndexError:",
                      "    o%d = empty_(S_, D%d)" % (j, j)]
-            shape = plan.out_shapes[j] if plan.full[n + j] else (1,)
             if tuple(shape) == tuple(plan.S):
                 call.append("o%d" % j)
             else:
@@ -1029,13 +1045,16 @@ class Runner:
                     "    except TypeError:",
                     "        return %s" % fail]
             for j in range(len(outs)):
-                src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
+                if "free%d" % j in ns:
+                    src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
             src += ["    " + b for b in post]
             src.append(self._quick_result(outs))
-        exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
+        text = "\n".join(src) + "\n"
+        exec(compile(text, "<ndflow tier-1 call>", "exec"), ns)
         self.quick_consts = tuple(kept)
         q = ns["quick"]
         q.qcall = ns["qcall"]
+        q.source = text
         return q
 
     # The generated caller (None: not made yet, False: none). Its twin `qcall` is the
