@@ -164,3 +164,24 @@ def test_small_adam_step_direct_call_keeps_held_values(sync):
     ks = [k for k in fusion.fused_kernels(fc.get_concrete_function(xs[0], ys[0]).graph)
           if k.prog.shape == (4,)]
     assert ks and all(type(k).quick_call and k.kept_outputs for k in ks)
+
+
+def test_direct_call_honours_the_error_state(sync):
+    """NumPy's error state asking to raise sends the direct call to the general path (tier 0
+    raises as NumPy does); back to quiet, the direct call runs again."""
+    f, k = _region((2.0, 3.0, 0.0), np.float32)
+    x = np.array([1.0, 2.0, -1.0, 0.5], np.float32)
+    y = np.array([0.0, 1.0, 2.0, 3.0], np.float32)     # y * y + 0 == 0 at [0]: x / 0
+    t = np.asarray(2.0, np.float32)
+    xs = _operands(k, f, x, y, t)
+    for _ in range(2):
+        with np.errstate(divide="raise", invalid="raise"):
+            with pytest.raises(FloatingPointError):
+                k(*xs)
+            with pytest.raises(FloatingPointError):
+                f(x, y, t)
+        with np.errstate(all="ignore"):
+            assert_bits_equal(k(*xs), k.tier0(*xs))
+            assert_bits_equal(f(x, y, t).numpy(), _prog(np, x, y, t, [np.float32(v) for v in
+                                                                      (2.0, 3.0, 0.0)]))
+        assert type(k).quick_call

@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool, donated, errstate_flags, _FREE_REFS
+from .pool import OutputPool, donated, errstate_flags, errstate_getter, QUIET_STATE, _FREE_REFS
 from . import blocks, mathlib, replica
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
@@ -511,7 +511,18 @@ def _literal(x, dt):
     return None
 
 
-def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()):
+def _pairwise_tree(lo, n):
+    """NumPy's pairwise sum of buf[lo:lo + n] as one expression, for a size known when the
+    kernel is written: the halves `_pairwise` walks with its stack, added in its order (the
+    stack's four arrays are then not made at every call)."""
+    if n <= 128:
+        return "_pw_leaf(buf, %d, %d, mz)" % (lo, n)
+    h = n // 2
+    h -= h % 8
+    return "(%s + %s)" % (_pairwise_tree(lo, h), _pairwise_tree(lo + h, n - h))
+
+
+def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=(), static=False):
     """`in_place`: pairs (j, i): the j-th elementwise result is written into operand i (its
     buffer was donated and it is that operand). The kernel then stores through the operand's
     own name: given one array as operand and output, LLVM's runtime overlap check fails and
@@ -523,7 +534,8 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
     that value (`_literal`) instead of being a parameter; `scalars`, positions of one-element
     operands passed as NumPy scalars of their dtype (the step's inlined 0-d arithmetic makes
     them) rather than one-element arrays. Each parameter fewer is ~45 ns less of numba's
-    dispatch, and a scalar needs no array made for it."""
+    dispatch, and a scalar needs no array made for it. `static`: the kernel runs only on the
+    plan's sizes (a whole pairwise sum is then written out, `_pairwise_tree`)."""
     baked = dict(baked)
     scalars = set(scalars)
     n = prog.n_in
@@ -584,8 +596,9 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
         L.append(ind + "buf = np.empty(%s, %s)" % (" * ".join(["1"] + ["d%d" % k for k in
                                                                       range(first, r)]), rdt))
         # the pairwise walk's stack, made once per call (not per row)
-        L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
-                 "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
+        if not (static and full_red):
+            L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
+                     "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
         if full_red:
             L.append(ind + "f = 0")
     elif full_red:
@@ -631,7 +644,12 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
             L.append(ind + "s += %s" % sv)
         else:
             L.append(ind + "acc%s += %s" % (index(pat[-1]), sv))
-    if pairwise and full_red:
+    if pairwise and full_red and static:
+        L.append("    s = %s(0.0)" % rdt)
+        L.append("    mz = %s(-0.0)" % rdt)
+        L.append("    s += %s" % _pairwise_tree(0, plan.size))
+        L.append("    return s")
+    elif pairwise and full_red:
         L.append("    s = %s(0.0)" % rdt)
         L.append("    s += _pairwise(buf, f, %s(-0.0), *pw_st)" % rdt)
         L.append("    return s")
@@ -713,9 +731,9 @@ def _verify_replicas(src):
                 raise RuntimeError(why)
 
 
-def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=()):
+def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
     return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan),
-            baked, scalars)
+            baked, scalars, plan.dims if static else None)
 
 
 def _compiled(prog, plan, parallel):
@@ -725,8 +743,8 @@ def _compiled(prog, plan, parallel):
         return key in _KERNELS
 
 
-def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=()):
-    key = _kernel_key(prog, plan, parallel, in_place, baked, scalars)
+def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
+    key = _kernel_key(prog, plan, parallel, in_place, baked, scalars, static)
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
@@ -736,7 +754,7 @@ def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=()):
         import numba  # noqa: F401
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
-    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars)
+    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars, static)
     _verify_replicas(src)
     dummy = _dummy_args(prog, plan, in_place, baked, scalars)
     try:
@@ -942,7 +960,8 @@ class Runner:
     def _quick_kernel_args(self, orig, plan):
         """(baked, scalars) for a kernel of this region's static plan made for its generated
         caller (`_kernel_source`), or None when it would be the plain kernel: the one-element
-        constants with a literal, the operands the first call passed as NumPy scalars."""
+        constants with a literal, the operands the first call passed as NumPy scalars (and
+        a whole sum written for the plan's size)."""
         baked, scalars = [], []
         for i in range(self.prog.n_in):
             if plan.full[i] or any(plan.pattern[i]):
@@ -954,7 +973,7 @@ class Runner:
                     baked.append((i, lit))
             elif isinstance(x, np.generic) and x.dtype == self.prog.ins[i][1]:
                 scalars.append(i)
-        if not baked and not scalars:
+        if not baked and not scalars and not (self.red_out and plan.full_reduce()):
             return None
         return tuple(baked), tuple(scalars)
 
@@ -968,7 +987,7 @@ class Runner:
         quick = self.quick
 
         def job():
-            k = _compile(self.prog, plan, False, (), baked, scalars)
+            k = _compile(self.prog, plan, False, (), baked, scalars, True)
             if self.quick is not quick:      # dropped meanwhile (its constants rebound)
                 return
             q = self._make_quick(orig, plan, k, args, baked, scalars)
@@ -1034,10 +1053,15 @@ class Runner:
         # call on to the general path), and `qcall(x0, x1, ...)`, which the FusedKernel
         # becomes (`use_quick`): the generated step's call lands in it directly, without the
         # kernel's and the runner's frames, and falls back to the kernel's own call
+        quiet = "not quiet_()[0]"
+        getter = errstate_getter()
+        if getter is not None:
+            ns["errstate_"], ns["QUIET_"] = getter, QUIET_STATE
+            quiet = "(errstate_() is not QUIET_[0] and %s)" % quiet
         for head, fail in (("quick(xs):\n    %s, = xs" % xs, "NI_"),
                            ("qcall(%s):" % xs, "SLOW_(%s)" % xs)):
             src += ["def " + head,
-                    "    if %s or not quiet_()[0]:" % " or ".join(checks + ["False"]),
+                    "    if %s or %s:" % (" or ".join(checks + ["False"]), quiet),
                     "        return %s" % fail]
             src += ["    " + b for b in body + pre]
             src += ["    try:",
