@@ -12,7 +12,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel
+from ndflow.graph.kernels import FusedKernel, numba_tier
 from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -185,3 +185,24 @@ def test_direct_call_honours_the_error_state(sync):
             assert_bits_equal(f(x, y, t).numpy(), _prog(np, x, y, t, [np.float32(v) for v in
                                                                       (2.0, 3.0, 0.0)]))
         assert type(k).quick_call
+
+
+@pytest.mark.parametrize("n, dtype", [(7, np.float32), (129, np.float32), (256, np.float32),
+                                      (512, np.float64), (1000, np.float32)])
+def test_whole_sum_written_out_for_the_static_size(sync, n, dtype):
+    """The direct call's kernel writes NumPy's pairwise sum out for its one size
+    (`_pairwise_tree`): the same bits as NumPy's sum at sizes around the 8- and 128-element
+    blocks and the halving's multiples of 8."""
+    f = nf.function(lambda x, y: tnp.sum(tnp.square(x - y) * 0.5 + x))
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    want = np.sum(np.square(x - y) * dtype(0.5) + x)
+    for _ in range(CALLS):
+        assert_bits_equal(f(x, y).numpy(), want)
+    ks = fusion.fused_kernels(f.get_concrete_function(x, y).graph)
+    assert len(ks) == 1 and type(ks[0]).quick_call, ks[0].tier1_unavailable
+    src = ks[0].fast.quick.__globals__["k_"].ndflow_source
+    assert ("pw_st" not in src) == (n <= numba_tier.TREE_MAX)
+    x[: min(n, 3)] = [np.inf, -0.0, np.nan][: min(n, 3)]
+    assert_bits_equal(f(x, y).numpy(), np.sum(np.square(x - y) * dtype(0.5) + x))

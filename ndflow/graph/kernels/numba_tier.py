@@ -511,6 +511,11 @@ def _literal(x, dt):
     return None
 
 
+# each leaf of a written-out sum is one more inlined copy of the leaf loop to compile (a
+# 4096-element sum's 32 took ~10 s): up to 4 leaves
+TREE_MAX = 512
+
+
 def _pairwise_tree(lo, n):
     """NumPy's pairwise sum of buf[lo:lo + n] as one expression, for a size known when the
     kernel is written: the halves `_pairwise` walks with its stack, added in its order (the
@@ -535,7 +540,8 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
     operands passed as NumPy scalars of their dtype (the step's inlined 0-d arithmetic makes
     them) rather than one-element arrays. Each parameter fewer is ~45 ns less of numba's
     dispatch, and a scalar needs no array made for it. `static`: the kernel runs only on the
-    plan's sizes (a whole pairwise sum is then written out, `_pairwise_tree`)."""
+    plan's sizes (a whole pairwise sum of up to `TREE_MAX` elements is then written out,
+    `_pairwise_tree`)."""
     baked = dict(baked)
     scalars = set(scalars)
     n = prog.n_in
@@ -554,6 +560,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
             raise _Ineligible(lay)
         parallel = False        # one row buffer; and 'cols' sums along the outer loop anyway
     pairwise = lay is not None and lay[0] != "cols"
+    tree = pairwise and full_red and static and plan.size <= TREE_MAX
 
     def index(p):
         if not any(p):
@@ -596,7 +603,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
         L.append(ind + "buf = np.empty(%s, %s)" % (" * ".join(["1"] + ["d%d" % k for k in
                                                                       range(first, r)]), rdt))
         # the pairwise walk's stack, made once per call (not per row)
-        if not (static and full_red):
+        if not tree:
             L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
                      "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
         if full_red:
@@ -644,7 +651,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
             L.append(ind + "s += %s" % sv)
         else:
             L.append(ind + "acc%s += %s" % (index(pat[-1]), sv))
-    if pairwise and full_red and static:
+    if tree:
         L.append("    s = %s(0.0)" % rdt)
         L.append("    mz = %s(-0.0)" % rdt)
         L.append("    s += %s" % _pairwise_tree(0, plan.size))
