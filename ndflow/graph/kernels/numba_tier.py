@@ -987,7 +987,9 @@ class Runner:
     def _request_quick_kernel(self, orig, plan, args):
         """After the generated caller is made: compile (in the background unless synchronous)
         the kernel `_quick_kernel_args` describes, and remake the caller around it."""
-        got = self._quick_kernel_args(orig, plan)
+        # (only for a region this small: on more elements the call's fixed cost is a small
+        # part, not worth a second compile)
+        got = self._quick_kernel_args(orig, plan) if self.quick_only else None
         if got is None:
             return
         baked, scalars = got
