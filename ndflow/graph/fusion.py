@@ -340,6 +340,11 @@ def _build(g, groups, uses_blas):
         for v in n.inputs:
             consumers_outside.setdefault(v.id, set()).add(member.get(i, ("n", i)))
     graph_out = {v.id for v in g.outputs}
+    writers = {}
+    for i, n in enumerate(g.nodes):
+        if n.prim.variable_access == "write":
+            for v in n.inputs:
+                writers.setdefault(v.id, []).append(i)
     fused = {}
     for r, m in list(groups.items()):
         used = set()
@@ -358,6 +363,11 @@ def _build(g, groups, uses_blas):
         prog, ins, outs = program_from_nodes(nodes, used)
         kernel = kernel_for(prog, uses_blas)
         kernel.const_pos = frozenset(i for i, v in enumerate(ins) if v.kind == "c")
+        # results a Variable is assigned (kept past the next call: not worth pooling)
+        kernel.kept_outputs = frozenset(
+            k for k, o in enumerate(outs)
+            if any(g.nodes[c].prim.variable_access == "write"
+                   for c in writers.get(o.id, ())))
         prim = _fused_primitive(prog, kernel, outs)
         loc = nodes[-1].loc
         fused[r] = Node(prim, ins, {}, outs, loc)

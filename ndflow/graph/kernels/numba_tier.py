@@ -26,6 +26,7 @@ Compiles run in one background thread (NDFLOW_NUMBA=sync: in the caller) and are
 when ready; until then, and for operands a kernel does not fit (non-contiguous, too small,
 another pattern), tier 0 runs.
 """
+import functools
 import hashlib
 import math
 import os
@@ -38,7 +39,7 @@ import time
 import numpy as np
 
 from .program import runtime_shapes
-from .pool import OutputPool, donated, errstate_flags, _FREE_REFS
+from .pool import OutputPool, donated, errstate_flags, errstate_getter, QUIET_STATE, _FREE_REFS
 from . import blocks, mathlib, replica
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
@@ -492,12 +493,57 @@ def _pairwise(a, n, mz, los, ns, stage, vals):
 '''
 
 
-def _kernel_source(prog, plan, parallel, name, in_place=()):
+def _literal(x, dt):
+    """Source text of the NumPy scalar `x` (one element of dtype `dt`) exactly, for a kernel to
+    hold as a constant; None where there is none worth writing (NaN payloads, other kinds)."""
+    dt = np.dtype(dt)
+    a = np.asarray(x)
+    if a.size != 1 or a.dtype != dt:
+        return None
+    v = a.reshape(-1)[0]
+    if dt in _FLOATS:
+        f = float(v)
+        return "np.%s(float.fromhex(%r))" % (dt.name, f.hex()) if math.isfinite(f) else None
+    if dt.kind in "iu":
+        return "np.%s(%d)" % (dt.name, int(v))
+    if dt.kind == "b":
+        return "np.bool_(%r)" % bool(v)
+    return None
+
+
+# each leaf of a written-out sum is one more inlined copy of the leaf loop to compile (a
+# 4096-element sum's 32 took ~10 s): up to 4 leaves
+TREE_MAX = 512
+
+
+def _pairwise_tree(lo, n):
+    """NumPy's pairwise sum of buf[lo:lo + n] as one expression, for a size known when the
+    kernel is written: the halves `_pairwise` walks with its stack, added in its order (the
+    stack's four arrays are then not made at every call)."""
+    if n <= 128:
+        return "_pw_leaf(buf, %d, %d, mz)" % (lo, n)
+    h = n // 2
+    h -= h % 8
+    return "(%s + %s)" % (_pairwise_tree(lo, h), _pairwise_tree(lo + h, n - h))
+
+
+def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=(), static=False):
     """`in_place`: pairs (j, i): the j-th elementwise result is written into operand i (its
     buffer was donated and it is that operand). The kernel then stores through the operand's
     own name: given one array as operand and output, LLVM's runtime overlap check fails and
     the loop runs unvectorized (2-3x slower); a load and a store of the same element through
-    one pointer vectorize."""
+    one pointer vectorize.
+
+    For the generated caller of a static region (`Runner._make_quick`): `baked`, pairs (i,
+    literal) for one-element operands the graph feeds a constant, written into the kernel as
+    that value (`_literal`) instead of being a parameter; `scalars`, positions of one-element
+    operands passed as NumPy scalars of their dtype (the step's inlined 0-d arithmetic makes
+    them) rather than one-element arrays. Each parameter fewer is ~45 ns less of numba's
+    dispatch, and a scalar needs no array made for it. `static`: the kernel runs only on the
+    plan's sizes (a whole pairwise sum of up to `TREE_MAX` elements is then written out,
+    `_pairwise_tree`)."""
+    baked = dict(baked)
+    scalars = set(scalars)
     n = prog.n_in
     into = dict(in_place)
     pat = plan.pattern
@@ -514,13 +560,21 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
             raise _Ineligible(lay)
         parallel = False        # one row buffer; and 'cols' sums along the outer loop anyway
     pairwise = lay is not None and lay[0] != "cols"
+    tree = pairwise and full_red and static and plan.size <= TREE_MAX
 
     def index(p):
         if not any(p):
             return "[0]"
         return "[%s]" % ", ".join(i if f else "0" for i, f in zip(idx, p))
 
-    params = ["d%d" % k for k in range(r)] + ["x%d" % i for i in range(n)] + \
+    def read(i):
+        if i in baked:
+            return "a%d = K%d" % (i, i)
+        if i in scalars:
+            return "a%d = x%d" % (i, i)
+        return "a%d = x%d%s" % (i, i, index(pat[i]))
+
+    params = ["d%d" % k for k in range(r)] + ["x%d" % i for i in range(n) if i not in baked] + \
              ["o%d" % k for k in range(len(outs)) if k not in into] + \
              (["acc"] if red and not full_red else [])
     body = _body(prog, ["a%d" % i for i in range(n)])
@@ -530,6 +584,8 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     L = ["import numpy as np", "from numba import njit, prange",
          "from ndflow.graph.kernels.numba_tier import helpers as _helpers", "_h = _helpers()"]
     L += ["%s = _h[%r]" % (u, u) for u in used]
+    # (numba freezes a global's value into the kernel, typed as the NumPy scalar it is)
+    L += ["K%d = %s" % (i, lit) for i, lit in sorted(baked.items())]
     L.append("")
     if pairwise:
         L.append(_PAIRWISE_SRC)
@@ -547,8 +603,9 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
         L.append(ind + "buf = np.empty(%s, %s)" % (" * ".join(["1"] + ["d%d" % k for k in
                                                                       range(first, r)]), rdt))
         # the pairwise walk's stack, made once per call (not per row)
-        L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
-                 "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
+        if not tree:
+            L.append(ind + "pw_st = (np.empty(128, np.int64), np.empty(128, np.int64), "
+                     "np.zeros(128, np.int8), np.empty(128, %s))" % rdt)
         if full_red:
             L.append(ind + "f = 0")
     elif full_red:
@@ -566,7 +623,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
     for k in order:
         if k == inner:
             for i in hoist:
-                L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+                L.append(ind + read(i))
         if pairwise and not full_red and k == first:
             L.append(ind + "f = 0")
         rng = "prange" if (k == 0 and parallel) else "range"
@@ -574,7 +631,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
         ind += "    "
     for i in range(n):
         if i not in hoist:
-            L.append(ind + "a%d = x%d%s" % (i, i, index(pat[i])))
+            L.append(ind + read(i))
     L += [ind + line for line in body]
     for k, v in enumerate(outs):
         if k in into:
@@ -594,7 +651,12 @@ def _kernel_source(prog, plan, parallel, name, in_place=()):
             L.append(ind + "s += %s" % sv)
         else:
             L.append(ind + "acc%s += %s" % (index(pat[-1]), sv))
-    if pairwise and full_red:
+    if tree:
+        L.append("    s = %s(0.0)" % rdt)
+        L.append("    mz = %s(-0.0)" % rdt)
+        L.append("    s += %s" % _pairwise_tree(0, plan.size))
+        L.append("    return s")
+    elif pairwise and full_red:
         L.append("    s = %s(0.0)" % rdt)
         L.append("    s += _pairwise(buf, f, %s(-0.0), *pw_st)" % rdt)
         L.append("    return s")
@@ -633,15 +695,21 @@ def _load(src, name, cache=True):
     return kernel_cache.load(src, name, _STAMP, cache)
 
 
-def _dummy_args(prog, plan, in_place=()):
+def _dummy_args(prog, plan, in_place=(), baked=(), scalars=()):
     """Arguments of the kernel's types (dtype, rank, layout, writeable) but one element each:
     calling with them compiles the kernel, or loads it from numba's disk cache."""
     n = prog.n_in
     into = dict(in_place)
     written = set(into.values())
+    skip = {i for i, _ in baked}
     r = len(plan.dims)
     args = [1] * r
     for i in range(n):
+        if i in skip:
+            continue
+        if i in scalars:
+            args.append(prog.ins[i][1].type(0))
+            continue
         a = np.zeros(tuple(1 for _ in plan.in_shapes[i]) if any(plan.pattern[i]) else (1,),
                      prog.ins[i][1])
         if plan.writeable is not None and not plan.writeable[i] and i not in written:
@@ -670,8 +738,9 @@ def _verify_replicas(src):
                 raise RuntimeError(why)
 
 
-def _kernel_key(prog, plan, parallel, in_place=()):
-    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan))
+def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
+    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan),
+            baked, scalars, plan.dims if static else None)
 
 
 def _compiled(prog, plan, parallel):
@@ -681,8 +750,8 @@ def _compiled(prog, plan, parallel):
         return key in _KERNELS
 
 
-def _compile(prog, plan, parallel, in_place=()):
-    key = _kernel_key(prog, plan, parallel, in_place)
+def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
+    key = _kernel_key(prog, plan, parallel, in_place, baked, scalars, static)
     with _LOCK:
         k = _KERNELS.get(key)
     if k is not None:
@@ -692,17 +761,18 @@ def _compile(prog, plan, parallel, in_place=()):
         import numba  # noqa: F401
         STATS["import_s"] = time.perf_counter() - t0
     name = "fused_kernel"
-    src = _kernel_source(prog, plan, parallel, name, in_place)
+    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars, static)
     _verify_replicas(src)
+    dummy = _dummy_args(prog, plan, in_place, baked, scalars)
     try:
         disp = _load(src, name)
-        disp(*_dummy_args(prog, plan, in_place))    # compiles (or loads from the disk cache)
+        disp(*dummy)    # compiles (or loads from the disk cache)
     except Exception as e:
         # numba cannot always reload what it cached (two-thread kernels: "No module named
         # '<dynamic>'"): compile in memory instead
         STATS["failures"].append("disk cache: %r" % e)
         disp = _load(src, name, cache=False)
-        disp(*_dummy_args(prog, plan, in_place))
+        disp(*dummy)
     disp.disable_compile()                          # a new type later: tier 0, not a stall
     disp.ndflow_source = src
     STATS["compiles"] += 1
@@ -821,12 +891,18 @@ class Runner:
         self.quick_into = None
         self.quick_into_consts = ()
 
-    def _quick_operands(self, orig, plan, args, ns):
+    def _quick_operands(self, orig, plan, args, ns, baked=(), scalars=(), layout_by_numba=False):
         """The operand part of a generated caller: (tests that send a call back to the general
         path, the kernel's arguments, the constants kept), with the names those use put in
         `ns`; None where an operand would send every call there (a strided or non-ndarray
-        operand that is not a constant)."""
+        operand that is not a constant). `baked` and `scalars`: the kernel's (see
+        `_kernel_source`). `layout_by_numba`: no test of C-contiguity here, for a caller
+        that only reads its operands: the kernel was compiled for C-contiguous (and
+        writeable or not) arrays and compiling is off, so numba's dispatch refuses any
+        other with a TypeError, which sends the call to the general path (~50 ns less per
+        operand than asking `x.flags`)."""
         cp = self.const_pos
+        baked = {i for i, _ in baked}
         nd = len(plan.dims)
         checks, call = [], ["%d" % d for d in plan.dims]
         kept = []
@@ -836,19 +912,22 @@ class Runner:
                 kept.append((i, x))
                 ns["K%d" % i], ns["P%d" % i] = x, a
                 checks.append("x%d is not K%d" % (i, i))
-                call.append("P%d" % i)
+                if i not in baked:
+                    call.append("P%d" % i)
                 continue
             if isinstance(x, np.generic) and not plan.full[i] and a.shape == (1,):
                 # a NumPy scalar (a value of the step's inlined 0-d arithmetic): as the general
-                # path passes it, a one-element array of its own dtype; its type checked
-                # exactly, so the dtype is the one the kernel was called with
+                # path passes it, a one-element array of its own dtype (or the scalar itself,
+                # to a kernel taking it so); its type checked exactly, so the dtype is the one
+                # the kernel was called with (numba would convert another scalar's)
                 ns["ST%d" % i], ns["arr1_"] = type(x), np.array
                 checks.append("type(x%d) is not ST%d" % (i, i))
-                call.append("arr1_(x%d, ndmin=1)" % i)
+                call.append(("x%d" if i in scalars else "arr1_(x%d, ndmin=1)") % i)
                 continue
             if type(x) is not np.ndarray or not x.flags.c_contiguous:
                 return None
-            checks.append("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i))
+            checks.append(("type(x%d) is not nd_" % i) if layout_by_numba else
+                          ("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i)))
             if a.shape == x.shape:
                 call.append("x%d" % i)
             else:
@@ -885,7 +964,47 @@ class Runner:
             res[k_out] = "r_"
         return "    return %s" % (res[0] if len(res) == 1 else "(%s)" % ", ".join(res))
 
-    def _make_quick(self, orig, plan, k, args):
+    def _quick_kernel_args(self, orig, plan):
+        """(baked, scalars) for a kernel of this region's static plan made for its generated
+        caller (`_kernel_source`), or None when it would be the plain kernel: the one-element
+        constants with a literal, the operands the first call passed as NumPy scalars (and
+        a whole sum written for the plan's size)."""
+        baked, scalars = [], []
+        for i in range(self.prog.n_in):
+            if plan.full[i] or any(plan.pattern[i]):
+                continue
+            x = orig[i]
+            if i in self.const_pos:
+                lit = _literal(x, self.prog.ins[i][1])
+                if lit is not None:
+                    baked.append((i, lit))
+            elif isinstance(x, np.generic) and x.dtype == self.prog.ins[i][1]:
+                scalars.append(i)
+        if not baked and not scalars and not (self.red_out and plan.full_reduce()):
+            return None
+        return tuple(baked), tuple(scalars)
+
+    def _request_quick_kernel(self, orig, plan, args):
+        """After the generated caller is made: compile (in the background unless synchronous)
+        the kernel `_quick_kernel_args` describes, and remake the caller around it."""
+        # (only for a region this small: on more elements the call's fixed cost is a small
+        # part, not worth a second compile)
+        got = self._quick_kernel_args(orig, plan) if self.quick_only else None
+        if got is None:
+            return
+        baked, scalars = got
+        quick = self.quick
+
+        def job():
+            k = _compile(self.prog, plan, False, (), baked, scalars, True)
+            if self.quick is not quick:      # dropped meanwhile (its constants rebound)
+                return
+            q = self._make_quick(orig, plan, k, args, baked, scalars)
+            if q and self.quick is quick:
+                self.quick = q
+        _submit(job, self.sync)
+
+    def _make_quick(self, orig, plan, k, args, baked=(), scalars=()):
         """After a call with a static plan that took the plain kernel: a generated function
         doing what the next calls need and nothing else (~1 us instead of ~4 for a region of
         a few operands): the constants' prepared arguments (reshaped, compacted) kept and
@@ -898,13 +1017,25 @@ class Runner:
         n = self.prog.n_in
         ns = {"nd_": np.ndarray, "quiet_": errstate_flags, "NI_": NotImplemented, "k_": k,
               "refs_": sys.getrefcount, "FREE_REFS_": _FREE_REFS, "empty_": np.empty}
-        ops = self._quick_operands(orig, plan, args, ns)
+        ops = self._quick_operands(orig, plan, args, ns, baked, scalars, True)
         if ops is None:
             return None
         checks, call, kept = ops
         body, outs = [], []
+        kept_out = getattr(self.fk, "kept_outputs", ())
         for j, k_out in enumerate(self.outs):
             v = self.prog.outputs[k_out]
+            shape = plan.out_shapes[j] if plan.full[n + j] else (1,)
+            if k_out in kept_out:
+                # a Variable keeps it past the next call: a pooled one would be found shared
+                # then (~0.15 us for nothing), so a fresh array, not pooled
+                ns["D%d" % j], ns["S_"] = self.prog.ops[v - n].dtype, plan.S
+                body.append("o%d = empty_(S_, D%d)" % (j, j))
+                call.append(("o%d" % j) if tuple(shape) == tuple(plan.S) else
+                            "o%d.reshape(U%d)" % (j, j))
+                ns["U%d" % j] = tuple(shape)
+                outs.append("o%d" % j)
+                continue
             # the pool's take and give, inlined (a static plan's buffers all have its shape
             # and dtype): a buffer is reused only when nothing but this call refers to it
             ns["free%d" % j] = self.pools[k_out].free
@@ -916,7 +1047,6 @@ class Runner:
                      "        o%d = empty_(S_, D%d)" % (j, j),
                      "except IndexError:",
                      "    o%d = empty_(S_, D%d)" % (j, j)]
-            shape = plan.out_shapes[j] if plan.full[n + j] else (1,)
             if tuple(shape) == tuple(plan.S):
                 call.append("o%d" % j)
             else:
@@ -924,22 +1054,59 @@ class Runner:
                 call.append("o%d.reshape(U%d)" % (j, j))
             outs.append("o%d" % j)
         pre, assign, post = self._quick_reduction(plan, ns, call)
-        src = ["def quick(xs):",
-               "    %s, = xs" % ", ".join("x%d" % i for i in range(n)),
-               "    if %s or not quiet_()[0]:" % " or ".join(checks + ["False"]),
-               "        return NI_"]
-        src += ["    " + b for b in body + pre]
-        src += ["    try:",
-                "        %sk_(%s)" % (assign, ", ".join(call)),
-                "    except TypeError:",
-                "        return NI_"]
-        for j in range(len(outs)):
-            src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
-        src += ["    " + b for b in post]
-        src.append(self._quick_result(outs))
-        exec(compile("\n".join(src) + "\n", "<ndflow tier-1 call>", "exec"), ns)
+        xs = ", ".join("x%d" % i for i in range(n))
+        from . import FusedKernel
+        ns["SLOW_"] = functools.partial(FusedKernel.__call__, self.fk)
+        src = []
+        # two functions from one text: `quick(xs)` for `__call__` (NotImplemented sends the
+        # call on to the general path), and `qcall(x0, x1, ...)`, which the FusedKernel
+        # becomes (`use_quick`): the generated step's call lands in it directly, without the
+        # kernel's and the runner's frames, and falls back to the kernel's own call
+        quiet = "not quiet_()[0]"
+        getter = errstate_getter()
+        if getter is not None:
+            ns["errstate_"], ns["QUIET_"] = getter, QUIET_STATE
+            quiet = "(errstate_() is not QUIET_[0] and %s)" % quiet
+        for head, fail in (("quick(xs):\n    %s, = xs" % xs, "NI_"),
+                           ("qcall(%s):" % xs, "SLOW_(%s)" % xs)):
+            src += ["def " + head,
+                    "    if %s or %s:" % (" or ".join(checks + ["False"]), quiet),
+                    "        return %s" % fail]
+            src += ["    " + b for b in body + pre]
+            src += ["    try:",
+                    "        %sk_(%s)" % (assign, ", ".join(call)),
+                    "    except TypeError:",
+                    "        return %s" % fail]
+            for j in range(len(outs)):
+                if "free%d" % j in ns:
+                    src += ["    if len(free%d) < 2:" % j, "        free%d.append(o%d)" % (j, j)]
+            src += ["    " + b for b in post]
+            src.append(self._quick_result(outs))
+        text = "\n".join(src) + "\n"
+        exec(compile(text, "<ndflow tier-1 call>", "exec"), ns)
         self.quick_consts = tuple(kept)
-        return ns["quick"]
+        q = ns["quick"]
+        q.qcall = ns["qcall"]
+        q.source = text
+        return q
+
+    # The generated caller (None: not made yet, False: none). Its twin `qcall` is the
+    # FusedKernel's own call while it is in place (`FusedKernel.use_quick`); anything else put
+    # here (False when its constants were rebound, a wrapper looking at the calls) takes the
+    # kernel's call back through `__call__`, so that every call sees it.
+    @property
+    def quick(self):
+        return self._quick
+
+    @quick.setter
+    def quick(self, q):
+        self._quick = q
+        qc = getattr(q, "qcall", None)
+        if qc is not None:
+            self.fk.drop_quick()
+            self.fk.use_quick(qc)
+        else:
+            self.fk.drop_quick()
 
     def _make_quick_into(self, orig, plan, k, args, in_place):
         """As `_make_quick`, for calls whose donors put every result into one of the operands
@@ -1164,6 +1331,8 @@ class Runner:
                 and k is (plan.parallel_kernel if par else plan.kernel):
             # (not while a two-thread kernel is still compiling and the serial one stands in)
             self.quick = self._make_quick(orig, plan, k, args) or False
+            if self.quick:
+                self._request_quick_kernel(orig, plan, args)
         elif self.quick_into is None and self.const_pos is not None and \
                 self.static_plan is not None and plan is self.static_plan and in_place and \
                 len(in_place) == len(self.outs) and not self.red_out and not multi and \

@@ -120,4 +120,19 @@ def errstate_flags():
     may_raise = any(m in ("raise", "call") for m in modes)
     if ext is not False:
         _seen = (cur, quiet, may_raise)     # holds `cur`: its id cannot be reused meanwhile
+        if quiet:
+            QUIET_STATE[0] = cur
     return quiet, may_raise
+
+
+# The error-state value last found quiet (held, so its id is not reused): generated code
+# compares the current value with it by identity (`errstate_getter`), ~70 ns less than a call
+# of errstate_flags, and asks errstate_flags only when they differ
+QUIET_STATE = [None]
+
+
+def errstate_getter():
+    """The function returning NumPy's current error-state value (compared with QUIET_STATE[0]),
+    or None where this NumPy keeps it otherwise (then ask errstate_flags)."""
+    errstate_flags()
+    return _extobj.get if _extobj else None
