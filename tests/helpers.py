@@ -123,3 +123,17 @@ def value_bits(v):
         return None
     v = v.numpy() if isinstance(v, tnp.ndarray) else np.asarray(v)
     return v.dtype, v.shape, v.tobytes()
+
+
+def four_element_operands(dtype, seed=1):
+    """(a, b, t) for a small region of two 4-element operands and a 0-d one: random values,
+    then NaN, inf, -0.0 and a tiny value against -inf, 0.0, -0.0 and 3.0, each with t = 0.0,
+    2.0 and inf."""
+    rng = np.random.default_rng(seed)
+    for special in (False, True):
+        a, b = rng.standard_normal(4).astype(dtype), rng.standard_normal(4).astype(dtype)
+        if special:
+            a[:] = [np.nan, np.inf, -0.0, 1e-30]
+            b[:] = [-np.inf, 0.0, -0.0, 3.0]
+        for tv in (0.0, 2.0, np.inf):
+            yield a, b, np.asarray(tv, dtype)

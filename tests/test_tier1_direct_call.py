@@ -13,7 +13,7 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
 from ndflow.graph.kernels import FusedKernel, numba_tier
-from helpers import assert_bits_equal
+from helpers import assert_bits_equal, four_element_operands
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed"),
@@ -71,19 +71,12 @@ def test_direct_call_with_constants_in_the_kernel(sync, dtype, c):
     # the finite constants are literals of the kernel, not parameters; the scalar a scalar
     assert kern.ndflow_source.count(" = K") == finite
     assert any(str(t) in ("float32", "float64") for t in kern.signatures[0])
-    rng = np.random.default_rng(1)
-    for special in (False, True):
-        a, b = rng.standard_normal(4).astype(dtype), rng.standard_normal(4).astype(dtype)
-        if special:
-            a[:] = [np.nan, np.inf, -0.0, 1e-30]
-            b[:] = [-np.inf, 0.0, -0.0, 3.0]
-        for tv in (0.0, 2.0, np.inf):
-            tt = np.asarray(tv, dtype)
-            with np.errstate(all="ignore"):
-                want = _prog(np, a, b, tt, [dtype(v) for v in c])
-            got = f(a, b, tt).numpy()
-            assert got.dtype == want.dtype
-            assert_bits_equal(got, want)
+    for a, b, tt in four_element_operands(dtype):
+        with np.errstate(all="ignore"):
+            want = _prog(np, a, b, tt, [dtype(v) for v in c])
+        got = f(a, b, tt).numpy()
+        assert got.dtype == want.dtype
+        assert_bits_equal(got, want)
     assert type(k).quick_call
 
 

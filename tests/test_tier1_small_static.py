@@ -12,7 +12,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from helpers import assert_bits_equal
+from helpers import assert_bits_equal, four_element_operands
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed"),
@@ -59,18 +59,11 @@ def test_small_region_runs_compiled_with_a_scalar_operand(sync, dtype):
         hits.append(r is not NotImplemented)
         return r
     k.fast.quick = spy
-    rng = np.random.default_rng(1)
-    for special in (False, True):
-        a, b = rng.standard_normal(4).astype(dtype), rng.standard_normal(4).astype(dtype)
-        if special:
-            a[:] = [np.nan, np.inf, -0.0, 1e-30]
-            b[:] = [-np.inf, 0.0, -0.0, 3.0]
-        for tv in (0.0, 2.0, np.inf):
-            tt = np.asarray(tv, dtype)
-            got = f(a, b, tt).numpy()
-            want = _prog(np, a, b, tt)
-            assert got.dtype == want.dtype
-            assert_bits_equal(got, want)
+    for a, b, tt in four_element_operands(dtype):
+        got = f(a, b, tt).numpy()
+        want = _prog(np, a, b, tt)
+        assert got.dtype == want.dtype
+        assert_bits_equal(got, want)
     assert hits and all(hits)
 
 
