@@ -187,24 +187,32 @@ def _no_leftovers(d):
     assert not [n for n in names if n.endswith(".tmp")], names
 
 
-def test_threads_saving_functions_into_one_directory(tmp_path):
-    d = str(tmp_path / "m")
+def _in_threads(worker, args):
+    """Run `worker(a)` for every `a` in threads at once; the exceptions they raised."""
     errors = []
 
-    def worker(t):
+    def run(a):
         try:
-            f = nf.function(lambda x: x + float(t), input_signature=[nf.TensorSpec([2],
-                                                                                   "float64")])
-            for _ in range(4):
-                nf.saved_model.save(f, d)
-                nf.saved_model.load(d)(np.zeros(2))
-        except Exception as e:      # noqa: BLE001  (reported below)
+            worker(a)
+        except Exception as e:      # noqa: BLE001  (returned to the test)
             errors.append(e)
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    threads = [threading.Thread(target=run, args=(a,)) for a in args]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
+    return errors
+
+
+def test_threads_saving_functions_into_one_directory(tmp_path):
+    d = str(tmp_path / "m")
+
+    def worker(t):
+        f = nf.function(lambda x: x + float(t), input_signature=[nf.TensorSpec([2], "float64")])
+        for _ in range(4):
+            nf.saved_model.save(f, d)
+            nf.saved_model.load(d)(np.zeros(2))
+    errors = _in_threads(worker, range(4))
     assert not errors, errors
     got = nf.saved_model.load(d)(np.zeros(2)).numpy()
     assert got[0] in (0.0, 1.0, 2.0, 3.0) and got[0] == got[1]
@@ -262,24 +270,15 @@ def test_processes_saving_functions_into_one_directory_while_another_loads(tmp_p
 
 def test_threads_and_processes_saving_checkpoints_into_one_directory(tmp_path):
     d, procs = _savers(tmp_path, "checkpoint")
-    errors = []
 
     def worker(t):
-        try:
-            v = nf.Variable(np.full(500, float(t)))
-            mgr = nf.train.CheckpointManager(nf.train.Checkpoint(v=v), d, max_to_keep=2,
-                                             checkpoint_name="ckpt%d" % (t % 2))
-            for _ in range(6):
-                mgr.save()
-                latest = nf.train.latest_checkpoint(d)
-                assert latest is not None
-        except Exception as e:      # noqa: BLE001
-            errors.append(e)
-    threads = [threading.Thread(target=worker, args=(t,)) for t in (10, 11, 12)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+        v = nf.Variable(np.full(500, float(t)))
+        mgr = nf.train.CheckpointManager(nf.train.Checkpoint(v=v), d, max_to_keep=2,
+                                         checkpoint_name="ckpt%d" % (t % 2))
+        for _ in range(6):
+            mgr.save()
+            assert nf.train.latest_checkpoint(d) is not None
+    errors = _in_threads(worker, (10, 11, 12))
     _finish(procs)
     assert not errors, errors
     latest = nf.train.latest_checkpoint(d)

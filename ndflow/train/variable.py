@@ -340,6 +340,7 @@ def _lost(src, dst, kind):
 def _convert(var, value):
     """`value` as an ndarray of `var`'s dtype, by `Variable.assign`'s rules."""
     from .. import numpy as tnp
+    from ..compat import _is_python_data
     target = var.dtype
     if isinstance(value, Variable):
         value = value.value()
@@ -373,14 +374,6 @@ def _convert(var, value):
                          f"{value!r:.60} (it would become "
                          f"{'infinite' if want != 'i' else 'another integer'})")
     return tnp.asarray(dst)
-
-
-def _is_python_data(value):
-    if type(value) in (bool, int, float, complex):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_is_python_data(v) for v in value)
-    return False
 
 
 def _forward(name):
