@@ -8,17 +8,20 @@
   would otherwise delete the other's files). A lock file in the directory, locked with the
   operating system's advisory lock (`flock`; `msvcrt.locking` on Windows) and removed by its
   holder when it is done; the operating system releases it if the holder dies. Re-entrant
-  within a thread.
+  within a thread. On a file system without advisory locks, a warning, and only the threads
+  of one process are serialized.
 * `load_json(raw, where, max_depth)`: JSON from a file a user loads, with the file's damage or
   hostility turned into a `ValueError` naming `where`: not UTF-8, not JSON, `NaN`/`Infinity`,
   a key repeated in an object, or nesting deeper than `max_depth` (checked before parsing, so
   a deeply nested file is refused quickly rather than exhausting Python's stack).
 """
 import contextlib
+import errno
 import json
 import os
 import re
 import threading
+import warnings
 
 import numpy as np
 
@@ -78,6 +81,7 @@ try:
 except ImportError:             # Windows
     _fcntl = None
 
+_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS}
 _GUARD = threading.Lock()
 _THREAD_LOCKS = {}              # real path of a directory -> RLock (threads of this process)
 _HELD = {}                      # real path -> (file descriptor, depth) while this process holds it
@@ -92,7 +96,16 @@ def _lock_file(d):
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if _fcntl is not None:
-                _fcntl.flock(fd, _fcntl.LOCK_EX)
+                try:
+                    _fcntl.flock(fd, _fcntl.LOCK_EX)
+                except OSError as e:
+                    if e.errno not in _NO_LOCKS:
+                        raise
+                    # a file system without advisory locks (some network mounts): saves of
+                    # this process still run one at a time; other processes are not excluded
+                    warnings.warn(f"{d!r} cannot be locked ({e.strerror}): saves from other "
+                                  f"processes into it are not serialized", RuntimeWarning)
+                    return fd
             else:
                 import msvcrt
                 while True:
