@@ -1,2 +1,2 @@
 """`nf.errors`: TensorFlow's error types (`tf.errors`) that ndflow raises."""
-from .core.errors import OpError, InvalidArgumentError  # noqa: F401
+from .core.errors import OpError, InvalidArgumentError, DataLossError  # noqa: F401

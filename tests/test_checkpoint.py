@@ -238,6 +238,154 @@ def test_adam_continues_identically_in_a_fresh_process(tmp_path):
         np.testing.assert_array_equal(b, a)
 
 
+_RESUME = textwrap.dedent("""
+    import sys, warnings, numpy as np, ndflow as nf, ndflow.numpy as tnp
+    warnings.simplefilter("error")              # no warning at all, not even at exit
+    sys.path.insert(0, sys.argv[1])
+    from test_checkpoint import MLP, _train
+    mode, path, out = sys.argv[2:5]
+    m, opt = MLP(11), nf.optimizers.Adam(0.01, amsgrad=True)
+    ck = nf.train.Checkpoint(model=m, optimizer=opt)
+    mgr = nf.train.CheckpointManager(ck, path, max_to_keep=1, step_counter=opt.iterations,
+                                     checkpoint_interval=3)
+    saved = []
+    if mode == "manager":                       # TF's loop: the status is never looked at
+        assert mgr.restore_or_initialize() is not None
+        for _ in range(4):
+            _train(m, opt, 1, seed=2 + _)
+            saved.append(mgr.save())
+    elif mode == "status":
+        st = ck.restore(mgr.latest_checkpoint)
+        st.assert_existing_objects_matched()
+        _train(m, opt, 1, seed=2)
+        st.assert_consumed()                    # the slots were made from the checkpoint
+        for i in range(1, 4):
+            _train(m, opt, 1, seed=2 + i)
+    else:                                       # build: slots exist before the restore
+        opt.build(m.trainable_variables)
+        ck.restore(mgr.latest_checkpoint).assert_consumed()
+        for i in range(4):
+            _train(m, opt, 1, seed=2 + i)
+    np.savez(out, *[v.numpy() for v in m.variables + tuple(opt.variables())],
+             saved=np.array([p is not None for p in saved]))
+""")
+
+_FULL = textwrap.dedent("""
+    import sys, numpy as np, ndflow as nf
+    sys.path.insert(0, sys.argv[1])
+    from test_checkpoint import MLP, _train
+    mode, path, out = sys.argv[2:5]
+    m, opt = MLP(0), nf.optimizers.Adam(0.01, amsgrad=True)
+    ck = nf.train.Checkpoint(model=m, optimizer=opt)
+    mgr = nf.train.CheckpointManager(ck, path, max_to_keep=1)
+    _train(m, opt, 5, seed=1)
+    mgr.save()
+    for i in range(4):
+        _train(m, opt, 1, seed=2 + i)
+    np.savez(out, *[v.numpy() for v in m.variables + tuple(opt.variables())])
+""")
+
+
+@pytest.mark.parametrize("mode", ["manager", "status", "build"])
+def test_resuming_adam_in_a_fresh_process_as_tensorflow_documents(tmp_path, mode):
+    """Restore in a fresh process, as TensorFlow's guide does it: no false "partially
+    restored" warning, `assert_consumed` passes once the slots exist (at the first step, or
+    at once after `optimizer.build`), training continues bit for bit, and
+    `checkpoint_interval` counts from the restored step."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
+    here = os.path.dirname(__file__)
+
+    def run(text, out):
+        script = tmp_path / "s.py"
+        script.write_text(text)
+        r = subprocess.run([sys.executable, str(script), here, mode, str(tmp_path / "ck"),
+                            str(out)], env=env, timeout=180, capture_output=True, text=True)
+        assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr[-3000:]
+        with np.load(out, allow_pickle=False) as z:
+            return [z[k] for k in sorted((f for f in z.files if f.startswith("arr_")),
+                                         key=lambda s: int(s.split("_")[1]))], \
+                z["saved"] if "saved" in z.files else None
+    full, _ = run(_FULL, tmp_path / "full.npz")
+    resumed, saved = run(_RESUME, tmp_path / "resumed.npz")
+    assert len(full) == len(resumed) > 10
+    for a, b in zip(full, resumed):
+        np.testing.assert_array_equal(b, a)
+    if mode == "manager":
+        # restored at step 5 with an interval of 3: steps 6, 7 wait, 8 saves, 9 waits
+        assert saved.tolist() == [False, False, True, False]
+
+
+def test_a_save_right_after_a_restore_keeps_the_pending_slots(tmp_path):
+    m, opt = MLP(0), nf.optimizers.Adam(0.01)
+    _train(m, opt, 3)
+    p = nf.train.Checkpoint(model=m, optimizer=opt).write(str(tmp_path / "a"))
+    m2, opt2 = MLP(1), nf.optimizers.Adam(0.01)
+    nf.train.Checkpoint(model=m2, optimizer=opt2).restore(p).expect_partial()
+    p2 = nf.train.Checkpoint(model=m2, optimizer=opt2).write(str(tmp_path / "b"))
+    assert set(_tensorfile.read(p + ".safetensors")) == set(_tensorfile.read(p2 + ".safetensors"))
+    m3, opt3 = MLP(2), nf.optimizers.Adam(0.01)
+    nf.train.Checkpoint(model=m3, optimizer=opt3).restore(p2)
+    _train(m, opt, 2, seed=5)
+    _train(m3, opt3, 2, seed=5)
+    for a, b in zip(m.variables, m3.variables):
+        np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
+def test_the_partial_restore_warning_comes_only_for_values_never_taken(tmp_path):
+    import gc
+    import warnings
+    m, opt = MLP(0), nf.optimizers.Adam(0.01)
+    _train(m, opt, 1)
+    p = nf.train.Checkpoint(model=m, optimizer=opt).write(str(tmp_path / "a"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m2, opt2 = MLP(1), nf.optimizers.Adam(0.01)
+        nf.train.Checkpoint(model=m2, optimizer=opt2).restore(p)      # status dropped
+        gc.collect()
+        _train(m2, opt2, 1)                     # the pending slots are taken: no warning
+        gc.collect()
+    m3, opt3 = MLP(1), nf.optimizers.Adam(0.01)
+    nf.train.Checkpoint(model=m3, optimizer=opt3).restore(p)
+    with pytest.warns(UserWarning, match=r"partially restored: 10 value\(s\)"):
+        del opt3                                # the slots will never be made
+        gc.collect()
+
+
+def test_a_variable_created_after_restore_is_not_reported_as_restored(tmp_path):
+    m = MLP(0)
+    p = nf.train.Checkpoint(model=m).write(str(tmp_path / "a"))
+    lazy = MLP(1)
+    scale = lazy.extra.pop("scale")
+    st = nf.train.Checkpoint(model=lazy).restore(p)
+    lazy.extra["scale"] = nf.Variable(np.float32(9.0))      # made after the restore
+    assert st.unmatched_checkpoint_values == ["model/extra/scale"]
+    with pytest.raises(AssertionError, match="model/extra/scale"):
+        st.assert_consumed()
+    assert float(lazy.extra["scale"].numpy()) == 9.0 and scale is not None
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nf.optimizers.SGD(0.1), lambda: nf.optimizers.SGD(0.1, momentum=0.9),
+    lambda: nf.optimizers.Adam(), lambda: nf.optimizers.Adam(amsgrad=True),
+    lambda: nf.optimizers.AdamW(), lambda: nf.optimizers.RMSprop(),
+    lambda: nf.optimizers.RMSprop(momentum=0.5, centered=True), lambda: nf.optimizers.Adagrad(),
+])
+def test_build_makes_the_slots_a_step_makes(make):
+    built, stepped = make(), make()
+    a, b = MLP(0), MLP(0)
+    built.build(a.trainable_variables)
+    _train(b, stepped, 1)
+    def names(opt, m):
+        index = {id(v): i for i, v in enumerate(m.trainable_variables)}
+        return sorted((index[id(v)], n) for (_, n), (_, v) in opt._slots.items())
+    assert names(built, a) == names(stepped, b)
+    if isinstance(built, nf.optimizers.Adagrad):
+        s = next(iter(built._slots.values()))[0]
+        assert np.all(s.numpy() == np.float32(0.1))
+    with pytest.raises(TypeError, match="build takes Variables"):
+        built.build([np.zeros(2)])
+
+
 def test_checkpoint_manager(tmp_path):
     v = nf.Variable(0.0)
     ck = nf.train.Checkpoint(v=v)
@@ -396,7 +544,11 @@ def test_manager_interval_and_preserved_checkpoints(tmp_path):
         step.assign(s)
         saved.append(mgr.save(checkpoint_number=s) is not None)
     assert saved == [True, False, True, False, True, False, True]
+    # check_interval=False saves whatever the interval, but never twice for one step (TF)
+    assert mgr.save(checkpoint_number=99, check_interval=False) is None
+    step.assign(31)
     assert mgr.save(checkpoint_number=99, check_interval=False) is not None
+    assert mgr.save() is None                  # the interval counts from step 31 now
     # keep_checkpoint_every_n_hours=0: a checkpoint leaving the window stays on disk
     mgr = nf.train.CheckpointManager(ck, str(tmp_path / "b"), max_to_keep=1,
                                      keep_checkpoint_every_n_hours=0.0)

@@ -154,8 +154,8 @@ def test_print_keeps_program_order_and_value_at_that_point(capsys):
         nf.print("after", v)
         return v.read_value()
 
-    f(tnp.asarray(2.0))
-    f(tnp.asarray(3.0))
+    f(tnp.asarray(2.0, dtype="float32"))      # the Variable's dtype (assign never casts)
+    f(tnp.asarray(3.0, dtype="float32"))
     assert capsys.readouterr().err == "before 1\nafter 3\nbefore 3\nafter 6\n"
 
 

@@ -49,6 +49,95 @@ def test_assign_family():
         v.assign(tnp.ones(3))
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+# (Variable dtype, value, expected): a dtype name or the error TensorFlow gives.
+# ndflow arrays are TF's tensors (the same dtype or ValueError); Python and NumPy values are
+# converted when their kind fits (TF's IsCompatible), refused (TypeError) when it does not, and
+# a value the dtype cannot hold is a ValueError (TF: Python floats; ndflow: NumPy values too).
+_ASSIGN_CASES = [
+    ("float32", 2, "float32"), ("float32", 2.5, "float32"), ("float32", True, "float32"),
+    ("float32", [1, 2.5], "float32"), ("float32", np.float64(0.1), "float32"),
+    ("float32", np.arange(3), "float32"), ("float32", np.array([0.1, 2.0]), "float32"),
+    ("float32", _F32_MAX, "float32"), ("float32", float("inf"), "float32"),
+    ("float32", float("nan"), "float32"), ("float32", -0.0, "float32"),
+    ("float32", 1e300, ValueError), ("float32", -1e300, ValueError),
+    ("float32", np.array([1.0, 1e300]), ValueError), ("float32", 10 ** 400, ValueError),
+    ("float32", 1j, TypeError), ("float32", np.array([1j]), TypeError),
+    ("float32", np.array([True]), TypeError), ("float32", "1.0", TypeError),
+    ("float32", tnp.asarray(1.0), ValueError),
+    ("float32", tnp.asarray(1.0, dtype="float32"), "float32"),
+    ("float32", tnp.asarray(1, dtype="int32"), ValueError),
+    ("float16", 70000.0, ValueError), ("float16", 1e-10, "float16"),
+    ("bfloat16", 1e300, ValueError), ("bfloat16", 3.0, "bfloat16"),
+    ("float64", np.float32(2.5), "float64"), ("float64", 10 ** 400, ValueError),
+    ("int32", 3, "int32"), ("int32", True, "int32"), ("int32", np.int64(3), "int32"),
+    ("int32", np.uint8(3), "int32"), ("int32", 2.5, TypeError), ("int32", 2.0, TypeError),
+    ("int32", np.array([2.5]), TypeError), ("int32", np.float32(2), TypeError),
+    ("int32", 2 ** 31, ValueError), ("int32", -2 ** 31, "int32"),
+    ("int32", np.array([2 ** 40]), ValueError), ("int32", np.array([True]), TypeError),
+    ("int32", 1 + 0j, TypeError), ("int32", tnp.asarray(3), ValueError),
+    ("uint8", -1, ValueError), ("uint8", 255, "uint8"), ("uint8", 256, ValueError),
+    ("int64", 2 ** 63, ValueError), ("int64", 2 ** 70, ValueError), ("uint64", 2 ** 64 - 1, "uint64"),
+    ("bool", True, "bool"), ("bool", 1, TypeError), ("bool", 1.0, TypeError),
+    ("bool", np.array(1), TypeError), ("bool", np.array(True), "bool"),
+    ("complex64", 1, "complex64"), ("complex64", 2.5, "complex64"),
+    ("complex64", np.array([1 + 2j]), "complex64"), ("complex64", 1e300j, ValueError),
+    ("complex128", np.float32(1), "complex128"),
+]
+
+
+@pytest.mark.parametrize("dtype, value, want", _ASSIGN_CASES,
+                         ids=[f"{d}-{i}" for i, (d, _, _) in enumerate(_ASSIGN_CASES)])
+def test_assign_never_changes_a_dtype_silently(dtype, value, want):
+    v = nf.Variable(np.zeros(np.shape(np.asarray(value)) if not isinstance(value, tnp.ndarray)
+                             else value.shape, dtype=tnp.dtype(dtype)))
+    before = v.numpy().copy()
+    if isinstance(want, str):
+        v.assign(value)
+        assert v.dtype == np.dtype(tnp.dtype(want))
+        np.testing.assert_array_equal(v.numpy(), np.asarray(value).astype(v.dtype))
+        return
+    with pytest.raises(want) as e:
+        v.assign(value)
+    assert np.dtype(tnp.dtype(dtype)).name in str(e.value)
+    np.testing.assert_array_equal(v.numpy(), before)          # nothing assigned
+
+
+def test_assign_add_and_sub_convert_the_delta_first():
+    i = nf.Variable(5)                                          # int32
+    i.assign_add(2)
+    i.assign_sub(np.int64(1))
+    assert i.numpy() == 6 and i.dtype == np.int32
+    with pytest.raises(TypeError, match="int32.*Python float"):
+        i.assign_add(0.5)
+    with pytest.raises(ValueError, match="int32"):
+        i.assign_add(2 ** 40)
+    f = nf.Variable(1.0)                                        # float32
+    with pytest.raises(ValueError, match="float32.*float64"):
+        f.assign_add(tnp.asarray(1.0))
+    with pytest.raises(ValueError, match="out of its range"):
+        f.assign_sub(1e300)
+    f.assign_add(np.array(0.5))
+    assert f.numpy() == 1.5 and f.dtype == np.float32
+    # inside nf.function as well: the traced value's dtype is checked
+    g = nf.function(lambda x: f.assign_add(x))
+    with pytest.raises(ValueError, match="float32.*float64"):
+        g(tnp.asarray(1.0))
+    g(tnp.asarray(1.0, dtype="float32"))
+    assert f.numpy() == 2.5
+
+
+def test_optimizers_keep_variable_dtypes():
+    for dt in ("float32", "float16", "float64"):
+        w = nf.Variable(np.ones(3, dt))
+        for opt in (nf.optimizers.SGD(0.1, momentum=0.9), nf.optimizers.Adam(),
+                    nf.optimizers.RMSprop(centered=True), nf.optimizers.Adagrad(),
+                    nf.optimizers.AdamW()):
+            opt.apply_gradients([(np.ones(3), w)])          # float64 NumPy gradient
+            assert w.dtype == np.dtype(dt)
+
+
 def test_variables_in_arithmetic_and_numpy_functions():
     v = nf.Variable(tnp.asarray([1.0, 2.0]))
     np.testing.assert_allclose((v + 1).numpy(), [2.0, 3.0])

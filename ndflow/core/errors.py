@@ -27,6 +27,17 @@ class InvalidArgumentError(OpError, ValueError):
     `except ValueError` catches it."""
 
 
+class DataLossError(OpError, ValueError):
+    """Unrecoverable data loss or corruption (`tf.errors.DataLossError`): a tensor in a
+    checkpoint or saved-model file whose bytes no longer match the checksum recorded when it
+    was written. A ValueError as well, so `except ValueError` catches every damaged file.
+
+    >>> import ndflow as nf
+    >>> issubclass(nf.errors.DataLossError, ValueError)
+    True
+    """
+
+
 def _counts(a):
     a = np.asarray(a)
     return int(np.count_nonzero(np.isnan(a))), int(np.count_nonzero(np.isinf(a)))

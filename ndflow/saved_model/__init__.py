@@ -41,29 +41,28 @@ The graph encoding is described in `_graphio`. Loading parses JSON and reads ten
 runs code from the files. A newer format version, a damaged file or a primitive this ndflow
 does not have is a `ValueError` naming the path and the reason. Saving writes the tensor file
 under a fresh name, then replaces `saved_model.json` atomically (the commit point), then removes
-older tensor files: a crash leaves the previous model loadable.
+older tensor files: a crash leaves the previous model loadable. A save holds the directory's lock
+(`train/_files.py`), so threads or processes saving into one directory run one after the other
+and the last one's model is what loads; `load` reads `saved_model.json` again if a save in
+another process removed the tensor file it named meanwhile.
 """
 import json
 import os
 import warnings
 
-import numpy as np
-
 from ..core import tree
-from ..core.ndarray import ndarray
 from ..graph.function import Function, ConcreteFunction, TensorSpec, function
 from ..graph import passes as _passes
-from ..graph.trace import innermost_graph_trace
-from ..train.variable import Variable, read_var_p, assign_var_p
+from ..train.variable import Variable
 from ..train.module import Module
 from ..train import _tensorfile
-from ._graphio import Encoder, Decoder, FormatError, _shape
+from ..train._files import atomic_write, directory_lock, remove_stale_temps
+from ._graphio import Encoder, FormatError, _shape, FORMAT, VERSION, GRAPH_FILE  # noqa: F401
+from ._loaded import LoadedFunction, LoadedModel
+from . import _load
 
 __all__ = ["save", "load", "FORMAT", "VERSION"]
 
-FORMAT = "ndflow.saved_model"
-VERSION = 1
-GRAPH_FILE = "saved_model.json"
 
 
 # ------------------------------------------------------------------ saving
@@ -226,15 +225,24 @@ def save(obj, export_dir, signatures=None, options=None):
         tensors["variables/%d" % i] = v.numpy()
         variables.append({"name": v._name, "shape": list(v.shape), "dtype": v.dtype.name,
                           "trainable": bool(v.trainable)})
-    import secrets          # here, not at import time: `import ndflow` stays fast
+    doc = {"format": FORMAT, "version": VERSION, "variables": variables, "objects": objects,
+           "functions": functions, "attributes": attributes, "signatures": signatures_}
     os.makedirs(export_dir, exist_ok=True)
+    with directory_lock(export_dir):
+        _commit(export_dir, doc, tensors)
+
+
+def _commit(export_dir, doc, tensors):
+    """Write the tensor file under a fresh name, replace saved_model.json (the commit point),
+    then remove every other tensor file; under the directory's lock, so a concurrent save
+    waits instead of removing this one's file."""
+    import secrets          # here, not at import time: `import ndflow` stays fast
+    remove_stale_temps(export_dir, ("data-", GRAPH_FILE))
     data = "data-%s.safetensors" % secrets.token_hex(8)
     _tensorfile.write(os.path.join(export_dir, data), tensors, {"format": FORMAT + ".tensors"})
-    doc = {"format": FORMAT, "version": VERSION,
-           "tensors": data, "variables": variables, "objects": objects,
-           "functions": functions, "attributes": attributes, "signatures": signatures_}
-    text = json.dumps(doc, indent=None, separators=(",", ":"), allow_nan=False)
-    with _tensorfile.atomic_write(os.path.join(export_dir, GRAPH_FILE), "w") as fh:
+    text = json.dumps(dict(doc, tensors=data), indent=None, separators=(",", ":"),
+                      allow_nan=False)
+    with atomic_write(os.path.join(export_dir, GRAPH_FILE), "w") as fh:
         fh.write(text)
     for f in os.listdir(export_dir):
         if f.startswith("data-") and f.endswith(".safetensors") and f != data:
@@ -245,240 +253,21 @@ def save(obj, export_dir, signatures=None, options=None):
 
 
 # ------------------------------------------------------------------ loading
-def _decode_def(d, dec):
-    if not isinstance(d, dict):
-        dec.fail(f"malformed structure {d!r:.80}")
-    tag = d.get("$")
-    if tag == "leaf":
-        return tree.LEAF
-    if tag == "dict":
-        return (dict, tuple(dec.value(k) for k in d["keys"]),
-                tuple(_decode_def(c, dec) for c in d["v"]))
-    if tag in ("list", "tuple"):
-        return (list if tag == "list" else tuple, tuple(_decode_def(c, dec) for c in d["v"]))
-    dec.fail(f"unknown structure tag {tag!r}")
+def load(export_dir, tags=None, options=None, allow_file_writes=False):
+    """Load a model saved by `save` (see the module docstring). Returns a `LoadedModel`.
 
+    Loading never runs code from the files and never lets them act outside the loaded
+    functions' results: a malformed, hostile or corrupted file is a `ValueError` naming the
+    file and the field (`nf.errors.DataLossError` for a tensor whose checksum does not match),
+    and a graph node that would write elsewhere is refused. The one opt-in is
+    `allow_file_writes=True`: keep `nf.print(..., output_stream="file://...")` nodes, which
+    append to that file each time the function runs (TensorFlow keeps them; ndflow asks).
 
-def _assigned_in(node):
-    """The Variables assigned inside a node's sub-graphs (at any depth)."""
-    out, stack = [], list(node.subgraphs())
-    while stack:
-        sub = stack.pop()
-        for n in sub.graph.nodes:
-            if n.prim is assign_var_p:
-                out.append(n.params["var"])
-            stack.extend(n.subgraphs())
-    return out
-
-
-def _run_graph(g, args):
-    """Evaluate `g` by binding its primitives (so tapes, traces and batching see each one).
-    Variable reads and writes go through the Variables, as the traced Python code did, so a
-    tape watches trainable Variables the graph reads."""
-    from ..core.primitive import bind
-    env = {v.id: a for v, a in zip(g.inputs, args)}
-    for c in g.consts:
-        env[c.id] = c.const
-    for n in g.nodes:
-        if n.prim is read_var_p:
-            outs = (n.params["var"].value(),)
-        elif n.prim is assign_var_p:
-            val = env[n.inputs[0].id]
-            n.params["var"].assign(val)
-            outs = (val,)
-        else:
-            outs = bind(n.prim, *[env[v.id] for v in n.inputs], **n.params)
-            if not n.prim.multiple_results:
-                outs = (outs,)
-            if n.prim.effect:
-                written = _assigned_in(n)
-                outer = innermost_graph_trace() if written else None
-                if outer is not None:
-                    # as after tracing a body that assigns Variables: the enclosing trace must
-                    # read them again, not reuse the value it read before this node
-                    for var in written:
-                        outer.var_values.pop(id(var), None)
-        for o, val in zip(n.outputs, outs):
-            env[o.id] = val
-    return [env[v.id] for v in g.outputs]
-
-
-class _LoadedFunction:
-    """One saved concrete function, ready to call (an `nf.function` over its graph)."""
-
-    def __init__(self, name, graph, specs, in_def, out_def, out_consts):
-        from .. import numpy as tnp
-        self.name = name
-        self.graph = graph
-        self.input_signature = tree.unflatten(in_def, specs)
-        n = len(graph.inputs)
-        if len(specs) != n:
-            raise FormatError(f"function {name!r}: {len(specs)} input specs for a graph of {n} "
-                              f"inputs")
-
-        def body(*args):
-            leaves = tree.flatten(args)
-            leaves = [x if isinstance(x, ndarray) else tnp.asarray(x, dtype=s.dtype)
-                      for x, s in zip(leaves, specs)]
-            if len(leaves) != n:
-                raise TypeError(f"{name}: expected {n} array arguments, got {len(leaves)}")
-            outs = iter(_run_graph(graph, leaves))
-            return tree.unflatten(out_def, [next(outs) if c is _GRAPH_OUT else c
-                                            for c in out_consts])
-        body.__name__ = name
-        self.function = function(body, input_signature=list(self.input_signature), name=name)
-
-    def accepts(self, args):
-        leaves = tree.flatten(args)
-        specs = tree.flatten(list(self.input_signature))
-        if len(leaves) != len(specs):
-            return False
-        for x, s in zip(leaves, specs):
-            if isinstance(x, Variable):
-                x = x._value
-            if not isinstance(x, (ndarray, np.ndarray)):
-                x = np.asarray(x)
-                if x.dtype.kind != s.dtype.kind and not (x.dtype.kind in "iub"
-                                                         and s.dtype.kind in "fc"):
-                    return False
-                continue
-            if not s.is_compatible_with(x):
-                return False
-        return True
-
-
-_GRAPH_OUT = object()
-
-
-class LoadedFunction:
-    """The callable at an attribute of a loaded model: the saved concrete functions for it,
-    tried in order (the first whose input signature accepts the arguments runs)."""
-
-    def __init__(self, name, concretes):
-        self.__name__ = name
-        self._concretes = concretes
-
-    @property
-    def concrete_functions(self):
-        return [c.function for c in self._concretes]
-
-    @property
-    def input_signature(self):
-        return self._concretes[0].input_signature if len(self._concretes) == 1 else None
-
-    def __call__(self, *args):
-        if len(self._concretes) == 1:
-            return self._concretes[0].function(*args)
-        for c in self._concretes:
-            if c.accepts(args):
-                return c.function(*args)
-        sigs = "; ".join(repr(list(c.input_signature)) for c in self._concretes)
-        raise TypeError(f"{self.__name__}: no saved signature accepts these arguments (shapes "
-                        f"{[tuple(np.shape(a)) for a in tree.flatten(args)]}); saved: {sigs}")
-
-    def __repr__(self):
-        return "<ndflow saved function %s>" % self.__name__
-
-
-class LoadedModel(Module):
-    """What `load` returns: the saved functions as attributes (`__call__` makes it callable),
-    `signatures`, and the Variables (`variables`, and at their saved attribute paths)."""
-
-    def __call__(self, *args):
-        f = self.__dict__.get("__call__")
-        if f is None:
-            raise TypeError("this saved model has no __call__ function")
-        return f(*args)
-
-
-def _rebuild(t, variables, dec, made):
-    tag = t.get("$") if isinstance(t, dict) else None
-    if tag == "variable":
-        return variables[t["v"]]
-    if tag == "module":
-        m = LoadedModel()
-        for k, v in t["v"].items():
-            setattr(m, k, _rebuild(v, variables, dec, made))
-        for k, fids in t.get("functions", {}).items():
-            m.__dict__[k] = LoadedFunction(k, [made[i] for i in fids])
-        m.signatures = {}
-        return m
-    if tag in ("list", "tuple"):
-        items = [None if e is None else _rebuild(e, variables, dec, made) for e in t["v"]]
-        return items if tag == "list" else tuple(items)
-    if tag == "dict":
-        return {k: _rebuild(v, variables, dec, made) for k, v in t["v"].items()}
-    dec.fail(f"malformed object tree entry {t!r:.80}")
-
-
-def load(export_dir, tags=None, options=None):
-    """Load a model saved by `save` (see the module docstring). Returns a `LoadedModel`."""
-    export_dir = os.fspath(export_dir)
-    gpath = os.path.join(export_dir, GRAPH_FILE)
-    try:
-        with open(gpath, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise OSError(f"no saved model at {export_dir!r} ({GRAPH_FILE} not found)") from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FormatError(f"{gpath!r} is not a readable saved model (truncated or corrupted? "
-                          f"{e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise FormatError(f"{gpath!r} is not an ndflow saved model (format "
-                          f"{doc.get('format') if isinstance(doc, dict) else None!r})")
-    version = doc.get("version")
-    if not isinstance(version, int):
-        raise FormatError(f"{gpath!r}: unreadable format version {version!r}")
-    if version > VERSION:
-        raise FormatError(f"{gpath!r} was saved in format version {version}, newer than "
-                          f"this ndflow reads ({VERSION}); upgrade ndflow")
-    data = doc.get("tensors")
-    if not isinstance(data, str) or os.path.basename(data) != data:
-        raise FormatError(f"{gpath!r}: malformed tensor file name {data!r}")
-    tpath = os.path.join(export_dir, data)
-    if not os.path.exists(tpath):
-        raise FormatError(f"{gpath!r} names the tensor file {data!r}, which is missing")
-    tensors = _tensorfile.read(tpath)
-    dec = Decoder(gpath, tensors, [])
-    variables = []
-    try:
-        for i, spec in enumerate(doc["variables"]):
-            value = dec.tensor("variables/%d" % i)
-            if list(value.shape) != list(spec["shape"]) or value.dtype.name != spec["dtype"]:
-                dec.fail(f"variable {i} ({spec['name']!r}) is declared {spec['dtype']}"
-                         f"{spec['shape']} but the tensor file holds {value.dtype}"
-                         f"{list(value.shape)}")
-            variables.append(Variable(value, trainable=bool(spec["trainable"]),
-                                      name=str(spec["name"]), dtype=value.dtype))
-        dec.variables = variables
-        made = {}
-        for fid, f in doc["functions"].items():
-            graph = dec.graph(f["graph"])
-            sig = f["signature"]
-            specs = [TensorSpec(s, np.dtype(dec.value({"$": "dtype", "v": d})), n)
-                     for s, d, n in sig["specs"]]
-            in_def = _decode_def(sig["structure"], dec)
-            out_def = _decode_def(f["outputs"]["structure"], dec)
-            consts = [_GRAPH_OUT if c is None else dec.value(c)
-                      for c in f["outputs"]["constants"]]
-            made[fid] = _LoadedFunction(str(f["name"]), graph, specs, in_def, out_def, consts)
-        model = LoadedModel()
-        model._saved_variables = variables
-        if doc.get("objects") is not None:
-            tree_ = doc["objects"]
-            if not isinstance(tree_, dict) or tree_.get("$") != "module":
-                dec.fail("malformed object tree")
-            for k, v in tree_["v"].items():
-                setattr(model, k, _rebuild(v, variables, dec, made))
-        for k, fids in doc["attributes"].items():
-            lf = LoadedFunction(k, [made[i] for i in fids])
-            model.__dict__[k] = lf
-        model.signatures = {k: LoadedFunction(k, [made[i]]) for k, i in doc["signatures"].items()}
-    except FormatError:
-        raise
-    except (KeyError, TypeError, IndexError, ValueError) as e:
-        raise FormatError(f"{gpath!r} is not a readable saved model: malformed "
-                          f"({type(e).__name__}: {e})") from None
-    return model
+    >>> import ndflow as nf, numpy as np, tempfile
+    >>> f = nf.function(lambda x: x * 2.0, input_signature=[nf.TensorSpec([None])])
+    >>> d = tempfile.mkdtemp()
+    >>> nf.saved_model.save(f, d)
+    >>> nf.saved_model.load(d)(np.array([1.5], np.float32)).tolist()
+    [3.0]
+    """
+    return _load.load(export_dir, allow_file_writes)

@@ -30,6 +30,12 @@ from ..core.ndarray import ndarray, _wrap
 from ..core.primitive import REGISTRY
 from ..graph.ir import Graph, Node, Var, SubGraph
 from ..train.variable import Variable
+from . import _policy
+
+
+FORMAT = "ndflow.saved_model"
+VERSION = 1
+GRAPH_FILE = "saved_model.json"
 
 
 class FormatError(ValueError):
@@ -139,8 +145,8 @@ class Encoder:
 def _primitive_table():
     # modules that `import ndflow` leaves for first use but whose primitives a saved graph
     # may hold (summary writes, all-reduces, control flow, shape, custom gradients and
-    # numpy_function, Variable reads and writes, sorting, matrix decompositions)
-    from .. import summary, distribute  # noqa: F401
+    # numpy_function, Variable reads and writes, sorting, matrix decompositions, checks)
+    from .. import summary, distribute, debugging  # noqa: F401
     from ..primitives import sorting, linalg_decomp  # noqa: F401
     from ..graph import control, function  # noqa: F401
     from ..autodiff import functional  # noqa: F401
@@ -151,13 +157,23 @@ def _primitive_table():
     return table
 
 
-class Decoder:
-    """Rebuilds graphs from `Encoder` data, given the tensors and the new Variables."""
+_MAX_DIM = (1 << 63) - 1
 
-    def __init__(self, where, tensors, variables):
+
+def _is_int(v):
+    return type(v) is int
+
+
+class Decoder:
+    """Rebuilds graphs from `Encoder` data, given the tensors and the new Variables. Every
+    field is checked (a FormatError names the file and the field), and every node is checked
+    against the loading rules (`_policy`): `allow_file_writes` is `load`'s opt-in."""
+
+    def __init__(self, where, tensors, variables, allow_file_writes=False):
         self.where = where
         self.tensors = tensors
         self.variables = variables
+        self.allow_file_writes = allow_file_writes
         self.prims = _primitive_table()
 
     def fail(self, why):
@@ -166,8 +182,23 @@ class Decoder:
     def tensor(self, key):
         a = self.tensors.get(key) if isinstance(key, str) else None
         if a is None:
-            self.fail(f"the graph refers to tensor {key!r}, which the tensor file lacks")
+            self.fail(f"the graph refers to tensor {key!r:.80}, which the tensor file lacks")
         return a
+
+    def dtype(self, name, what):
+        if not isinstance(name, str):
+            self.fail(f"{what}: the dtype {name!r:.60} is not a dtype name")
+        return _dtype(name, f"{self.where}: {what}")
+
+    def shape(self, s, what):
+        """A shape: a list of sizes, each a non-negative integer below 2**63 or null."""
+        if not isinstance(s, list) or len(s) > 64:
+            self.fail(f"{what}: the shape {s!r:.80} is not a list of at most 64 sizes")
+        for d in s:
+            if d is not None and not (_is_int(d) and 0 <= d <= _MAX_DIM):
+                self.fail(f"{what}: the shape {s!r:.80} has the size {d!r:.40}, not a "
+                          f"non-negative integer or null")
+        return tuple(s)
 
     def value(self, v):
         if v is None or isinstance(v, (bool, str, int, float)):
@@ -178,79 +209,119 @@ class Decoder:
             self.fail(f"unreadable parameter value {v!r:.100}")
         tag = v["$"]
         try:
-            if tag == "float":
-                if v["v"] not in ("nan", "inf", "-inf"):
-                    self.fail(f"unreadable float {v['v']!r}")
-                return float(v["v"])
-            if tag == "complex":
-                return complex(self.value(v["v"][0]), self.value(v["v"][1]))
-            if tag == "tuple":
-                return tuple(self.value(e) for e in v["v"])
-            if tag == "dict":
-                return {self.value(k): self.value(e) for k, e in v["v"]}
-            if tag == "slice":
-                return slice(*(self.value(e) for e in v["v"]))
-            if tag == "ellipsis":
-                return Ellipsis
-            if tag == "dtype":
-                d = _dtype(v["v"], self.where)
-                return d.type if v.get("type") else d
-            if tag == "scalar":
-                return _dtype(v["dtype"], self.where).type(self.value(v["v"]))
-            if tag == "tensor":
-                return self.tensor(v["v"])
-            if tag == "variable":
-                i = v["v"]
-                if not isinstance(i, int) or not 0 <= i < len(self.variables):
-                    self.fail(f"the graph refers to variable {i!r} of {len(self.variables)}")
-                return self.variables[i]
-            if tag == "graph":
-                return SubGraph(self.graph(v["v"]))
-        except (KeyError, IndexError, TypeError) as e:
-            self.fail(f"malformed {tag!r} value {v!r:.100} ({e})")
-        self.fail(f"unknown value tag {tag!r}")
+            return self._tagged(tag, v)
+        except FormatError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
+            self.fail(f"malformed {tag!r:.40} value {v!r:.100} ({type(e).__name__}: {e})")
+
+    def _tagged(self, tag, v):
+        if tag == "float":
+            if v["v"] not in ("nan", "inf", "-inf"):
+                self.fail(f"unreadable float {v['v']!r:.40}")
+            return float(v["v"])
+        if tag == "complex":
+            re, im = v["v"]
+            re, im = self.value(re), self.value(im)
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (re, im)):
+                self.fail(f"unreadable complex number {v['v']!r:.80}")
+            return complex(re, im)
+        if tag == "tuple":
+            return tuple(self.value(e) for e in v["v"])
+        if tag == "dict":
+            return {self.value(k): self.value(e) for k, e in v["v"]}
+        if tag == "slice":
+            start, stop, step = (self.value(e) for e in v["v"])
+            return slice(start, stop, step)
+        if tag == "ellipsis":
+            return Ellipsis
+        if tag == "dtype":
+            d = self.dtype(v["v"], "a dtype parameter")
+            return d.type if v.get("type") else d
+        if tag == "scalar":
+            x = self.value(v["v"])
+            if not isinstance(x, (int, float, complex)):
+                self.fail(f"unreadable scalar {v!r:.80}")
+            return self.dtype(v["dtype"], "a scalar parameter").type(x)
+        if tag == "tensor":
+            return self.tensor(v["v"])
+        if tag == "variable":
+            i = v["v"]
+            if not _is_int(i) or not 0 <= i < len(self.variables):
+                self.fail(f"the graph refers to variable {i!r:.40} of {len(self.variables)}")
+            return self.variables[i]
+        if tag == "graph":
+            return SubGraph(self.graph(v["v"]))
+        self.fail(f"unknown value tag {tag!r:.40}")
 
     def _var(self, entry, kind, env, const=None):
-        try:
-            vid, shape, dtype = entry[0], entry[1], entry[2]
-            shape = tuple(None if d is None else int(d) for d in shape)
-        except (TypeError, ValueError, IndexError):
+        if not isinstance(entry, list) or len(entry) < 3:
             self.fail(f"malformed value entry {entry!r:.100}")
-        v = Var(shape, _dtype(dtype, self.where), kind=kind, const=const)
+        vid = entry[0]
+        if not isinstance(vid, (int, str)) or isinstance(vid, bool):
+            self.fail(f"malformed value id {vid!r:.40}")
+        v = Var(self.shape(entry[1], f"value {vid!r}"), self.dtype(entry[2], f"value {vid!r}"),
+                kind=kind, const=const)
         if vid in env:
             self.fail(f"value {vid!r} is defined twice")
         env[vid] = v
         return v
 
+    def _node(self, n, gname, env):
+        if not isinstance(n, dict) or not isinstance(n.get("prim"), str):
+            self.fail(f"graph {gname!r:.80}: malformed node {n!r:.100}")
+        name = n["prim"]
+        twins = self.prims.get(name)
+        if twins is None:
+            self.fail(f"the graph {gname!r:.80} uses the primitive {name!r:.80}, which this "
+                      f"ndflow does not have (saved by a newer or extended ndflow?)")
+        if not isinstance(n.get("in"), list) or not isinstance(n.get("out"), list) or \
+                not isinstance(n.get("params"), dict):
+            self.fail(f"graph {gname!r:.80}: node {name!r} lacks its inputs, outputs or "
+                      f"parameters")
+        ins = []
+        for i in n["in"]:
+            if not isinstance(i, (int, str)) or i not in env:
+                self.fail(f"node {name!r} uses value {i!r:.40} before it is defined")
+            ins.append(env[i])
+        params = {k: self.value(v) for k, v in n["params"].items()}
+        # a control-flow primitive's twin follows its bodies, not the file's word for it
+        subs = [e for v in params.values() for e in (v if isinstance(v, tuple) else (v,))
+                if isinstance(e, SubGraph)]
+        effect = any(s.effect for s in subs) if subs else bool(n.get("effect"))
+        prim = twins.get(effect, next(iter(twins.values())))
+        try:
+            _policy.check_node(prim, params, len(ins), self.allow_file_writes)
+        except _policy.Refused as e:
+            self.fail(f"graph {gname!r:.80}: the node '{name}' (created at "
+                      f"{str(n.get('loc', '?'))[:200]}) cannot be loaded: {e}")
+        outs = [self._var(e, "v", env) for e in n["out"]]
+        loc = n.get("loc", "<saved model>")
+        return Node(prim, ins, params, outs, loc if isinstance(loc, str) else "<saved model>")
+
     def graph(self, d, env=None):
         env = {} if env is None else env
-        try:
-            g = Graph(d["name"])
-            g.inputs = [self._var(e, "a", env) for e in d["inputs"]]
-            for e in d["consts"]:
-                a = self.tensor(e[3])
-                c = self._var(e, "c", env, const=_wrap(a))
-                if tuple(a.shape) != c.shape or a.dtype != c.dtype:
-                    self.fail(f"constant {e[0]} is declared {c.dtype}{list(c.shape)} but the "
-                              f"tensor file holds {a.dtype}{list(a.shape)}")
-                g.consts.append(c)
-            for n in d["nodes"]:
-                name = n["prim"]
-                twins = self.prims.get(name)
-                if twins is None:
-                    self.fail(f"the graph {d['name']!r} uses the primitive {name!r}, which this "
-                              f"ndflow does not have (saved by a newer or extended ndflow?)")
-                prim = twins.get(bool(n.get("effect")), next(iter(twins.values())))
-                try:
-                    ins = [env[i] for i in n["in"]]
-                except KeyError as e:
-                    self.fail(f"node {name!r} uses value {e.args[0]!r} before it is defined")
-                params = {k: self.value(v) for k, v in n["params"].items()}
-                outs = [self._var(e, "v", env) for e in n["out"]]
-                g.nodes.append(Node(prim, ins, params, outs, n.get("loc", "<saved model>")))
-            g.outputs = [env[i] for i in d["outputs"]]
-        except FormatError:
-            raise
-        except (KeyError, TypeError, IndexError) as e:
-            self.fail(f"malformed graph data ({type(e).__name__}: {e})")
+        if not isinstance(d, dict) or not all(
+                isinstance(d.get(k), list) for k in ("inputs", "consts", "nodes", "outputs")):
+            self.fail(f"malformed graph {d!r:.100}")
+        gname = d.get("name")
+        if not isinstance(gname, str):
+            self.fail(f"graph name {gname!r:.80} is not a string")
+        g = Graph(gname)
+        g.inputs = [self._var(e, "a", env) for e in d["inputs"]]
+        for e in d["consts"]:
+            if not isinstance(e, list) or len(e) != 4:
+                self.fail(f"graph {gname!r:.80}: malformed constant {e!r:.100}")
+            a = self.tensor(e[3])
+            c = self._var(e, "c", env, const=_wrap(a))
+            if tuple(a.shape) != c.shape or a.dtype != c.dtype:
+                self.fail(f"constant {e[0]} is declared {c.dtype}{list(c.shape)} but the "
+                          f"tensor file holds {a.dtype}{list(a.shape)}")
+            g.consts.append(c)
+        for n in d["nodes"]:
+            g.nodes.append(self._node(n, gname, env))
+        for i in d["outputs"]:
+            if not isinstance(i, (int, str)) or i not in env:
+                self.fail(f"graph {gname!r:.80}: output {i!r:.40} is not a value of the graph")
+        g.outputs = [env[i] for i in d["outputs"]]
         return g

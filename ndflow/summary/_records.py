@@ -1,6 +1,6 @@
-"""TensorBoard's file format, written by hand: CRC32C, TFRecord framing and the few protobuf
-messages an event file holds (`Event`, `Summary`, `SummaryMetadata`, `TensorProto`,
-`GraphDef`).
+"""TensorBoard's file format, written by hand: TFRecord framing (its CRC32C comes from
+`core/checksum.py`) and the few protobuf messages an event file holds (`Event`, `Summary`,
+`SummaryMetadata`, `TensorProto`, `GraphDef`).
 
 Protobuf is encoded with a dozen lines of varint and length-delimited writers: the messages
 are small, fixed and write-only, so neither `protobuf` nor `tensorboard` is needed to write.
@@ -14,113 +14,10 @@ import struct
 
 import numpy as np
 
-# ------------------------------------------------------------------ CRC32C (Castagnoli)
-_POLY = 0x82F63B78          # the reversed Castagnoli polynomial (iSCSI, RFC 3720)
-
-
-def _make_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ _POLY if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = None       # built on first use (import ndflow stays fast)
-_NP_TABLE = None
-# From 32 KiB on, the CRC runs over many lanes at once with NumPy (`_crc32c_lanes`): 1 MB in
-# ~7 ms instead of ~65 ms byte by byte (measured on the 2-core development machine).
-_LANES_FROM = 1 << 15
-_LANE = 512
-
-
-def _table():
-    global _TABLE, _NP_TABLE
-    _TABLE = _make_table()
-    _NP_TABLE = np.array(_TABLE, dtype=np.uint32)
-    return _TABLE
-
-
-def _crc32c_bytes(data, crc=0):
-    """The plain byte-at-a-time table algorithm: the reference the lane version is tested
-    against, and the fast one for the small records most summaries are."""
-    crc ^= 0xFFFFFFFF
-    t = _TABLE or _table()
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def _gf2_times(mat, vec):
-    """32x32 matrix over GF(2) (a list of 32 column words) times a 32-bit vector."""
-    out = 0
-    i = 0
-    while vec:
-        if vec & 1:
-            out ^= mat[i]
-        vec >>= 1
-        i += 1
-    return out
-
-
-def _gf2_square(mat):
-    return [_gf2_times(mat, mat[i]) for i in range(32)]
-
-
-def _shift_matrix(nbytes):
-    """The linear map that advances a raw CRC register over `nbytes` zero bytes."""
-    # one zero bit: the register shifts right, xoring in the polynomial when its low bit was 1
-    one_bit = [_POLY] + [1 << (i - 1) for i in range(1, 32)]
-    m = _gf2_square(_gf2_square(_gf2_square(one_bit)))        # one zero byte
-    result = None
-    while nbytes:
-        if nbytes & 1:
-            result = m if result is None else [_gf2_times(m, c) for c in result]
-        nbytes >>= 1
-        if nbytes:
-            m = _gf2_square(m)
-    return result
-
-
-_SHIFT_LANE = None
-
-
-def _crc32c_lanes(data):
-    """CRC32C of large data: cut into lanes of `_LANE` bytes, run the table algorithm on all
-    lanes at once (one NumPy step per byte position), then chain the lanes' registers with the
-    zero-advance matrix (CRC is linear over GF(2): crc(A|B) = shift_|B|(crc(A)) ^ crc0(B))."""
-    global _SHIFT_LANE
-    if _SHIFT_LANE is None:
-        _SHIFT_LANE = _shift_matrix(_LANE)
-    n = len(data) // _LANE
-    head = np.frombuffer(data, np.uint8, n * _LANE).reshape(n, _LANE)
-    regs = np.zeros(n, np.uint32)       # raw registers, each lane started from 0
-    t = _TABLE or _table()
-    tab = _NP_TABLE
-    for j in range(_LANE):
-        regs = tab[(regs ^ head[:, j]) & 0xFF] ^ (regs >> 8)
-    crc = 0xFFFFFFFF                    # the initial register of the whole message
-    shift = _SHIFT_LANE
-    for r in regs.tolist():
-        crc = _gf2_times(shift, crc) ^ r
-    for b in memoryview(data)[n * _LANE:]:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def crc32c(data):
-    """CRC32C (Castagnoli) of `data` (bytes), as TFRecord files and iSCSI use it."""
-    if len(data) >= _LANES_FROM:
-        return _crc32c_lanes(bytes(data))
-    return _crc32c_bytes(data)
-
-
-def masked_crc32c(data):
-    """The masked CRC TFRecord stores, so that a CRC of data holding CRCs stays well mixed."""
-    c = crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+# CRC32C lives with the core (checkpoints check every tensor with it too); the names the
+# tests and the writers here use are re-exported
+from ..core.checksum import (crc32c, masked_crc32c, _crc32c_bytes, _crc32c_lanes,  # noqa: F401
+                             _LANES_FROM, _LANE)
 
 
 def tfrecord(data):

@@ -19,32 +19,46 @@ Values and objects that do not match are reported by the status object `restore`
 (`assert_consumed`, `assert_existing_objects_matched`, `expect_partial`), as TensorFlow does.
 
 Slots made later (deferred restoration). Optimizers create slots at their first
-`apply_gradients`, usually after `restore` in a fresh process. As TensorFlow, the checkpoint keeps
-such a slot's value on the optimizer and the slot starts from it when it is created, so training
-continues exactly where it stopped; until then `assert_consumed` reports it as pending.
+`apply_gradients` (or `build`), usually after `restore` in a fresh process. As TensorFlow, the
+checkpoint keeps such a slot's value on the optimizer and the slot starts from it when it is
+created, so training continues exactly where it stopped; until then `assert_consumed` reports it
+as pending, and a save made meanwhile still writes the pending value. The status counts only
+what the restore gave a value to (`_restore`): an object created after the restore at a
+checkpointed path, other than a slot, is reported as unmatched.
 
 Files. A checkpoint is one file, `<path>.safetensors` (the safetensors layout: a JSON header and
-raw little-endian tensors, see `_tensorfile`); the directory's `checkpoint` file (JSON) lists the
-latest and retained checkpoints for `latest_checkpoint` and `CheckpointManager`. Loading parses
-JSON and copies bytes: no code from the file runs. Every write goes to a temporary file that is
-fsynced and renamed over the target, so a crash mid-save leaves the previous checkpoint loadable.
+raw little-endian tensors with a CRC32C each, see `_tensorfile`); the directory's `checkpoint`
+file (JSON) lists the latest and retained checkpoints for `latest_checkpoint` and
+`CheckpointManager`. Loading parses JSON and copies bytes: no code from the file runs; a damaged
+file is a ValueError naming it, a tensor whose bytes changed an `nf.errors.DataLossError`
+(checkpoints written before checksums existed load unchecked).
+
+Saving never loses the last good state. Every file is written to a temporary file that is
+fsynced and renamed over the target, so a crash mid-write leaves the previous file. The state
+file names the new checkpoint before any old one is deleted (TensorFlow's order), so a crash
+at any moment of `CheckpointManager.save` leaves `latest_checkpoint` naming a complete
+checkpoint. Saves into one directory take its lock (`_files.directory_lock`): two threads or
+processes saving there run one after the other, each leaving the directory consistent.
 
 Several processes (a distribution strategy): every process calls `save`/`write` and gets the same
 path, but only a process for which `_should_write()` is true writes files. It returns True; a
 strategy replaces it (`checkpoint._should_write = lambda: rank == 0`). Any number of processes
 can restore the file.
 """
+import contextlib
 import json
 import os
 import time
-import warnings
 
 import numpy as np
 
+from ..backends.device import device
 from .variable import Variable
 from .module import Module
 from .optimizers import Optimizer
 from . import _tensorfile
+from ._files import atomic_write, directory_lock, load_json, json_type, remove_stale_temps
+from ._restore import Restore, PendingSlot, CheckpointLoadStatus, InitializationOnlyStatus
 
 __all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint"]
 
@@ -70,6 +84,10 @@ def _seg(k):
     return str(k).replace("%", "%25").replace("/", "%2F")
 
 
+def _unseg(k):
+    return k.replace("%2F", "/").replace("%25", "%")
+
+
 def _join(path, k):
     return _seg(k) if not path else path + "/" + _seg(k)
 
@@ -86,7 +104,8 @@ def _is_trackable(obj):
 
 class _Graph:
     """The Variables reachable from a checkpoint's objects: `variables` {path: Variable},
-    `optimizers` [(path, optimizer)], and the slots {path: (optimizer, owner, name, slot)}."""
+    `optimizers` [(path, optimizer)], the slots {path: (optimizer, owner, name, slot)} and the
+    slot values still pending on the optimizers {path: PendingSlot}."""
 
     def __init__(self, objects):
         self.variables = {}
@@ -95,15 +114,23 @@ class _Graph:
         self._visited = set()
         for k in sorted(objects):
             self._visit(objects[k], k)
-        self.slots = {}
+        self.slots, self.pending = {}, {}
         for opath, opt in self.optimizers:
             for (_, name), (slot, owner) in sorted(opt._slots.items(),
                                                    key=lambda kv: kv[0][1]):
-                owner_path = self._path_of.get(id(owner))
-                if owner_path is not None:
-                    key = "%s/%s/%s/%s" % (opath, _SLOTS, owner_path, _seg(name))
+                key = self.slot_path(opath, owner, name)
+                if key is not None:
                     self.slots[key] = (opt, owner, name, slot)
+            for (_, name), p in opt._deferred_slots.items():
+                key = self.slot_path(opath, p.owner, name)
+                if key is not None:
+                    self.pending[key] = p
         self.slots = dict(sorted(self.slots.items()))
+
+    def slot_path(self, opath, owner, name):
+        owner_path = self._path_of.get(id(owner))
+        return None if owner_path is None else \
+            "%s/%s/%s/%s" % (opath, _SLOTS, owner_path, _seg(name))
 
     def _visit(self, obj, path):
         if isinstance(obj, Variable):
@@ -138,8 +165,11 @@ class _Graph:
         return list(self.variables) + list(self.slots)
 
     def values(self):
+        """What a save writes: every Variable and slot, and the slot values a restore left
+        pending (not created yet, so that a save right after a restore loses nothing)."""
         out = {p: v.numpy() for p, v in self.variables.items()}
         out.update((p, s[3].numpy()) for p, s in self.slots.items())
+        out.update((p, np.asarray(v.value)) for p, v in self.pending.items() if p not in out)
         return out
 
 
@@ -156,29 +186,51 @@ def _read_checkpoint(path):
     tensors, meta = _tensorfile.read(f, with_metadata=True)
     if meta.get("format") != FORMAT:
         raise ValueError(f"{f!r} is not an ndflow checkpoint (its metadata names format "
-                         f"{meta.get('format')!r})")
+                         f"{meta.get('format')!r:.80})")
     try:
         version = int(meta.get("version", ""))
     except ValueError:
-        raise ValueError(f"{f!r}: unreadable checkpoint version {meta.get('version')!r}") from None
+        raise ValueError(f"{f!r}: unreadable checkpoint version "
+                         f"{meta.get('version')!r:.40}") from None
     if version > VERSION:
         raise ValueError(f"{f!r} was written in checkpoint format version {version}, newer than "
                          f"this ndflow reads ({VERSION}); upgrade ndflow")
     return tensors
 
 
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _read_state(directory):
+    """The directory's state file as a dict (None when there is none), every field checked."""
     p = os.path.join(os.fspath(directory), STATE_FILE)
     try:
-        with open(p, encoding="utf-8") as fh:
-            state = json.load(fh)
+        with open(p, "rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         return None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{p!r} is not a readable checkpoint state file: {e}") from None
-    if not isinstance(state, dict) or not isinstance(state.get("model_checkpoint_path"), str):
-        raise ValueError(f"{p!r} is not a readable checkpoint state file: no "
-                         f"'model_checkpoint_path'")
+    bad = f"{p!r} is not a readable checkpoint state file"
+    try:
+        state = load_json(raw, bad, 2)
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{bad}: it holds a JSON {json_type(state)}, not an object")
+    if not isinstance(state.get("model_checkpoint_path"), str):
+        raise ValueError(f"{bad}: no 'model_checkpoint_path' string")
+    for key, ok in (("all_model_checkpoint_paths", lambda v: isinstance(v, str)),
+                    ("all_model_checkpoint_timestamps", _number)):
+        v = state.setdefault(key, [])
+        if not isinstance(v, list) or not all(map(ok, v)):
+            raise ValueError(f"{bad}: {key!r} is not an array of "
+                             f"{'strings' if key.endswith('paths') else 'numbers'}")
+    if "last_preserved_timestamp" in state and not _number(state["last_preserved_timestamp"]):
+        raise ValueError(f"{bad}: 'last_preserved_timestamp' is not a number")
+    if len(state["all_model_checkpoint_timestamps"]) != len(state["all_model_checkpoint_paths"]):
+        # (TensorFlow's rule for a state without timestamps: the time of reading)
+        state["all_model_checkpoint_timestamps"] = \
+            [time.time()] * len(state["all_model_checkpoint_paths"])
     return state
 
 
@@ -196,12 +248,19 @@ def _write_state(directory, latest, paths, timestamps, preserved=None):
              "all_model_checkpoint_timestamps": list(timestamps)}
     if preserved is not None:
         state["last_preserved_timestamp"] = preserved
-    with _tensorfile.atomic_write(os.path.join(directory, STATE_FILE), "w") as fh:
+    with atomic_write(os.path.join(directory, STATE_FILE), "w") as fh:
         json.dump(state, fh, indent=1)
 
 
 def _abs(directory, p):
     return p if os.path.isabs(p) else os.path.join(os.fspath(directory), p)
+
+
+def _directory_of(file_prefix):
+    d = os.path.dirname(os.path.abspath(os.fspath(file_prefix)))
+    if _should_write():
+        os.makedirs(d, exist_ok=True)
+    return d
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
@@ -218,104 +277,20 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
     return path if os.path.exists(_data_file(path)) else None
 
 
-# ------------------------------------------------------------------ restore status
-class CheckpointLoadStatus:
-    """What `Checkpoint.restore` matched, as TensorFlow's status object. The checks look at the
-    objects as they are when called, so a slot created after `restore` (deferred restoration)
-    counts as matched once it exists."""
-
-    def __init__(self, checkpoint, path, keys):
-        self._checkpoint = checkpoint
-        self._path = path
-        self._keys = keys
-        self._silent = False
-
-    def _state(self):
-        g = _Graph(self._checkpoint._objects_with_counter())
-        paths = g.all_paths()
-        have = set(paths)
-        unmatched_values = [k for k in self._keys if k not in have]
-        unmatched_objects = [p for p in paths if p not in self._keys]
-        return unmatched_values, unmatched_objects
-
-    @property
-    def unmatched_checkpoint_values(self):
-        """Paths in the checkpoint that no current object took (slots still pending included)."""
-        return self._state()[0]
-
-    @property
-    def unmatched_objects(self):
-        """Paths of current objects that the checkpoint had no value for."""
-        return self._state()[1]
-
-    def _fail(self, what, names):
-        shown = ", ".join(repr(n) for n in names[:20]) + (" ..." if len(names) > 20 else "")
-        raise AssertionError(f"checkpoint {self._path!r}: {len(names)} {what}: {shown}")
-
-    def assert_consumed(self):
-        """Every value in the checkpoint went to an object and every object got a value."""
-        self._silent = True
-        values, objects = self._state()
-        if values:
-            self._fail("checkpoint value(s) not matched to any object (slots not created yet "
-                       "are listed too)", values)
-        if objects:
-            self._fail("object(s) with no value in the checkpoint", objects)
-        return self
-
-    def assert_existing_objects_matched(self):
-        """Every existing object got a value (the checkpoint may hold more)."""
-        self._silent = True
-        objects = self._state()[1]
-        if objects:
-            self._fail("object(s) with no value in the checkpoint", objects)
-        return self
-
-    def assert_nontrivial_match(self):
-        """At least one object other than the save counter got a value."""
-        self._silent = True
-        g = _Graph(self._checkpoint._objects_with_counter())
-        if not any(p in self._keys and p != "save_counter" for p in g.all_paths()):
-            raise AssertionError(f"checkpoint {self._path!r}: nothing was matched")
-        return self
-
-    def expect_partial(self):
-        """Silence the warning about unmatched checkpoint values (a partial restore on purpose)."""
-        self._silent = True
-        return self
-
-    def __del__(self):
-        if getattr(self, "_silent", True):
-            return
-        try:
-            values = self._state()[0]
-        except Exception:
-            return
-        if values:
-            warnings.warn(f"checkpoint {self._path!r} was partially restored: "
-                          f"{len(values)} value(s) not matched, e.g. {values[:5]}; call "
-                          f"expect_partial() on the status if this is intended", stacklevel=2)
-
-
-class InitializationOnlyStatus(CheckpointLoadStatus):
-    """`restore(None)`: nothing was restored."""
-
-    def __init__(self):
-        self._silent = True
-
-    def assert_consumed(self):
-        raise AssertionError("no checkpoint was restored (restore(None))")
-
-    assert_existing_objects_matched = assert_nontrivial_match = assert_consumed
-
-    def expect_partial(self):
-        return self
-
-
 # ------------------------------------------------------------------ Checkpoint
 class Checkpoint:
     """Groups trackable objects (Variables, `nf.Module`s, optimizers, lists and dicts of
-    them) for saving and restoring, as `tf.train.Checkpoint(**kwargs)`."""
+    them) for saving and restoring, as `tf.train.Checkpoint(**kwargs)`.
+
+    >>> import ndflow as nf, tempfile, os
+    >>> v = nf.Variable(3.0)
+    >>> ck = nf.train.Checkpoint(v=v)
+    >>> path = ck.save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+    >>> w = nf.Variable(0.0)
+    >>> status = nf.train.Checkpoint(v=w).restore(path).assert_consumed()
+    >>> float(w.numpy())
+    3.0
+    """
 
     def __init__(self, root=None, **kwargs):
         objects = dict(kwargs)
@@ -340,21 +315,25 @@ class Checkpoint:
     def _objects_with_counter(self):
         return dict(self._objects, save_counter=self.save_counter)
 
+    def _graph(self):
+        return _Graph(self._objects_with_counter())
+
     # -------------------------------------------------------------- writing
     def write(self, file_prefix):
-        """Write the state to `file_prefix` (file `<file_prefix>.safetensors`) and return
-        `file_prefix`; no numbering and no state file (see `save`)."""
-        path = self._write(file_prefix)
+        """Write the state to `file_prefix` (file `<file_prefix>.safetensors`, replaced
+        atomically) and return `file_prefix`; no numbering and no state file (see `save`)."""
+        d = _directory_of(file_prefix)
+        with directory_lock(d) if _should_write() else _nothing():
+            if _should_write():
+                remove_stale_temps(d, (os.path.basename(_data_file(file_prefix)),))
+            path = self._write(file_prefix)
         _written()
         return path
 
     def _write(self, file_prefix, _fail_after=None):
         file_prefix = os.fspath(file_prefix)
         if _should_write():
-            d = os.path.dirname(os.path.abspath(file_prefix))
-            os.makedirs(d, exist_ok=True)
-            g = _Graph(self._objects_with_counter())
-            _tensorfile.write(_data_file(file_prefix), g.values(),
+            _tensorfile.write(_data_file(file_prefix), self._graph().values(),
                               {"format": FORMAT, "version": str(VERSION)},
                               _fail_after=_fail_after)
         return file_prefix
@@ -363,20 +342,21 @@ class Checkpoint:
         """Save to `<file_prefix>-<n>` (n = `save_counter` after incrementing it), record it as
         the latest checkpoint of its directory, and return that path."""
         file_prefix = os.fspath(file_prefix)
-        self.save_counter.assign_add(1)
-        path = self._write("%s-%d" % (file_prefix, int(self.save_counter.numpy())))
-        directory = os.path.dirname(os.path.abspath(file_prefix))
-        state = _read_state(directory) if os.path.isdir(directory) else None
-        paths, stamps = [], []
-        if state is not None:
-            paths = [_abs(directory, p) for p in state.get("all_model_checkpoint_paths", [])]
-            stamps = list(state.get("all_model_checkpoint_timestamps", []))
-            if len(stamps) != len(paths):
-                stamps = [time.time()] * len(paths)
-        ap = os.path.abspath(path)
-        keep = [(p, t) for p, t in zip(paths, stamps) if os.path.abspath(p) != ap]
-        keep.append((ap, time.time()))
-        _write_state(directory, ap, [p for p, _ in keep], [t for _, t in keep])
+        directory = _directory_of(file_prefix)
+        with directory_lock(directory) if _should_write() else _nothing():
+            if _should_write():
+                remove_stale_temps(directory, (os.path.basename(file_prefix) + "-", STATE_FILE))
+            self.save_counter.assign_add(1)
+            path = self._write("%s-%d" % (file_prefix, int(self.save_counter.numpy())))
+            state = _read_state(directory) if os.path.isdir(directory) else None
+            paths, stamps = [], []
+            if state is not None:
+                paths = [_abs(directory, p) for p in state["all_model_checkpoint_paths"]]
+                stamps = state["all_model_checkpoint_timestamps"]
+            ap = os.path.abspath(path)
+            keep = [(p, t) for p, t in zip(paths, stamps) if os.path.abspath(p) != ap]
+            keep.append((ap, time.time()))
+            _write_state(directory, ap, [p for p, _ in keep], [t for _, t in keep])
         _written()
         return path
 
@@ -389,7 +369,8 @@ class Checkpoint:
         """Restore the objects' values from `save_path` (a path `save` returned, e.g. from
         `latest_checkpoint`; None restores nothing). Returns a status object. Raises
         ValueError naming the path of a Variable whose shape or dtype differs, before
-        assigning anything."""
+        assigning anything; ValueError for a damaged file and `nf.errors.DataLossError` for a
+        tensor whose bytes no longer match their checksum."""
         if save_path is None:
             return InitializationOnlyStatus()
         return self._restore(save_path)
@@ -397,53 +378,93 @@ class Checkpoint:
     def _restore(self, save_path):
         save_path = os.fspath(save_path)
         tensors = _read_checkpoint(save_path)
-        g = _Graph(self._objects_with_counter())
-        plan, deferred = [], []
-
-        def check(path, value, shape, dtype):
-            if tuple(value.shape) != tuple(shape):
-                raise ValueError(f"checkpoint {save_path!r}: {path!r} has shape "
-                                 f"{tuple(value.shape)} in the checkpoint but {tuple(shape)} in "
-                                 f"the object being restored")
-            if value.dtype != np.dtype(dtype):
-                raise ValueError(f"checkpoint {save_path!r}: {path!r} has dtype "
-                                 f"{value.dtype.name} in the checkpoint but "
-                                 f"{np.dtype(dtype).name} in the object being restored")
-
-        for path, var in g.variables.items():
-            if path in tensors:
-                check(path, tensors[path], var.shape, var.dtype)
-                plan.append((var, tensors[path]))
-        for path, (opt, owner, name, slot) in g.slots.items():
-            if path in tensors:
-                check(path, tensors[path], slot.shape, slot.dtype)
-                plan.append((slot, tensors[path]))
-        opt_paths = {p: o for p, o in g.optimizers}
-        for key, value in tensors.items():
-            if key in g.slots or "/%s/" % _SLOTS not in key:
-                continue
-            opath, rest = key.split("/%s/" % _SLOTS, 1)
-            owner_path, _, slot_name = rest.rpartition("/")
-            opt = opt_paths.get(opath)
-            owner = g.variables.get(owner_path)
-            if opt is None or owner is None:
-                continue        # reported as unmatched by the status
-            check(key, value, owner.shape, owner.dtype)
-            deferred.append((opt, owner, slot_name.replace("%2F", "/").replace("%25", "%"),
-                             value))
-        from ..backends.device import device
-        for var, value in plan:
+        g = self._graph()
+        plan = _plan(save_path, tensors, g)
+        deferred = _deferred(save_path, tensors, g)
+        record = Restore(save_path, tensors)
+        for path, var, value in plan:
             with device(var.device):        # the value goes where the Variable lives
                 var.assign(value)
-        for opt, owner, name, value in deferred:
-            opt._deferred_slots[(id(owner), name)] = (value, owner)
-        return CheckpointLoadStatus(self, save_path, list(tensors))
+            record.matched.add(path)
+        for key, opt, owner, name, value in deferred:
+            old = opt._deferred_slots.get((id(owner), name))
+            if old is not None:         # restored again before the slot was made: superseded
+                old.record.matched.add(old.key)
+            opt._deferred_slots[(id(owner), name)] = PendingSlot(value, owner, record, key)
+        return CheckpointLoadStatus(self, record)
+
+
+def _nothing():
+    return contextlib.nullcontext()
+
+
+def _check(save_path, path, value, shape, dtype):
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"checkpoint {save_path!r}: {path!r} has shape "
+                         f"{tuple(value.shape)} in the checkpoint but {tuple(shape)} in "
+                         f"the object being restored")
+    if value.dtype != np.dtype(dtype):
+        raise ValueError(f"checkpoint {save_path!r}: {path!r} has dtype "
+                         f"{value.dtype.name} in the checkpoint but "
+                         f"{np.dtype(dtype).name} in the object being restored")
+
+
+def _plan(save_path, tensors, g):
+    """[(path, Variable, value)] for the objects that exist, every one checked first."""
+    plan = []
+    for path, var in g.variables.items():
+        if path in tensors:
+            _check(save_path, path, tensors[path], var.shape, var.dtype)
+            plan.append((path, var, tensors[path]))
+    for path, (opt, owner, name, slot) in g.slots.items():
+        if path in tensors:
+            _check(save_path, path, tensors[path], slot.shape, slot.dtype)
+            plan.append((path, slot, tensors[path]))
+    return plan
+
+
+def _deferred(save_path, tensors, g):
+    """[(path, optimizer, owner, slot name, value)]: slot values whose optimizer and owner
+    exist but the slot not yet."""
+    opt_paths = dict(g.optimizers)
+    out = []
+    for key, value in tensors.items():
+        if key in g.slots or "/%s/" % _SLOTS not in key:
+            continue
+        opath, rest = key.split("/%s/" % _SLOTS, 1)
+        owner_path, _, slot_name = rest.rpartition("/")
+        opt = opt_paths.get(opath)
+        owner = g.variables.get(owner_path)
+        if opt is None or owner is None:
+            continue        # reported as unmatched by the status
+        _check(save_path, key, value, owner.shape, owner.dtype)
+        out.append((key, opt, owner, _unseg(slot_name), value))
+    return out
 
 
 # ------------------------------------------------------------------ CheckpointManager
 class CheckpointManager:
     """Numbered checkpoints in one directory, keeping the newest `max_to_keep` (None: all), as
-    `tf.train.CheckpointManager`. Picks up the checkpoints a previous run left in `directory`."""
+    `tf.train.CheckpointManager`. Picks up the checkpoints a previous run left in `directory`.
+
+    `save` writes the new checkpoint, records it in the state file, then deletes the oldest
+    beyond `max_to_keep` and records the state again (TensorFlow's order): a crash at any point
+    leaves `latest_checkpoint` naming a complete checkpoint. With `checkpoint_interval`, a save
+    happens only when `step_counter` moved at least that far since the last saved (or restored)
+    step, and never twice for one step.
+
+    >>> import ndflow as nf, tempfile
+    >>> step = nf.Variable(0, dtype="int64")
+    >>> mgr = nf.train.CheckpointManager(nf.train.Checkpoint(step=step), tempfile.mkdtemp(),
+    ...                                  max_to_keep=2, step_counter=step,
+    ...                                  checkpoint_interval=10)
+    >>> saved = []
+    >>> for s in (0, 5, 10, 10, 25):
+    ...     _ = step.assign(s)
+    ...     saved.append(mgr.save() is not None)
+    >>> saved
+    [True, False, True, False, True]
+    """
 
     def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,
                  checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None,
@@ -468,10 +489,8 @@ class CheckpointManager:
         self._kept = []          # [(absolute path, timestamp)], oldest first
         self._preserved = time.time()
         if state is not None:
-            paths = state.get("all_model_checkpoint_paths", [])
-            stamps = state.get("all_model_checkpoint_timestamps", [])
-            if len(stamps) != len(paths):
-                stamps = [time.time()] * len(paths)
+            paths = state["all_model_checkpoint_paths"]
+            stamps = state["all_model_checkpoint_timestamps"]
             self._kept = [(_abs(self._directory, p), t) for p, t in zip(paths, stamps)
                           if os.path.exists(_data_file(_abs(self._directory, p)))]
             self._preserved = state.get("last_preserved_timestamp", self._preserved)
@@ -497,11 +516,18 @@ class CheckpointManager:
     def checkpoint_interval(self):
         return self._interval
 
+    def _step(self):
+        s = self._step_counter
+        return int(np.asarray(s.numpy() if isinstance(s, Variable) else s))
+
     def restore_or_initialize(self):
         """Restore the latest checkpoint if there is one (returning its path), else run
-        `init_fn` (returning None)."""
+        `init_fn` (returning None). After a restore, `checkpoint_interval` counts from the
+        restored step."""
         if self.latest_checkpoint is not None:
             self._checkpoint.restore(self.latest_checkpoint)
+            if self._interval is not None:
+                self._last_step = self._step()
             return self.latest_checkpoint
         if self._init_fn is not None:
             self._init_fn()
@@ -510,14 +536,27 @@ class CheckpointManager:
     def save(self, checkpoint_number=None, check_interval=True):
         """Write `<directory>/<checkpoint_name>-<n>` (n: `checkpoint_number`, else the
         checkpoint's `save_counter` after incrementing it), drop the oldest beyond
-        `max_to_keep`, and return the path (None when `checkpoint_interval` says not yet)."""
-        if self._interval is not None and check_interval:
-            step = int(np.asarray(self._step_counter.numpy()
-                                  if isinstance(self._step_counter, Variable)
-                                  else self._step_counter))
-            if self._last_step is not None and step < self._last_step + self._interval:
+        `max_to_keep`, and return the path. With `checkpoint_interval`: None (nothing saved)
+        when the step has not moved since the last save, or (with `check_interval`) moved
+        less than the interval."""
+        if self._interval is not None:
+            step = self._step()
+            if self._last_step is not None and (step == self._last_step or (
+                    check_interval and step < self._last_step + self._interval)):
                 return None
             self._last_step = step
+        writes = _should_write()
+        if writes:
+            os.makedirs(self._directory, exist_ok=True)
+        with directory_lock(self._directory) if writes else _nothing():
+            if writes:
+                remove_stale_temps(self._directory,
+                                   (os.path.basename(self._prefix) + "-", STATE_FILE))
+            path = self._save(checkpoint_number)
+        _written()
+        return path
+
+    def _save(self, checkpoint_number):
         ck = self._checkpoint
         ck.save_counter.assign_add(1)
         if checkpoint_number is None:
@@ -526,17 +565,23 @@ class CheckpointManager:
             checkpoint_number = int(checkpoint_number.numpy())
         path = ck._write("%s-%d" % (self._prefix, int(checkpoint_number)))
         ap = os.path.abspath(path)
-        now = time.time()
-        self._kept = [(p, t) for p, t in self._kept if os.path.abspath(p) != ap] + [(ap, now)]
-        self._sweep()
-        _write_state(self._directory, ap, self.checkpoints, [t for _, t in self._kept],
-                     self._preserved)
-        _written()
+        self._kept = [(p, t) for p, t in self._kept if os.path.abspath(p) != ap] + \
+            [(ap, time.time())]
+        # the new checkpoint is recorded before any old one goes: a crash in between leaves
+        # the state naming it (the list may still name files the sweep removed)
+        self._record(ap)
+        if self._sweep():
+            self._record(ap)
         return path
 
+    def _record(self, latest):
+        _write_state(self._directory, latest, self.checkpoints, [t for _, t in self._kept],
+                     self._preserved)
+
     def _sweep(self):
-        if self._max_to_keep is None:
-            return
+        """Drop the oldest checkpoints beyond `max_to_keep`; whether any was dropped."""
+        if self._max_to_keep is None or len(self._kept) <= self._max_to_keep:
+            return False
         while len(self._kept) > self._max_to_keep:
             p, t = self._kept.pop(0)
             if self._keep_hours is not None and t - self._preserved >= self._keep_hours * 3600:
@@ -547,3 +592,4 @@ class CheckpointManager:
                     os.remove(_data_file(p))
                 except FileNotFoundError:
                     pass
+        return True

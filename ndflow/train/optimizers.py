@@ -58,7 +58,7 @@ class Optimizer:
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self._slots = {}
-        self._deferred_slots = {}     # (id(var), name) -> (value, var): from a checkpoint
+        self._deferred_slots = {}     # (id(var), name) -> checkpoint value (_restore.PendingSlot)
         self._exclude_ids = set()
         self._exclude_pattern = None
 
@@ -106,20 +106,44 @@ class Optimizer:
         return self._exclude_pattern is None or self._exclude_pattern.search(var.name) is None
 
     # ------------------------------------------------------------------ slots
+    def _slot_specs(self):
+        """[(slot name, initial value)] that `_update` creates for every variable."""
+        return []
+
     def _slot(self, var, name, initial=0.0):
         key = (id(var), name)
         s = self._slots.get(key)
         if s is None:
             from .. import numpy as tnp
-            restored = self._deferred_slots.pop(key, None)
+            pending = self._deferred_slots.pop(key, None)
             # a checkpoint restored before this slot existed gave its value (deferred
             # restoration, as TensorFlow): start from it instead of `initial`
-            s = Variable(tnp.full(var.shape, initial, dtype=var.dtype) if restored is None
-                         else tnp.asarray(restored[0], dtype=var.dtype), trainable=False,
+            s = Variable(tnp.full(var.shape, initial, dtype=var.dtype) if pending is None
+                         else tnp.asarray(pending.taken(), dtype=var.dtype), trainable=False,
                          name=name)
             self._slots[key] = (s, var)
             return s
         return s[0]
+
+    def build(self, var_list):
+        """Create the slots of every Variable in `var_list` now, as Keras 3's
+        `optimizer.build(variables)`, instead of at the first `apply_gradients`. A checkpoint
+        restored before starts them from its values (deferred restoration); one restored
+        after restores them at once, so `restore(...).assert_consumed()` can pass before
+        training resumes.
+
+        >>> import ndflow as nf
+        >>> w = nf.Variable([1.0, 2.0])
+        >>> opt = nf.optimizers.Adam()
+        >>> opt.build([w])
+        >>> len(opt.variables())      # iterations, learning_rate, and Adam's m and v for w
+        4
+        """
+        for v in var_list:
+            if not isinstance(v, Variable):
+                raise TypeError(f"build takes Variables, got {type(v).__name__}")
+            for name, initial in self._slot_specs():
+                self._slot(v, name, initial)
 
     # ------------------------------------------------------------------ applying
     def _clip(self, grads):
@@ -209,6 +233,9 @@ class SGD(Optimizer):
         self.momentum = momentum
         self.nesterov = nesterov
 
+    def _slot_specs(self):
+        return [("momentum", 0.0)] if self.momentum else []
+
     def _update(self, g, v, lr):
         if not self.momentum:
             v.assign_sub(g * lr)
@@ -236,6 +263,9 @@ class Adam(Optimizer):
         super().__init__(learning_rate, weight_decay, clipnorm, clipvalue, global_clipnorm, name,
                          **kwargs)
         self.beta_1, self.beta_2, self.epsilon, self.amsgrad = beta_1, beta_2, epsilon, amsgrad
+
+    def _slot_specs(self):
+        return [("m", 0.0), ("v", 0.0)] + ([("v_hat", 0.0)] if self.amsgrad else [])
 
     def _update(self, g, v, lr):
         from .. import numpy as tnp
@@ -291,6 +321,10 @@ class RMSprop(Optimizer):
                          **kwargs)
         self.rho, self.momentum, self.epsilon, self.centered = rho, momentum, epsilon, centered
 
+    def _slot_specs(self):
+        return [("velocity", 0.0)] + ([("average_gradient", 0.0)] if self.centered else []) \
+            + ([("momentum", 0.0)] if self.momentum > 0 else [])
+
     def _update(self, g, v, lr):
         from .. import numpy as tnp
         rho = self.rho
@@ -332,6 +366,9 @@ class Adagrad(Optimizer):
                              f"{initial_accumulator_value}")
         self.initial_accumulator_value = initial_accumulator_value
         self.epsilon = epsilon
+
+    def _slot_specs(self):
+        return [("accumulator", self.initial_accumulator_value)]
 
     def _update(self, g, v, lr):
         from .. import numpy as tnp

@@ -228,8 +228,28 @@ class Variable(VariableBase, metaclass=_VariableMeta):
 
     # ------------------------------------------------------------------ writing
     def assign(self, value, use_locking=False, name=None, read_value=True):
+        """Give the Variable a new value of its shape and dtype, as `tf.Variable.assign`.
+        The dtype is never changed silently, following TensorFlow's conversion rules (see
+        `_convert`): an ndflow array (or Variable) must have the Variable's dtype exactly
+        (ValueError, as TensorFlow's for a tensor); Python and NumPy values are converted
+        when their kind fits (integers into integer, floating or complex Variables, floats
+        into floating or complex ones; a Python bool into a number), and anything else is a
+        TypeError naming both dtypes (a float into an integer Variable, a complex into a real
+        one). A value the Variable's dtype cannot hold is a ValueError (1e300 into float32,
+        300 into int8) rather than inf or a wrapped integer. Rounding is not an error
+        (a float64 NumPy array into a float32 Variable rounds, as in TensorFlow).
+
+        >>> import ndflow as nf
+        >>> v = nf.Variable(1.0)                 # float32, as TensorFlow
+        >>> float(v.assign(2).numpy())
+        2.0
+        >>> nf.Variable(1).assign(2.5)
+        Traceback (most recent call last):
+        ...
+        TypeError: Variable 'Variable:0' (int32): cannot assign a Python float, 2.5; convert it to int32 explicitly
+        """
         from .. import numpy as tnp
-        v = tnp.asarray(value, dtype=self.dtype)
+        v = _convert(self, value)
         if tuple(v.shape) != tuple(self.shape) and None not in v.shape:
             raise ValueError(f"Cannot assign value of shape {tuple(v.shape)} to a Variable of "
                              f"shape {tuple(self.shape)}")
@@ -245,10 +265,13 @@ class Variable(VariableBase, metaclass=_VariableMeta):
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=False, name=None, read_value=True):
-        return self.assign(self.value() + delta, read_value=read_value)
+        """`assign(value + delta)`; `delta` follows `assign`'s dtype rules (TensorFlow
+        converts it to the Variable's dtype first)."""
+        return self.assign(self.value() + _convert(self, delta), read_value=read_value)
 
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
-        return self.assign(self.value() - delta, read_value=read_value)
+        """`assign(value - delta)`; `delta` follows `assign`'s dtype rules."""
+        return self.assign(self.value() - _convert(self, delta), read_value=read_value)
 
     # ------------------------------------------------------------------ array behaviour
     def __getattr__(self, name):
@@ -287,6 +310,70 @@ class Variable(VariableBase, metaclass=_VariableMeta):
                               {k: tree.map_structure(read, v) for k, v in kwargs.items()})
 
     __array_priority__ = 200
+
+
+# ------------------------------------------------------------------ assign's dtype rules
+def _kind(d):
+    """'b', 'i' (signed or unsigned), 'f' (bfloat16 too), 'c', or None."""
+    if d.kind in "iu":
+        return "i"
+    if _dt.is_float(d):
+        return "f"
+    return d.kind if d.kind in "bc" else None
+
+
+# the value kinds each Variable kind accepts (TensorFlow's `IsCompatible`); Python data
+# differs in one place: a Python bool is an int (TensorFlow converts True into numbers)
+_FITS = {"b": "b", "i": "i", "f": "if", "c": "ifc"}
+
+
+def _lost(src, dst, kind):
+    """Whether casting `src` to `dst` lost a value class: a finite number that became
+    infinite, or an integer out of the Variable's range."""
+    if kind == "i":
+        info = np.iinfo(dst.dtype)
+        return src.size and (src.min() < info.min or src.max() > info.max)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return bool(np.any(np.isfinite(src) & ~np.isfinite(dst)))
+
+
+def _convert(var, value):
+    """`value` as an ndarray of `var`'s dtype, by `Variable.assign`'s rules."""
+    from .. import numpy as tnp
+    from ..compat import _is_python_data
+    target = var.dtype
+    if isinstance(value, Variable):
+        value = value.value()
+    if isinstance(value, ndarray):
+        if value.dtype != target:
+            raise ValueError(f"Variable {var.name!r} ({target.name}): cannot assign an array "
+                             f"of dtype {value.dtype.name}; convert it first "
+                             f"(nf.cast(value, '{target.name}') or value.astype(...))")
+        return value
+    python = _is_python_data(value)
+    try:
+        src = np.asarray(value)
+        if src.dtype == object and python:
+            src = np.asarray(value, dtype=np.float64 if _kind(target) in "fc" else np.int64)
+    except (OverflowError, ValueError):
+        raise ValueError(f"Variable {var.name!r} ({target.name}): {value!r:.60} is out of "
+                         f"its range") from None
+    what = f"a Python {type(value).__name__}" if python else f"a NumPy {src.dtype.name} value"
+    kind, want = _kind(src.dtype), _kind(target)
+    if python and kind == "b" and want != "b":
+        kind = "i"
+    if kind is None or want is None or kind not in _FITS[want]:
+        raise TypeError(f"Variable {var.name!r} ({target.name}): cannot assign {what}, "
+                        f"{value!r:.60}; convert it to {target.name} explicitly")
+    if src.dtype == target:
+        return tnp.asarray(src)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dst = src.astype(target)
+    if _lost(src, dst, want):
+        raise ValueError(f"Variable {var.name!r} ({target.name}): {what} out of its range, "
+                         f"{value!r:.60} (it would become "
+                         f"{'infinite' if want != 'i' else 'another integer'})")
+    return tnp.asarray(dst)
 
 
 def _forward(name):
