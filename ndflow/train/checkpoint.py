@@ -27,7 +27,7 @@ what the restore gave a value to (`_restore`): an object created after the resto
 checkpointed path, other than a slot, is reported as unmatched.
 
 Files. A checkpoint is one file, `<path>.safetensors` (the safetensors layout: a JSON header and
-raw little-endian tensors with a CRC32C each, see `_tensorfile`); the directory's `checkpoint`
+raw little-endian tensors with a CRC-32 each, see `_tensorfile`); the directory's `checkpoint`
 file (JSON) lists the latest and retained checkpoints for `latest_checkpoint` and
 `CheckpointManager`. Loading parses JSON and copies bytes: no code from the file runs; a damaged
 file is a ValueError naming it, a tensor whose bytes changed an `nf.errors.DataLossError`
