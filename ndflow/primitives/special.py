@@ -413,13 +413,15 @@ def _gamma_pq(a, x):
         xx = np.where(fin & use_series, x, 0.0)
         term = 1.0 / aa
         total = term.copy()
+        live = np.ones(total.shape, bool)
         n = 0
         while n < 5000:
             n += 1
             term = term * xx / (aa + n)
-            total = total + term
+            total = np.where(live, total + term, total)
             # a NaN or inf lane never converges: it must not keep the others iterating
-            if np.all((np.abs(term) <= np.abs(total) * 1e-17) | ~np.isfinite(total)):
+            live &= ~((np.abs(term) <= np.abs(total) * 1e-17) | ~np.isfinite(total))
+            if not live.any():
                 break
         p_series = pre * total
         # continued fraction for Q
@@ -429,6 +431,7 @@ def _gamma_pq(a, x):
         c = np.full_like(b, 1 / _TINY)
         d = 1 / b
         h = d.copy()
+        live = np.ones(h.shape, bool)
         for i in range(1, 5000):
             an = -i * (i - ac)
             b = b + 2
@@ -438,8 +441,9 @@ def _gamma_pq(a, x):
             c = np.where(np.abs(c) < _TINY, _TINY, c)
             d = 1 / d
             delta = d * c
-            h = h * delta
-            if np.all((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)):
+            h = np.where(live, h * delta, h)
+            live &= ~((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h))
+            if not live.any():
                 break
         q_cf = pre * h
         P = np.where(use_series, p_series, 1 - q_cf)
@@ -506,6 +510,7 @@ def _betacf(a, b, x):
     d = np.where(np.abs(d) < _TINY, _TINY, d)
     d = 1 / d
     h = d.copy()
+    live = np.ones(h.shape, bool)
     for m in range(1, 5000):
         m2 = 2 * m
         aa = m * (b - m) * x / ((qam + m2) * (a + m2))
@@ -514,7 +519,7 @@ def _betacf(a, b, x):
         c = 1 + aa / c
         c = np.where(np.abs(c) < _TINY, _TINY, c)
         d = 1 / d
-        h = h * d * c
+        h = np.where(live, h * d * c, h)
         aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
         d = 1 + aa * d
         d = np.where(np.abs(d) < _TINY, _TINY, d)
@@ -522,8 +527,9 @@ def _betacf(a, b, x):
         c = np.where(np.abs(c) < _TINY, _TINY, c)
         d = 1 / d
         delta = d * c
-        h = h * delta
-        if np.all((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)):
+        h = np.where(live, h * delta, h)
+        live &= ~((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h))
+        if not live.any():
             break
     return h
 
