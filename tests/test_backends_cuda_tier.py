@@ -69,27 +69,32 @@ def test_the_key_is_complete_and_size_free():
     assert cuda_tier.generate(full(1.5)) is cuda_tier.generate(full(1.5))
 
 
-def test_every_fusible_primitive_has_a_cuda_expression():
-    """A primitive with a fusion template can be in a fused region: the tier must write it (or
-    say why not for a dtype), never fail with 'no CUDA expression'."""
-    missing = []
-    for p in REGISTRY:
-        if not getattr(p, "fusion", None):
+def test_every_scalar_expression_has_a_cuda_spelling():
+    """The C comes from the primitives' scalar expressions through one table keyed by the
+    vocabulary's functions (none by primitive): every elementwise primitive's expression is
+    written for operands of the op table's first dtype that C has, or the tier names the
+    function it has no C for."""
+    import elementwise_cases as C
+    from ndflow.primitives.scalar import FUNCTIONS
+    assert set(cuda_tier._SPELLING) <= set(FUNCTIONS)
+    assert not hasattr(cuda_tier, "_table")
+    unspelled = set(FUNCTIONS) - set(cuda_tier._SPELLING)
+    for p in C.elementwise_primitives():
+        if p.scalar is None or p.returns_view:
             continue
-        n = {"select": 3}.get(p.name, 2 if "{1}" in p.fusion else 1)
-        ins = [((3,), np.bool_ if p.name == "select" and i == 0 else np.float64)
-               for i in range(n)]
-        params = {"dtype": np.dtype(np.float32)} if p.name == "convert_element_type" else {}
-        out = np.bool_ if p.name in ("equal", "not_equal", "less", "less_equal", "greater",
-                                     "greater_equal", "isnan", "isinf", "isfinite",
-                                     "logical_and", "logical_or", "logical_xor",
-                                     "logical_not") else (
-            np.float32 if p.name == "convert_element_type" else np.float64)
-        prog = Program(ins, [Op(p, tuple(range(n)), params, (3,), out)], [n], (3,))
-        why = cuda_tier.why_not(prog)
-        if why is not None:
-            missing.append((p.name, why))
-    assert not missing, missing
+        # the op table's first dtype that C has
+        dts = next(d for d in C.dtypes(p) if all(x in cuda_tier._CTYPE for x in d))
+        for params in C.PARAMS.get(p.name, [{}]):
+            if params.get("dtype", np.dtype("f8")) not in cuda_tier._CTYPE:
+                continue
+            prog = C.program(p, [np.zeros(3, d) for d in dts], params)
+            why = cuda_tier.why_not(prog)
+            if set(p.scalar.functions()) & unspelled:
+                assert "no CUDA expression" in why, (p, why)
+            elif params.get("dtype", np.dtype("f8")).kind in "iu" and dts[0].kind == "f":
+                assert "float-to-integer" in why, (p, why)
+            else:
+                assert why is None, (p, dts, why)
 
 
 def _max_exp(a):
@@ -120,7 +125,7 @@ _SHIM = r"""
 #define __device__
 #include <cmath>
 #include <cstring>
-using std::isnan; using std::isinf; using std::isfinite;
+using std::isnan; using std::isinf; using std::isfinite; using std::signbit;
 static inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 """
 
@@ -160,6 +165,16 @@ _CASES = [  # (name, function, operand dtypes, exact?)
     ("math", lambda a, b: tnp.exp(a) * tnp.tanh(b) + tnp.log1p(a * a) + tnp.sqrt(b * b),
      ("float64", "float64"), False),
     ("int_to_float", lambda a, b: a.astype("float64") * 0.5 + b, ("int32", "float64"), True),
+    ("bitwise", lambda a, b: (a & b) | (a ^ ~b) + (a | b), ("int32", "int32"), True),
+    ("bitwise_uint8", lambda a, b: (a & b) ^ ~(a | b), ("uint8", "uint8"), True),
+    ("bool_ops", lambda a, b: tnp.where((a & b) | ~(a ^ b), 1.0, 2.0) * 3,
+     ("bool", "bool"), True),
+    ("signbit_fmod", lambda a, b: tnp.where(tnp.signbit(a), tnp.fmod(a, b), b) + 0.0 * a,
+     ("float64", "float64"), True),
+    ("inverse_trig", lambda a, b: tnp.arctan2(a, b) + tnp.arcsinh(a) * tnp.arctan(b) +
+     tnp.hypot(a, b) - tnp.cosh(a * 0.001), ("float64", "float64"), False),
+    ("nextafter_fill", lambda a, b: tnp.nextafter(a, b) * tnp.full_like(a, -2.0),
+     ("float64", "float64"), True),
 ]
 
 
@@ -171,6 +186,10 @@ def _operands(dts):
             with np.errstate(over="ignore"):
                 a = SPECIAL.astype(dt)
             vals.append(np.repeat(a, len(SPECIAL)) if i == 0 else np.tile(a, len(SPECIAL)))
+        elif dt == np.bool_:
+            n = len(SPECIAL)
+            vals.append(np.resize([False, True], n * n) if i == 0 else
+                        np.resize([False, False, True, True], n * n))
         else:
             info = np.iinfo(dt)
             ints = np.array([0, 1, -1, 2, 7, info.max, info.min, info.max // 3], dtype=np.int64)

@@ -16,10 +16,12 @@ GRAPH = pathlib.Path(nf.__file__).parent / "graph"
 _NAMES = {p.name for p in REGISTRY}
 
 
-# Vocabulary of the scalar functions that fusion templates call ("exp({0})", "maximum({0},
-# {1})"): names of functions inside expression text, which the kernel tiers translate; they
-# never identify a primitive (the templates are declared on the primitives).
-_TEMPLATE_VOCABULARY = {"FUNCTIONS", "_OWN", "_INTRINSIC", "_HELPERS"}
+# The kernel tiers' tables of the scalar vocabulary (primitives/scalar.py: "exp(x)",
+# "maximum(x, y)"): how each tier spells a function of expression text; they never identify a
+# primitive (the expressions are declared on the primitives). test_vocabulary_tables_are_
+# keyed_by_functions checks that their keys are the vocabulary's.
+_TEMPLATE_VOCABULARY = {"FUNCTIONS", "_OWN", "_INTRINSIC", "_HELPERS", "_OPERATORS", "_REFUSED",
+                        "_SPELLING"}
 
 
 def _name_uses(tree):
@@ -56,6 +58,17 @@ def test_no_pass_compares_primitive_names():
             found.append("%s:%d: %s" % (f.relative_to(GRAPH.parent), line, text))
     assert not found, "primitives identified by name (declare a trait instead):\n" + \
         "\n".join(found)
+
+
+def test_vocabulary_tables_are_keyed_by_functions():
+    """The tables the name check leaves alone hold functions of the scalar vocabulary (or
+    mathlib's), not primitives."""
+    from ndflow.primitives.scalar import FUNCTIONS
+    from ndflow.graph.kernels import numba_scalar as N, cuda_tier, mathlib
+    tables = [N._OWN, N._INTRINSIC, N._HELPERS, N._OPERATORS, N._REFUSED, cuda_tier._SPELLING]
+    for t in tables:
+        assert set(t) <= set(FUNCTIONS), set(t) - set(FUNCTIONS)
+    assert set(mathlib.FUNCTIONS) <= set(FUNCTIONS)
 
 
 def test_the_name_check_catches_name_lists():

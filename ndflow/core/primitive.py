@@ -9,7 +9,10 @@ A primitive is declared once with its rules:
                                                written with primitives, so differentiable again
     jvp(tangents, *primals, **params)          forward mode (optional)
     batch(args, axes, **params)                -> (out, out_axis); axes[i] None = unbatched
-    fusion                                     elementwise expression template (compiler)
+    scalar                                     an elementwise primitive's scalar expression
+                                               (`primitives.scalar.Scalar`, or None): one
+                                               element of its result, which the compiled
+                                               kernel tiers render (numba, CUDA)
 
 and its traits, which the compiler and the memory planner read (no pass identifies a primitive
 by its name):
@@ -21,7 +24,12 @@ by its name):
                     input itself): reshape, transpose, getitem, real, stop_gradient, control
                     flow that may return an operand ... Every other primitive returns fresh
                     buffers; tests/test_aliasing.py checks the declarations against the kernels
-    elementwise     (property) it has a fusion template: elementwise, fusible
+    elementwise     a broadcasting map: each result element is computed from the operand
+                    elements at its (broadcast) position alone, whatever the other elements
+                    are. Fusion puts any elementwise primitive into a fused region (tier 0
+                    calls its kernel there); its `scalar` expression, where declared, lets the
+                    compiled tiers take the region too. Declared by the elementwise helpers
+                    (`primitives._util.elementwise`)
     blas            its kernel calls BLAS/LAPACK (threads: fused kernels leave them the cores)
     fused           a fused elementwise region made by the compiler (supports donated outputs)
     run_time_check  the kernel warns or raises depending on values (NumPy's warnings, value-
@@ -63,7 +71,8 @@ class Aval:
 
 
 class Primitive:
-    __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "fusion", "multiple_results",
+    __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "scalar", "elementwise",
+                 "multiple_results",
                  "effect", "sink", "check", "vjp_uses_out", "vjp_reads", "vjp_needs",
                  "vjp_donate", "returns_view", "blas", "fused", "variable_access",
                  "run_time_check", "__weakref__")
@@ -77,7 +86,8 @@ class Primitive:
         self.vjp = None
         self.jvp = None
         self.batch = None
-        self.fusion = None
+        self.scalar = None            # see `elementwise`
+        self.elementwise = False
         self.multiple_results = multiple_results
         self.effect = effect or sink or check   # never folded, merged or removed: see above
         self.sink = sink              # output-only effect (printing, summaries)
@@ -98,9 +108,15 @@ class Primitive:
         REGISTRY.append(self)
 
     @property
-    def elementwise(self):
-        """Elementwise and fusible: it declares a fusion template."""
-        return self.fusion is not None
+    def fusion(self):
+        """The scalar expression's text, or None (the older name of `scalar`)."""
+        return None if self.scalar is None else self.scalar.source
+
+    @fusion.setter
+    def fusion(self, text):
+        if text is not None:
+            raise ValueError("declare a scalar expression with primitives._util.elementwise")
+        self.scalar = None
 
     @property
     def reorderable(self):

@@ -10,8 +10,12 @@ What is fused, and why not otherwise (`why_not_fusible` gives the reason as text
 `explain(graph)` lists it for every node; `FusionError`, a ValueError, carries it when a
 region is built by hand from nodes that cannot be fused):
 
-* the primitive needs an elementwise template (`Primitive.fusion`, declared beside its rules
-  in primitives/elementwise.py); one without it is "not elementwise (no fusion template)";
+* the primitive must be elementwise (the `Primitive.elementwise` trait, declared beside its
+  rules): any elementwise primitive fuses, and tier 0 calls its kernel inside the region; its
+  scalar expression (`Primitive.scalar`), where it has one, is what the compiled tiers need
+  besides. An elementwise primitive that returns a view of its operand (`real`, `imag`,
+  `stop_gradient`: the `returns_view` trait) is not fused: a fused region's results are
+  fresh buffers, its temporaries reused within the region;
 * effects (random draws, variable reads and writes) are never fused, and fusion does not reach
   across them, so their order against everything else is kept;
 * dtypes must be NumPy's own numeric or bool types (bfloat16 and object arrays are not fused);
@@ -64,9 +68,12 @@ def why_not_fusible(node):
         return f"cannot fuse '{name}': it has an effect (random draw or variable access)"
     if p.multiple_results:
         return f"cannot fuse '{name}': it has several results"
-    if p.fusion is None and p not in _reductions():
-        return (f"cannot fuse '{name}': it is not elementwise (no fusion template; "
-                f"elementwise primitives declare one in ndflow/primitives/elementwise.py)")
+    if not p.elementwise and p not in _reductions():
+        return (f"cannot fuse '{name}': it is not elementwise (the `elementwise` trait, "
+                f"declared with its rules: primitives._util.elementwise)")
+    if p.returns_view:
+        return (f"cannot fuse '{name}': it returns a view of its operand (NumPy's memory "
+                f"sharing), and a fused region's results and temporaries are its own buffers")
     for v in tuple(node.inputs) + tuple(node.outputs):
         if not _dtype_ok(v.dtype):
             return f"cannot fuse '{name}': dtype {getattr(v.dtype, 'name', v.dtype)} is not fused"

@@ -3,6 +3,16 @@ import numpy as np
 
 from ..core.primitive import Aval, bind
 from ..core.state import STATE, GLOBAL
+from .scalar import Scalar
+
+
+def elementwise(p, scalar=None, operands=("x", "y")):
+    """Declare `p` elementwise (`Primitive.elementwise`: fusion may put it into any fused
+    region) and, where it has one, its scalar expression (`primitives/scalar.py`), over the
+    operand names `operands`: "exp(x)", "x * y", "where(c, x, y)" with ("c", "x", "y")."""
+    p.elementwise = True
+    p.scalar = None if scalar is None else Scalar(scalar, operands)
+    return p
 
 
 def broadcast_shapes(*shapes, what="operands"):

@@ -10,7 +10,7 @@ import numpy as np
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL
 from ._util import broadcast_shapes, unbroadcast, align_batched, owned_apply, owned_ok, \
-    squeezed_ok, to_squeezed, unsqueeze_all
+    squeezed_ok, to_squeezed, unsqueeze_all, elementwise
 
 
 _LN2 = math.log(2.0)
@@ -47,24 +47,25 @@ def _elementwise_batch(prim):
     return rule
 
 
-def unary(name, impl, vjp=None, fusion=None, abstract=_unary_abstract, uses_out=False,
+def unary(name, impl, vjp=None, scalar=None, abstract=_unary_abstract, uses_out=False,
           reads=None, donate=False):
+    """An elementwise primitive of one operand `x`; `scalar`: its scalar expression over `x`
+    (primitives/scalar.py), where it has one."""
     p = Primitive(name, impl, abstract)
     if vjp is not None:
         p.def_vjp(vjp, uses_out=uses_out, reads=reads, donate=donate)
     p.batch = squeezed_ok(lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))
-    p.fusion = fusion
-    return p
+    return elementwise(p, scalar)
 
 
-def binary(name, impl, vjp=None, fusion=None, abstract=_binary_abstract, reads=None,
+def binary(name, impl, vjp=None, scalar=None, abstract=_binary_abstract, reads=None,
            needs=False, donate=False):
+    """An elementwise primitive of two broadcast operands `x`, `y` (see `unary`)."""
     p = Primitive(name, impl, abstract)
     if vjp is not None:
         p.def_vjp(vjp, reads=reads, needs=needs, donate=donate)
     p.batch = _elementwise_batch(p)
-    p.fusion = fusion
-    return p
+    return elementwise(p, scalar)
 
 
 def _zero_grad(ct, *xs, **kw):
@@ -90,19 +91,19 @@ def _exp_vjp(ct, x, out, donated=False):
     return (ct * out if r is None else r,)
 
 
-neg_p = unary("negative", np.negative, _neg_vjp, "(-{0})", reads=(), donate=True)
-positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "(+{0})", reads=())
-exp_p = unary("exp", np.exp, _exp_vjp, "exp({0})", uses_out=True, reads=(), donate=True)
-exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2({0})",
+neg_p = unary("negative", np.negative, _neg_vjp, "-x", reads=(), donate=True)
+positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "+x", reads=())
+exp_p = unary("exp", np.exp, _exp_vjp, "exp(x)", uses_out=True, reads=(), donate=True)
+exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2(x)",
                uses_out=True)
-expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1({0})",
+expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1(x)",
                 uses_out=True)
-log_p = unary("log", np.log, lambda ct, x: (ct / x,), "log({0})")
-log2_p = unary("log2", np.log2, lambda ct, x: (ct / (x * _LN2),), "log2({0})")
-log10_p = unary("log10", np.log10, lambda ct, x: (ct / (x * _LN10),), "log10({0})")
-log1p_p = unary("log1p", np.log1p, lambda ct, x: (ct / (x + 1),), "log1p({0})")
-sqrt_p = unary("sqrt", np.sqrt, lambda ct, x, out: (ct / (out * 2),), "sqrt({0})", uses_out=True)
-cbrt_p = unary("cbrt", np.cbrt, lambda ct, x, out: (ct / (out * out * 3),), "cbrt({0})",
+log_p = unary("log", np.log, lambda ct, x: (ct / x,), "log(x)")
+log2_p = unary("log2", np.log2, lambda ct, x: (ct / (x * _LN2),), "log2(x)")
+log10_p = unary("log10", np.log10, lambda ct, x: (ct / (x * _LN10),), "log10(x)")
+log1p_p = unary("log1p", np.log1p, lambda ct, x: (ct / (x + 1),), "log1p(x)")
+sqrt_p = unary("sqrt", np.sqrt, lambda ct, x, out: (ct / (out * 2),), "sqrt(x)", uses_out=True)
+cbrt_p = unary("cbrt", np.cbrt, lambda ct, x, out: (ct / (out * out * 3),), "cbrt(x)",
                uses_out=True)
 def _sin_vjp(ct, x):
     c = bind(cos_p, x)
@@ -119,21 +120,24 @@ def _cos_vjp(ct, x):
     return (-ct * s,)
 
 
-sin_p = unary("sin", np.sin, _sin_vjp, "sin({0})")
-cos_p = unary("cos", np.cos, _cos_vjp, "cos({0})")
-tan_p = unary("tan", np.tan, lambda ct, x, out: (ct * (out * out + 1),), "tan({0})", uses_out=True)
-arcsin_p = unary("arcsin", np.arcsin, lambda ct, x: (ct / bind(sqrt_p, 1 - x * x),))
-arccos_p = unary("arccos", np.arccos, lambda ct, x: (-ct / bind(sqrt_p, 1 - x * x),))
-arctan_p = unary("arctan", np.arctan, lambda ct, x: (ct / (x * x + 1),))
-sinh_p = unary("sinh", np.sinh, lambda ct, x: (ct * bind(cosh_p, x),))
-cosh_p = unary("cosh", np.cosh, lambda ct, x: (ct * bind(sinh_p, x),))
-tanh_p = unary("tanh", np.tanh, lambda ct, x, out: (ct * (1 - out * out),), "tanh({0})",
+sin_p = unary("sin", np.sin, _sin_vjp, "sin(x)")
+cos_p = unary("cos", np.cos, _cos_vjp, "cos(x)")
+tan_p = unary("tan", np.tan, lambda ct, x, out: (ct * (out * out + 1),), "tan(x)", uses_out=True)
+arcsin_p = unary("arcsin", np.arcsin, lambda ct, x: (ct / bind(sqrt_p, 1 - x * x),), "arcsin(x)")
+arccos_p = unary("arccos", np.arccos, lambda ct, x: (-ct / bind(sqrt_p, 1 - x * x),),
+                 "arccos(x)")
+arctan_p = unary("arctan", np.arctan, lambda ct, x: (ct / (x * x + 1),), "arctan(x)")
+sinh_p = unary("sinh", np.sinh, lambda ct, x: (ct * bind(cosh_p, x),), "sinh(x)")
+cosh_p = unary("cosh", np.cosh, lambda ct, x: (ct * bind(sinh_p, x),), "cosh(x)")
+tanh_p = unary("tanh", np.tanh, lambda ct, x, out: (ct * (1 - out * out),), "tanh(x)",
                uses_out=True)
-arcsinh_p = unary("arcsinh", np.arcsinh, lambda ct, x: (ct / bind(sqrt_p, x * x + 1),))
-arccosh_p = unary("arccosh", np.arccosh, lambda ct, x: (ct / bind(sqrt_p, x * x - 1),))
-arctanh_p = unary("arctanh", np.arctanh, lambda ct, x: (ct / (1 - x * x),))
+arcsinh_p = unary("arcsinh", np.arcsinh, lambda ct, x: (ct / bind(sqrt_p, x * x + 1),),
+                  "arcsinh(x)")
+arccosh_p = unary("arccosh", np.arccosh, lambda ct, x: (ct / bind(sqrt_p, x * x - 1),),
+                  "arccosh(x)")
+arctanh_p = unary("arctanh", np.arctanh, lambda ct, x: (ct / (1 - x * x),), "arctanh(x)")
 reciprocal_p = unary("reciprocal", np.reciprocal, lambda ct, x, out: (-ct * out * out,),
-                     "(1/{0})", uses_out=True)
+                     "1 / x", uses_out=True)
 
 
 def _abs_vjp(ct, x):
@@ -149,27 +153,28 @@ def _abs_vjp(ct, x):
     return (ct * bind(sign_p, x),)
 
 
-abs_p = unary("absolute", np.absolute, _abs_vjp, "abs({0})", abstract=_real_abstract)
-sign_p = unary("sign", np.sign, _zero_grad, "sign({0})")
-floor_p = unary("floor", np.floor, _zero_grad, "floor({0})")
-ceil_p = unary("ceil", np.ceil, _zero_grad, "ceil({0})")
-trunc_p = unary("trunc", np.trunc, _zero_grad, "trunc({0})")
-rint_p = unary("rint", np.rint, _zero_grad, "rint({0})")
-conj_p = unary("conjugate", np.conjugate, lambda ct, x: (bind(conj_p, ct),))
+abs_p = unary("absolute", np.absolute, _abs_vjp, "abs(x)", abstract=_real_abstract)
+sign_p = unary("sign", np.sign, _zero_grad, "sign(x)")
+floor_p = unary("floor", np.floor, _zero_grad, "floor(x)")
+ceil_p = unary("ceil", np.ceil, _zero_grad, "ceil(x)")
+trunc_p = unary("trunc", np.trunc, _zero_grad, "trunc(x)")
+rint_p = unary("rint", np.rint, _zero_grad, "rint(x)")
+conj_p = unary("conjugate", np.conjugate, lambda ct, x: (bind(conj_p, ct),), "conj(x)")
 real_p = unary("real", np.real, lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)),),
                abstract=_real_abstract)
 imag_p = unary("imag", np.imag,
                lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)) * -1j,),
                abstract=_real_abstract)
 real_p.returns_view = imag_p.returns_view = True    # NumPy: views of a complex array
-logical_not_p = unary("logical_not", np.logical_not, _zero_grad, "logical_not({0})",
+logical_not_p = unary("logical_not", np.logical_not, _zero_grad, "logical_not(x)",
                       abstract=lambda x: Aval(x.shape, BOOL))
-invert_p = unary("invert", np.invert, _zero_grad)
-isnan_p = unary("isnan", np.isnan, _zero_grad, "isnan({0})", abstract=lambda x: Aval(x.shape, BOOL))
-isinf_p = unary("isinf", np.isinf, _zero_grad, "isinf({0})", abstract=lambda x: Aval(x.shape, BOOL))
-isfinite_p = unary("isfinite", np.isfinite, _zero_grad, "isfinite({0})",
+invert_p = unary("invert", np.invert, _zero_grad, "~x")
+isnan_p = unary("isnan", np.isnan, _zero_grad, "isnan(x)", abstract=lambda x: Aval(x.shape, BOOL))
+isinf_p = unary("isinf", np.isinf, _zero_grad, "isinf(x)", abstract=lambda x: Aval(x.shape, BOOL))
+isfinite_p = unary("isfinite", np.isfinite, _zero_grad, "isfinite(x)",
                    abstract=lambda x: Aval(x.shape, BOOL))
-signbit_p = unary("signbit", np.signbit, _zero_grad, abstract=lambda x: Aval(x.shape, BOOL))
+signbit_p = unary("signbit", np.signbit, _zero_grad, "signbit(x)",
+                  abstract=lambda x: Aval(x.shape, BOOL))
 
 
 # ------------------------------------------------------------------ dtype conversion
@@ -191,14 +196,14 @@ convert_p = Primitive("convert_element_type", _convert_impl,
 convert_p.def_vjp(_convert_vjp)
 convert_p.batch = squeezed_ok(
     lambda args, axes, dtype: (bind(convert_p, args[0], dtype=dtype), axes[0]))
-convert_p.fusion = "{0}.astype({dtype})"
+elementwise(convert_p, "astype(x, dtype)")
 
 
 def _copy_impl(x):
     return np.array(x, copy=True) if isinstance(x, (np.ndarray, np.generic)) else x.copy()
 
 
-copy_p = unary("copy", _copy_impl, lambda ct, x: (ct,))
+copy_p = unary("copy", _copy_impl, lambda ct, x: (ct,), "x")
 
 
 # ------------------------------------------------------------------ binary arithmetic
@@ -277,40 +282,41 @@ def _minmax_vjp(pick_x):
     return vjp
 
 
-add_p = binary("add", np.add, _add_vjp, "({0} + {1})", reads=())
-sub_p = binary("subtract", np.subtract, _sub_vjp, "({0} - {1})", reads=(), needs=True)
-mul_p = binary("multiply", np.multiply, _mul_vjp, "({0} * {1})", needs=True, donate=True)
-div_p = binary("true_divide", np.true_divide, _div_vjp, "({0} / {1})", needs=True,
+add_p = binary("add", np.add, _add_vjp, "x + y", reads=())
+sub_p = binary("subtract", np.subtract, _sub_vjp, "x - y", reads=(), needs=True)
+mul_p = binary("multiply", np.multiply, _mul_vjp, "x * y", needs=True, donate=True)
+div_p = binary("true_divide", np.true_divide, _div_vjp, "x / y", needs=True,
                donate=True)
-floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad)
+floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad, "x // y")
 rem_p = binary("remainder", np.remainder,
                lambda ct, x, y: (unbroadcast(ct, x),
-                                 unbroadcast(-ct * bind(floordiv_p, x, y), y)))
-pow_p = binary("power", np.power, _pow_vjp, "({0} ** {1})")
-max_p = binary("maximum", np.maximum, None, "maximum({0}, {1})")
-min_p = binary("minimum", np.minimum, None, "minimum({0}, {1})")
+                                 unbroadcast(-ct * bind(floordiv_p, x, y), y)), "x % y")
+pow_p = binary("power", np.power, _pow_vjp, "x ** y")
+max_p = binary("maximum", np.maximum, None, "maximum(x, y)")
+min_p = binary("minimum", np.minimum, None, "minimum(x, y)")
 arctan2_p = binary("arctan2", np.arctan2,
                    lambda ct, y, x: (unbroadcast(ct * x / (x * x + y * y), y),
-                                     unbroadcast(-ct * y / (x * x + y * y), x)))
-bitwise_and_p = binary("bitwise_and", np.bitwise_and, _zero_grad)
-bitwise_or_p = binary("bitwise_or", np.bitwise_or, _zero_grad)
-bitwise_xor_p = binary("bitwise_xor", np.bitwise_xor, _zero_grad)
-left_shift_p = binary("left_shift", np.left_shift, _zero_grad)
-right_shift_p = binary("right_shift", np.right_shift, _zero_grad)
-nextafter_p = binary("nextafter", np.nextafter, _zero_grad)
+                                     unbroadcast(-ct * y / (x * x + y * y), x)),
+                   "arctan2(x, y)")
+bitwise_and_p = binary("bitwise_and", np.bitwise_and, _zero_grad, "x & y")
+bitwise_or_p = binary("bitwise_or", np.bitwise_or, _zero_grad, "x | y")
+bitwise_xor_p = binary("bitwise_xor", np.bitwise_xor, _zero_grad, "x ^ y")
+left_shift_p = binary("left_shift", np.left_shift, _zero_grad, "x << y")
+right_shift_p = binary("right_shift", np.right_shift, _zero_grad, "x >> y")
+nextafter_p = binary("nextafter", np.nextafter, _zero_grad, "nextafter(x, y)")
 
 # ------------------------------------------------------------------ comparisons and logic
-eq_p = binary("equal", np.equal, _zero_grad, "({0} == {1})", _bool_abstract)
-ne_p = binary("not_equal", np.not_equal, _zero_grad, "({0} != {1})", _bool_abstract)
-lt_p = binary("less", np.less, _zero_grad, "({0} < {1})", _bool_abstract)
-le_p = binary("less_equal", np.less_equal, _zero_grad, "({0} <= {1})", _bool_abstract)
-gt_p = binary("greater", np.greater, _zero_grad, "({0} > {1})", _bool_abstract)
-ge_p = binary("greater_equal", np.greater_equal, _zero_grad, "({0} >= {1})", _bool_abstract)
-logical_and_p = binary("logical_and", np.logical_and, _zero_grad, "logical_and({0}, {1})",
+eq_p = binary("equal", np.equal, _zero_grad, "x == y", _bool_abstract)
+ne_p = binary("not_equal", np.not_equal, _zero_grad, "x != y", _bool_abstract)
+lt_p = binary("less", np.less, _zero_grad, "x < y", _bool_abstract)
+le_p = binary("less_equal", np.less_equal, _zero_grad, "x <= y", _bool_abstract)
+gt_p = binary("greater", np.greater, _zero_grad, "x > y", _bool_abstract)
+ge_p = binary("greater_equal", np.greater_equal, _zero_grad, "x >= y", _bool_abstract)
+logical_and_p = binary("logical_and", np.logical_and, _zero_grad, "logical_and(x, y)",
                        _bool_abstract)
-logical_or_p = binary("logical_or", np.logical_or, _zero_grad, "logical_or({0}, {1})",
+logical_or_p = binary("logical_or", np.logical_or, _zero_grad, "logical_or(x, y)",
                       _bool_abstract)
-logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, "logical_xor({0}, {1})",
+logical_xor_p = binary("logical_xor", np.logical_xor, _zero_grad, "logical_xor(x, y)",
                        _bool_abstract)
 
 max_p.def_vjp(_minmax_vjp(gt_p), needs=True)
@@ -361,7 +367,7 @@ select_p = Primitive("select", _select_impl,
                      lambda c, x, y: Aval(broadcast_shapes(c.shape, x.shape, y.shape), x.dtype))
 select_p.def_vjp(_select_vjp, reads=(0,), needs=True)
 select_p.batch = _elementwise_batch(select_p)
-select_p.fusion = "where({0}, {1}, {2})"
+elementwise(select_p, "where(c, x, y)", ("c", "x", "y"))
 
 
 # ------------------------------------------------------------------ like-creation (dynamic shapes)
@@ -373,8 +379,9 @@ for _p in (zeros_like_p, ones_like_p):
     _p.def_vjp(lambda ct, x: (None,))
     _p.batch = squeezed_ok((lambda p: lambda args, axes, **kw: (bind(p, args[0], **kw),
                                                                 axes[0]))(_p))
-zeros_like_p.fusion = "zeros_like({0})"   # in a fused loop: a constant, no array
-ones_like_p.fusion = "ones_like({0})"
+elementwise(zeros_like_p, "0")      # in a fused loop: a constant, no array
+elementwise(ones_like_p, "1")
+elementwise(full_like_p, "fill_value")
 full_like_p.def_vjp(lambda ct, x, fill_value: (None,))
 full_like_p.batch = squeezed_ok(lambda args, axes, fill_value: (
     bind(full_like_p, args[0], fill_value=fill_value), axes[0]))

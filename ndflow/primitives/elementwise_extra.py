@@ -7,7 +7,7 @@ As in elementwise.py, operands arrive promoted to NumPy's loop dtypes.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes, unbroadcast
+from ._util import broadcast_shapes, unbroadcast, elementwise
 from .elementwise import unary, binary, _zero_grad
 
 
@@ -22,7 +22,7 @@ def _fmod_vjp(ct, x, y):
     return (unbroadcast(ct, x), unbroadcast(-ct * bind(trunc_p, bind(div_p, x, y)), y))
 
 
-fmod_p = binary("fmod", np.fmod, _fmod_vjp)
+fmod_p = binary("fmod", np.fmod, _fmod_vjp, "fmod(x, y)")
 
 
 # ------------------------------------------------------------------ hypot
@@ -35,13 +35,14 @@ def _hypot_vjp(ct, x, y, out):
     return unbroadcast(q * x, x), unbroadcast(q * y, y)
 
 
-hypot_p = binary("hypot", np.hypot)
+hypot_p = binary("hypot", np.hypot, scalar="hypot(x, y)")
 hypot_p.def_vjp(_hypot_vjp, uses_out=True)
 
 
 # ------------------------------------------------------------------ ldexp / frexp
 # ldexp(x, i) = x * 2**i with one rounding; its derivative in x is the same scaling
-ldexp_p = binary("ldexp", np.ldexp, lambda ct, x, i: (unbroadcast(bind(ldexp_p, ct, i), x), None))
+ldexp_p = binary("ldexp", np.ldexp, lambda ct, x, i: (unbroadcast(bind(ldexp_p, ct, i), x), None),
+                 "ldexp(x, y)")
 
 
 def _frexp_vjp(cts, x):
@@ -57,6 +58,7 @@ frexp_p = Primitive("frexp", np.frexp,
                     multiple_results=True)
 frexp_p.def_vjp(_frexp_vjp)
 frexp_p.batch = lambda args, axes: (bind(frexp_p, args[0]), (axes[0], axes[0]))
+elementwise(frexp_p)        # (two results: fusion takes single-result primitives only)
 
 
 # ------------------------------------------------------------------ logaddexp, logaddexp2
@@ -91,9 +93,9 @@ def _logaddexp_vjp(exp_p, log_half):
 
 def _logaddexp_prims():
     from .elementwise import exp_p, exp2_p
-    lae = binary("logaddexp", np.logaddexp)
+    lae = binary("logaddexp", np.logaddexp, scalar="logaddexp(x, y)")
     lae.def_vjp(_logaddexp_vjp(exp_p, -float(np.log(2.0))), uses_out=True)
-    lae2 = binary("logaddexp2", np.logaddexp2)
+    lae2 = binary("logaddexp2", np.logaddexp2, scalar="logaddexp2(x, y)")
     lae2.def_vjp(_logaddexp_vjp(exp2_p, -1.0), uses_out=True)
     return lae, lae2
 
@@ -102,8 +104,8 @@ logaddexp_p, logaddexp2_p = _logaddexp_prims()
 
 
 # ------------------------------------------------------------------ piecewise constant / integer
-spacing_p = unary("spacing", np.spacing, _zero_grad)
-gcd_p = binary("gcd", np.gcd, _zero_grad)
-lcm_p = binary("lcm", np.lcm, _zero_grad)
-bitwise_count_p = unary("bitwise_count", np.bitwise_count, _zero_grad,
+spacing_p = unary("spacing", np.spacing, _zero_grad, "spacing(x)")
+gcd_p = binary("gcd", np.gcd, _zero_grad, "gcd(x, y)")
+lcm_p = binary("lcm", np.lcm, _zero_grad, "lcm(x, y)")
+bitwise_count_p = unary("bitwise_count", np.bitwise_count, _zero_grad, "bitwise_count(x)",
                         abstract=lambda x: Aval(x.shape, np.dtype(np.uint8)))

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..core.primitive import Primitive, bind
-from ._util import same_aval
+from ._util import same_aval, elementwise
 
 
 # ------------------------------------------------------------------ stop_gradient
@@ -14,7 +14,8 @@ stop_gradient_p = Primitive("stop_gradient", lambda x: x, same_aval, returns_vie
 stop_gradient_p.def_vjp(lambda ct, x: (None,))
 stop_gradient_p.def_jvp(lambda tangents, x: None)
 stop_gradient_p.batch = lambda args, axes: (bind(stop_gradient_p, args[0]), axes[0])
-stop_gradient_p.fusion = "{0}"
+# elementwise, but a view of its operand: fusion leaves it out (fused results are fresh)
+elementwise(stop_gradient_p, "x")
 
 
 # ------------------------------------------------------------------ check_numerics

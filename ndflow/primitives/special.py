@@ -23,7 +23,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import unbroadcast, align_batched, broadcast_shapes
+from ._util import unbroadcast, align_batched, broadcast_shapes, elementwise
 from .elementwise import exp_p, sign_p, log_p, ones_like_p
 
 
@@ -35,11 +35,13 @@ def _binary_abstract(x, y):
     return Aval(broadcast_shapes(x.shape, y.shape), x.dtype)
 
 
-def _unary(name, impl, vjp, uses_out=False):
+def _unary(name, impl, vjp, uses_out=False, scalar=None):
     p = Primitive(name, impl, _unary_abstract)
     p.def_vjp(vjp, uses_out=uses_out)
     p.batch = lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0])
-    return p
+    # elementwise: fused regions call the kernel (tier 0); only erf and erfc have a scalar
+    # expression (the others are NumPy code of our own that no compiled tier writes)
+    return elementwise(p, scalar)
 
 
 def _f64(f):
@@ -89,9 +91,10 @@ def _c(x, v):
 
 # ------------------------------------------------------------------ erf, erfc
 erf_p = _unary("erf", _f64(_pointwise(math.erf)),
-               lambda ct, x: (ct * bind(exp_p, -x * x) * _c(x, 2 / _SQRT_PI),))
+               lambda ct, x: (ct * bind(exp_p, -x * x) * _c(x, 2 / _SQRT_PI),), scalar="erf(x)")
 erfc_p = _unary("erfc", _f64(_pointwise(math.erfc)),
-                lambda ct, x: (ct * bind(exp_p, -x * x) * _c(x, -2 / _SQRT_PI),))
+                lambda ct, x: (ct * bind(exp_p, -x * x) * _c(x, -2 / _SQRT_PI),),
+                scalar="erfc(x)")
 
 
 # ------------------------------------------------------------------ ndtri, erfinv
@@ -293,6 +296,7 @@ def _zeta_ds_vjp(ct, s, q):
 zeta_ds_p = Primitive("zeta_ds", lambda s, q: np.asarray(_zeta_ds_kernel(s, q)).astype(
     np.asarray(s).dtype, copy=False), _binary_abstract)
 zeta_ds_p.def_vjp(_zeta_ds_vjp)
+elementwise(zeta_ds_p)
 
 
 def _zeta_vjp(ct, s, q):
@@ -310,6 +314,7 @@ def _binary_batch(prim):
 zeta_p = Primitive("zeta", _zeta_impl, _binary_abstract)
 zeta_p.def_vjp(_zeta_vjp)
 zeta_p.batch = _binary_batch(zeta_p)
+elementwise(zeta_p)
 zeta_ds_p.batch = _binary_batch(zeta_ds_p)
 
 riemann_zeta_p = _unary("riemann_zeta", _f64(_riemann),
@@ -413,13 +418,15 @@ def _gamma_pq(a, x):
         xx = np.where(fin & use_series, x, 0.0)
         term = 1.0 / aa
         total = term.copy()
+        live = np.ones(total.shape, bool)
         n = 0
         while n < 5000:
             n += 1
             term = term * xx / (aa + n)
-            total = total + term
+            total = np.where(live, total + term, total)
             # a NaN or inf lane never converges: it must not keep the others iterating
-            if np.all((np.abs(term) <= np.abs(total) * 1e-17) | ~np.isfinite(total)):
+            live &= ~((np.abs(term) <= np.abs(total) * 1e-17) | ~np.isfinite(total))
+            if not live.any():
                 break
         p_series = pre * total
         # continued fraction for Q
@@ -429,6 +436,7 @@ def _gamma_pq(a, x):
         c = np.full_like(b, 1 / _TINY)
         d = 1 / b
         h = d.copy()
+        live = np.ones(h.shape, bool)
         for i in range(1, 5000):
             an = -i * (i - ac)
             b = b + 2
@@ -438,8 +446,9 @@ def _gamma_pq(a, x):
             c = np.where(np.abs(c) < _TINY, _TINY, c)
             d = 1 / d
             delta = d * c
-            h = h * delta
-            if np.all((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)):
+            h = np.where(live, h * delta, h)
+            live &= ~((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h))
+            if not live.any():
                 break
         q_cf = pre * h
         P = np.where(use_series, p_series, 1 - q_cf)
@@ -496,6 +505,8 @@ gammaincc_p = Primitive("gammaincc", _inc_kernel(lambda a, x: _gamma_pq(a, x)[1]
                         _inc_abstract)
 gammaincc_p.def_vjp(_gammaincc_vjp)
 gammaincc_p.batch = _binary_batch(gammaincc_p)
+elementwise(gammainc_p)
+elementwise(gammaincc_p)
 
 
 def _betacf(a, b, x):
@@ -506,6 +517,7 @@ def _betacf(a, b, x):
     d = np.where(np.abs(d) < _TINY, _TINY, d)
     d = 1 / d
     h = d.copy()
+    live = np.ones(h.shape, bool)
     for m in range(1, 5000):
         m2 = 2 * m
         aa = m * (b - m) * x / ((qam + m2) * (a + m2))
@@ -514,7 +526,7 @@ def _betacf(a, b, x):
         c = 1 + aa / c
         c = np.where(np.abs(c) < _TINY, _TINY, c)
         d = 1 / d
-        h = h * d * c
+        h = np.where(live, h * d * c, h)
         aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
         d = 1 + aa * d
         d = np.where(np.abs(d) < _TINY, _TINY, d)
@@ -522,8 +534,9 @@ def _betacf(a, b, x):
         c = np.where(np.abs(c) < _TINY, _TINY, c)
         d = 1 / d
         delta = d * c
-        h = h * delta
-        if np.all((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)):
+        h = np.where(live, h * delta, h)
+        live &= ~((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h))
+        if not live.any():
             break
     return h
 
@@ -567,3 +580,4 @@ def _ternary_abstract(a, b, x):
 betainc_p = Primitive("betainc", _inc_kernel(_betainc), _ternary_abstract)
 betainc_p.def_vjp(_betainc_vjp)
 betainc_p.batch = _binary_batch(betainc_p)
+elementwise(betainc_p)

@@ -1,6 +1,8 @@
 """Scalar helpers that fused numba kernels inline (imported only by numba_tier, which needs
 numba). Selects, not branches, so loops vectorize; NaN rules are NumPy's."""
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -69,15 +71,6 @@ def _lnot(a):
 
 
 @njit(**_i)
-def _zeros_like(a):
-    return 0
-
-
-@njit(**_i)
-def _ones_like(a):
-    return 1
-
-
-@njit(**_i)
-def _full_like(a, v):
-    return v
+def _signbit(x):
+    # the sign bit, NaN's included (an LLVM intrinsic: no branch, no bit casts)
+    return math.copysign(1.0, x) < 0

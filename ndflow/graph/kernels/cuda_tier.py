@@ -6,22 +6,27 @@ without a GPU (tests/test_backends_cuda_tier.py). The CuPy backend (`backends/cu
 compiles the text, once per `Source.key`, and runs it; `Runner` calls the kernel on the device
 buffers of one call.
 
-Each op becomes one typed C temporary: `double t2 = (x0 + t1);`. The C of each primitive keeps
-NumPy's rules where C's differ: maximum/minimum propagate NaN and return NumPy's operand on
-ties (so -0.0/0.0 come out as NumPy's), sign(NaN) is NaN and sign(-0.0) is 0.0, signed integer
-add/subtract/multiply/negate wrap (computed in the unsigned type: C leaves overflow undefined),
-int8/int16 results are cast back to their type (C computes in int). Float math (exp, log, tanh,
-...) is CUDA's libdevice, within a few ulps of NumPy's, not bit for bit: GPU results are
-compared with a tolerance. What the tier does not take (`why_not` says why) runs op by op with
-CuPy's own kernels instead: complex and float16 values, float-to-integer conversions (NaN and
-out-of-range casts are undefined in C), integer powers, and reductions other than one trailing
-float sum (which becomes a `ReductionKernel`: the region's elementwise part is its map, the
+Each op becomes one typed C temporary: `double t2 = (x0 + t1);`, written from its primitive's
+scalar expression (primitives/scalar.py) with one spelling per function of that vocabulary
+(`_SPELLING`). The C keeps NumPy's rules where C's differ: maximum/minimum propagate NaN and
+return NumPy's operand on ties (so -0.0/0.0 come out as NumPy's), sign(NaN) is NaN and
+sign(-0.0) is 0.0, signed integer add/subtract/multiply/negate wrap (computed in the unsigned
+type: C leaves overflow undefined), int8/int16 results are cast back to their type (C computes
+in int). Float math (exp, log, tanh, asin, atan2, erf, ...) is CUDA's libdevice, within a few
+ulps of NumPy's, not bit for bit: GPU results are compared with a tolerance. What the tier does
+not take (`why_not` says why) runs op by op with each primitive's own kernel instead: complex
+and float16 values, float-to-integer conversions (NaN and out-of-range casts are undefined in
+C), integer powers, floor division, remainders and shifts (NumPy's rules at zero divisors and
+wide shifts), primitives without a scalar expression (our own special functions), and
+reductions other than one trailing float sum (which becomes a `ReductionKernel`: the region's elementwise part is its map, the
 sum adds in the result's type, in the GPU's order, not NumPy's pairwise one).
 """
 import hashlib
 import struct
 
 import numpy as np
+
+from ...primitives.scalar import render, Unrenderable
 
 _CTYPE = {np.dtype(k): v for k, v in [
     (np.bool_, "bool"), (np.int8, "signed char"), (np.int16, "short"), (np.int32, "int"),
@@ -32,46 +37,39 @@ _UNSIGNED = {np.dtype(np.int8): "unsigned char", np.dtype(np.int16): "unsigned s
              np.dtype(np.int32): "unsigned int", np.dtype(np.int64): "unsigned long long"}
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-_TABLE = None
-
-
-def _table():
-    """Primitive -> (kind, detail): which C each fusible primitive becomes. Keyed by the
-    primitive objects (no pass identifies a primitive by its name), built on first use."""
-    global _TABLE
-    if _TABLE is None:
-        from ...primitives import elementwise as E, misc as M
-        t = {}
-        # unary float functions: CUDA's overloads for float and double (libdevice)
-        for p, f in ((E.exp_p, "exp"), (E.exp2_p, "exp2"), (E.expm1_p, "expm1"),
-                     (E.log_p, "log"), (E.log2_p, "log2"), (E.log10_p, "log10"),
-                     (E.log1p_p, "log1p"), (E.sqrt_p, "sqrt"), (E.cbrt_p, "cbrt"),
-                     (E.sin_p, "sin"), (E.cos_p, "cos"), (E.tan_p, "tan"), (E.tanh_p, "tanh"),
-                     (E.floor_p, "floor"), (E.ceil_p, "ceil"), (E.trunc_p, "trunc"),
-                     (E.rint_p, "rint")):
-            t[p] = ("math", f)
-        for p, op in ((E.eq_p, "=="), (E.ne_p, "!="), (E.lt_p, "<"), (E.le_p, "<="),
-                      (E.gt_p, ">"), (E.ge_p, ">=")):
-            t[p] = ("compare", op)
-        for p, op in ((E.add_p, "+"), (E.sub_p, "-"), (E.mul_p, "*")):
-            t[p] = ("arith", op)
-        for p, op in ((E.logical_and_p, "&&"), (E.logical_or_p, "||"),
-                      (E.logical_xor_p, "!=")):
-            t[p] = ("logical", op)
-        for p, f in ((E.isnan_p, "isnan"), (E.isinf_p, "isinf"), (E.isfinite_p, "isfinite")):
-            t[p] = ("classify", f)
-        t[E.max_p] = ("extremum", ">")
-        t[E.min_p] = ("extremum", "<")
-        t[E.positive_p] = t[M.stop_gradient_p] = ("identity", None)
-        for kind, p in (("negative", E.neg_p), ("divide", E.div_p),
-                        ("reciprocal", E.reciprocal_p), ("power", E.pow_p),
-                        ("logical_not", E.logical_not_p), ("abs", E.abs_p), ("sign", E.sign_p),
-                        ("convert", E.convert_p), ("select", E.select_p),
-                        ("zeros", E.zeros_like_p), ("ones", E.ones_like_p),
-                        ("full", E.full_like_p)):
-            t[p] = (kind, None)
-        _TABLE = t
-    return _TABLE
+# How the C of each function of the scalar vocabulary (primitives/scalar.py, where every
+# primitive declares its expression once) is written: function -> (kind, detail); `_spell`
+# writes each kind. Keyed by the vocabulary's functions, never by primitive.
+_SPELLING = {
+    # float functions: CUDA's overloads for float and double (libdevice)
+    "exp": ("math", "exp"), "exp2": ("math", "exp2"), "expm1": ("math", "expm1"),
+    "log": ("math", "log"), "log2": ("math", "log2"), "log10": ("math", "log10"),
+    "log1p": ("math", "log1p"), "sqrt": ("math", "sqrt"), "cbrt": ("math", "cbrt"),
+    "sin": ("math", "sin"), "cos": ("math", "cos"), "tan": ("math", "tan"),
+    "arcsin": ("math", "asin"), "arccos": ("math", "acos"), "arctan": ("math", "atan"),
+    "sinh": ("math", "sinh"), "cosh": ("math", "cosh"), "tanh": ("math", "tanh"),
+    "arcsinh": ("math", "asinh"), "arccosh": ("math", "acosh"), "arctanh": ("math", "atanh"),
+    "floor": ("math", "floor"), "ceil": ("math", "ceil"), "trunc": ("math", "trunc"),
+    "rint": ("math", "rint"), "erf": ("math", "erf"), "erfc": ("math", "erfc"),
+    "arctan2": ("math", "atan2"), "hypot": ("math", "hypot"), "fmod": ("math", "fmod"),
+    "nextafter": ("math", "nextafter"),
+    "equal": ("compare", "=="), "not_equal": ("compare", "!="), "less": ("compare", "<"),
+    "less_equal": ("compare", "<="), "greater": ("compare", ">"),
+    "greater_equal": ("compare", ">="),
+    "add": ("arith", "+"), "subtract": ("arith", "-"), "multiply": ("arith", "*"),
+    "bitwise_and": ("bitwise", "&"), "bitwise_or": ("bitwise", "|"),
+    "bitwise_xor": ("bitwise", "^"),
+    "logical_and": ("logical", "&&"), "logical_or": ("logical", "||"),
+    "logical_xor": ("logical", "!="),
+    "isnan": ("classify", "isnan"), "isinf": ("classify", "isinf"),
+    "isfinite": ("classify", "isfinite"),
+    "maximum": ("extremum", ">"), "minimum": ("extremum", "<"),
+    "positive": ("identity", None), "conj": ("identity", None),
+    "negative": ("negative", None), "divide": ("divide", None), "power": ("power", None),
+    "logical_not": ("logical_not", None), "abs": ("abs", None), "sign": ("sign", None),
+    "astype": ("convert", None), "where": ("select", None), "invert": ("invert", None),
+    "signbit": ("signbit", None),
+}
 
 
 def _is_sum(prim):
@@ -178,24 +176,35 @@ def _literal(v, dt):
 
 
 def _op_expr(op, a, in_dts):
-    """C expression of `op` over the C names `a` whose dtypes are `in_dts`."""
-    name = op.prim.name
-    kind, detail = _table().get(op.prim, (None, None))
-    out = op.dtype
+    """C expression of `op` over the C names `a` whose dtypes are `in_dts`, written from its
+    primitive's scalar expression."""
+    if op.prim.scalar is None:
+        raise Ineligible("'%s' has no scalar expression (it runs op by op)" % op.prim.name)
+    try:
+        return render(op.prim.scalar, a, in_dts, op.dtype, op.params, _spell, _literal)
+    except Unrenderable as e:
+        raise Ineligible("'%s': %s" % (op.prim.name, e)) from None
+
+
+def _spell(name, a, in_dts, out):
+    """C of vocabulary function `name` over the C texts `a` of dtypes `in_dts`, of result
+    dtype `out` (scalar.render's `spell`)."""
+    kind, detail = _SPELLING.get(name, (None, None))
+    out = np.dtype(out)
     T = _ctype(out)
     x = a[0] if a else None
-    dx = in_dts[0] if in_dts else None
+    dx = np.dtype(in_dts[0]) if in_dts else None
     if kind == "identity":
         return x
     if kind == "negative":
         if out == np.bool_:
-            raise Ineligible("negative on bool")
+            raise Unrenderable("negative on bool")
         if out in _UNSIGNED:
             return "((%s)(0 - (%s)%s))" % (T, _UNSIGNED[out], x)
         return "(-%s)" % x
     if kind == "arith":
         if out == np.bool_:
-            raise Ineligible("'%s' on bool" % name)
+            raise Unrenderable("'%s' on bool" % name)
         if out in _UNSIGNED:           # wraps as NumPy does; C's signed overflow is undefined
             U = _UNSIGNED[out]
             return "((%s)((%s)%s %s (%s)%s))" % (T, U, a[0], detail, U, a[1])
@@ -204,15 +213,11 @@ def _op_expr(op, a, in_dts):
         return "((%s)%s %s (%s)%s)" % (T, a[0], detail, T, a[1])
     if kind == "divide":
         if out not in _FLOATS:
-            raise Ineligible("true_divide to %s" % out)
+            raise Unrenderable("true_divide to %s" % out)
         return "((%s)%s / (%s)%s)" % (T, a[0], T, a[1])
-    if kind == "reciprocal":
-        if out not in _FLOATS:
-            raise Ineligible("reciprocal on %s (integer division)" % out)
-        return "((%s)1 / %s)" % (T, x)
     if kind == "power":
         if out not in _FLOATS:
-            raise Ineligible("power on %s" % out)
+            raise Unrenderable("power on %s" % out)
         return "pow((%s)%s, (%s)%s)" % (T, a[0], T, a[1])
     if kind == "extremum":
         A, B = "((%s)%s)" % (T, a[0]), "((%s)%s)" % (T, a[1])
@@ -232,8 +237,22 @@ def _op_expr(op, a, in_dts):
         return "%s(%s)" % (detail, x)
     if kind == "math":
         if out not in _FLOATS:
-            raise Ineligible("'%s' on %s" % (name, out))
-        return "%s((%s)%s)" % (detail, T, x)
+            raise Unrenderable("'%s' on %s" % (name, out))
+        return "%s(%s)" % (detail, ", ".join("(%s)%s" % (T, v) for v in a))
+    if kind == "bitwise":
+        if out.kind not in "biu":
+            raise Unrenderable("'%s' on %s" % (name, out))
+        return "((%s)(%s %s %s))" % (T, a[0], detail, a[1])
+    if kind == "invert":
+        if out == np.bool_:
+            return "(!%s)" % x
+        if out.kind not in "iu":
+            raise Unrenderable("invert on %s" % out)
+        return "((%s)~%s)" % (T, x)
+    if kind == "signbit":
+        if dx in _FLOATS:
+            return "signbit(%s)" % x
+        return "false" if dx == np.bool_ or dx.kind == "u" else "(%s < 0)" % x
     if kind == "abs":
         if out in _FLOATS:
             return "fabs(%s)" % x
@@ -242,7 +261,7 @@ def _op_expr(op, a, in_dts):
         return "((%s)(%s < 0 ? -%s : %s))" % (T, x, x, x)     # abs(INT_MIN) wraps, as NumPy
     if kind == "sign":
         if out == np.bool_:
-            raise Ineligible("sign on bool")
+            raise Unrenderable("sign on bool")
         if out in _FLOATS:            # NaN stays NaN, -0.0 gives 0.0 (NumPy's)
             return "(%s > 0 ? (%s)1 : (%s < 0 ? (%s)-1 : (%s == 0 ? (%s)0 : %s)))" % (
                 x, T, x, T, x, T, x)
@@ -251,18 +270,12 @@ def _op_expr(op, a, in_dts):
         if out == np.bool_:
             return "(%s != 0)" % x
         if out.kind in "iu" and dx.kind == "f":
-            raise Ineligible("float-to-integer conversion (NaN and out-of-range casts are "
+            raise Unrenderable("float-to-integer conversion (NaN and out-of-range casts are "
                              "undefined in C)")
         return "((%s)%s)" % (T, x)
     if kind == "select":
         return "((%s != 0) ? (%s)%s : (%s)%s)" % (a[0], T, a[1], T, a[2])
-    if kind == "zeros":
-        return _literal(0, out)
-    if kind == "ones":
-        return _literal(1, out)
-    if kind == "full":
-        return _literal(op.params["fill_value"], out)
-    raise Ineligible("no CUDA expression for '%s'" % name)
+    raise Unrenderable("no CUDA expression for '%s'" % name)
 
 
 def _trailing_sum(prog):

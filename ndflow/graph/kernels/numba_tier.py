@@ -1,11 +1,12 @@
 """Tier 1: a fused region compiled by numba into one loop nest (imported only when a compile
 is first requested; numba is a dependency of ndflow, imported lazily).
 
-The loop body is the region's ops as scalar code, written from each primitive's `fusion`
-template with function names mapped to scalar implementations: our own vectorizable exp,
-expm1, log and tanh (`mathlib`), LLVM intrinsics (sqrt, floor, ...) and small select-based
-helpers that keep NumPy's NaN rules (maximum/minimum propagate NaN). Functions that would call
-the scalar C library (sin, log2, power, ...) make a region ineligible: NumPy's SIMD loops beat
+The loop body is the region's ops as scalar code, written from each primitive's scalar
+expression (primitives/scalar.py) with the vocabulary's functions mapped to scalar code:
+Python operators, our own vectorizable exp, expm1, log and tanh (`mathlib`), LLVM intrinsics
+(sqrt, floor, ...) and small select-based helpers that keep NumPy's NaN rules (maximum/minimum
+propagate NaN). Functions that would call the scalar C library (sin, log2, power, ...), and
+primitives without a scalar expression, make a region ineligible: NumPy's SIMD loops beat
 them, so such regions stay on tier 0 (`why_not(program)` says which op).
 
 A region may end in a float sum. Without NDFLOW_FAST_MATH it is added in NumPy's own order
@@ -41,6 +42,8 @@ import numpy as np
 from .program import runtime_shapes
 from .pool import OutputPool, donated, errstate_flags, errstate_getter, QUIET_STATE, _FREE_REFS
 from . import blocks, mathlib, replica
+from .numba_scalar import spell, constant, typename as _typename
+from ...primitives.scalar import render, Unrenderable
 
 NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
 
@@ -98,16 +101,9 @@ def pays(size, units, static=False):
 
 
 # ------------------------------------------------------------------ scalar vocabulary
+# (how each function of it is written: numba_scalar)
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_OWN = set(mathlib.FUNCTIONS)                  # our vectorizable math, float32/float64
-_OWN_CALL = re.compile(r"\b(?:%s)\s*\(" % "|".join(mathlib.FUNCTIONS))   # in a fusion template
-_INTRINSIC = {"sqrt": "np.sqrt", "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc",
-              "rint": "np.rint"}
-_HELPERS = {"abs": "_abs", "maximum": "_maximum", "minimum": "_minimum", "where": "_where",
-            "sign": "_sign", "isnan": "_isnan", "isinf": "_isinf", "isfinite": "_isfinite",
-            "logical_and": "_land", "logical_or": "_lor", "logical_xor": "_lxor",
-            "logical_not": "_lnot", "zeros_like": "_zeros_like", "ones_like": "_ones_like",
-            "full_like": "_full_like"}
+_OWN_CALL = re.compile(r"\b(?:%s)\s*\(" % "|".join(mathlib.FUNCTIONS))   # in expression text
 _E = None
 
 
@@ -119,63 +115,17 @@ def _prims():
     return _E
 
 
-def _float_only(p):
-    E = _prims()
-    return p is E.div_p or p is E.reciprocal_p or p is E.pow_p
-
-
-def _no_numba(p):
-    """Why `p` stays with NumPy's loop, or None."""
-    if p is _prims().pow_p:
-        return "power calls the scalar C library (NumPy's loop is as fast)"
-    return None
-
-
-def _typename(dt):
-    return "np.%s" % np.dtype(dt).name if np.dtype(dt) != np.bool_ else "np.bool_"
-
-
-def _scalar_expr(op, args, in_dtype):
-    """The op as a scalar expression over the names `args`; raises _Ineligible."""
-    name = op.prim.name
-    why = _no_numba(op.prim)
-    if why:
-        raise _Ineligible("'%s': %s" % (name, why))
-    if _float_only(op.prim) and in_dtype not in _FLOATS:
-        raise _Ineligible("'%s' on %s" % (name, in_dtype))
-    if op.prim is _prims().convert_p:
-        dst = np.dtype(op.params["dtype"])
-        if dst.kind in "iu" and in_dtype.kind == "f":
-            raise _Ineligible("float-to-integer conversion (NaN/inf casts are platform-defined)")
-        if dst == np.bool_:
-            return "(%s != 0)" % args[0]
-        return "%s(%s)" % (_typename(dst), args[0])
-    tmpl = op.prim.fusion
-    if tmpl is None:
-        raise _Ineligible("'%s' has no fusion template" % name)
-    expr = tmpl.format(*args, **{k: repr(v) for k, v in op.params.items()})
-
-    def repl(m):
-        f = m.group(1)
-        if f in _OWN:
-            if in_dtype not in _FLOATS:
-                raise _Ineligible("'%s' on %s" % (f, in_dtype))
-            if not _fast_math():
-                why = replica.why_not(f, in_dtype)
-                if why is not None:
-                    raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
-                                      "(NDFLOW_FAST_MATH=1 allows it); %s" % (f, why))
-                return replica.kernel_name(f, in_dtype) + "("
-            return "%s_%s(" % (f, in_dtype.name)
-        if f in _INTRINSIC:
-            if in_dtype not in _FLOATS:
-                raise _Ineligible("'%s' on %s" % (f, in_dtype))
-            return _INTRINSIC[f] + "("
-        if f in _HELPERS:
-            return _HELPERS[f] + "("
-        raise _Ineligible("no vectorizable scalar '%s' for %s (it would call the C library; "
-                          "NumPy's SIMD loop is faster)" % (f, in_dtype))
-    return re.sub(r"\b([A-Za-z_]\w*)\s*\(", repl, expr)
+def _scalar_expr(op, args, in_dtypes):
+    """The op as a scalar expression over the names `args` (of `in_dtypes`), written from its
+    primitive's scalar expression; raises _Ineligible."""
+    sc = op.prim.scalar
+    if sc is None:
+        raise _Ineligible("'%s' has no scalar expression (tier 0 calls its kernel)"
+                          % op.prim.name)
+    try:
+        return render(sc, args, in_dtypes, op.dtype, op.params, spell, constant)
+    except Unrenderable as e:
+        raise _Ineligible("'%s': %s" % (op.prim.name, e)) from None
 
 
 class _Ineligible(Exception):
@@ -216,10 +166,7 @@ def _body(prog, in_names):
         args = [names[a] for a in o.args]
         if any(a is None for a in args):
             raise _Ineligible("a reduction's result used inside the region")
-        in_dt = prog.value_dtype(o.args[0]) if o.args else o.dtype
-        if o.prim is _prims().select_p:
-            in_dt = prog.value_dtype(o.args[1])
-        expr = _scalar_expr(o, args, in_dt)
+        expr = _scalar_expr(o, args, [prog.value_dtype(a) for a in o.args])
         if o.dtype == np.bool_:
             lines.append("t%d = %s" % (j, expr))
         else:
