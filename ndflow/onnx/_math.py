@@ -1,0 +1,545 @@
+"""Converters of the elementwise primitives: `ELEMENTWISE`, one table keyed by the primitive
+objects (so that a scalar expression declared once per primitive can replace it entry by
+entry).
+
+Each converter gives NumPy's answer for the dtypes the NumPy layer hands the primitive; where
+ONNX's operator differs on special values (NaN in Max, the sign of zero, integer division by
+zero or of the most negative integer by -1, integer powers, shifts past the width) it adds the
+nodes that make it agree, and where it cannot agree it refuses (`ctx.fail`).
+"""
+import functools
+
+import numpy as np
+
+from ..core.dtypes import is_float
+from ..primitives import elementwise as E, elementwise_extra as X
+
+
+def _dt(v):
+    return np.dtype(v.dtype)
+
+
+def _out(n):
+    return np.dtype(n.outputs[0].dtype)
+
+
+def _simple(op_type):
+    return lambda ctx, n, ins: ctx.op(op_type, ins)
+
+
+def _float_only(op_type):
+    def conv(ctx, n, ins):
+        if not is_float(_dt(n.inputs[0])):
+            ctx.fail(f"{n.prim.name} of dtype {n.inputs[0].dtype}")
+        return ctx.op(op_type, ins)
+    return conv
+
+
+def identity(ctx, n, ins):
+    return ctx.op("Identity", ins[:1])
+
+
+def _rounding(op_type):
+    """floor, ceil: integers (and booleans) are their own value (NumPy 2 keeps their dtype)."""
+    def conv(ctx, n, ins):
+        if not is_float(_dt(n.inputs[0])):
+            return ctx.op("Identity", ins)
+        return ctx.op(op_type, ins)
+    return conv
+
+
+def _wide(ctx, dtype, x):
+    """`x` of a 16-bit float dtype cast to float32 (exact), for operators ONNX defines only
+    from float32 on (IsInf before opset 20)."""
+    return ctx.cast(x, np.float32) if np.dtype(dtype).itemsize < 4 else x
+
+
+def _isinf(ctx, x, dtype, **kw):
+    return ctx.op("IsInf", [_wide(ctx, dtype, x)], **kw)
+
+
+# ------------------------------------------------------------------ unary math
+def _log_base(base):
+    def conv(ctx, n, ins):
+        dt = _out(n)
+        return ctx.op("Div", [ctx.op("Log", ins), ctx.const(np.log(np.asarray(base, dt)))])
+    return conv
+
+
+def _exp2(ctx, n, ins):
+    return ctx.op("Pow", [ctx.const(2, _out(n)), ins[0]])
+
+
+def _expm1(ctx, n, ins):
+    """Kahan's accurate expm1 from exp and log: (u - 1) * x / log(u), u = exp(x)."""
+    x, = ins
+    dt = _out(n)
+    one = ctx.const(1, dt)
+    u = ctx.op("Exp", [x])
+    um1 = ctx.op("Sub", [u, one])
+    general = ctx.op("Mul", [um1, ctx.op("Div", [x, ctx.op("Log", [u])])])
+    r = ctx.where(ctx.op("Equal", [um1, ctx.const(-1, dt)]), um1, general, dt, x_nonzero=True)
+    r = ctx.where(_isinf(ctx, u, dt, detect_negative=0), u, r, dt, x_nonzero=True)
+    return ctx.where(ctx.op("Equal", [u, one]), x, r, dt)
+
+
+def log1p(ctx, n, ins):
+    """Goldberg's accurate log1p: log(u) * (x / (u - 1)), u = 1 + x (the quotient first: the
+    product log(u) * x overflows for x near the largest float)."""
+    x, = ins
+    dt = _out(n)
+    one = ctx.const(1, dt)
+    u = ctx.op("Add", [x, one])
+    lu = ctx.op("Log", [u])
+    general = ctx.op("Mul", [lu, ctx.op("Div", [x, ctx.op("Sub", [u, one])])])
+    r = ctx.where(_isinf(ctx, u, dt, detect_negative=0), lu, general, dt, x_nonzero=True)
+    return ctx.where(ctx.op("Equal", [u, one]), x, r, dt)
+
+
+def _cbrt(ctx, n, ins):
+    """|x| ** (1/3) in float64 with one Newton step, y + (x / y**2 - y) / 3 (no cube that could
+    overflow or underflow), the sign put back; zeros, infinities and NaN are their own root."""
+    x, = ins
+    dt = _out(n)
+    f8 = np.float64
+    a = ctx.op("Abs", [x if dt == f8 else ctx.cast(x, f8)])
+    y = ctx.op("Pow", [a, ctx.const(1.0 / 3.0, f8)])
+    step = ctx.op("Sub", [ctx.op("Div", [a, ctx.op("Mul", [y, y])]), y])
+    y = ctx.op("Add", [y, ctx.op("Div", [step, ctx.const(3.0, f8)])])
+    y = y if dt == f8 else ctx.cast(y, dt)
+    r = ctx.where(ctx.op("Less", [x, ctx.const(0, dt)]), ctx.op("Neg", [y]), y, dt,
+                  x_nonzero=True)
+    special = ctx.op("Or", [ctx.op("Equal", [x, ctx.const(0, dt)]),
+                            ctx.op("Or", [_isinf(ctx, x, dt), ctx.op("IsNaN", [x])])])
+    return ctx.where(special, x, r, dt)
+
+
+def _trunc(ctx, n, ins):
+    x, = ins
+    if not is_float(_dt(n.inputs[0])):
+        return ctx.op("Identity", [x])
+    # Ceil of a negative x: -0.0 for x in (-1, 0), as NumPy's trunc
+    return ctx.where(ctx.op("Less", [x, ctx.const(0, _out(n))]), ctx.op("Ceil", [x]),
+                     ctx.op("Floor", [x]), _out(n))
+
+
+def _sign(ctx, n, ins):
+    x, = ins
+    if _dt(n.inputs[0]).kind == "b":
+        return ctx.op("Identity", [x])
+    s = ctx.op("Sign", [x])
+    if is_float(_dt(n.inputs[0])):      # NaN stays NaN, as in NumPy
+        s = ctx.op("Where", [ctx.op("IsNaN", [x]), x, s])
+    return s
+
+
+def _neg(ctx, n, ins):
+    if _dt(n.inputs[0]).kind == "u":
+        # NumPy wraps around: 0 - x in the same modular arithmetic
+        return ctx.op("Sub", [ctx.const(0, _out(n)), ins[0]])
+    return ctx.op("Neg", ins)
+
+
+def _abs(ctx, n, ins):
+    if _dt(n.inputs[0]).kind in "bu":
+        return ctx.op("Identity", ins)
+    return ctx.op("Abs", ins)
+
+
+def _conj(ctx, n, ins):
+    if _dt(n.inputs[0]).kind == "c":
+        ctx.fail("complex numbers")
+    return ctx.op("Identity", ins)
+
+
+def full_of(ctx, x, dtype, value=0):
+    return ctx.op("ConstantOfShape", [ctx.op("Shape", [x])],
+                  value=ctx.onnx.numpy_helper.from_array(np.asarray([value], dtype=dtype)))
+
+
+def _isfinite(ctx, n, ins):
+    x, = ins
+    dt = _dt(n.inputs[0])
+    if not is_float(dt):
+        return full_of(ctx, x, np.bool_, True)
+    return ctx.op("Not", [ctx.op("Or", [ctx.op("IsNaN", [x]), _isinf(ctx, x, dt)])])
+
+
+def _isnan(ctx, n, ins):
+    if not is_float(_dt(n.inputs[0])):
+        return full_of(ctx, ins[0], np.bool_, False)
+    return ctx.op("IsNaN", ins)
+
+
+def _isinf_conv(ctx, n, ins):
+    dt = _dt(n.inputs[0])
+    if not is_float(dt):
+        return full_of(ctx, ins[0], np.bool_, False)
+    return _isinf(ctx, ins[0], dt)
+
+
+def as_bool(ctx, v, name):
+    if _dt(v).kind == "b":
+        return name
+    return ctx.op("Not", [ctx.op("Equal", [name, ctx.const(0, v.dtype)])])
+
+
+def _logical_not(ctx, n, ins):
+    return ctx.op("Not", [as_bool(ctx, n.inputs[0], ins[0])])
+
+
+def _invert(ctx, n, ins):
+    if _dt(n.inputs[0]).kind == "b":
+        return ctx.op("Not", ins)
+    if ctx.opset < 18:
+        ctx.fail("invert below opset 18 (BitwiseNot)")
+    return ctx.op("BitwiseNot", ins)
+
+
+def _logical(op_type):
+    def conv(ctx, n, ins):
+        return ctx.op(op_type, [as_bool(ctx, v, x) for v, x in zip(n.inputs, ins)])
+    return conv
+
+
+# ------------------------------------------------------------------ binary arithmetic
+def _arith(op_type, bool_op=None):
+    def conv(ctx, n, ins):
+        if _out(n).kind == "b":
+            if bool_op is None:
+                ctx.fail(f"{n.prim.name} of booleans")
+            return ctx.op(bool_op, ins)
+        return ctx.op(op_type, ins)
+    return conv
+
+
+def _true_divide(ctx, n, ins):
+    if not is_float(_out(n)):
+        ctx.fail(f"true_divide to dtype {_out(n)}")
+    return ctx.op("Div", ins)
+
+
+def _comparison(op_type):
+    def conv(ctx, n, ins):
+        if _dt(n.inputs[0]).kind == "b":       # ONNX orders numbers only: False < True
+            ins = [ctx.cast(x, np.uint8) for x in ins]
+        return ctx.op(op_type, ins)
+    return conv
+
+
+def _not_equal(ctx, n, ins):
+    return ctx.op("Not", [ctx.op("Equal", ins)])
+
+
+@functools.lru_cache(maxsize=None)
+def tie_operand(ufunc, dtype):
+    """Which operand NumPy's `ufunc` (maximum/minimum) returns for two equal operands (the
+    sign of a zero result): 1 for the second, 0 for the first. Its SIMD loops take the
+    second, its scalar loops (float16) the first; read from NumPy itself on this machine."""
+    z = np.array([0.0, -0.0] * 8, dtype=dtype)
+    r = ufunc(z, z[::-1].copy())
+    return 0 if np.array_equal(np.signbit(r), np.signbit(z)) else 1
+
+
+def _extremum(ufunc, greater, or_equal):
+    """NumPy's maximum/minimum: NaN from either operand; between equal operands (zeros of
+    opposite signs) the one NumPy's own loop picks; else the larger (smaller). ONNX leaves
+    NaN unspecified and onnxruntime's Max picks either zero depending on the element's place.
+    Written as a select on a comparison: `a` where `a` wins or is NaN, else `b` (NaN or not)."""
+    def conv(ctx, n, ins):
+        a, b = ins
+        dt = _out(n)
+        if dt.kind == "b":
+            return ctx.op("Or" if ufunc is np.maximum else "And", ins)
+        if not is_float(dt):
+            if dt.itemsize == 2:      # onnxruntime has no 16-bit Max/Min: exact in int32
+                r = ctx.op("Max" if ufunc is np.maximum else "Min",
+                           [ctx.cast(a, np.int32), ctx.cast(b, np.int32)])
+                return ctx.cast(r, dt)
+            return ctx.op("Max" if ufunc is np.maximum else "Min", ins)
+        first_wins_ties = tie_operand(ufunc, dt) == 0
+        op = (greater if not first_wins_ties else or_equal)
+        wins = ctx.op(op, [a, b])
+        ka, kb = ctx.known(a), ctx.known(b)
+        if ka is None or np.isnan(ka).any():
+            wins = ctx.op("Or", [wins, ctx.op("IsNaN", [a])])
+        # `a` strictly above a constant `b` >= 0 (below one <= 0) is nonzero: relu's 0
+        safe = not first_wins_ties and kb is not None and bool(
+            np.all(kb >= 0) if ufunc is np.maximum else np.all(kb <= 0))
+        return ctx.where(wins, a, b, dt, x_nonzero=safe)
+    return conv
+
+
+def _int_divisor(ctx, dt, b):
+    """For integer division by `b`: (a safe divisor, where b == 0, where b == -1). NumPy gives
+    0 for a division by zero (with a warning) and wraps MIN // -1 to MIN; integer division
+    units trap on both (SIGFPE), so neither reaches Div or Mod: those divisors become 1."""
+    zero = ctx.op("Equal", [b, ctx.const(0, dt)])
+    bad = zero
+    minus1 = None
+    if dt.kind == "i":
+        minus1 = ctx.op("Equal", [b, ctx.const(-1, dt)])
+        bad = ctx.op("Or", [zero, minus1])
+    return ctx.where(bad, ctx.const(1, dt), b, dt), zero, minus1
+
+
+def _float_floor_divide(ctx, dt, a, b):
+    # NumPy's floor_divide: floor((a - fmod(a, b)) / b) with its corrections; the direct
+    # floor(a / b) differs for results that round across an integer
+    mod = ctx.op("Mod", [a, b], fmod=1)
+    div = ctx.op("Div", [ctx.op("Sub", [a, mod]), b])
+    zero = ctx.const(0, dt)
+    fix = ctx.op("And", [ctx.op("Not", [ctx.op("Equal", [mod, zero])]),
+                         ctx.op("Xor", [ctx.op("Less", [b, zero]), ctx.op("Less", [mod, zero])])])
+    div = ctx.where(fix, ctx.op("Sub", [div, ctx.const(1, dt)]), div, dt)
+    fl = ctx.op("Floor", [div])
+    fl = ctx.where(ctx.op("Greater", [ctx.op("Sub", [div, fl]), ctx.const(0.5, dt)]),
+                   ctx.op("Add", [fl, ctx.const(1, dt)]), fl, dt)
+    # a zero quotient takes the sign of a / b (NumPy: copysign(0, a / b)); b == 0: a / b
+    plain = ctx.op("Div", [a, b])
+    fl = ctx.where(ctx.op("Equal", [div, zero]), ctx.op("Mul", [zero, plain]), fl, dt)
+    return ctx.where(ctx.op("Equal", [b, zero]), plain, fl, dt)
+
+
+def _floor_divide(ctx, n, ins):
+    a, b = ins
+    dt = _out(n)
+    if is_float(dt):
+        return _float_floor_divide(ctx, dt, a, b)
+    if dt.kind not in "iu":
+        ctx.fail(f"floor_divide of dtype {dt}")
+    sb, zero, minus1 = _int_divisor(ctx, dt, b)
+    q = ctx.op("Div", [a, sb])                      # truncates toward zero
+    if dt.kind == "i":
+        r = ctx.op("Sub", [a, ctx.op("Mul", [q, sb])])
+        zero_c = ctx.const(0, dt)
+        adjust = ctx.op("And", [ctx.op("Not", [ctx.op("Equal", [r, zero_c])]),
+                                ctx.op("Xor", [ctx.op("Less", [r, zero_c]),
+                                               ctx.op("Less", [sb, zero_c])])])
+        q = ctx.where(adjust, ctx.op("Sub", [q, ctx.const(1, dt)]), q, dt)
+        # a // -1 is -a, wrapping MIN to MIN as NumPy does
+        q = ctx.where(minus1, ctx.op("Sub", [ctx.const(0, dt), a]), q, dt)
+    return ctx.where(zero, ctx.const(0, dt), q, dt)
+
+
+def _remainder(ctx, n, ins):
+    a, b = ins
+    dt = _out(n)
+    if is_float(dt):
+        zero = ctx.const(0, dt)
+        m = ctx.op("Mod", [a, b], fmod=1)
+        fix = ctx.op("And", [ctx.op("Not", [ctx.op("Equal", [m, zero])]),
+                             ctx.op("Xor", [ctx.op("Less", [b, zero]), ctx.op("Less", [m, zero])])])
+        m = ctx.where(fix, ctx.op("Add", [m, b]), m, dt)
+        # a zero result takes the divisor's sign (NumPy: copysign(0, b))
+        signed0 = ctx.where(ctx.op("Less", [b, zero]), ctx.const(-0.0, dt), ctx.const(0.0, dt),
+                            dt)
+        return ctx.where(ctx.op("Equal", [m, zero]), signed0, m, dt)
+    if dt.kind not in "iu":
+        ctx.fail(f"remainder of dtype {dt}")
+    sb, zero, minus1 = _int_divisor(ctx, dt, b)
+    # (x % 1 is 0, as x % -1 is)
+    return ctx.where(zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=0), dt)
+
+
+def _fmod(ctx, n, ins):
+    a, b = ins
+    dt = _out(n)
+    if is_float(dt):
+        return ctx.op("Mod", ins, fmod=1)
+    if dt.kind not in "iu":
+        ctx.fail(f"fmod of dtype {dt}")
+    sb, zero, _ = _int_divisor(ctx, dt, b)
+    return ctx.where(zero, ctx.const(0, dt), ctx.op("Mod", [a, sb], fmod=1), dt)
+
+
+def _int_power(ctx, dt, a, b):
+    """a ** b for integers by binary powering, in the dtype's wrap-around arithmetic (as
+    NumPy's loop): onnxruntime's integer Pow goes through double and saturates. One step per
+    bit of the exponent's dtype (the exponent is known to be >= 0 here)."""
+    one = ctx.const(1, dt)
+    two = ctx.const(2, dt)
+    result = full_of(ctx, ctx.op("Add", [a, b]), dt, 1)   # broadcast to the result's shape
+    base, e = a, b
+    for _ in range(dt.itemsize * 8 - (dt.kind == "i")):
+        odd = ctx.op("Equal", [ctx.op("Mod", [e, two], fmod=0), one])
+        result = ctx.where(odd, ctx.op("Mul", [result, base]), result, dt)
+        base = ctx.op("Mul", [base, base])
+        e = ctx.op("Div", [e, two])
+    return result
+
+
+_SQRT_POWER = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _power(ctx, n, ins):
+    a, b = ins
+    dt = _out(n)
+    if is_float(dt):
+        r = ctx.op("Pow", ins)
+        if n.inputs[1].ndim or n.params.get("narrow_dtype", dt) not in _SQRT_POWER:
+            return r
+        # NumPy's float32/64 loops take a 0-d exponent of 0.5 as sqrt: sqrt(-inf) is NaN and
+        # sqrt(-0.0) is -0.0, where pow gives inf and +0.0 (its 16-bit loops call pow)
+        kb = ctx.known(b)
+        if kb is not None:
+            return ctx.op("Sqrt", [a]) if kb == 0.5 else r
+        return ctx.where(ctx.op("Equal", [b, ctx.const(0.5, dt)]), ctx.op("Sqrt", [a]), r, dt)
+    if dt.kind not in "iu":
+        ctx.fail(f"power of dtype {dt}")
+    kb = ctx.known(b)
+    if kb is not None and kb.ndim == 0 and 0 <= int(kb) <= 64:
+        # a constant exponent (x ** 2): that many multiplications, no loop over bits
+        k = int(kb)
+        r = full_of(ctx, a, dt, 1) if k == 0 else a
+        for _ in range(max(k - 1, 0)):
+            r = ctx.op("Mul", [r, a])
+        return r
+    if dt.kind == "i":
+        b = ctx.error_if(b, ctx.op("Less", [b, ctx.const(0, dt)]), "ValueError",
+                         "Integers to negative integer powers are not allowed.")
+    wide = np.dtype(np.int64) if dt.itemsize < 4 else dt   # ONNX Mod needs no 8/16-bit kernel
+    r = _int_power(ctx, wide, ctx.cast(a, wide) if wide != dt else a,
+                   ctx.cast(b, wide) if wide != dt else b)
+    return ctx.cast(r, dt) if wide != dt else r
+
+
+def _shift(left):
+    """NumPy's shifts: the count read as unsigned, so a negative count or one of at least the
+    width shifts everything out (0, or -1 for a negative number shifted right); a signed right
+    shift is arithmetic. ONNX's BitShift takes unsigned integers: a signed operand goes
+    through its unsigned twin of the same width (the same bits)."""
+    def conv(ctx, n, ins):
+        x, k = ins
+        dt = _out(n)
+        if dt.kind not in "iu":
+            ctx.fail(f"{n.prim.name} of dtype {dt}")
+        udt = np.dtype("u%d" % dt.itemsize)
+        width = dt.itemsize * 8
+        ku = ctx.cast(k, udt) if dt.kind == "i" else k
+        out_of_range = ctx.op("GreaterOrEqual", [ku, ctx.const(width, udt)])
+        safe_k = ctx.where(out_of_range, ctx.const(0, udt), ku, udt)
+        if dt.kind == "u" or left:
+            xu = ctx.cast(x, udt) if dt.kind == "i" else x
+            r = ctx.op("BitShift", [xu, safe_k], direction="LEFT" if left else "RIGHT")
+            r = ctx.where(out_of_range, ctx.const(0, udt), r, udt)
+            return ctx.cast(r, dt) if dt.kind == "i" else r
+        # arithmetic right shift: x >> k for x >= 0, ~(~x >> k) for x < 0
+        neg = ctx.op("Less", [x, ctx.const(0, dt)])
+        if ctx.opset < 18:
+            ctx.fail(f"{n.prim.name} of dtype {dt} below opset 18 (BitwiseNot)")
+        mag = ctx.cast(ctx.where(neg, ctx.op("BitwiseNot", [x]), x, dt), udt)
+        shifted = ctx.cast(ctx.op("BitShift", [mag, safe_k], direction="RIGHT"), dt)
+        shifted = ctx.where(out_of_range, ctx.const(0, dt), shifted, dt)
+        return ctx.where(neg, ctx.op("BitwiseNot", [shifted]), shifted, dt)
+    return conv
+
+
+def _bitwise(op_type, bool_op):
+    def conv(ctx, n, ins):
+        if _out(n).kind == "b":
+            return ctx.op(bool_op, ins)
+        if ctx.opset < 18:
+            ctx.fail(f"{n.prim.name} below opset 18")
+        return ctx.op(op_type, ins)
+    return conv
+
+
+def _logaddexp(base2):
+    """max(x, y) + log1p(base**-|x - y|) (over ln 2 for base 2); where x == y (both the same
+    infinity included, where x - y is NaN) x + log(2) (x + 1); NaN from either operand."""
+    def conv(ctx, n, ins):
+        x, y = ins
+        dt = _out(n)
+        d = ctx.op("Abs", [ctx.op("Sub", [x, y])])
+        if base2:
+            e = ctx.op("Pow", [ctx.const(2, dt), ctx.op("Neg", [d])])
+        else:
+            e = ctx.op("Exp", [ctx.op("Neg", [d])])
+        soft = log1p(ctx, n, [e])
+        if base2:
+            soft = ctx.op("Div", [soft, ctx.const(np.log(2.0), dt)])
+        big = ctx.op("Where", [ctx.op("Greater", [x, y]), x, y])   # NaN: the sum is NaN
+        r = ctx.op("Add", [big, soft])
+        tie = ctx.op("Add", [x, ctx.const(1.0 if base2 else np.log(2.0), dt)])
+        return ctx.where(ctx.op("Equal", [x, y]), tie, r, dt)
+    return conv
+
+
+# ------------------------------------------------------------------ conversion, select
+def _convert(ctx, n, ins):
+    src, dst = _dt(n.inputs[0]), np.dtype(n.params["dtype"])
+    if dst.kind == "b" and src.kind != "b":
+        return as_bool(ctx, n.inputs[0], ins[0])
+    if src == np.float64 and dst == np.float16:
+        return _f64_to_f16(ctx, ins[0])
+    return ctx.cast(ins[0], dst)
+
+
+def _f64_to_f16(ctx, x):
+    """float64 to float16 rounded once, as NumPy does: onnxruntime goes through float32 and
+    rounds twice (1 + 2**-11 + 2**-40 becomes 1.0, not 1.001). The value is rounded to
+    float16's precision in float64 (scaled by its power of two, Round is half-to-even, the
+    scaling is exact) and then cast exactly."""
+    f8 = np.float64
+    a = ctx.op("Abs", [x])
+    # the exponent of |x|, floor(log2 |x|), corrected where the logarithm rounded across
+    e = ctx.op("Floor", [ctx.op("Div", [ctx.op("Log", [a]), ctx.const(np.log(2.0), f8)])])
+    e = ctx.op("Max", [e, ctx.const(-14.0, f8)])             # float16's subnormals: fixed ulp
+    two = ctx.const(2.0, f8)
+    one = ctx.const(1.0, f8)
+    e = ctx.where(ctx.op("Greater", [ctx.op("Pow", [two, e]), a]), ctx.op("Sub", [e, one]), e,
+                  f8, x_nonzero=True)
+    e = ctx.where(ctx.op("LessOrEqual", [ctx.op("Pow", [two, ctx.op("Add", [e, one])]), a]),
+                  ctx.op("Add", [e, one]), e, f8, x_nonzero=True)
+    e = ctx.op("Max", [e, ctx.const(-14.0, f8)])
+    ulp = ctx.op("Pow", [two, ctx.op("Sub", [e, ctx.const(10.0, f8)])])
+    rounded = ctx.op("Mul", [ctx.op("Round", [ctx.op("Div", [x, ulp])]), ulp])
+    finite = ctx.op("Not", [ctx.op("Or", [ctx.op("IsNaN", [x]), ctx.op("IsInf", [x])])])
+    nonzero = ctx.op("And", [finite, ctx.op("Not", [ctx.op("Equal", [x, ctx.const(0.0, f8)])])])
+    return ctx.cast(ctx.where(nonzero, rounded, x, f8), np.float16)
+
+
+def _select(ctx, n, ins):
+    c, x, y = ins
+    return ctx.where(as_bool(ctx, n.inputs[0], c), x, y, _out(n))
+
+
+def _like(value):
+    def conv(ctx, n, ins):
+        v = n.params.get("fill_value", value)
+        return full_of(ctx, ins[0], _out(n), v)
+    return conv
+
+
+ELEMENTWISE = {
+    E.neg_p: _neg, E.positive_p: identity, E.exp_p: _float_only("Exp"), E.exp2_p: _exp2,
+    E.expm1_p: _expm1, E.log_p: _float_only("Log"), E.log2_p: _log_base(2.0),
+    E.log10_p: _log_base(10.0), E.log1p_p: log1p, E.sqrt_p: _float_only("Sqrt"),
+    E.cbrt_p: _cbrt, E.sin_p: _float_only("Sin"), E.cos_p: _float_only("Cos"),
+    E.tan_p: _float_only("Tan"), E.arcsin_p: _float_only("Asin"),
+    E.arccos_p: _float_only("Acos"), E.arctan_p: _float_only("Atan"),
+    E.sinh_p: _float_only("Sinh"), E.cosh_p: _float_only("Cosh"),
+    E.tanh_p: _float_only("Tanh"), E.arcsinh_p: _float_only("Asinh"),
+    E.arccosh_p: _float_only("Acosh"), E.arctanh_p: _float_only("Atanh"),
+    E.reciprocal_p: _float_only("Reciprocal"), E.abs_p: _abs, E.sign_p: _sign,
+    E.floor_p: _rounding("Floor"), E.ceil_p: _rounding("Ceil"), E.trunc_p: _trunc,
+    E.rint_p: _float_only("Round"), E.conj_p: _conj,
+    E.logical_not_p: _logical_not, E.invert_p: _invert, E.isnan_p: _isnan,
+    E.isinf_p: _isinf_conv, E.isfinite_p: _isfinite,
+    E.convert_p: _convert, E.copy_p: identity,
+    E.add_p: _arith("Add", "Or"), E.sub_p: _arith("Sub"), E.mul_p: _arith("Mul", "And"),
+    E.div_p: _true_divide, E.floordiv_p: _floor_divide, E.rem_p: _remainder,
+    E.pow_p: _power, E.max_p: _extremum(np.maximum, "Greater", "GreaterOrEqual"),
+    E.min_p: _extremum(np.minimum, "Less", "LessOrEqual"),
+    E.bitwise_and_p: _bitwise("BitwiseAnd", "And"), E.bitwise_or_p: _bitwise("BitwiseOr", "Or"),
+    E.bitwise_xor_p: _bitwise("BitwiseXor", "Xor"),
+    E.left_shift_p: _shift(True), E.right_shift_p: _shift(False),
+    E.eq_p: _comparison("Equal"), E.ne_p: _not_equal, E.lt_p: _comparison("Less"),
+    E.le_p: _comparison("LessOrEqual"), E.gt_p: _comparison("Greater"),
+    E.ge_p: _comparison("GreaterOrEqual"), E.logical_and_p: _logical("And"),
+    E.logical_or_p: _logical("Or"), E.logical_xor_p: _logical("Xor"),
+    E.select_p: _select, E.zeros_like_p: _like(0), E.ones_like_p: _like(1),
+    E.full_like_p: _like(None), X.fmod_p: _fmod,
+    X.logaddexp_p: _logaddexp(False), X.logaddexp2_p: _logaddexp(True),
+}
