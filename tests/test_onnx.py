@@ -482,3 +482,64 @@ def test_opset_14(tmp_path):
     def f(x):
         return tnp.max(x, axis=0), tnp.sum(x, axis=1), tnp.any(x > 0, axis=0)
     check(tmp_path, f, [S(None, 3)], [(_r(4, 3),)], opset=14)
+
+
+# ------------------------------------------------------------------ wrong exports, by example
+# (each is one example of a class the primitive suite, tests/test_onnx_primitives.py, covers)
+def test_any_all_over_an_empty_axis(tmp_path):
+    def f(x):
+        return tnp.any(x > 0, axis=1), tnp.all(x > 0, axis=1), tnp.any(x, axis=0)
+    for spec in (S(2, 0), S(None, None)):
+        check(tmp_path, f, [spec], [(np.zeros((2, 0), F32),)])
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, np.float16])
+def test_minimum_maximum_signed_zeros_at_every_position(tmp_path, dtype):
+    """NumPy returns one operand of two equal ones (zeros of opposite signs) at every position;
+    onnxruntime's Max/Min picked either depending on the position in its vector loop."""
+    z = np.array([0.0, -0.0], dtype)
+    a = np.tile(z, 40)[:77]
+    b = np.tile(z[::-1], 40)[:77]
+    feeds = [(a[:k], b[:k]) for k in (1, 3, 7, 8, 15, 16, 17, 33, 77)] + [(a, a[::-1].copy())]
+    check(tmp_path, lambda x, y: (tnp.minimum(x, y), tnp.maximum(x, y)),
+          [S(None, dtype=dtype)] * 2, feeds, signed_zeros=True)
+
+
+def test_integer_division_extremes_do_not_crash_the_runtime():
+    """MIN // -1 and x // 0 trap in an integer division unit (SIGFPE kills onnxruntime's
+    process): the exporter keeps those divisors away from Div and Mod and gives NumPy's values
+    (MIN // -1 wraps to MIN, x // 0 is 0). Run in a child process, so a regression is a failed
+    test rather than a dead test session."""
+    from onnx_runner import OrtRunner
+    runner = OrtRunner()
+    try:
+        for dt in (np.int8, np.int16, np.int32, np.int64):
+            lo = np.iinfo(dt).min
+            a = np.array([lo, lo, 7, -7, lo, 0, 5], dt)
+            b = np.array([-1, 0, 0, -1, 1, 0, -1], dt)
+            for fn in (tnp.floor_divide, tnp.remainder, tnp.fmod):
+                model = nf.onnx.export(lambda x, y: fn(x, y), [S(None, dtype=dt)] * 2)
+                status, results = runner.run(model.SerializeToString(), [(a, b)])
+                assert status == "ok", (fn.__name__, dt, status, results)
+                with np.errstate(all="ignore"):
+                    want = getattr(np, fn.__name__)(a, b)
+                np.testing.assert_array_equal(results[0][1][0], want, err_msg=fn.__name__)
+    finally:
+        runner.close()
+
+
+def test_max_min_over_an_empty_axis_raise(tmp_path):
+    """NumPy raises for a reduction without identity over an empty axis: at export when the
+    size is known then, when the graph runs (with NumPy's message) when it is not."""
+    for fn, what in ((tnp.max, "maximum"), (tnp.min, "minimum"), (tnp.argmax, "argmax")):
+        with pytest.raises(ValueError, match="empty|zero-size"):
+            nf.onnx.export(lambda x: fn(x, axis=1), [S(2, 0)])
+        path = str(tmp_path / "m.onnx")
+        nf.onnx.export(lambda x: fn(x, axis=1), [S(None, None)], path)
+        with pytest.raises(Exception, match=what):
+            _run_onnx(path, [np.zeros((2, 0), F32)])
+        got, = _run_onnx(path, [np.zeros((0, 3), F32)])     # nothing reduced over an empty axis
+        assert got.shape == (0,)
+        got, = _run_onnx(path, [np.array([[1.0, np.nan], [-0.0, 2.0]], F32)])
+        want = np.asarray(fn(tnp.asarray(np.array([[1.0, np.nan], [-0.0, 2.0]], F32)), axis=1))
+        np.testing.assert_array_equal(got, want)

@@ -217,8 +217,7 @@ def with_bfloat16(table, float16_too=()):
 def emit_graph(ctx, g, env):
     """Convert the nodes of `g` (env: var id -> ONNX name, its inputs already there)."""
     outer = ctx.node           # a control-flow node whose body this is
-    for c in g.consts:
-        env[c.id] = ctx.const(np.asarray(c.const))
+    consts = {c.id: c for c in g.consts}
     for n in g.nodes:
         if n.prim.sink:
             continue        # prints and other output-only effects: ONNX has no host output
@@ -228,12 +227,21 @@ def emit_graph(ctx, g, env):
             raise UnsupportedOperationError(
                 f"nf.onnx.export: primitive '{n.prim.name}' (created at {n.loc}) has no ONNX "
                 f"translation; supported: see nf.onnx.supported_primitives()")
+        complex_ = [str(v.dtype) for v in n.inputs + n.outputs if np.dtype(v.dtype).kind == "c"]
+        if complex_:
+            ctx.fail(f"{n.prim.name} of {complex_[0]} (ONNX runtimes have no complex kernels)")
+        for v in n.inputs:
+            if v.id not in env:       # a constant, written where it is first used
+                env[v.id] = ctx.const(np.asarray(consts[v.id].const))
         outs = conv(ctx, n, [env[v.id] for v in n.inputs])
         if not n.prim.multiple_results:
             outs = [outs]
         for o, name in zip(n.outputs, outs):
             env[o.id] = name
     ctx.node = outer
+    for v in g.outputs:
+        if v.id not in env:           # a constant result
+            env[v.id] = ctx.const(np.asarray(consts[v.id].const))
 
 
 def body_graph(ctx, make, outputs, name, formals=()):

@@ -106,6 +106,11 @@ def _squeeze(ctx, n, ins):
 
 def _broadcast_to(ctx, n, ins):
     shape = [1 if d is None else d for d in n.params["shape"]]
+    if 0 in shape:
+        # an empty result: written as such (onnxruntime's optimizer drops an Expand from size
+        # 1 to a constant size 0 as if it changed nothing)
+        return ctx.op("ConstantOfShape", [ctx.i64(shape)], value=ctx.onnx.numpy_helper.from_array(
+            np.zeros(1, n.outputs[0].dtype)))
     return ctx.op("Expand", [ins[0], ctx.i64(shape)])
 
 
@@ -344,6 +349,11 @@ def _scatter(reduction):
             return _scatter_one_array(ctx, n, ins, reduction)
         if "a" in kinds:
             ctx.fail(f"{n.prim.name} with index arrays mixed with other indices")
+        if n.inputs[0].ndim == 0:            # x[...] = v of a 0-d x: v itself
+            v = ctx.op("Reshape", [v, ctx.i64(np.zeros(0, np.int64))])
+            if reduction != "add":
+                return v
+            return ctx.op("Or" if np.dtype(n.outputs[0].dtype).kind == "b" else "Add", [x, v])
         pos, region = _basic_positions(ctx, n, x)
         # v broadcast to x[index], then laid out as the region (a reshape: integers keep a
         # size-1 axis there, newaxis entries have size 1)

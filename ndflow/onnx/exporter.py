@@ -100,6 +100,10 @@ def export(fn, input_signature, path=None, opset=None, input_names=None, output_
     env, inputs = {}, []
     for nm, v in zip(names, g.inputs):
         env[v.id] = nm
+        if np.dtype(v.dtype).kind == "c":
+            raise UnsupportedOperationError(
+                f"nf.onnx.export: input '{nm}' of dtype {v.dtype} cannot be exported (ONNX "
+                f"runtimes have no complex kernels)")
         dims = [("%s_dim%d" % (nm, i)) if d is None else d for i, d in enumerate(v.shape)]
         inputs.append(h.make_tensor_value_info(nm, tensor_type(onnx, v.dtype), dims))
     emit_graph(ctx, g, env)
