@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.dtypes import is_float
 from ..primitives import elementwise as E, elementwise_extra as X
+from ._libm import FALLBACKS, expm1, isinf, log1p
 
 
 def _dt(v):
@@ -28,9 +29,14 @@ def _simple(op_type):
 
 
 def _float_only(op_type):
+    """A float function with an ONNX operator of its own; where onnxruntime has no float64
+    kernel for it, written with operators it has (`_libm.FALLBACKS`)."""
     def conv(ctx, n, ins):
-        if not is_float(_dt(n.inputs[0])):
-            ctx.fail(f"{n.prim.name} of dtype {n.inputs[0].dtype}")
+        dt = _dt(n.inputs[0])
+        if not is_float(dt):
+            ctx.fail(f"{n.prim.name} of dtype {dt}")
+        if dt == np.float64 and op_type in FALLBACKS:
+            return FALLBACKS[op_type](ctx, ins[0])
         return ctx.op(op_type, ins)
     return conv
 
@@ -48,16 +54,6 @@ def _rounding(op_type):
     return conv
 
 
-def _wide(ctx, dtype, x):
-    """`x` of a 16-bit float dtype cast to float32 (exact), for operators ONNX defines only
-    from float32 on (IsInf before opset 20)."""
-    return ctx.cast(x, np.float32) if np.dtype(dtype).itemsize < 4 else x
-
-
-def _isinf(ctx, x, dtype, **kw):
-    return ctx.op("IsInf", [_wide(ctx, dtype, x)], **kw)
-
-
 # ------------------------------------------------------------------ unary math
 def _log_base(base):
     def conv(ctx, n, ins):
@@ -71,29 +67,11 @@ def _exp2(ctx, n, ins):
 
 
 def _expm1(ctx, n, ins):
-    """Kahan's accurate expm1 from exp and log: (u - 1) * x / log(u), u = exp(x)."""
-    x, = ins
-    dt = _out(n)
-    one = ctx.const(1, dt)
-    u = ctx.op("Exp", [x])
-    um1 = ctx.op("Sub", [u, one])
-    general = ctx.op("Mul", [um1, ctx.op("Div", [x, ctx.op("Log", [u])])])
-    r = ctx.where(ctx.op("Equal", [um1, ctx.const(-1, dt)]), um1, general, dt, x_nonzero=True)
-    r = ctx.where(_isinf(ctx, u, dt, detect_negative=0), u, r, dt, x_nonzero=True)
-    return ctx.where(ctx.op("Equal", [u, one]), x, r, dt)
+    return expm1(ctx, ins[0], _out(n))
 
 
-def log1p(ctx, n, ins):
-    """Goldberg's accurate log1p: log(u) * (x / (u - 1)), u = 1 + x (the quotient first: the
-    product log(u) * x overflows for x near the largest float)."""
-    x, = ins
-    dt = _out(n)
-    one = ctx.const(1, dt)
-    u = ctx.op("Add", [x, one])
-    lu = ctx.op("Log", [u])
-    general = ctx.op("Mul", [lu, ctx.op("Div", [x, ctx.op("Sub", [u, one])])])
-    r = ctx.where(_isinf(ctx, u, dt, detect_negative=0), lu, general, dt, x_nonzero=True)
-    return ctx.where(ctx.op("Equal", [u, one]), x, r, dt)
+def log1p_conv(ctx, n, ins):
+    return log1p(ctx, ins[0], _out(n))
 
 
 def _cbrt(ctx, n, ins):
@@ -110,7 +88,7 @@ def _cbrt(ctx, n, ins):
     r = ctx.where(ctx.op("Less", [x, ctx.const(0, dt)]), ctx.op("Neg", [y]), y, dt,
                   x_nonzero=True)
     special = ctx.op("Or", [ctx.op("Equal", [x, ctx.const(0, dt)]),
-                            ctx.op("Or", [_isinf(ctx, x, dt), ctx.op("IsNaN", [x])])])
+                            ctx.op("Or", [isinf(ctx, x, dt), ctx.op("IsNaN", [x])])])
     return ctx.where(special, x, r, dt)
 
 
@@ -174,7 +152,7 @@ def _isfinite(ctx, n, ins):
     dt = _dt(n.inputs[0])
     if not is_float(dt):
         return full_of(ctx, x, np.bool_, True)
-    return ctx.op("Not", [ctx.op("Or", [ctx.op("IsNaN", [x]), _isinf(ctx, x, dt)])])
+    return ctx.op("Not", [ctx.op("Or", [ctx.op("IsNaN", [x]), isinf(ctx, x, dt)])])
 
 
 def _isnan(ctx, n, ins):
@@ -187,7 +165,7 @@ def _isinf_conv(ctx, n, ins):
     dt = _dt(n.inputs[0])
     if not is_float(dt):
         return full_of(ctx, ins[0], np.bool_, False)
-    return _isinf(ctx, ins[0], dt)
+    return isinf(ctx, ins[0], dt)
 
 
 def as_bool(ctx, v, name):
@@ -468,7 +446,7 @@ def _logaddexp(base2):
             e = ctx.op("Pow", [ctx.const(2, dt), ctx.op("Neg", [d])])
         else:
             e = ctx.op("Exp", [ctx.op("Neg", [d])])
-        soft = log1p(ctx, n, [e])
+        soft = log1p(ctx, e, dt)
         if base2:
             soft = ctx.op("Div", [soft, ctx.const(np.log(2.0), dt)])
         big = ctx.op("Where", [ctx.op("Greater", [x, y]), x, y])   # NaN: the sum is NaN
@@ -527,7 +505,7 @@ def _like(value):
 ELEMENTWISE = {
     E.neg_p: _neg, E.positive_p: identity, E.exp_p: _float_only("Exp"), E.exp2_p: _exp2,
     E.expm1_p: _expm1, E.log_p: _float_only("Log"), E.log2_p: _log_base(2.0),
-    E.log10_p: _log_base(10.0), E.log1p_p: log1p, E.sqrt_p: _float_only("Sqrt"),
+    E.log10_p: _log_base(10.0), E.log1p_p: log1p_conv, E.sqrt_p: _float_only("Sqrt"),
     E.cbrt_p: _cbrt, E.sin_p: _float_only("Sin"), E.cos_p: _float_only("Cos"),
     E.tan_p: _float_only("Tan"), E.arcsin_p: _float_only("Asin"),
     E.arccos_p: _float_only("Acos"), E.arctan_p: _float_only("Atan"),
