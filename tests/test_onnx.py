@@ -573,3 +573,8 @@ def test_functions_written_with_other_operators_are_accurate(tmp_path, name):
         ok = np.isfinite(want) & ~zero
         err = np.abs(got[ok].astype(np.float64) - want[ok]) / np.spacing(np.abs(want[ok]))
         assert err.max() <= ulps, (dt, float(err.max()), xs[ok][np.argmax(err)])
+
+
+def test_exporter_docstring_examples_run():
+    import doctest
+    assert doctest.testmod(_export_mod).failed == 0

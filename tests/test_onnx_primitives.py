@@ -30,13 +30,11 @@ from ndflow.onnx import exporter  # noqa: E402
 from onnx_cases import BF16, cases_for, eager_or_error, ort_gap  # noqa: E402
 from onnx_runner import OrtRunner  # noqa: E402
 
-_INTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 # primitive name -> [(dtype names, or None for all, a fragment of the refusal's message)]: the
 # refusals the exporter makes on purpose (documented in its docstring and the README)
 REFUSED = {
     "assign_variable": [(None, "assigning a Variable")],
     "argsort": [(None, "argsort with kind=None")],
-    "reciprocal": [(_INTS, "reciprocal of dtype")],
 }
 ALWAYS_REFUSED = {"assign_variable"}
 

@@ -14,7 +14,8 @@ def _reshape(ctx, n, ins):
     keep = n.params.get("keep", 0)
     if 0 in shape:
         if keep or -1 in shape:
-            ctx.fail("reshape to a shape with a zero and an inferred size")
+            ctx.fail("reshape to a shape with a zero and an inferred size (ONNX's Reshape infers "
+                     "no size beside a 0 kept as a size)")
         return ctx.op("Reshape", [ins[0], ctx.i64(shape)], allowzero=1)
     # a leading 0 copies the input's size (the `keep` axes)
     return ctx.op("Reshape", [ins[0], ctx.i64([0] * keep + shape)])
@@ -72,7 +73,8 @@ def _slice_dynamic(ctx, n, ins):
     x, ops = ins[0], list(ins[1:])
     parts = n.params["parts"]
     if parts[2][0] == "d":
-        ctx.fail("a slice whose step is known only at run time")
+        ctx.fail("a slice whose step is known only at run time (NumPy's default bounds depend "
+                 "on the step's sign)")
     step = 1 if parts[2][1] is None else parts[2][1]
     big = np.iinfo(np.int64).max
     defaults = (0 if step > 0 else big, big if step > 0 else -big - 1)
@@ -221,7 +223,8 @@ def _advanced_getitem(ctx, n, x, arrays):
     xv = n.inputs[0]
     entries = _expand_ellipsis(n.params["spec"], xv.ndim)
     if any(e[0] == "n" for e in entries) or any(e[0] == "s" and not _full(e) for e in entries):
-        ctx.fail("advanced indexing mixed with slices or newaxis")
+        ctx.fail("advanced indexing mixed with slices or newaxis (not written: NumPy's rules "
+                 "for where the indexed axes go)")
     adv, idx, it = [], [], iter(zip(arrays, n.inputs[1:]))
     for d, e in enumerate(entries):
         if e[0] == "a":

@@ -92,6 +92,30 @@ def _cbrt(ctx, n, ins):
     return ctx.where(special, x, r, dt)
 
 
+@functools.lru_cache(maxsize=None)
+def _reciprocal_of_zero(dtype):
+    """NumPy's integer reciprocal of 0 (through a float division: INT_MIN for 32 and 64 bits,
+    0 for narrower ones on x86), read from NumPy itself."""
+    with np.errstate(all="ignore"):
+        return np.reciprocal(np.zeros(1, dtype))[0]
+
+
+def _reciprocal(ctx, n, ins):
+    """Reciprocal; of integers NumPy's 1 / x truncated: 1 for 1, -1 for -1, its own value for
+    0, else 0."""
+    x, = ins
+    dt = _out(n)
+    if is_float(dt):
+        return ctx.op("Reciprocal", ins)
+    if dt.kind not in "iu":
+        ctx.fail(f"reciprocal of dtype {dt}")
+    r = ctx.where(ctx.op("Equal", [x, ctx.const(1, dt)]), ctx.const(1, dt), ctx.const(0, dt), dt)
+    if dt.kind == "i":
+        r = ctx.where(ctx.op("Equal", [x, ctx.const(-1, dt)]), ctx.const(-1, dt), r, dt)
+    return ctx.where(ctx.op("Equal", [x, ctx.const(0, dt)]),
+                     ctx.const(_reciprocal_of_zero(dt), dt), r, dt)
+
+
 def _tanh(ctx, n, ins):
     """Tanh, with tanh(x) = x where x * x / 3 is below half an ulp: onnxruntime's float32 Tanh
     flushes subnormal results to zero (NumPy: tanh(1e-45) is 1e-45)."""
@@ -134,12 +158,6 @@ def _abs(ctx, n, ins):
     if _dt(n.inputs[0]).kind in "bu":
         return ctx.op("Identity", ins)
     return ctx.op("Abs", ins)
-
-
-def _conj(ctx, n, ins):
-    if _dt(n.inputs[0]).kind == "c":
-        ctx.fail("complex numbers")
-    return ctx.op("Identity", ins)
 
 
 def full_of(ctx, x, dtype, value=0):
@@ -512,9 +530,9 @@ ELEMENTWISE = {
     E.sinh_p: _float_only("Sinh"), E.cosh_p: _float_only("Cosh"),
     E.tanh_p: _tanh, E.arcsinh_p: _float_only("Asinh"),
     E.arccosh_p: _float_only("Acosh"), E.arctanh_p: _float_only("Atanh"),
-    E.reciprocal_p: _float_only("Reciprocal"), E.abs_p: _abs, E.sign_p: _sign,
+    E.reciprocal_p: _reciprocal, E.abs_p: _abs, E.sign_p: _sign,
     E.floor_p: _rounding("Floor"), E.ceil_p: _rounding("Ceil"), E.trunc_p: _trunc,
-    E.rint_p: _float_only("Round"), E.conj_p: _conj,
+    E.rint_p: _float_only("Round"), E.conj_p: identity,
     E.logical_not_p: _logical_not, E.invert_p: _invert, E.isnan_p: _isnan,
     E.isinf_p: _isinf_conv, E.isfinite_p: _isfinite,
     E.convert_p: _convert, E.copy_p: identity,

@@ -11,7 +11,44 @@ NumPy's answer; where ONNX's operator differs from NumPy on special values the c
 the few nodes that make it agree (a guard), and a primitive with no faithful translation
 raises `UnsupportedOperationError` at export, naming it, why, and the line of the user's code
 that created it. tests/test_onnx_primitives.py runs every entry of the table in onnxruntime
-against eager ndflow on special values.
+against eager ndflow on special values (NaN, infinities, signed zeros, subnormals, integer
+extremes, empty and 0-d arrays, every dtype), tests/test_onnx_optable.py every op-table sample.
+
+Guarded (extra nodes give NumPy's answer):
+- the sign of zero through every select (onnxruntime's Where gives +0.0 for a selected -0.0);
+- maximum/minimum: NaN from either operand, and of two equal operands (zeros of opposite
+  signs) the one NumPy's own loop returns; max/min/argmax/argmin: NaN first; any/all over an
+  empty axis (False/True);
+- sums start from +0.0 as NumPy's; integer sums, products and einsums wrap around exactly
+  (onnxruntime's go through double and saturate);
+- integer floor_divide/remainder/fmod: a divisor of 0 gives 0 and MIN // -1 gives MIN, as
+  NumPy's, and neither reaches a division unit (which kills the process with SIGFPE);
+- integer power by exact binary powering; float power with a 0-d exponent 0.5 is NumPy's
+  sqrt; shifts of signed integers and by counts past the width; float64 to float16 casts
+  rounded once;
+- NumPy's errors: a reduction without identity over an empty axis raises ValueError at export
+  when the size is known then, else the run fails with NumPy's message, as do NumPy's value
+  checks (`runtime_error`), a boolean mask or a broadcast whose sizes do not fit, an index out
+  of range and an integer raised to a negative power;
+- functions ONNX lacks (log1p, expm1, cbrt, logaddexp) and those onnxruntime lacks a float64
+  kernel for (atan, asin, acos, sinh, cosh, tan, asinh, acosh, atanh) are written with other
+  operators, to a few ulp; kernels onnxruntime lacks for narrow or unsigned integers and
+  bfloat16 are replaced by exact computations in a wider type.
+
+Refused (`UnsupportedOperationError`): complex numbers; assigning a Variable; argsort other
+than kind='stable' (NumPy's order of equal elements is then its own); random draws other
+than normal and uniform with constant parameters and a static shape; gradients of while
+loops and scans; a slice whose step is known only at run time; advanced indexing mixed with
+slices or newaxis, and scatters with index arrays mixed with other indices; an integer
+einsum with an ellipsis or a repeated label; and every primitive without a converter
+(`supported_primitives()` lists those with one), for example cumprod, the linear algebra
+decompositions and the FFT.
+
+Left as the runtime does it (the README's ONNX section says so too): the rounding of
+transcendental functions and of float sums (a few ulp); the sign of a zero max/min over a
+slice holding both zeros, and the order of -0.0 and +0.0 in an unstable sort (NumPy's own
+depends on its loops' layout). onnxruntime has no float64 Det kernel (the file is valid ONNX,
+onnxruntime refuses to load it), and its Python API takes no bfloat16 arrays.
 
 Unknown (None) sizes of the input signature become symbolic ONNX dimensions; operations whose
 parameters depend on sizes read them from the tensor at run time (Shape), so the file runs for
@@ -69,12 +106,22 @@ def export(fn, input_signature, path=None, opset=None, input_names=None, output_
     becomes a symbolic dimension (named after the input and axis), so the file accepts any size
     there. Input names come from the specs' names (or `input_names`), else x0, x1, ...; outputs
     are the flattened results, named `output_names` or out0, out1, ...
-    opset: the ONNX opset (default 18; 13 at least).
+    opset: the ONNX opset (default 18; 14 at least).
 
     Variables read by `fn` are stored with their current values (as initializers). Returns the
-    `onnx.ModelProto` (also written to `path` when given). Unlike tf2onnx, an operation that
-    has no exact ONNX translation is an error (`UnsupportedOperationError`, naming the
-    primitive and the line of your code that made it), never an approximation."""
+    `onnx.ModelProto` (also written to `path` when given). The file gives NumPy's answers,
+    special values included (see this module's docstring for the guards that make it so).
+    Unlike tf2onnx, an operation that has no exact ONNX translation is an error at export
+    (`UnsupportedOperationError`, a NotImplementedError naming the primitive, why, and the
+    line of your code that made it), never an approximation; NumPy's errors that depend on
+    sizes known at export (a max over an empty axis) raise NumPy's ValueError now, and those
+    that depend on values or run-time sizes fail the run with NumPy's message.
+
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> m = nf.onnx.export(lambda x: tnp.maximum(x, 0.0), [nf.TensorSpec([None], tnp.float32)])
+    >>> [n.op_type for n in m.graph.node][-1]
+    'Identity'
+    """
     onnx = _onnx()
     opset = DEFAULT_OPSET if opset is None else int(opset)
     if opset < MIN_OPSET:
