@@ -3,7 +3,7 @@ the linear algebra ONNX has (`REDUCTIONS`); shapes and indexing live in `_indexi
 import numpy as np
 
 from ..core.dtypes import is_float
-from ..primitives import reduction as R, linalg as L, linalg_decomp as D, cumulative as C
+from ..primitives import reduction as R, linalg as L, linalg_decomp as LD, cumulative as C
 from ..primitives import sorting as So
 from ._emit import body_graph
 from ._integers import int_einsum, int_prod, int_sum
@@ -79,7 +79,7 @@ def _reduction(kind):
         if not axes:
             # (NumPy's sum over no axis still starts from +0.0: -0.0 becomes +0.0)
             if kind == "sum" and is_float(dt):
-                return ctx.op("Add", [x, ctx.const(0.0, dt)])
+                return ctx.positive_zero(x, dt)
             return ctx.op("Identity", [x])
         if kind in ("max", "min"):
             x = nonempty(ctx, n, x, axes, kind)
@@ -94,7 +94,7 @@ def _reduction(kind):
         if not is_float(dt):
             return r
         if kind == "sum":
-            return ctx.op("Add", [r, ctx.const(0.0, dt)])
+            return ctx.positive_zero(r, dt)
         if kind in ("max", "min"):
             nan = ctx.reduce("ReduceMax", ctx.cast(ctx.op("IsNaN", [x]), np.int32), axes, keep)
             r = ctx.op("Where", [ctx.cast(nan, np.bool_), ctx.const(np.nan, dt), r])
@@ -156,7 +156,7 @@ def _sum_to(ctx, n, ins):
             return int_sum(ctx, x, ct.ndim, axes, True, dt)
         r = ctx.reduce("ReduceSum", x, axes, True)
         # NumPy's sums start from +0.0: a sum of -0.0 is +0.0 (onnxruntime's is -0.0)
-        return ctx.op("Add", [r, ctx.const(0.0, dt)]) if is_float(dt) else r
+        return ctx.positive_zero(r, dt) if is_float(dt) else r
     if static:
         x = summed(x, static)
     for i, d in enumerate(target):
@@ -254,6 +254,6 @@ REDUCTIONS = {
     R.reduce_min_p: _reduction("min"), R.reduce_prod_p: _reduction("prod"),
     R.reduce_any_p: _any_all_conv(True), R.reduce_all_p: _any_all_conv(False),
     R.sum_to_p: _sum_to, R.argmax_p: _argext("ArgMax"), R.argmin_p: _argext("ArgMin"),
-    L.matmul_p: _matmul, L.einsum_p: _einsum, D.det_p: _det, C.cumsum_p: _cumsum,
+    L.matmul_p: _matmul, L.einsum_p: _einsum, LD.det_p: _det, C.cumsum_p: _cumsum,
     So.sort_p: _topk_sort("values"), So.argsort_p: _topk_sort("indices"),
 }

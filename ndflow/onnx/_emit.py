@@ -153,6 +153,12 @@ class Ctx:
         sign = self.op("Where", [lost, self.const(-1, d), self.const(1, d)])
         return self.op("Mul", [r, sign])
 
+    def positive_zero(self, x, dtype):
+        """x + 0.0: -0.0 becomes +0.0, all else stays (NumPy's sums start from +0.0). Not
+        written as an Add of 0, which onnxruntime's optimizer may remove as a no-op."""
+        zero = self.const(0.0, dtype)
+        return self.op("Where", [self.op("Equal", [x, zero]), zero, x])
+
     def _where_int(self, c, x, y, d):
         # onnxruntime has no Where for 16-bit integers nor uint64: y + (x - y) * c is exact
         # in the integers' wrap-around arithmetic
@@ -190,6 +196,12 @@ def via_float32(conv, float16=False):
             return v
         return Var(v.shape, f4, v.kind, None if v.const is None else np.asarray(v.const, f4))
 
+    def widened(ctx, v, x):
+        if not narrow(v):
+            return x
+        k = ctx.known(x)   # a constant stays a constant (converters specialize on them)
+        return ctx.cast(x, f4) if k is None else ctx.const(np.asarray(k, f4))
+
     def converter(ctx, n, ins):
         if not any(narrow(v) for v in n.inputs + n.outputs):
             return conv(ctx, n, ins)
@@ -197,8 +209,7 @@ def via_float32(conv, float16=False):
         params = dict(n.params, narrow_dtype=np.dtype(n.outputs[0].dtype))
         fake = Node(n.prim, [wide(v) for v in n.inputs], params,
                     [wide(v) for v in n.outputs], n.loc)
-        outs = conv(ctx, fake, [ctx.cast(x, f4) if narrow(v) else x
-                                for v, x in zip(n.inputs, ins)])
+        outs = conv(ctx, fake, [widened(ctx, v, x) for v, x in zip(n.inputs, ins)])
         single = not n.prim.multiple_results
         outs = [outs] if single else outs
         outs = [ctx.cast(o, v.dtype) if narrow(v) else o for v, o in zip(n.outputs, outs)]

@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from ..core import dtypes as D
 from ..core.dtypes import is_float
 from ..primitives import elementwise as E, elementwise_extra as X
 from ._libm import FALLBACKS, expm1, isinf, log1p
@@ -144,6 +145,9 @@ def _sign(ctx, n, ins):
     s = ctx.op("Sign", [x])
     if is_float(_dt(n.inputs[0])):      # NaN stays NaN, as in NumPy
         s = ctx.op("Where", [ctx.op("IsNaN", [x]), x, s])
+        if n.params.get("narrow_dtype") == D.BFLOAT16:   # ml_dtypes: sign(-0.0) is -0.0
+            s = ctx.where(ctx.op("Equal", [x, ctx.const(0, _dt(n.inputs[0]))]), x, s,
+                          _dt(n.inputs[0]))
     return s
 
 
@@ -211,12 +215,30 @@ def _logical(op_type):
 
 
 # ------------------------------------------------------------------ binary arithmetic
+def _zero_constant(ctx, x):
+    """-1 or +1 for a constant -0.0 or +0.0 of one element, else 0."""
+    k = ctx.known(x)
+    if k is None or k.size != 1 or k.dtype.kind != "f" or k.reshape(()) != 0:
+        return 0
+    return -1 if np.signbit(k.reshape(())) else 1
+
+
 def _arith(op_type, bool_op=None):
+    """add, subtract, multiply. A float addition of a constant zero is written so that no
+    runtime can drop it as a no-op: x + 0.0 turns -0.0 into +0.0 (onnxruntime's optimizer
+    removes Add(x, 0) when the constant comes from a folded Cast), x + -0.0 and x - 0.0 are x."""
     def conv(ctx, n, ins):
-        if _out(n).kind == "b":
+        dt = _out(n)
+        if dt.kind == "b":
             if bool_op is None:
                 ctx.fail(f"{n.prim.name} of booleans")
             return ctx.op(bool_op, ins)
+        if is_float(dt) and op_type in ("Add", "Sub"):
+            for i, other in ((1, 0), (0, 1)) if op_type == "Add" else ((1, 0),):
+                z = _zero_constant(ctx, ins[i]) * (1 if op_type == "Add" else -1)
+                if z and n.inputs[other].shape == n.outputs[0].shape:
+                    return ctx.positive_zero(ins[other], dt) if z > 0 else \
+                        ctx.op("Identity", [ins[other]])
         return ctx.op(op_type, ins)
     return conv
 
@@ -478,6 +500,9 @@ def _logaddexp(base2):
 def _convert(ctx, n, ins):
     src, dst = _dt(n.inputs[0]), np.dtype(n.params["dtype"])
     if dst.kind == "b" and src.kind != "b":
+        if src == D.BFLOAT16:     # (no bfloat16 Equal in ONNX before opset 19)
+            return ctx.op("Not", [ctx.op("Equal", [ctx.cast(ins[0], np.float32),
+                                                   ctx.const(np.float32(0))])])
         return as_bool(ctx, n.inputs[0], ins[0])
     if src == np.float64 and dst == np.float16:
         return _f64_to_f16(ctx, ins[0])
