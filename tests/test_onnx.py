@@ -1,7 +1,9 @@
 """nf.onnx.export: every exported file passes onnx.checker and gives, in onnxruntime, what
 ndflow gives (float32 tolerance; NaN, infinities and signed zeros where they matter), for the
-seed programs' models and for a sweep over every primitive the exporter claims. Inputs with
-None sizes are run at two sizes."""
+seed programs' models, NumPy-level functions on special values, control flow, dynamic shapes and
+the wrong exports issue 22 found (each an example of a class that tests/test_onnx_primitives.py
+checks for every primitive of the exporter's table). Inputs with None sizes are run at two
+sizes."""
 import importlib
 import os
 import sys

@@ -26,7 +26,6 @@ pytest.importorskip("onnxruntime")
 
 import ndflow as nf  # noqa: E402
 from ndflow.core import tree  # noqa: E402
-from ndflow.core import tree  # noqa: E402
 from ndflow.onnx import exporter  # noqa: E402
 
 from onnx_cases import BF16, cases_for, eager_or_error, ort_gap  # noqa: E402

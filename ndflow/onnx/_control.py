@@ -6,7 +6,7 @@ import numpy as np
 from ..graph import control as Cf
 from ..primitives import random as Rn, misc as M
 from ..train.variable import read_var_p, assign_var_p
-from ._emit import _SMALL, body_graph, emit_graph, subgraph, tensor_type
+from ._emit import _SMALL, body_graph, emit_graph, loop_formals, subgraph, tensor_type
 from ._math import as_bool, identity
 
 # ------------------------------------------------------------------ variables, random
@@ -83,15 +83,6 @@ def _cond(ctx, n, ins):
     return as_list(chain(0))
 
 
-def _loop_formals(ctx, names, dtypes):
-    """Value infos of a Loop body's inputs: the iteration, the condition, the carried values."""
-    h, tp = ctx.h, ctx.onnx.TensorProto
-    return [h.make_tensor_value_info(names[0], tp.INT64, []),
-            h.make_tensor_value_info(names[1], tp.BOOL, [])] + [
-        h.make_tensor_value_info(nm, tensor_type(ctx.onnx, dt), None)
-        for nm, dt in zip(names[2:], dtypes)]
-
-
 def _test(ctx, cond_g, env):
     """The cond graph's result on the values in `env`, as a 0-d bool."""
     emit_graph(ctx, cond_g, env)
@@ -117,7 +108,7 @@ def _while(ctx, n, ins):
         new = [benv[o.id] for o in body_g.outputs]
         return [_test(ctx, cond_g, {v.id: x for v, x in zip(cond_g.inputs, consts + new)})] + new
     body = body_graph(ctx, make, [np.bool_] + dtypes, "loop_body",
-                      _loop_formals(ctx, names, dtypes))
+                      loop_formals(ctx, names, dtypes))
     trip = "" if p["max_iter"] is None else ctx.const(np.int64(p["max_iter"]))
     res = ctx.op("Loop", [trip, first] + init, n_out=len(init), body=body)
     return res if len(init) > 1 else [res]
@@ -146,7 +137,7 @@ def _scan(ctx, n, ins):
         emit_graph(ctx, body_g, benv)
         return [names[1]] + [benv[o.id] for o in body_g.outputs]
     body = body_graph(ctx, make, [np.bool_] + [o.dtype for o in body_g.outputs], "scan_body",
-                      _loop_formals(ctx, names, dtypes))
+                      loop_formals(ctx, names, dtypes))
     true = ctx.const(np.bool_(True))
     trip = ctx.op("Reshape", [length, ctx.i64([])])
     out = ctx.op("Loop", [trip, true] + init, n_out=len(body_g.outputs), body=body)
@@ -175,7 +166,8 @@ def _runtime_error(ctx, n, ins):
 
 CONTROL = {
     Rn.random_draw_p: _random, M.stop_gradient_p: identity, M.own_result_p: identity,
-    M.runtime_warning_p: identity, M.runtime_error_p: _runtime_error, read_var_p: _read_variable, assign_var_p: _assign_variable,
+    M.runtime_warning_p: identity, M.runtime_error_p: _runtime_error,
+    read_var_p: _read_variable, assign_var_p: _assign_variable,
     Cf.cond_p: _cond, Cf.cond_effect_p: _cond, Cf.while_p: _while, Cf.while_effect_p: _while,
     Cf.scan_p: _scan, Cf.scan_effect_p: _scan,
 }

@@ -271,6 +271,16 @@ def body_graph(ctx, make, outputs, name, formals=()):
         ctx.nodes = saved
 
 
+def loop_formals(ctx, names, dtypes):
+    """Value infos of a Loop body's inputs: the iteration, the condition, the carried values
+    (`names`: those three kinds of names in that order; `dtypes`: the carried values')."""
+    h, tp = ctx.h, ctx.onnx.TensorProto
+    return [h.make_tensor_value_info(names[0], tp.INT64, []),
+            h.make_tensor_value_info(names[1], tp.BOOL, [])] + [
+        h.make_tensor_value_info(nm, tensor_type(ctx.onnx, dt), None)
+        for nm, dt in zip(names[2:], dtypes)]
+
+
 def subgraph(ctx, g, env, name):
     """An ONNX GraphProto for the ndflow graph `g` used as an If branch: the values of `g`'s
     inputs are the outer names in `env` (ONNX bodies read the enclosing scope by name)."""

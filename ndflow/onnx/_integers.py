@@ -6,7 +6,7 @@ integer einsum as a product of broadcast operands summed that way. Narrower inte
 computed in int64 and cast back (the low bits of the wrapped int64 result are theirs)."""
 import numpy as np
 
-from ._emit import body_graph, tensor_type
+from ._emit import body_graph, loop_formals
 
 
 def _sizes(ctx, x, axes):
@@ -29,19 +29,29 @@ def _count(ctx, x, axes):
     return ctx.op("ReduceProd", [_sizes(ctx, x, axes)], keepdims=1)
 
 
-def int_sum(ctx, x, ndim, axes, keepdims, dt):
-    """The wrap-around sum of the integer tensor `x` over `axes`, of dtype `dt`."""
+def _flattened(ctx, x, ndim, axes, dt, reduced_first):
+    """x as int64 with its `axes` moved together (first or last) and flattened into one:
+    (that tensor, the number of reduced elements, the kept sizes), sizes as 1-d int64."""
     x64 = x if dt == np.int64 else ctx.cast(x, np.int64)
     axes = sorted(axes)
     kept = [d for d in range(ndim) if d not in axes]
-    perm = kept + axes
+    perm = axes + kept if reduced_first else kept + axes
     xt = x64 if perm == list(range(ndim)) else ctx.op("Transpose", [x64], perm=perm)
-    n = _count(ctx, x, axes)
-    flat = ctx.op("Reshape", [xt, ctx.op("Concat", [_sizes(ctx, x, kept), n], axis=0)],
-                  allowzero=1)
-    ones = ctx.op("ConstantOfShape", [ctx.op("Concat", [n, ctx.i64([1])], axis=0)],
+    n, kept_sizes = _count(ctx, x, axes), _sizes(ctx, x, kept)
+    shape = [n, kept_sizes] if reduced_first else [kept_sizes, n]
+    flat = ctx.op("Reshape", [xt, ctx.op("Concat", shape, axis=0)], allowzero=1)
+    return flat, n, kept_sizes
+
+
+def _ones(ctx, shape):
+    return ctx.op("ConstantOfShape", [shape],
                   value=ctx.onnx.numpy_helper.from_array(np.ones(1, np.int64)))
-    r = ctx.op("MatMul", [flat, ones])
+
+
+def int_sum(ctx, x, ndim, axes, keepdims, dt):
+    """The wrap-around sum of the integer tensor `x` over `axes`, of dtype `dt`."""
+    flat, n, _ = _flattened(ctx, x, ndim, axes, dt, False)
+    r = ctx.op("MatMul", [flat, _ones(ctx, ctx.op("Concat", [n, ctx.i64([1])], axis=0))])
     r = ctx.op("Reshape", [r, _kept_shape(ctx, x, ndim, axes, keepdims)], allowzero=1)
     return r if dt == np.int64 else ctx.cast(r, dt)
 
@@ -49,24 +59,12 @@ def int_sum(ctx, x, ndim, axes, keepdims, dt):
 def int_prod(ctx, x, ndim, axes, keepdims, dt):
     """The wrap-around product of the integer tensor `x` over `axes`: a Loop multiplying the
     slices one by one (int64 Mul wraps as NumPy's loop does)."""
-    x64 = x if dt == np.int64 else ctx.cast(x, np.int64)
-    axes = sorted(axes)
-    kept = [d for d in range(ndim) if d not in axes]
-    perm = axes + kept
-    xt = x64 if perm == list(range(ndim)) else ctx.op("Transpose", [x64], perm=perm)
-    n = _count(ctx, x, axes)
-    kept_sizes = _sizes(ctx, x, kept)
-    flat = ctx.op("Reshape", [xt, ctx.op("Concat", [n, kept_sizes], axis=0)], allowzero=1)
-    one = ctx.op("ConstantOfShape", [kept_sizes],
-                 value=ctx.onnx.numpy_helper.from_array(np.ones(1, np.int64)))
-    h, tp = ctx.h, ctx.onnx.TensorProto
+    flat, n, kept_sizes = _flattened(ctx, x, ndim, axes, dt, True)
+    one = _ones(ctx, kept_sizes)
     names = [ctx.fresh("iter"), ctx.fresh("cond_in"), ctx.fresh("acc")]
-    formals = [h.make_tensor_value_info(names[0], tp.INT64, []),
-               h.make_tensor_value_info(names[1], tp.BOOL, []),
-               h.make_tensor_value_info(names[2], tensor_type(ctx.onnx, np.int64), None)]
     body = body_graph(ctx, lambda: [names[1], ctx.op("Mul", [
         names[2], ctx.op("Gather", [flat, names[0]], axis=0)])], [np.bool_, np.int64],
-        "prod_body", formals)
+        "prod_body", loop_formals(ctx, names, [np.int64]))
     trip = ctx.op("Reshape", [n, ctx.i64([])])
     r = ctx.op("Loop", [trip, "", one], body=body)
     if keepdims:
