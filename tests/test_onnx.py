@@ -580,3 +580,18 @@ def test_functions_written_with_other_operators_are_accurate(tmp_path, name):
 def test_exporter_docstring_examples_run():
     import doctest
     assert doctest.testmod(_export_mod).failed == 0
+
+
+def test_logarithms_of_exact_powers_are_integers(tmp_path):
+    """log10(1000) is 3 and log2(2**-1066) is -1066 in NumPy; a quotient of two rounded
+    logarithms misses for many powers (and floor(log10(x)) counts one digit too few)."""
+    x = np.concatenate([10.0 ** np.arange(-300, 300), 2.0 ** np.arange(-1074, 1024),
+                        [3.0, 0.3, 1e-320, 7e300]])
+    path = str(tmp_path / "l.onnx")
+    nf.onnx.export(lambda v: (tnp.log10(v), tnp.log2(v)), [S(None, dtype=F64)], path)
+    got10, got2 = _run_onnx(path, [x])
+    exact = x[:600] == 10.0 ** np.arange(-300, 300)      # the powers that are floats exactly
+    np.testing.assert_array_equal(got10[:600][exact], np.log10(x[:600][exact]))
+    np.testing.assert_array_equal(got2[600:-4], np.log2(x[600:-4]))
+    np.testing.assert_allclose(got10, np.log10(x), rtol=4e-16)
+    np.testing.assert_allclose(got2, np.log2(x), rtol=4e-16)

@@ -25,10 +25,6 @@ def _out(n):
     return np.dtype(n.outputs[0].dtype)
 
 
-def _simple(op_type):
-    return lambda ctx, n, ins: ctx.op(op_type, ins)
-
-
 def _float_only(op_type):
     """A float function with an ONNX operator of its own; where onnxruntime has no float64
     kernel for it, written with operators it has (`_libm.FALLBACKS`)."""
@@ -57,9 +53,20 @@ def _rounding(op_type):
 
 # ------------------------------------------------------------------ unary math
 def _log_base(base):
+    """log(x) / log(base), and exactly k where x is base**k: the quotient of two rounded
+    logarithms misses the integer for many powers (log10(1000) would be 2.9999999999999996,
+    and floor(log10(x)) one digit short)."""
     def conv(ctx, n, ins):
         dt = _out(n)
-        return ctx.op("Div", [ctx.op("Log", ins), ctx.const(np.log(np.asarray(base, dt)))])
+        r = ctx.op("Div", [ctx.op("Log", ins), ctx.const(np.log(np.asarray(base, dt)))])
+        k = ctx.op("Round", [r])
+        power = ctx.op("Equal", [ctx.op("Pow", [ctx.const(base, dt), k]), ins[0]])
+        if base != 2.0:      # a subnormal is too coarse to tell 10**k from its neighbours
+            tiny = np.finfo(dt if dt != D.BFLOAT16 else np.float32).tiny
+            power = ctx.op("And", [power, ctx.op("GreaterOrEqual", [ins[0],
+                                                                    ctx.const(tiny, dt)])])
+        # (k is zero only for x == 1, where it is +0.0 as NumPy's)
+        return ctx.where(power, k, r, dt, x_nonzero=True)
     return conv
 
 
