@@ -6,14 +6,9 @@ mobile and server runtimes).
     nf.onnx.export(f, [nf.TensorSpec([None], tnp.float32, name="x")], "sigmoid.onnx")
 
 Needs the optional `onnx` package (`pip install ndflow[onnx]`, which also brings onnxruntime to
-run the files); it is imported only when `export` runs.
+run the files); it is imported only when `export` runs. `import ndflow` does not load this
+package: `nf.onnx` does, on first use.
 """
+from .exporter import DEFAULT_OPSET, UnsupportedOperationError, export, supported_primitives
+
 __all__ = ["export", "supported_primitives", "UnsupportedOperationError", "DEFAULT_OPSET"]
-
-
-def __getattr__(name):
-    # the exporter (a thousand lines of converters) loads on first use, not with `import ndflow`
-    if name in __all__:
-        from . import exporter
-        return getattr(exporter, name)
-    raise AttributeError(f"module 'ndflow.onnx' has no attribute {name!r}")
