@@ -48,7 +48,8 @@ napoleon_use_rtype = False
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"ndflow {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["ndflow.css"]
 html_show_sourcelink = False
 html_theme_options = {
     "navbar_align": "left",

@@ -242,8 +242,9 @@ def entry_rst(entry):
     if kind == "external":
         return f".. py:data:: {entry.name}\n\n   {_external_text(entry)}\n"
     if kind in ("class", "exception"):
-        opts = "   :members:\n   :show-inheritance:\n" if kind == "class" else \
-            "   :show-inheritance:\n"
+        opts = "   :members:\n" if kind == "class" else ""
+        if entry.obj.__bases__ != (object,):       # "Bases: object" says nothing
+            opts += "   :show-inheritance:\n"
         return f".. autoclass:: {path}\n{opts}"
     if kind == "function":
         return f".. autofunction:: {path}\n"
@@ -308,7 +309,7 @@ def pages():
     paths = [p for p, _, _ in NAMESPACES]
     for ns_path, title, what in NAMESPACES:
         items = by_ns.get(ns_path, [])
-        subs = [p for p in paths if p.rsplit(".", 1)[0] == ns_path]
+        subs = [p for p in paths if "." in p and p.rsplit(".", 1)[0] == ns_path]
         if ns_path == "ndflow.numpy":
             sections = {}
             for e in items:
