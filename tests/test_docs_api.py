@@ -206,3 +206,19 @@ def test_user_facing_text_holds_no_development_history(page):
         text = fh.read()
     found = re.findall(r"(?i)\b(?:stop \d+|issue \d+|issues? #\d+|after (?:the )?merge)\b", text)
     assert not found, f"{page}: {found}"
+
+
+@pytest.mark.parametrize("page", _user_pages())
+def test_local_links_lead_somewhere(page):
+    """Links of the README (which the site does not build) and of the pages name files that
+    exist (`make docs` checks the pages' links and anchors again, warnings as errors)."""
+    with open(os.path.join(ROOT, page), encoding="utf-8") as fh:
+        text = re.sub(r"```.*?```", "", fh.read(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = target.split("#")[0]
+        if path.startswith("reference/"):        # generated when the site is built
+            continue
+        full = os.path.normpath(os.path.join(ROOT, os.path.dirname(page), path))
+        assert os.path.exists(full), f"{page}: {target}"

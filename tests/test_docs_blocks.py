@@ -23,6 +23,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)[^\n]*$")
 SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")
+# packages of ndflow's optional extras: a page that imports one the environment lacks is
+# skipped from that block on (the test extra installs them all), as the feature tests are
+OPTIONAL = {"onnx", "onnxruntime", "dask", "distributed", "mpi4py", "matplotlib", "tensorboard",
+            "scipy", "cupy", "tqdm"}
 
 
 def pages():
@@ -96,12 +100,24 @@ def test_page_code_blocks_run_and_print_what_they_show(page, tmp_path):
     results = json.loads(proc.stdout)
     for block, res in zip(todo, results):
         where = f"{page}:{block['line']}"
+        if res.get("missing"):
+            pytest.skip(f"the block at {where} needs {res['missing']} (an optional extra)")
         assert res["error"] is None, f"the block at {where} raised:\n{res['error']}"
         if block["output"] is not None:
             assert output_matches(block["output"], res["output"]), (
                 f"the block at {where} printed\n{res['output']}\nbut the page shows\n"
                 f"{block['output']}")
     assert len(results) == len(todo)
+
+
+def test_a_missing_optional_package_skips_and_any_other_error_fails():
+    todo = [{"code": "import onnxruntime_not_here_either\n", "line": 1},
+            {"code": "print(1)\n", "line": 3}]
+    res = _run("README.md", todo)
+    assert res[0]["error"] and res[0]["missing"] is None and len(res) == 1
+    res = _run("README.md", [{"code": "raise ModuleNotFoundError('x', name='onnx')\n",
+                              "line": 1}])
+    assert res[0]["missing"] == "onnx"
 
 
 def test_every_skipped_block_says_why():
@@ -153,17 +169,21 @@ def _run(page, todo):
     for b in todo:
         buf = io.StringIO()
         sys.stdout = sys.stderr = buf
-        error = None
+        error = missing = None
         try:
             # the page itself as the file name: its lines are the code's lines, so tracebacks
             # name them and AutoGraph reads a function's source from them
             code = compile("\n" * (b["line"] - 1) + b["code"], os.path.join(ROOT, page), "exec")
             exec(code, namespace)
+        except ModuleNotFoundError as e:
+            error = traceback.format_exc()
+            if (e.name or "").split(".")[0] in OPTIONAL:
+                missing = e.name
         except BaseException:           # noqa: B036 (reported, then the page stops)
             error = traceback.format_exc()
         finally:
             sys.stdout, sys.stderr = real
-        results.append({"output": buf.getvalue(), "error": error})
+        results.append({"output": buf.getvalue(), "error": error, "missing": missing})
         if error:
             break
     return results
