@@ -58,8 +58,10 @@ html_theme_options = {
     "icon_links": [],
     "footer_start": ["copyright"],
     "footer_end": [],
+    # the benchmark tables need the page's whole width
+    "secondary_sidebar_items": {"**": ["page-toc"], "guides/performance": []},
 }
-html_sidebars = {"index": [], "getting-started": []}
+html_sidebars = {"index": [], "getting-started": [], "guides/performance": []}
 
 # Offline: no intersphinx, so classes of other packages (bases such as enum.Enum, types in
 # signatures) cannot be linked; ndflow's own must all resolve.
