@@ -258,7 +258,7 @@ def _title(text, char):
 def summary_line(entry):
     """The first sentence of an entry's description, as reST."""
     if entry.alias_of is not None:
-        return f"Alias of :py:obj:`~{entry.alias_of}`."
+        return f"Alias of :py:obj:`{entry.alias_of}`."    # the full path: it may be elsewhere
     if entry.kind == "external":
         return _external_text(entry)
     doc = inspect.cleandoc(own_docstring(entry.obj))
