@@ -91,8 +91,9 @@ def _page_ids():
 def test_page_code_blocks_run_and_print_what_they_show(page, tmp_path):
     with open(os.path.join(ROOT, page), encoding="utf-8") as fh:
         todo = [b for b in blocks(fh.read()) if b["skip"] is None]
+    # NDFLOW_VERIFY: every graph is verified after every pass, as in the rest of the suite
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               MPLBACKEND="Agg", NDFLOW_PROGRESS="0")
+               MPLBACKEND="Agg", NDFLOW_PROGRESS="0", NDFLOW_VERIFY="1")
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), page],
                           input=json.dumps(todo), capture_output=True, text=True,
                           cwd=tmp_path, env=env, timeout=600)

@@ -81,7 +81,8 @@ NUMPY_SECTIONS = {
     "special": "Mathematical functions", "reductions": "Sums, products and extrema",
     "statistics": "Statistics", "histograms": "Statistics", "logic": "Logic and comparison",
     "sorting": "Sorting and searching", "sets": "Sets", "linalg_ops": "Linear algebra",
-    "poly_ops": "Polynomials", "windows": "Window functions", "functional": "Functional programming",
+    "poly_ops": "Polynomials", "windows": "Window functions",
+    "functional": "Functional programming",
     "npyio": "Input and output", "printing": "Printing and floating-point errors",
     "routines": "Other routines", "array_api": "The Array API",
 }
