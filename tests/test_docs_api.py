@@ -168,7 +168,7 @@ def test_the_unknown_submodule_stops_the_reference(monkeypatch):
 
 
 def test_docstrings_read_as_written_in_the_reference():
-    from docstrings import convert, escape_prose
+    from ndflow_docstrings import convert, escape_prose
     assert escape_prose("f(*args) and `x*y` and print_ here") == \
         "f(\\*args) and `x*y` and print\\_ here"
     assert escape_prose("**bold** stays") == "**bold** stays"

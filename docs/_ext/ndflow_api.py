@@ -294,7 +294,7 @@ def summary_line(entry):
         elif ch == "." and not depth and (i + 1 == len(para) or para[i + 1] == " "):
             cut = i + 1
             break
-    from docstrings import escape_prose
+    from ndflow_docstrings import escape_prose
     return escape_prose(para[:cut]) if para else "(no docstring yet)"
 
 
