@@ -2,10 +2,10 @@
 
 `entries()` walks the public namespaces of `ndflow` (nf) and `ndflow.numpy` (tnp): a namespace's
 names are its `__all__` (or, without one, its attributes not starting with `_`), so a name added
-to the package appears in the reference without editing the docs. A submodule met on the way
-is either a documented namespace (`NAMESPACES`) or an implementation module (`INTERNAL`, with
-the reason); one that is neither stops the build and fails `tests/test_docs_api.py`, so a new
-public module is never left out silently.
+to the package appears in the reference without editing the docs. A submodule an `__all__`
+lists is either a documented namespace (`NAMESPACES`) or an implementation module (`INTERNAL`,
+with the reason); one that is neither stops the build and fails `tests/test_docs_api.py`, so a
+new public module is never left out silently.
 
 This module needs no Sphinx: the tests import it. `setup()` makes it a Sphinx extension that
 writes the reference pages (`docs/reference/`, generated, not in git) before Sphinx reads them.
@@ -209,9 +209,12 @@ def entries():
             if path in documented:       # a namespace of its own (a module or a class)
                 continue
             if isinstance(obj, types.ModuleType):
-                # another package's module (`np`, `operator`) is an import, not a name
+                # another package's module (`np`, `operator`) is an import, not a name; so is
+                # a submodule of a package without `__all__`: it is an attribute only once
+                # something has imported it, so the reference cannot depend on it
                 if not (id(obj) in modules or path in INTERNAL
-                        or not obj.__name__.startswith("ndflow")):
+                        or not obj.__name__.startswith("ndflow")
+                        or getattr(ns, "__all__", None) is None):
                     unclassified.append(path)
                 continue
             key = id(obj)
