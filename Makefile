@@ -11,8 +11,9 @@ PIP_FLAGS  ?= --quiet --disable-pip-version-check
 WORKERS    ?= 2
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+SPHINX_ARGS ?=
 
-.PHONY: all demo test bench venv clean
+.PHONY: all demo test bench docs venv clean
 
 all: test
 
@@ -36,6 +37,10 @@ $(VENV)/.installed-bench: pyproject.toml | $(VPY)
 	$(PIP) install $(PIP_FLAGS) -e '.[bench]'
 	touch $@
 
+$(VENV)/.installed-docs: pyproject.toml | $(VPY)
+	$(PIP) install $(PIP_FLAGS) -e '.[docs]'
+	touch $@
+
 # --- targets -----------------------------------------------------------------
 
 demo: $(VENV)/.installed
@@ -47,7 +52,11 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-bench
 	$(VPY) -m benchmarks $(BENCH_ARGS)
 
+# the documentation site, offline, every warning an error: open docs/_build/html/index.html
+docs: $(VENV)/.installed-docs
+	$(VPY) -m sphinx -b html -W --keep-going -n -q $(SPHINX_ARGS) docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis docs/_build docs/reference
 	rm -rf *.egg-info ndflow.egg-info
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +

@@ -495,24 +495,26 @@ def test_assert_equal_eager_and_compiled():
     assert f.experimental_get_tracing_count() == 1
 
 
-# ================================================================== the README's example
-def test_readme_debugging_example_runs(capsys, monkeypatch):
+# ================================================================ the debugging guide's example
+def test_debugging_guide_example_runs(capsys, monkeypatch):
     import os
     import re
     from ndflow.backends import device as D
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "README.md")) as f:
+    page = os.path.join(root, "docs", "guides", "debugging.md")
+    with open(page) as f:
         text = f.read()
-    section = text[text.index("## Debugging"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    block = re.search(r"```python\n(.*?)```", text, re.S)
+    first = text[:block.start(1)].count("\n") + 1          # the page line of the code's first line
     monkeypatch.setattr(D, "_warned_soft", set())
     with pytest.warns(RuntimeWarning, match="GPU:0"):
-        exec(compile(code, "README.md", "exec"), {})
+        # compiled as the page's own lines, so AutoGraph reads the source and errors name them
+        exec(compile("\n" * (first - 1) + block.group(1), page, "exec"), {})
     cap = capsys.readouterr()
     assert cap.err.startswith("x: [1 2 3 ... 8 9 10] sum: 55\nx: [-1 0 1 ... 6 7 8] sum: 35\n")
     assert "log of x : Tensor had Inf and NaN values" in cap.out
     assert "'log' produced infinity from finite inputs" in cap.out
-    assert "in 'log' created at README.md:7" in cap.out
+    assert f"in 'log' created at {page}:{first + 6}" in cap.out
     assert not nf.config.functions_run_eagerly()
 
 

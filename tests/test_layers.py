@@ -87,9 +87,9 @@ def test_checker_sees_function_level_imports(tmp_path):
 
 
 def _readme_layout():
-    """Paths named in the README's "Repository layout" block (first column; lines indented
-    under `ndflow/` are inside it)."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+    """Paths named in the "Repository layout" block of the development page
+    (docs/development.md; first column; lines indented under `ndflow/` are inside it)."""
+    with open(os.path.join(ROOT, "docs", "development.md"), encoding="utf-8") as fh:
         text = fh.read()
     block = text.split("## Repository layout", 1)[1].split("```", 2)[1]
     paths = set()
@@ -106,7 +106,7 @@ def _readme_layout():
 def test_readme_layout_matches_the_tree():
     listed = _readme_layout()
     missing = sorted(p for p in listed if not os.path.exists(os.path.join(ROOT, p.rstrip("/"))))
-    assert not missing, "README's layout names paths that do not exist: %s" % missing
+    assert not missing, "docs/development.md's layout names paths that do not exist: %s" % missing
     pkg = os.path.join(ROOT, "ndflow")
     packages = {os.path.relpath(d, ROOT).replace(os.sep, "/") + "/"
                 for d, _, files in os.walk(pkg) if "__init__.py" in files and d != pkg}
@@ -114,4 +114,4 @@ def test_readme_layout_matches_the_tree():
     # subpackages of numpy/ are described on numpy/'s line
     unlisted = sorted(p for p in packages | top
                       if p not in listed and not p.startswith("ndflow/numpy/"))
-    assert not unlisted, "README's layout does not list: %s" % unlisted
+    assert not unlisted, "docs/development.md's layout does not list: %s" % unlisted
