@@ -3,9 +3,9 @@ import operator
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
+from ..core.ndarray import ndarray
 from ..core.primitive import bind, Composite
-from ..core.state import STATE, GLOBAL
+from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
@@ -128,25 +128,6 @@ def _index_kernel(buf, key):
     return buf[key]
 
 
-def _getitem(x, key):
-    if (GLOBAL.fast or STATE.fast) and x._dev is None:
-        # composite dispatch (inlined: `x[i]` is a hot path): GETITEM's kernel on the buffers
-        t = type(key)
-        if t is int or t is slice or key is None or key is Ellipsis:
-            return _wrap(x._v[key])
-        if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
-            return _wrap(x._v[key])
-        if t is ndarray:
-            if key._t is None and key._dev is None:
-                return _wrap(x._v[key._v])
-        elif t is np.ndarray:
-            return _wrap(x._v[key])
-        elif t is tuple and all(type(k) is not ndarray or (k._t is None and k._dev is None)
-                                for k in key):
-            return _wrap(x._v[tuple(k._v if type(k) is ndarray else k for k in key)])
-    return _getitem_composed(x, key)
-
-
 def _getitem_composed(x, key):
     """x[key] over primitives (getitem_p on a split index): every path but plain eager."""
     if _traced_slice(key):
@@ -210,18 +191,6 @@ def _getitem_runtime_slices(x, key):
     return out
 
 
-def _setitem(x, key, value):
-    """x[key] = value, with NumPy's semantics on every path (the model: core/mutation.py).
-    Eagerly the buffer changes in place (views see it), also while tapes exist; a tape that
-    records `x` or the value records a functional update, so gradients flow to the value and
-    not to the overwritten elements."""
-    if STATE.fast and x._dev is None and not _mut.HOLDERS:
-        # composite dispatch (inlined): SETITEM's kernel, NumPy's write into the buffer
-        _setitem_kernel(x, key, value)
-        return
-    _setitem_composed(x, key, value)
-
-
 def _setitem_kernel(x, key, value):
     """In place on an eager array's buffer (a NumPy scalar buffer becomes an array first)."""
     v = value._v if isinstance(value, ndarray) and value._dev is None else value
@@ -280,6 +249,13 @@ def _setitem_composed(x, key, value):
 # kernel, getitem_p / index_update_p over the split index the composition
 GETITEM = Composite("getitem", _index_kernel, _getitem_composed)
 SETITEM = Composite("setitem", _setitem_kernel, _setitem_composed)
+# `x[key]` and `x[key] = value` (NumPy's semantics on every path), from the eager door: NumPy
+# indexes or writes the buffer itself (plain eager; writes: also while tapes exist, as long as
+# none holds a buffer), else the composition: `getitem_p` on the split index, or a functional
+# update that the mutation model applies (core/mutation.py: in place eagerly, so views see it)
+# or records, so gradients flow to the value and not to the overwritten elements
+_getitem = _door.getitem(_getitem_composed)
+_setitem = _door.write(_setitem_kernel, _setitem_composed)
 
 
 def _spec_host_key(spec, arrays):

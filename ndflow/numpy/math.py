@@ -9,12 +9,12 @@ import math as _math
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, bind_taped, composite
-from ..core.state import STATE
+from ..core.primitive import bind, composite
+from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
-from ._core import as_operand, asarray, same_loop
+from ._core import as_operand, asarray
 from ..primitives import linalg as L
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
                      REDUCE_ALL, REDUCE_ANY, SCAN_SUM, SCAN_PROD, SCAN_MAX, SCAN_MIN)
@@ -262,26 +262,7 @@ spacing = _unary(np.spacing, X.spacing_p)
 
 
 def _square(x):
-    if type(x) is ndarray and x._dev is None and (lane := STATE.lane) is not None:
-        # eager under tapes, on operands as NumPy's loop takes them (the ufunc's lane checked
-        # the dtype, or `_apply` converted them): bind's tape lane without its dispatch
-        # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
-        o = _new(ndarray)
-        v = x._v
-        o._v = _MUL_IMPL(v, v)
-        o._t = None
-        o._dev = None
-        o._tid = 0
-        a = (x, x)
-        kw = {}
-        for tape in lane:
-            tape._record(E.mul_p, a, o, kw)
-        return o
     return bind(E.mul_p, x, x)
-
-
-_MUL_IMPL = E.mul_p.impl
-_new = object.__new__
 
 
 square = make_ufunc(np.square, _square)
@@ -434,19 +415,7 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 
 
 # ------------------------------------------------------------------ generalized ufuncs
-_MM_LANE = [None]     # the last dtype same_loop(np.matmul, .) accepted (see ufunc._lane)
-
-
 def _matmul(x1, x2, /, out=None, **kwargs):
-    if (out is None and not kwargs and type(x1) is ndarray and type(x2) is ndarray
-            and x1._dev is None and x2._dev is None and (lane := STATE.lane) is not None):
-        # eager under tapes: the composition (linalg_ops.matmul) with operands NumPy's loop
-        # takes as they are is the primitive itself
-        d = x1._v.dtype
-        if (x2._v.dtype is d or x2._v.dtype == d) and (
-                d is _MM_LANE[0] or same_loop(np.matmul, d)):
-            _MM_LANE[0] = d
-            return bind_taped(L.matmul_p, (x1, x2), {}, lane)
     from .linalg_ops import matmul as _mm
     # (no out=None keyword: a call without keywords is the composite's cheapest)
     return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)
@@ -494,7 +463,8 @@ def _vecmat(x1, x2, /, out=None, **kwargs):
     return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
 
 
-# (prim: `_Generalized.__call__`'s tape lane binds it, as `_matmul`'s does)
+# (prim: the eager door's plain route runs np.matmul, the composite's kernel, and its tape
+# lane binds the primitive, the composition of operands NumPy's loop takes as they are)
 matmul = make_ufunc(np.matmul, _matmul, prim=L.matmul_p)
 vecdot = make_ufunc(np.vecdot, _vecdot)
 matvec = make_ufunc(np.matvec, _matvec)
@@ -505,15 +475,14 @@ def _set_part(x, part, value):
     """`x.real = value` / `x.imag = value`, as NumPy: the part is written in place (views see
     it), the value cast to the part's dtype; a real array's `real` is the array itself and it
     has no imaginary part to set."""
-    from ..autodiff.tape import live_tapes
     if x.dtype.kind != "c":
         if part == "imag":
             raise TypeError("array does not have imaginary part to set")
         x[...] = value
         return
     # Not a second implementation: a part can only be written in place eagerly (the other
-    # paths refuse, below), allowed in tests/test_composites.py's shortcut list
-    if STATE.fast and x._dev is None and x._t is None and not live_tapes():
+    # paths refuse, below)
+    if _door.writes_in_place(x):
         v = value.numpy() if isinstance(value, ndarray) else value
         buf = x._v
         if not isinstance(buf, np.ndarray):

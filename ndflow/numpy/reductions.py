@@ -6,12 +6,10 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
-from ..core.state import STATE
 from ..primitives import elementwise as E, reduction as R
 from ..primitives._util import norm_axes, norm_axis, legacy_0d
 from ._core import asarray
 
-_new = object.__new__
 
 
 def _axes(a, axis, legacy=False):
@@ -46,7 +44,6 @@ def _sum_dtype(d):
 
 
 _SUM_ALL = {}              # rank -> reduce_sum's parameters for the whole array (the lane)
-_SUM_P = R.reduce_sum_p
 
 
 def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -56,34 +53,25 @@ def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None
     return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-@composite(_sum_kernel, "sum",
-           ("out", "initial", "where"), adapt=False)
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Sum of array elements over the given axes, as `numpy.sum`."""
+def _sum_lane(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Under tapes alone: the whole of an eager array of a float dtype (its own sum dtype) is
+    the composition's one primitive, with one parameter dict per rank shared by the records
+    (no rule or record changes its parameters: the general backward pass copies them before
+    adding its own)."""
     if (type(a) is ndarray and axis is None and dtype is None and out is None and not keepdims
             and initial is None and where is None and a._dev is None
-            and (lane := STATE.lane) is not None and a._v.dtype.kind in "fc"):
-        # eager under tapes, the whole array of a float dtype (its own sum dtype): the
-        # composition below is this one primitive
+            and a._v.dtype.kind in "fc"):
         n = a._v.ndim
         params = _SUM_ALL.get(n)
         if params is None:
-            # one parameter dict per rank, shared by the records (no rule or record changes
-            # its parameters: the general backward pass copies them before adding its own)
             params = _SUM_ALL[n] = {"axes": tuple(range(n)), "keepdims": False}
-        # (bind_taped, inlined: the kernel on the buffer, then the tapes record)
-        o = _new(ndarray)
-        v = a._v
-        # (the kernel, _sum_impl's np.add.reduce for an ndarray, without its frame)
-        o._v = np.add.reduce(v, params["axes"], v.dtype, None, False) \
-            if type(v) is np.ndarray else _SUM_P.impl(v, **params)
-        o._t = None
-        o._dev = None
-        o._tid = 0
-        args = (a,)
-        for tape in lane:
-            tape._record(_SUM_P, args, o, params)
-        return o
+        return R.reduce_sum_p, (a,), params
+    return None
+
+
+@composite(_sum_kernel, "sum", ("out", "initial", "where"), adapt=False, lane=_sum_lane)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum of array elements over the given axes, as `numpy.sum`."""
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)
