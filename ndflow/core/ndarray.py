@@ -761,5 +761,6 @@ class ndarray:
 
 _mut._ndarray = ndarray
 _mut._new_tid = new_tid
+_mut._symbolic = symbolic
 _door._ndarray = ndarray
 _door._wrap = _wrap

@@ -183,6 +183,7 @@ def bind_general(prim, args, params):
 
 
 bind = _door.make_bind(bind_general)
+_mut._bind = bind
 
 
 def find_top_trace(prim, args):

@@ -6,6 +6,10 @@ from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..primitives import elementwise as E
+from ..primitives.misc import runtime_error_p, error_name
+from ..backends.device import adopt
+from .array_api import on_device
+# (.manipulation's stack and expand_dims come inside the functions: it is built on this module)
 
 _PY = (bool, int, float, complex)
 
@@ -31,7 +35,6 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     `copy=True` always copies, `copy=False` never does (ValueError where it would be needed);
     with `device`, on that device."""
     if device is not None:
-        from .array_api import on_device
         return on_device(device, asarray, a, dtype, copy=copy)
     if dtype is not None:
         dtype = _dt.canonical(dtype)
@@ -50,7 +53,6 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         from .manipulation import stack
         return asarray(stack([asarray(e) for e in a]), dtype)
     if type(a) not in _PY and not isinstance(a, (np.ndarray, np.generic, list, tuple)):
-        from ..backends.device import adopt
         placed = adopt(a)                  # a device library's array (CuPy's...): zero-copy
         if placed is not None:
             dev, buf = placed
@@ -154,5 +156,4 @@ def checked(x, bad, error, message):
         if bool(np.any(bad.numpy())):
             raise error(message)
         return x
-    from ..primitives.misc import runtime_error_p, error_name
     return bind(runtime_error_p, x, bad, error=error_name(error), message=message)

@@ -10,7 +10,12 @@ from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d
+from ..primitives.shape import expand_dims_p, squeeze_p
 from ._core import asarray
+from .creation import arange
+from .manipulation import ravel, reshape, stack
+# (graph.static and graph.function, the compiler's, load on first use, when a trace needs them;
+# .math makes ufunc objects of .ufuncs, which builds its methods on this module)
 
 _SLICE_ALL = ("s", None, None, None)
 
@@ -74,7 +79,6 @@ def _split_index(x, key):
             if mask.ndim == 0:
                 inserted.append(pos)
                 shape.insert(pos, 1)
-                from .manipulation import reshape
                 mask = reshape(mask, (1,))
             idx = _mask_indices(mask, x, shape, pos, len(inserted))
             spec.extend([("a",)] * len(idx))
@@ -86,7 +90,6 @@ def _split_index(x, key):
                 arrays.append(e[1])
             pos += 1
     if inserted:
-        from ..primitives.shape import expand_dims_p
         x = bind(expand_dims_p, x, axes=tuple(inserted))
     return x, tuple(spec), arrays, tuple(inserted)
 
@@ -230,7 +233,6 @@ def _setitem_composed(x, key, value):
     def functional():
         r = bind(I.index_update_p, base, v, *arrays, spec=spec)
         if inserted:
-            from ..primitives.shape import squeeze_p
             r = bind(squeeze_p, r, axes=inserted)
         return r
 
@@ -311,7 +313,6 @@ def take(a, indices, axis=None, out=None, mode=None):
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must be integers, got {idx.dtype}")
     if axis is None or legacy_0d(axis, a.ndim):      # NumPy's legacy 0-d rule
-        from .manipulation import ravel
         a = ravel(a)
         axis = 0
     axis = norm_axis(axis, a.ndim)
@@ -341,13 +342,10 @@ def take_along_axis(arr, indices, axis=-1):
     a = asarray(arr)
     idx = asarray(indices)
     if axis is None:
-        from .manipulation import ravel
         a, axis = ravel(a), 0
     if idx.ndim != a.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
     axis = norm_axis(axis, a.ndim)
-    from .creation import arange
-    from .manipulation import reshape
     arrays = []
     for i in range(a.ndim):
         if i == axis:
@@ -369,10 +367,8 @@ def nonzero(a):
 
 
 def argwhere(a):
-    from .manipulation import stack
     return stack(nonzero(a), axis=-1) if asarray(a).ndim else asarray(np.argwhere(asarray(a).numpy()))
 
 
 def flatnonzero(a):
-    from .manipulation import ravel
     return nonzero(ravel(a))[0]

@@ -26,9 +26,16 @@ from ..core.primitive import bind, Composite
 from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..core import mutation as _mut
-from ..primitives import elementwise as E, reduction as R, cumulative as C
+from ..primitives import elementwise as E, reduction as R, cumulative as C, indexing as IX
+from ..primitives.shape import squeeze_p
 from ..primitives._util import norm_axis
 from ._core import ufunc_operands, asarray, _scalar, _PY
+from .creation import zeros
+from .indexing import _getitem, _split_index, take
+from .manipulation import (broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape,
+                           squeeze, stack)
+# (`where_` and the comparisons come from .math inside the functions: math.py makes its ufunc
+# objects from this module when it is imported)
 
 _NO_VALUE = np._NoValue          # NumPy's own marker, so `initial=np._NoValue` passes through
 _REORDERABLE_NO_IDENTITY = frozenset({"maximum", "minimum", "fmax", "fmin"})
@@ -247,7 +254,6 @@ class ufunc:
                                  f"has no identity")
             shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims \
                 else tuple(d for i, d in enumerate(x.shape) if i not in axes)
-            from .manipulation import broadcast_to
             r = broadcast_to(_const(ident, rd), shape)
             r = bind(E.copy_p, r)
         elif not axes:
@@ -266,7 +272,6 @@ class ufunc:
         return r if out is None else _write_out(self, r, out, "unsafe")
 
     def _fold(self, x, axes, keepdims, start, mask=None):
-        from .manipulation import moveaxis, reshape, expand_dims
         rest = [d for i, d in enumerate(x.shape) if i not in axes]
         y = moveaxis(x, axes, tuple(range(len(axes))))
         if mask is not None:     # a where= mask of a non-reorderable ufunc: one axis
@@ -317,7 +322,6 @@ class ufunc:
         if self._accumulate is not None:
             r = self._accumulate(x, axis)
         else:
-            from .manipulation import moveaxis
             y = moveaxis(x, axis, 0)
             n = y.shape[0]
             if n is None:
@@ -331,7 +335,6 @@ class ufunc:
     def outer(self, A, B, /, **kwargs):
         """self(a, b) for every pair: the result has shape A.shape + B.shape."""
         self._check_method("outer", "outer product only supported for binary functions", None)
-        from .manipulation import expand_dims
         a, b = asarray(A), asarray(B)      # as NumPy: Python scalars become arrays here
         if b.ndim:
             a = expand_dims(a, tuple(range(a.ndim, a.ndim + b.ndim)))
@@ -384,8 +387,6 @@ class ufunc:
         axis = norm_axis(operator.index(axis), a.ndim)
         n = a.shape[axis]
         rd = self._method_dtype("reduceat", a.dtype, dtype)
-        from .manipulation import stack, squeeze
-        from .indexing import _getitem
         lead = (slice(None),) * axis
         parts = []
         for k, s in enumerate(idx):
@@ -408,7 +409,6 @@ class ufunc:
                 v = squeeze(_getitem(a, lead + (slice(s, s + 1),)), axis)
                 parts.append(v if v.dtype == rd else bind(E.convert_p, v, dtype=rd))
         if not parts:
-            from .creation import zeros
             shape = list(a.shape)
             shape[axis] = 0
             return zeros(tuple(shape), rd)
@@ -531,8 +531,7 @@ ufunc.reduceat = functools.wraps(ufunc._reduceat_composed)(REDUCEAT.call)
 
 
 def _by_name(name):
-    import ndflow.numpy as tnp
-    return getattr(tnp, name)
+    return getattr(_door.tnp, name)
 
 
 # ------------------------------------------------------------------ helpers
@@ -559,7 +558,6 @@ def _const(v, dtype):
 
 def _tree_fold(fn, y, n):
     """fn over axis 0 of y by pairs (log2(n) binds): for associative ufuncs."""
-    from .manipulation import concatenate
     while n > 1:
         h = n // 2
         z = fn(y[0:2 * h:2], y[1:2 * h:2])
@@ -572,7 +570,6 @@ def _tree_fold(fn, y, n):
 def _scan(fn, y, n, associative):
     """Inclusive scan of fn over axis 0: Hillis-Steele doubling for associative ufuncs
     (log2(n) steps), else left to right."""
-    from .manipulation import concatenate, stack
     if n == 0:
         return y
     if associative:
@@ -610,10 +607,6 @@ def _write_out(uf, r, out, casting):
 
 def _at(uf, a, indices, b):
     """The functional form of `uf.at(a, indices, b)`: the updated array."""
-    from .indexing import _split_index
-    from ..primitives import indexing as IX
-    from .manipulation import reshape, ravel
-    from .indexing import take
     if uf.__name__ in ("add", "subtract") and a.dtype != _dt.BOOL:
         base, spec, arrays, inserted = _split_index(a, indices)
         v = asarray(b)
@@ -624,7 +617,6 @@ def _at(uf, a, indices, b):
             v = bind(E.convert_p, v, dtype=a.dtype)
         r = bind(IX.index_add_p, base, v, *arrays, spec=spec)
         if inserted:
-            from ..primitives.shape import squeeze_p
             r = bind(squeeze_p, r, axes=inserted)
         return r
     idx = indices
@@ -650,7 +642,6 @@ def _at(uf, a, indices, b):
     rank[order] = rank_sorted
     flat = ravel(a)
     if b is not None:
-        from .manipulation import broadcast_to
         bb = ravel(broadcast_to(asarray(b), np.shape(pos)))
     for r in range(int(rank.max()) + 1 if rank.size else 0):
         sel = np.flatnonzero(rank == r)
