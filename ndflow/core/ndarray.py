@@ -5,9 +5,12 @@ Fields (slots):
         batched: the value one interpreter level down
   _t    None for eager arrays, else the interpreter (trace) that owns the value
   _dev  None for eager arrays on the default device; the Device otherwise (and for non-eager
-        values a non-None marker), so the fast path checks one field
+        values a non-None marker), so the eager door's plain route checks one field
   _tid  identity of the *value* for tapes (0 until a tape sees it); a mutated array gets a new one
   _aux  batched: the batch axis of `_v`
+
+An eager array is built by `_wrap` alone (and its statement form WRAP_INLINE, for generated
+code). The operators are entries of the eager door (core/dispatch.py).
 """
 import builtins
 import itertools

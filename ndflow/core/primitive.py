@@ -38,7 +38,9 @@ by its name):
                     body holding one can be replayed to differentiate it (implies `effect`)
 
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
-the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
+the innermost one that owns an input. Tapes observe every bind whose inputs they watch. `bind`
+is the eager door's (core/dispatch.py): plain eager runs the kernel on the buffers, eager under
+tapes the kernel and then the records; `bind_general` below is every other case.
 """
 import functools
 import inspect
@@ -243,7 +245,8 @@ class Composite:
     None (e.g. {'descending': False}). `lane(*args, **kwargs)`, where given, names the one
     primitive a call under tapes amounts to — (primitive, operands, params), or None — which
     the door then applies and records without the composition (tnp.sum of a whole array)."""
-    __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "call", "__weakref__")
+    __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "_lane", "_call",
+                 "__weakref__")
 
     def __init__(self, name, kernel, compose, compose_if=(), lane=None):
         self.name = name
@@ -258,11 +261,21 @@ class Composite:
         # signature on every call
         self._where = tuple((n, pos.index(n) if n in pos else None, ok)
                             for n, ok in compose_if.items())
-        self.call = _door.composite_call(self, lane)
+        self._lane = lane
+        self._call = None
         COMPOSITES[name] = self
 
     def __repr__(self):
         return "Composite(%s)" % self.name
+
+    @property
+    def call(self):
+        """The composite's call, the eager door's (`composite_call`); made on first use (the
+        ufunc objects' composites, one per ufunc, are called through the ufunc itself)."""
+        c = self._call
+        if c is None:
+            c = self._call = _door.composite_call(self, self._lane)
+        return c
 
     def __call__(self, *args, **kwargs):
         return self.call(*args, **kwargs)
