@@ -49,6 +49,7 @@ tnp = None
 _new = object.__new__
 
 _PY = (bool, int, float, complex)
+_NP_SCALARS = frozenset(np.sctypeDict.values())    # NumPy's scalar types (a kernel's result)
 _BF16 = _dt.BFLOAT16       # bfloat16 (a stand-in no array has until ml_dtypes is imported)
 
 
@@ -445,7 +446,8 @@ def composite_call(c, lane=None):
                     if len(args) > free and not applies(args, kwargs):
                         return compose(*args)
                     r = kernel(*h)
-                if type(r) is not np.ndarray and not isinstance(r, np.generic):
+                t = type(r)
+                if t is not np.ndarray and t not in _NP_SCALARS:
                     return host_to_nf(r)        # (tuples, lists, named tuples, ...)
                 o = _new(_ndarray)              # (_wrap, inlined: see _new)
                 o._v = r
