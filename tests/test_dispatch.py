@@ -283,18 +283,26 @@ def test_bind_routes():
 
 
 # ------------------------------------------------------------------ the mode, for others
+def _plain_test():
+    # the expression form generated code uses (graph/function.py's call entries)
+    return eval(D.PLAIN_TEST, dict(D.PLAIN_NAMES))
+
+
 def test_plain_and_writes_in_place_are_per_thread():
     x = tnp.asarray(np.zeros(3))
-    assert D.plain() and D.writes_in_place(x)
+    assert D.plain() and _plain_test() and D.writes_in_place(x)
     seen = []
     with nf.GradientTape() as t:
-        assert not D.plain() and not D.writes_in_place(x)
-        th = threading.Thread(target=lambda: seen.append((D.plain(), D.writes_in_place(x))))
+        assert not D.plain() and not _plain_test() and not D.writes_in_place(x)
+        th = threading.Thread(target=lambda: seen.append(
+            (D.plain(), _plain_test(), D.writes_in_place(x))))
         th.start()
         th.join()
         t.watch(x)
         y = x * 2
-    assert seen == [(True, True)]
+    assert seen == [(True, True, True)]
+    with compose_composites():                  # a switch: not plain (and no tape)
+        assert not D.plain() and not _plain_test() and not D.writes_in_place(x)
     # the finished tape holds x's buffer: a write goes through the mutation model (the tape
     # gets its copy first) until the tape is gone
     assert D.plain() and not D.writes_in_place(x)

@@ -14,6 +14,7 @@ import numpy as np
 from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError, WRAP_INLINE, _new
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
+from ..core import dispatch as _door
 from ..core.dispatch import plain as _plain
 from ..core import tree, dtypes as _dt
 from ..core.variable import VariableBase
@@ -136,16 +137,16 @@ class ConcreteFunction:
         body = [(renum(t), node) for t, node in body]
         out_names = [renum(o) for o in out_names]
         ns = dict(self.run.__globals__)         # kernels, constants and params of the graph
-        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, _plain=_plain,
-                  ndarray=ndarray, np_ndarray=np.ndarray, _new=_new, _miss=_miss,
-                  _recover=_recover, _fail=self._fail, _finish=self._finish)
+        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, ndarray=ndarray, np_ndarray=np.ndarray,
+                  _new=_new, _miss=_miss, _recover=_recover, _fail=self._fail,
+                  _finish=self._finish, **_door.PLAIN_NAMES)
         xs = ["x%d" % i for i in range(n)]
         params = "".join("%s=NA, " % x for x in xs) + ("/, " if n else "") + "*rest, **kw"
         miss = "return _miss(_fref, (%s) + rest, kw)" % "".join(x + ", " for x in xs)
         L = ["def make(_fref, %s):" % "".join("D%d, S%d, " % (i, i) for i in range(n)),
              "    def entry(%s):" % params]
         # (a probe from `_miss` passes PROBE last: on a miss the entry returns _MISS)
-        cond = ["not _plain()", "kw",
+        cond = ["not " + _door.PLAIN_TEST, "kw",
                 "(rest and (len(rest) != 1 or rest[0] is not PROBE))"]
         for i, (x, np_) in enumerate(zip(xs, numpy_args)):
             cond.append("type(%s) is not %s" % (x, "np_ndarray" if np_ else "ndarray"))
