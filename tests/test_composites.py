@@ -270,40 +270,13 @@ def test_a_tape_sees_the_composition():
 
 
 # ------------------------------------------------------------------ no second eager path
-# Every test of `STATE.fast` / `GLOBAL.fast` ("nothing watches") left in the NumPy layer, by
-# (file, function): why it is there, and the test that shows it cannot drift from the path
-# every transformation takes. Anything else is a second eager implementation: make it a
-# composite (core/primitive.py `composite`) or let `bind`'s fast path run the primitive's impl.
-_UFUNC_DISPATCH = ("the composite dispatch of the ufunc object, inlined (the hottest calls); "
-                   "its kernel is the NumPy ufunc `composite.kernel` names",
-                   "test_kernel_and_composition_agree[<each ufunc>], "
-                   "test_ufunc_kernels_are_what_the_fast_paths_run")
-_SANCTIONED = {
-    ("ufuncs.py", "ufunc.__call__"): _UFUNC_DISPATCH,
-    ("ufuncs.py", "_Unary.__call__"): _UFUNC_DISPATCH,
-    ("ufuncs.py", "_Binary.__call__"): _UFUNC_DISPATCH,
-    ("ufuncs.py", "_Generalized.__call__"): (
-        "not a second eager path: GLOBAL.fast only lets a plain eager call skip the check "
-        "for the tape lane (matmul bound as its primitive under a tape, as `_matmul` does)",
-        "test_matmul_tape_lane_is_the_general_path"),
-    ("ufuncs.py", "ufunc.reduce"): ("composite 'ufunc.reduce' dispatch, inlined",
-                                    "test_kernel_and_composition_agree[ufunc.reduce]"),
-    ("ufuncs.py", "ufunc.accumulate"): ("composite 'ufunc.accumulate' dispatch, inlined",
-                                        "test_kernel_and_composition_agree[ufunc.accumulate]"),
-    ("ufuncs.py", "ufunc.reduceat"): ("composite 'ufunc.reduceat' dispatch, inlined",
-                                      "test_kernel_and_composition_agree[ufunc.reduceat]"),
-    ("ufuncs.py", "ufunc.at"): ("composite 'ufunc.at' dispatch, inlined (in place)",
-                                "test_kernel_and_composition_agree[ufunc.at]"),
-    ("indexing.py", "_getitem"): ("composite 'getitem' dispatch, inlined (x[i] is hot)",
-                                  "test_kernel_and_composition_agree[getitem]"),
-    ("indexing.py", "_setitem"): ("composite 'setitem' dispatch, inlined (in place)",
-                                  "test_kernel_and_composition_agree[setitem]"),
-    ("math.py", "_set_part"): ("x.real = v / x.imag = v: only eagerly, in place; every other "
-                               "path raises TypeError (no second implementation to drift)",
-                               "test_set_part_is_eager_only_and_numpys"),
-}
-
-
+# The choice "NumPy kernel / tape lane / general route" is made by the eager door alone
+# (core/dispatch.py): the NumPy layer's entries (ufunc objects and their methods, composites,
+# indexing, writes) are instantiated from its templates, and no test of `STATE.fast` /
+# `GLOBAL.fast` ("nothing watches") is left in the NumPy layer. One would be a second eager
+# implementation: make it a composite (core/primitive.py `composite`), an entry of the door,
+# or let `bind`'s plain route run the primitive's impl. (tests/test_dispatch.py holds the
+# whole package outside core/ to the same, and the door's routes to each other.)
 def _fast_tests_in_numpy_layer():
     import ast
     import pathlib
@@ -327,19 +300,15 @@ def _fast_tests_in_numpy_layer():
 
 def test_no_unsanctioned_nothing_watches_shortcut_in_the_numpy_layer():
     found = _fast_tests_in_numpy_layer()
-    stray = sorted(f"{f}:{line} in {fn or '<module>'}" for f, fn, line in found
-                   if (f, fn) not in _SANCTIONED)
-    assert not stray, ("eager shortcuts outside the sanctioned list (a second implementation "
-                       "that can drift from the traced one):\n  " + "\n  ".join(stray))
-    stale = sorted(k for k in _SANCTIONED if k not in {(f, fn) for f, fn, _ in found})
-    assert not stale, f"sanctioned entries with no shortcut left (remove them): {stale}"
-    for reason, test in _SANCTIONED.values():
-        assert reason and test.startswith("test_")
+    stray = sorted(f"{f}:{line} in {fn or '<module>'}" for f, fn, line in found)
+    assert not stray, ("eager shortcuts in the NumPy layer (a second implementation that can "
+                       "drift from the traced one; the eager door chooses):\n  "
+                       + "\n  ".join(stray))
 
 
 def test_ufunc_kernels_are_what_the_fast_paths_run():
-    # the ufunc fast paths call `self._np` (methods: `self._np.<method>`): the composite's
-    # kernel must be that very function, so the kernel/composition test covers them
+    # the door's plain route of a ufunc calls `self._np` (methods: `self._np.<method>`): the
+    # composite's kernel must be that very function, so the kernel/composition test covers them
     from ndflow.numpy.ufuncs import ufunc, REDUCE, ACCUMULATE, REDUCEAT, AT
     n = 0
     for name in dir(tnp):

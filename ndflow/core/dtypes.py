@@ -4,6 +4,7 @@ ndflow's dtypes are NumPy's (so `x.dtype == np.float32` and `astype(np.float32)`
 bfloat16 comes from ml_dtypes. Promotion follows NumPy 2 (NEP 50: Python scalars are weak) in
 'legacy' mode, and the JAX-style lattice in 'all' / 'safe' modes.
 """
+import functools
 import sys as _sys
 
 import numpy as np
@@ -254,3 +255,60 @@ def _bf16_result(strong, weak):
         if not others:
             return BFLOAT16
         return np.result_type(F32, *others)
+
+
+# ------------------------------------------------------------------ NumPy's ufunc loops
+@functools.lru_cache(maxsize=4096)
+def ufunc_loop(ufunc, types, mode, prefer32):
+    """(input dtypes, output dtypes) of NumPy's loop for `ufunc` on operands of `types` (dtypes,
+    or the Python scalar types, weak as NEP 50 has them); with `prefer32`, float64/complex128
+    that no operand asked for become float32/complex64 (TensorFlow's switch). TypeError naming
+    the types where NumPy has no loop."""
+    try:
+        loop = ufunc.resolve_dtypes(types + (None,) * ufunc.nout)
+    except TypeError as e:
+        raise TypeError(f"ufunc {ufunc.__name__!r} not supported for the input types "
+                        f"{', '.join(getattr(t, 'name', getattr(t, '__name__', str(t))) for t in types)}"
+                        f" ({e})") from None
+    ins, outs = loop[:ufunc.nin], loop[ufunc.nin:]
+    if prefer32:
+        strong64 = any(isinstance(t, np.dtype) and t in (F64, C128) for t in types)
+        if not strong64:
+            swap = {F64: F32, C128: C64}
+            ins = tuple(swap.get(d, d) for d in ins)
+            outs = tuple(swap.get(d, d) for d in outs)
+    return ins, outs
+
+
+# (NumPy ufunc, id(dtype), partner type or None, partner first) -> (dtype, bool): same_loop
+_SAME_LOOP = {}
+
+
+def same_loop(ufunc, d, partner=None, partner_first=False):
+    """Whether NumPy's loop for `ufunc` takes operands of dtype `d` as they are — all of them
+    `d`, or with a Python int or float `partner` (before the array where `partner_first`), that
+    partner as a `d` scalar — under NumPy's own promotion ('legacy', no float32 preference):
+    the eager door's tape lane then binds the ufunc's primitive with no resolution per call.
+    bfloat16 keeps the general path (NEP 50's rule)."""
+    # keyed by the dtype's identity (hashing a NumPy dtype costs more than this whole check);
+    # the entry holds the dtype, so the id names the same object while it lives
+    key = (ufunc, id(d), partner, partner_first)
+    e = _SAME_LOOP.get(key)
+    if e is not None and e[0] is d:
+        return e[1]
+    ok = False
+    if d != BFLOAT16 and type(d) is not type(BFLOAT16):
+        if partner is None:
+            types = (d,) * ufunc.nin
+        else:
+            types = (partner, d) if partner_first else (d, partner)
+        try:
+            ins, _ = ufunc_loop(ufunc, types, "legacy", False)
+        except TypeError:
+            pass
+        else:
+            ok = all(i == d for i in ins)
+    if len(_SAME_LOOP) > 4096:
+        _SAME_LOOP.clear()
+    _SAME_LOOP[key] = (d, ok)
+    return ok

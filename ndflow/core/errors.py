@@ -1,7 +1,23 @@
 """Error types named as TensorFlow's (`nf.errors`), and the numerics check that
 `nf.debugging.enable_check_numerics` runs after each operation (eagerly in `bind`, compiled in
 the generated code)."""
+import os
+import sys
+
 import numpy as np
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_line():
+    """The innermost stack frame outside ndflow, as 'file:line', for error messages."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not os.path.abspath(fn).startswith(_ROOT):
+            return "%s:%d" % (fn, f.f_lineno)
+        f = f.f_back
+    return "<unknown>"
 
 
 class OpError(Exception):

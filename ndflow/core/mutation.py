@@ -61,8 +61,12 @@ LOCK = _thread.RLock()
 VIEWS = {}
 
 _new = object.__new__
-_ndarray = None      # set by ndarray.py
+# set by the modules above (layers point one way): the array class, a new value identity and
+# a symbolic value (ndarray.py), `bind` (primitive.py)
+_ndarray = None
 _new_tid = None
+_symbolic = None
+_bind = None
 
 
 def is_buffer(v):
@@ -235,9 +239,8 @@ def begin(x):
         return
     tr = _graph_trace()
     if tr is not None and not tr.dynamic:
-        from .ndarray import symbolic
         tr.note_write(x)
-        x._rebind(symbolic(tr, tr.to_var(x)))
+        x._rebind(_symbolic(tr, tr.to_var(x)))
 
 
 def assign_traced(x, functional, operands=()):
@@ -303,7 +306,7 @@ def propagate(x):
     views = STATE.views
     if not views:
         return
-    from .primitive import bind
+    bind = _bind
     changed = [x]
     cur = x
     while True:

@@ -5,9 +5,12 @@ Fields (slots):
         batched: the value one interpreter level down
   _t    None for eager arrays, else the interpreter (trace) that owns the value
   _dev  None for eager arrays on the default device; the Device otherwise (and for non-eager
-        values a non-None marker), so the fast path checks one field
+        values a non-None marker), so the eager door's plain route checks one field
   _tid  identity of the *value* for tapes (0 until a tape sees it); a mutated array gets a new one
   _aux  batched: the batch axis of `_v`
+
+An eager array is built by `_wrap` alone (and its statement form WRAP_INLINE, for generated
+code). The operators are entries of the eager door (core/dispatch.py).
 """
 import builtins
 import itertools
@@ -15,24 +18,14 @@ import operator
 
 import numpy as np
 
-from . import primitive as _prim
 from . import mutation as _mut
-from .state import STATE, GLOBAL
-from . import dtypes as _dt
+from . import dispatch as _door
+from .errors import user_line as _user_line
 
 _tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
 _new = object.__new__
 _tid_counter = itertools.count(1)
 SYMBOLIC = "<symbolic>"
-_BF16 = _dt.BFLOAT16    # bfloat16 (a stand-in no array has until ml_dtypes is imported)
-
-
-def _set_bf16(d):
-    global _BF16
-    _BF16 = d
-
-
-_dt._ON_BFLOAT16.append(_set_bf16)
 
 
 class TracingError(TypeError):
@@ -52,23 +45,24 @@ class SpecializationError(TracingError):
         self.site, self.observed = site, observed
 
 
-def _wrap(buf):
+def _wrap(buf, dev=None):
+    """The one constructor of an eager array: `buf` (a NumPy or CuPy array or NumPy scalar) on
+    `dev` (None: the default device, which the eager door's plain route checks for)."""
     o = _new(ndarray)
     o._v = buf
     o._t = None
-    o._dev = None
+    o._dev = dev
     o._tid = 0
     return o
 
 
-# `_wrap` as a statement, for generated code that makes its results inline (graph/function.py's
-# call entries: a call to _wrap costs about as much as the wrapping itself). Needs `_new` and
-# `ndarray` in the code's namespace; kept beside _wrap so the two cannot drift
+wrap_on = _wrap       # (the name the device code reads better with: wrap_on(buf, device))
+
+# `_wrap(buf)` as a statement, for generated code that makes its results inline (graph/
+# function.py's call entries: a call to _wrap costs about as much as the wrapping itself). Needs
+# `_new` and `ndarray` in the code's namespace; kept beside _wrap so the two cannot drift
 # (tests/test_call_path.py compares them field by field).
 WRAP_INLINE = "{o} = _new(ndarray); {o}._v = {v}; {o}._t = None; {o}._dev = None; {o}._tid = 0"
-
-
-_prim._wrap = _wrap
 
 # Hooks that higher layers fill in when they are imported (layers point one way:
 # docs/architecture.md): an array's device (backends/device.py) and NumPy's protocols
@@ -76,15 +70,6 @@ _prim._wrap = _wrap
 _device_of = None
 _array_ufunc = None
 _array_function = None
-
-
-def wrap_on(buf, device):
-    o = _new(ndarray)
-    o._v = buf
-    o._t = None
-    o._dev = device
-    o._tid = 0
-    return o
 
 
 def symbolic(trace, value, aux=None):
@@ -99,83 +84,6 @@ def symbolic(trace, value, aux=None):
 
 def new_tid():
     return next(_tid_counter)
-
-
-def _user_line():
-    """The innermost stack frame outside ndflow, as 'file:line', for error messages."""
-    import sys
-    import os
-    f = sys._getframe(1)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(root):
-            return "%s:%d" % (fn, f.f_lineno)
-        f = f.f_back
-    return "<unknown>"
-
-
-def _fast_binary(np_fn, name, reflected=False):
-    # Operators are the hottest path: a + b on eager default-device arrays calls NumPy directly
-    # (NumPy 2 promotion == ours in legacy mode); everything else goes through the NumPy layer.
-    def op(self, other):
-        if (GLOBAL.fast or STATE.fast) and self._dev is None:
-            t = type(other)
-            if t is ndarray:
-                if other._dev is None:
-                    o = _new(ndarray)
-                    o._v = np_fn(other._v, self._v) if reflected else np_fn(self._v, other._v)
-                    o._t = None
-                    o._dev = None
-                    o._tid = 0
-                    return o
-            elif t is int or t is bool or t is complex or (
-                    t is float and self._v.dtype is not _BF16):
-                # (ml_dtypes' loops turn bfloat16 * Python float into float32; NEP 50 and our
-                # general path keep bfloat16)
-                return _wrap(np_fn(other, self._v) if reflected else np_fn(self._v, other))
-        f = getattr(_tnp, name)
-        if not reflected and type(other) is ndarray and self._dev is None \
-                and other._dev is None and (lane := STATE.lane) is not None:
-            # eager under tapes: the ufunc's tape lane (its `__call__`'s), for operands of the
-            # one dtype that lane last took, without the call in between
-            e = lane_of[0]
-            if (e is not None and e[0] is f) or (e := _lane_ufunc(f, lane_of)) is not None:
-                d = self._v.dtype
-                if d is f._lane and (other._v.dtype is d or other._v.dtype == d):
-                    # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
-                    p = e[1]
-                    o = _new(ndarray)
-                    o._v = p.impl(self._v, other._v)
-                    o._t = None
-                    o._dev = None
-                    o._tid = 0
-                    a = (self, other)
-                    kw = {}
-                    for tape in lane:
-                        tape._record(p, a, o, kw)
-                    return o
-        try:
-            return f(other, self) if reflected else f(self, other)
-        except _NotArray:
-            return NotImplemented
-    lane_of = [None]       # (the NumPy layer's ufunc `name`, its primitive): one cell
-    op.__name__ = name
-    return op
-
-
-def _lane_ufunc(f, lane_of):
-    """(f, its primitive) where `f` is a ufunc with a tape lane (a `_prim` and its `_lane`
-    dtype), kept in `lane_of` for the operator's next call; None otherwise."""
-    p = getattr(f, "_prim", None)
-    if p is None or not hasattr(f, "_lane"):
-        return None
-    e = lane_of[0] = (f, p)
-    return e
-
-
-class _NotArray(TypeError):
-    pass
 
 
 def _power_as_unary(self, other):
@@ -229,22 +137,13 @@ def _refuse_cast(name, dtype, into):
 
 
 def _inplace(name):
+    """`a op= b`, instantiated from the eager door: NumPy's in-place operator on a's buffer, or
+    the mutation model's functional update (under tapes and traces)."""
     np_fn = getattr(np, name)
+    power = name == "power"
 
-    def op(self, other):
-        unary = _power_as_unary(self, other) if name == "power" else None
-        if STATE.fast and self._dev is None and not _mut.HOLDERS:
-            v = self._v
-            if not isinstance(v, np.ndarray):
-                v = self._v = np.array(v)
-            if unary is not None:
-                getattr(np, unary)(v, out=v)
-                return self
-            o = other._v if type(other) is ndarray and other._dev is None else other
-            if isinstance(o, ndarray):
-                o = o.numpy()
-            np_fn(v, o, out=v)
-            return self
+    def general(self, other):
+        unary = _power_as_unary(self, other) if power else None
         # a traced write into an eager array happens at every call: it becomes a graph value
         # before the operation reads it (core/mutation.py)
         _mut.begin(self)
@@ -262,8 +161,17 @@ def _inplace(name):
                              f"match the broadcast shape {res.shape}")
         _mut.assign(self, (res,), lambda: res)
         return self
+    op = _door.inplace_operator(_ipow_kernel if power else np_fn, general)
     op.__name__ = "__i%s__" % name
     return op
+
+
+def _ipow_kernel(v, o, out):
+    """`v **= o` on a buffer, with the operator's unary cases (`_power_as_unary`)."""
+    unary = _power_as_unary(v, o)
+    if unary is not None:
+        return getattr(np, unary)(v, out=out)
+    return np.power(v, o, out=out)
 
 
 class _FlatIter:
@@ -793,38 +701,40 @@ class ndarray:
         self.numpy().setfield(v, dtype, offset)
 
     # ------------------------------------------------------------------ operators
-    __add__ = _fast_binary(np.add, "add")
-    __radd__ = _fast_binary(np.add, "add", reflected=True)
-    __sub__ = _fast_binary(np.subtract, "subtract")
-    __rsub__ = _fast_binary(np.subtract, "subtract", reflected=True)
-    __mul__ = _fast_binary(np.multiply, "multiply")
-    __rmul__ = _fast_binary(np.multiply, "multiply", reflected=True)
-    __truediv__ = _fast_binary(np.true_divide, "true_divide")
-    __rtruediv__ = _fast_binary(np.true_divide, "true_divide", reflected=True)
-    __floordiv__ = _fast_binary(np.floor_divide, "floor_divide")
-    __rfloordiv__ = _fast_binary(np.floor_divide, "floor_divide", reflected=True)
-    __mod__ = _fast_binary(np.remainder, "remainder")
-    __rmod__ = _fast_binary(np.remainder, "remainder", reflected=True)
-    __pow__ = _power_op(_fast_binary(np.power, "power"))
-    __rpow__ = _fast_binary(np.power, "power", reflected=True)
-    __matmul__ = _fast_binary(np.matmul, "matmul")
-    __rmatmul__ = _fast_binary(np.matmul, "matmul", reflected=True)
-    __and__ = _fast_binary(np.bitwise_and, "bitwise_and")
-    __rand__ = _fast_binary(np.bitwise_and, "bitwise_and", reflected=True)
-    __or__ = _fast_binary(np.bitwise_or, "bitwise_or")
-    __ror__ = _fast_binary(np.bitwise_or, "bitwise_or", reflected=True)
-    __xor__ = _fast_binary(np.bitwise_xor, "bitwise_xor")
-    __rxor__ = _fast_binary(np.bitwise_xor, "bitwise_xor", reflected=True)
-    __lshift__ = _fast_binary(np.left_shift, "left_shift")
-    __rlshift__ = _fast_binary(np.left_shift, "left_shift", reflected=True)
-    __rshift__ = _fast_binary(np.right_shift, "right_shift")
-    __rrshift__ = _fast_binary(np.right_shift, "right_shift", reflected=True)
-    __lt__ = _fast_binary(np.less, "less")
-    __le__ = _fast_binary(np.less_equal, "less_equal")
-    __gt__ = _fast_binary(np.greater, "greater")
-    __ge__ = _fast_binary(np.greater_equal, "greater_equal")
-    __eq__ = _fast_binary(np.equal, "equal")
-    __ne__ = _fast_binary(np.not_equal, "not_equal")
+    # instantiated from the eager door (core/dispatch.py): NumPy's operator on the buffers when
+    # plain, else the NumPy layer's ufunc of that name
+    __add__ = _door.binary_operator(np.add, "add")
+    __radd__ = _door.binary_operator(np.add, "add", reflected=True)
+    __sub__ = _door.binary_operator(np.subtract, "subtract")
+    __rsub__ = _door.binary_operator(np.subtract, "subtract", reflected=True)
+    __mul__ = _door.binary_operator(np.multiply, "multiply")
+    __rmul__ = _door.binary_operator(np.multiply, "multiply", reflected=True)
+    __truediv__ = _door.binary_operator(np.true_divide, "true_divide")
+    __rtruediv__ = _door.binary_operator(np.true_divide, "true_divide", reflected=True)
+    __floordiv__ = _door.binary_operator(np.floor_divide, "floor_divide")
+    __rfloordiv__ = _door.binary_operator(np.floor_divide, "floor_divide", reflected=True)
+    __mod__ = _door.binary_operator(np.remainder, "remainder")
+    __rmod__ = _door.binary_operator(np.remainder, "remainder", reflected=True)
+    __pow__ = _power_op(_door.binary_operator(np.power, "power"))
+    __rpow__ = _door.binary_operator(np.power, "power", reflected=True)
+    __matmul__ = _door.binary_operator(np.matmul, "matmul")
+    __rmatmul__ = _door.binary_operator(np.matmul, "matmul", reflected=True)
+    __and__ = _door.binary_operator(np.bitwise_and, "bitwise_and")
+    __rand__ = _door.binary_operator(np.bitwise_and, "bitwise_and", reflected=True)
+    __or__ = _door.binary_operator(np.bitwise_or, "bitwise_or")
+    __ror__ = _door.binary_operator(np.bitwise_or, "bitwise_or", reflected=True)
+    __xor__ = _door.binary_operator(np.bitwise_xor, "bitwise_xor")
+    __rxor__ = _door.binary_operator(np.bitwise_xor, "bitwise_xor", reflected=True)
+    __lshift__ = _door.binary_operator(np.left_shift, "left_shift")
+    __rlshift__ = _door.binary_operator(np.left_shift, "left_shift", reflected=True)
+    __rshift__ = _door.binary_operator(np.right_shift, "right_shift")
+    __rrshift__ = _door.binary_operator(np.right_shift, "right_shift", reflected=True)
+    __lt__ = _door.binary_operator(np.less, "less")
+    __le__ = _door.binary_operator(np.less_equal, "less_equal")
+    __gt__ = _door.binary_operator(np.greater, "greater")
+    __ge__ = _door.binary_operator(np.greater_equal, "greater_equal")
+    __eq__ = _door.binary_operator(np.equal, "equal")
+    __ne__ = _door.binary_operator(np.not_equal, "not_equal")
 
     def __divmod__(self, other):
         return _tnp.divmod(self, other)
@@ -832,19 +742,10 @@ class ndarray:
     def __rdivmod__(self, other):
         return _tnp.divmod(other, self)
 
-    def __neg__(self):
-        if (GLOBAL.fast or STATE.fast) and self._dev is None:
-            return _wrap(np.negative(self._v))
-        return _tnp.negative(self)
-
-    def __pos__(self):
-        return _tnp.positive(self)
-
-    def __abs__(self):
-        return _tnp.absolute(self)
-
-    def __invert__(self):
-        return _tnp.invert(self)
+    __neg__ = _door.unary_operator(np.negative, "negative")
+    __pos__ = _door.unary_operator(np.positive, "positive")
+    __abs__ = _door.unary_operator(np.absolute, "absolute")
+    __invert__ = _door.unary_operator(np.invert, "invert")
 
     __iadd__ = _inplace("add")
     __isub__ = _inplace("subtract")
@@ -862,5 +763,7 @@ class ndarray:
 
 
 _mut._ndarray = ndarray
-_prim._ndarray = ndarray
 _mut._new_tid = new_tid
+_mut._symbolic = symbolic
+_door._ndarray = ndarray
+_door._wrap = _wrap

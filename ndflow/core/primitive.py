@@ -46,12 +46,20 @@ by its name):
                     body holding one can be replayed to differentiate it (implies `effect`)
 
 Interpreters (graph tracing, batching) sit on a per-thread stack; `bind` hands the primitive to
-the innermost one that owns an input. Tapes observe every bind whose inputs they watch.
+the innermost one that owns an input. Tapes observe every bind whose inputs they watch. `bind`
+is the eager door's (core/dispatch.py): plain eager runs the kernel on the buffers, eager under
+tapes the kernel and then the records; `bind_general` below is every other case.
 """
+import functools
+import inspect
+
 import numpy as _np
 
-from .state import STATE, GLOBAL
+from .state import STATE
 from . import mutation as _mut
+from . import dispatch as _door
+from .dispatch import to_host, host_to_nf  # noqa: F401  (the NumPy layer's helpers)
+from .errors import nonfinite_error, user_line
 
 
 class Aval:
@@ -164,51 +172,36 @@ class Primitive:
 
 REGISTRY = []
 
-_wrap = None          # set by ndarray module: buffer -> eager ndarray
-_new = object.__new__
-_ndarray = None       # set by ndarray module: the ndarray class
-_eager_apply = None   # set by backends: full eager path (devices, conversions)
+_eager_apply = None   # set by backends: the eager route with devices (transfers, conversions)
 
 
-def bind(prim, *args, **params):
-    # GLOBAL.fast: no thread has anything active (one plain read); otherwise this thread's
-    # own state decides, so another thread's tape does not slow this one down
-    if GLOBAL.fast or STATE.fast:
-        # Eager fast path: no tape, trace or scope can be interested. `_dev is None` marks an
-        # eager array on the default device (symbolic and batched values never have it).
-        for a in args:
-            if a._dev is not None:
-                break
-        else:
-            out = prim.impl(*[a._v for a in args], **params)
-            return tuple(map(_wrap, out)) if prim.multiple_results else _wrap(out)
-    return bind_slow(prim, args, params)
-
-
-def bind_taped(prim, args, params, tapes):
-    """`bind_slow`'s tape lane, for a caller that has checked that it applies (`STATE.lane`,
-    the thread's `tapes`: eager under tapes only, NumPy's promotion; every argument an eager
-    array on the default device): the kernel, then the tapes record (the NumPy layer's lanes
-    call it)."""
-    if params:
-        # (one operand: the reductions; without the list's frame)
-        out = prim.impl(args[0]._v, **params) if len(args) == 1 else \
-            prim.impl(*[a._v for a in args], **params)
-    elif len(args) == 2:
-        out = prim.impl(args[0]._v, args[1]._v)
+def bind_general(prim, args, params):
+    """`bind`'s general route (the specification; the eager door, core/dispatch.py, takes the
+    plain and taped ones): the innermost trace owning an input (or the innermost graph trace,
+    for effects and inside control-flow bodies) processes the call, or the backends run it
+    eagerly (devices, numerics checks); views are noted for the mutation model and every
+    recording tape records the call."""
+    st = STATE
+    top = find_top_trace(prim, args)
+    if top is None:
+        outs = _eager_apply(prim, args, params)
+        if st.check_numerics and not prim.sink:
+            _check_numerics(prim, args, outs, params)
     else:
-        out = prim.impl(args[0]._v) if len(args) == 1 else prim.impl(*[a._v for a in args])
-    if prim.multiple_results:
-        outs = tuple(map(_wrap, out))
-    else:
-        outs = _new(_ndarray)          # _wrap, inlined
-        outs._v = out
-        outs._t = None
-        outs._dev = None
-        outs._tid = 0
-    for tape in tapes:
-        tape._record(prim, args, outs, params)
+        if top not in st.traces:
+            _leaked(prim, top)
+        outs = top.process(prim, args, params)
+    if st.traces and prim in _mut.VIEWS and args and (prim.name != "getitem" or len(args) == 1):
+        # NumPy would return a view: a later write into either side must show in the other
+        _mut.note_view(prim, args, outs, params)
+    if st.tapes:
+        for tape in st.tapes:
+            tape._record(prim, args, outs, params)
     return outs
+
+
+bind = _door.make_bind(bind_general)
+_mut._bind = bind
 
 
 def find_top_trace(prim, args):
@@ -229,9 +222,8 @@ def find_top_trace(prim, args):
 
 
 def _leaked(prim, trace):
-    from .ndarray import _user_line
     raise ValueError(
-        f"'{prim.name}' (at {_user_line()}) uses a value computed inside a trace that has "
+        f"'{prim.name}' (at {user_line()}) uses a value computed inside a trace that has "
         f"finished: a control-flow body (a branch or loop of nf.cond / nf.while_loop, or of an "
         f"`if`/`for`/`while` AutoGraph converted), a vectorized_map or another nf.function. "
         f"Values leave such a body only as its results (a Python list appended to inside a "
@@ -239,63 +231,12 @@ def _leaked(prim, trace):
         f"assign into a preallocated array)")
 
 
-def bind_slow(prim, args, params):
-    st = STATE
-    if st.taping or (not st.traces and st.device is None and not st.check_numerics):
-        # eager under tapes only (the common recording case): the fast path's kernel call,
-        # then the tapes record
-        if len(args) == 2:
-            # (the common binary call without the loop and list comprehension's frames)
-            a, b = args
-            ok = a._dev is None and b._dev is None
-            if ok:
-                out = prim.impl(a._v, b._v, **params)
-        else:
-            for a in args:
-                if a._dev is not None:
-                    ok = False
-                    break
-            else:
-                ok = True
-                out = prim.impl(*[a._v for a in args], **params)
-        if ok:
-            if prim.multiple_results:
-                outs = tuple(map(_wrap, out))
-            else:
-                outs = _new(_ndarray)          # _wrap, inlined
-                outs._v = out
-                outs._t = None
-                outs._dev = None
-                outs._tid = 0
-            for tape in st.tapes:
-                tape._record(prim, args, outs, params)
-            return outs
-    top = find_top_trace(prim, args)
-    if top is None:
-        outs = _eager_apply(prim, args, params)
-        if st.check_numerics and not prim.sink:
-            _check_numerics(prim, args, outs, params)
-    else:
-        if top not in st.traces:
-            _leaked(prim, top)
-        outs = top.process(prim, args, params)
-    if st.traces and prim in _mut.VIEWS and args and (prim.name != "getitem" or len(args) == 1):
-        # NumPy would return a view: a later write into either side must show in the other
-        _mut.note_view(prim, args, outs, params)
-    if st.tapes:
-        for tape in st.tapes:
-            tape._record(prim, args, outs, params)
-    return outs
-
-
 def _check_numerics(prim, args, outs, params):
-    from .errors import nonfinite_error
-    from .ndarray import _user_line
     err = nonfinite_error(prim.name, [o._v for o in (outs if prim.multiple_results else (outs,))],
                           [a._v for a in args])
     if err is not None and not any(_is_body(v) for v in params.values()):
         # (a control-flow op is not blamed: its bodies' operations are checked themselves)
-        raise type(err)(f"{err}\n  in '{prim.name}' at {_user_line()}") from None
+        raise type(err)(f"{err}\n  in '{prim.name}' at {user_line()}") from None
 
 
 def _is_body(v):
@@ -309,18 +250,21 @@ class Composite:
     buffers, and `compose`, its composition over primitives. Plain eager execution (no tape,
     trace, batching, device scope or switch; every array argument an eager array on the default
     device) runs the kernel, for NumPy's speed; everything else (tapes, traces, vectorized_map,
-    forward mode) runs `compose` inline, so every transformation sees its primitives.
-    `bind_composite` chooses; tests/test_composites.py checks the two against each other.
+    forward mode) runs `compose` inline, so every transformation sees its primitives. The eager
+    door chooses (core/dispatch.py `composite_call`); tests/test_composites.py checks the two
+    against each other.
 
     `kernel(*args, **kwargs)` takes the function's own arguments, ndflow arrays replaced by
     their NumPy buffers, and returns NumPy values. `compose_if` names parameters (e.g. 'out')
     for which a value other than None means the kernel cannot answer (it has no `out=` array to
     write into), so the composition runs; a dict gives the value the kernel handles instead of
-    None (e.g. {'descending': False})."""
-    __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "__weakref__")
+    None (e.g. {'descending': False}). `lane(*args, **kwargs)`, where given, names the one
+    primitive a call under tapes amounts to — (primitive, operands, params), or None — which
+    the door then applies and records without the composition (tnp.sum of a whole array)."""
+    __slots__ = ("name", "kernel", "compose", "compose_if", "_where", "_lane", "_call",
+                 "__weakref__")
 
-    def __init__(self, name, kernel, compose, compose_if=()):
-        import inspect
+    def __init__(self, name, kernel, compose, compose_if=(), lane=None):
         self.name = name
         self.kernel = kernel
         self.compose = compose
@@ -333,13 +277,24 @@ class Composite:
         # signature on every call
         self._where = tuple((n, pos.index(n) if n in pos else None, ok)
                             for n, ok in compose_if.items())
+        self._lane = lane
+        self._call = None
         COMPOSITES[name] = self
 
     def __repr__(self):
         return "Composite(%s)" % self.name
 
+    @property
+    def call(self):
+        """The composite's call, the eager door's (`composite_call`); made on first use (the
+        ufunc objects' composites, one per ufunc, are called through the ufunc itself)."""
+        c = self._call
+        if c is None:
+            c = self._call = _door.composite_call(self, self._lane)
+        return c
+
     def __call__(self, *args, **kwargs):
-        return bind_composite(self, args, kwargs)
+        return self.call(*args, **kwargs)
 
     def kernel_applies(self, args, kwargs):
         """Whether the kernel can answer this call (no `compose_if` argument is given)."""
@@ -358,66 +313,15 @@ class Composite:
 COMPOSITES = {}   # name -> Composite (tests enumerate them)
 
 
-def composite(kernel, name=None, compose_if=(), adapt=True):
-    """Decorator: the decorated function is the composition; the result is a plain function
-    (keeping its name, docstring and signature) that does what `bind_composite` does, inlined
-    (it is on eager hot paths such as `reshape`). `kernel` is NumPy's function; `adapt` passes
-    it the arguments as `numpy_kernel` does (False: as given, the signatures being the same)."""
-    import functools
-
+def composite(kernel, name=None, compose_if=(), adapt=True, lane=None):
+    """Decorator: the decorated function is the composition; the result is the composite's call
+    (the eager door's, core/dispatch.py), keeping the function's name, docstring and signature.
+    `kernel` is NumPy's function; `adapt` passes it the arguments as `numpy_kernel` does
+    (False: as given, the signatures being the same); `lane`: see `Composite`."""
     def deco(compose):
         k = numpy_kernel(kernel, compose) if adapt else kernel
-        c = Composite(name or compose.__name__, k, compose, compose_if)
-        where = c._where
-        applies = c.kernel_applies
-        # positional arguments before the first `compose_if` parameter can never send the call
-        # to the composition: a call giving only those (the common one) skips the check
-        free = min([i for _, i, _ in where if i is not None], default=1 << 30)
-
-        @functools.wraps(compose)
-        def f(*args, **kwargs):
-            if GLOBAL.fast or STATE.fast:
-                # the arguments' host values, inlined (_hosted): this wrapper is the whole eager
-                # cost of a composite over NumPy's own call
-                h = []
-                for x in args:
-                    t = type(x)
-                    if t is _ndarray:
-                        if x._dev is not None or x._t is not None:
-                            break
-                        h.append(x._v)
-                    elif t is tuple or t is list:
-                        for e in x:
-                            te = type(e)
-                            if te is _ndarray or te is tuple or te is list:
-                                x = _hosted_seq(x)
-                                break
-                        if x is None:
-                            break
-                        h.append(x)
-                    else:
-                        h.append(x)
-                else:
-                    if kwargs:
-                        if where and not applies(args, kwargs):
-                            return compose(*args, **kwargs)
-                        hk = _hosted(kwargs.values())
-                        if hk is None:
-                            return compose(*args, **kwargs)
-                        r = k(*h, **dict(zip(kwargs, hk)))
-                    else:
-                        if len(args) > free and not applies(args, kwargs):
-                            return compose(*args)
-                        r = k(*h)
-                    if type(r) is _np.ndarray:
-                        o = _new(_ndarray)          # _wrap, inlined
-                        o._v = r
-                        o._t = None
-                        o._dev = None
-                        o._tid = 0
-                        return o
-                    return host_to_nf(r)
-            return compose(*args, **kwargs)
+        c = Composite(name or compose.__name__, k, compose, compose_if, lane)
+        f = functools.wraps(compose)(c.call)
         f.composite = c
         return f
     return deco
@@ -427,7 +331,6 @@ def numpy_kernel(npf, compose):
     """A kernel calling NumPy's `npf` with the arguments of `compose` (ndflow's version of it):
     parameters NumPy does not have, or that NumPy leaves unset (its `<no value>` default) where
     ndflow writes None, are not passed."""
-    import inspect
     sig = inspect.signature(compose)
     if str(sig) == str(inspect.signature(npf)):
         return npf               # the same parameters and defaults: nothing to adapt
@@ -454,69 +357,6 @@ def numpy_kernel(npf, compose):
         return npf(*pos, **kw)
     kernel.__name__ = "numpy." + npf.__name__
     return kernel
-
-
-def _hosted(xs):
-    """The kernel's arguments: eager default-device ndflow arrays as their NumPy buffers
-    (inside lists and tuples too), anything else as is; None if an array is on a device or
-    belongs to a trace or a batch (the composition must run)."""
-    out = []
-    for x in xs:
-        t = type(x)
-        if t is _ndarray:
-            if x._dev is not None or x._t is not None:
-                return None
-            x = x._v
-        elif t is list or t is tuple:
-            for e in x:
-                if type(e) is _ndarray or type(e) is list or type(e) is tuple:
-                    h = _hosted(x)
-                    if h is None:
-                        return None
-                    x = t(h)
-                    break
-        out.append(x)
-    return out
-
-
-def _hosted_seq(x):
-    """A list or tuple holding arrays (or more lists) with their host values; None where one
-    of them is on a device or symbolic."""
-    h = _hosted(x)
-    return None if h is None else type(x)(h)
-
-
-def bind_composite(c, args, kwargs):
-    """Run composite `c`: its NumPy kernel when plain eager, else its composition inline (a
-    tape or trace then records the composition's primitives). (`composite`'s functions do
-    the same, inlined.)"""
-    if GLOBAL.fast or STATE.fast:
-        h = _hosted(args)
-        hk = _hosted(kwargs.values()) if h is not None else None
-        if hk is not None and (not c._where or c.kernel_applies(args, kwargs)):
-            r = c.kernel(*h, **dict(zip(kwargs, hk)))
-            return _wrap(r) if type(r) is _np.ndarray else host_to_nf(r)
-    return c.compose(*args, **kwargs)
-
-
-def to_host(x):
-    """The NumPy value of an eager ndflow array (anything else as is, lists walked)."""
-    if type(x) is _ndarray:
-        return x._v
-    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(to_host(e) for e in x)
-    return x
-
-
-def host_to_nf(r):
-    """NumPy results (arrays, scalars, tuples, lists, named tuples) as ndflow arrays."""
-    if isinstance(r, (_np.ndarray, _np.generic)):
-        return _wrap(r)
-    if hasattr(r, "_fields"):
-        return type(r)(*[host_to_nf(e) for e in r])
-    if isinstance(r, (tuple, list)):
-        return type(r)(host_to_nf(e) for e in r)
-    return r
 
 
 class compose_composites:

@@ -44,7 +44,8 @@ class _State(_thread._local):
         self.prefer_float32 = GLOBAL_MODE["prefer_float32"]
         self.check_numerics = False   # nf.debugging.enable_check_numerics (per thread, as TF)
         self.fast = True
-        self.taping = False       # see refresh
+        self.eager = True         # see refresh
+        self.taping = False
         self.taping_np = False
         self.lane = None          # the tapes when taping_np (one read for the NumPy layer)
         self.compose = False      # composites run their composition even eagerly (tests)
@@ -122,8 +123,11 @@ class _State(_thread._local):
         tapes = bool(self.tapes)
         fast = plain and numpy_mode and not tapes
         self.fast = fast
-        # eager under tapes only (the recording lane of `bind`), and with NumPy's own
-        # promotion (the NumPy layer's lane: its operands need no conversion by ndflow)
+        # nothing interprets: eager on the default device, where tapes may record (whatever
+        # the promotion switches); eager under tapes only; and that, with NumPy's own
+        # promotion (the lane of the eager door, core/dispatch.py: operands NumPy's loop takes
+        # as they are need no conversion by ndflow)
+        self.eager = plain
         self.taping = lane = tapes and plain
         self.taping_np = lane = lane and numpy_mode
         self.lane = self.tapes if lane else None

@@ -13,7 +13,9 @@ import numpy as np
 
 from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError, WRAP_INLINE, _new
 from ..core.primitive import Primitive, Aval, bind
-from ..core.state import STATE, GLOBAL
+from ..core.state import STATE
+from ..core import dispatch as _door
+from ..core.dispatch import plain as _plain
 from ..core import tree, dtypes as _dt
 from ..core.variable import VariableBase
 from .trace import GraphTrace, restore_fields
@@ -120,7 +122,7 @@ class ConcreteFunction:
         the whole compiled call for arguments of exactly these types, dtypes and shapes — the
         checks against the constants D/S, the graph's statements inline (small graphs) and
         its results made into arrays inline. Anything else (another signature, keywords, a
-        tape, trace, device scope or promotion switch: `GLOBAL.fast or STATE.fast` false)
+        tape, trace, device scope or promotion switch: the eager door's `plain()` false)
         goes to `_miss` with the arguments unchanged. Errors in the graph's code reach
         `_recover`; this code's own lines map to the graph's nodes in `__ndflow_lines__`, so
         they name the node and the user's line as `run`'s do."""
@@ -135,16 +137,16 @@ class ConcreteFunction:
         body = [(renum(t), node) for t, node in body]
         out_names = [renum(o) for o in out_names]
         ns = dict(self.run.__globals__)         # kernels, constants and params of the graph
-        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, GLOBAL=GLOBAL, STATE=STATE,
-                  ndarray=ndarray, np_ndarray=np.ndarray, _new=_new, _miss=_miss,
-                  _recover=_recover, _fail=self._fail, _finish=self._finish)
+        ns.update(NA=_NA, PROBE=_PROBE, MISS=_MISS, ndarray=ndarray, np_ndarray=np.ndarray,
+                  _new=_new, _miss=_miss, _recover=_recover, _fail=self._fail,
+                  _finish=self._finish, **_door.PLAIN_NAMES)
         xs = ["x%d" % i for i in range(n)]
         params = "".join("%s=NA, " % x for x in xs) + ("/, " if n else "") + "*rest, **kw"
         miss = "return _miss(_fref, (%s) + rest, kw)" % "".join(x + ", " for x in xs)
         L = ["def make(_fref, %s):" % "".join("D%d, S%d, " % (i, i) for i in range(n)),
              "    def entry(%s):" % params]
         # (a probe from `_miss` passes PROBE last: on a miss the entry returns _MISS)
-        cond = ["not (GLOBAL.fast or STATE.fast)", "kw",
+        cond = ["not " + _door.PLAIN_TEST, "kw",
                 "(rest and (len(rest) != 1 or rest[0] is not PROBE))"]
         for i, (x, np_) in enumerate(zip(xs, numpy_args)):
             cond.append("type(%s) is not %s" % (x, "np_ndarray" if np_ else "ndarray"))
@@ -424,7 +426,7 @@ def _miss(fref, args, kw):
                     args = args[:i]
                     break
     f = fref()
-    if kw or not (GLOBAL.fast or STATE.fast):
+    if kw or not _plain():
         return f._call(args, kw)            # no entry serves these (see _dispatch)
     cur, prev = f._entry, f._prev
     for e in f._recent:
@@ -502,7 +504,7 @@ class Function:
         self._cache = collections.OrderedDict()   # full key -> ConcreteFunction (LRU)
         # (shape, dtype, shape, dtype, ...) of positional eager arrays -> that signature's
         # call entry: valid only while no trace, tape, device scope or promotion switch is
-        # active (GLOBAL.fast), which the general key would otherwise record
+        # active (`plain()`), which the general key would otherwise record
         self._fref = weakref.ref(self)
         self._fast = _FastEntries()
         self._fast.fref = self._fref
@@ -603,7 +605,7 @@ class Function:
         self._recent = ((e,) + tuple(x for x in self._recent if x is not e))[:_RECENT]
 
     def _dispatch(self, args, kwargs, missed=False):
-        if not kwargs and (GLOBAL.fast or STATE.fast):
+        if not kwargs and _plain():
             # positional arrays whose shapes and dtypes were seen before
             key = []
             for a in args:
@@ -674,7 +676,7 @@ class Function:
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
         cf, out = self._run(key, cf, bufs, targets, args, kwargs, leaves, d)
-        if ((GLOBAL.fast or STATE.fast) and not kwargs and len(bufs) == len(raw)
+        if (_plain() and not kwargs and len(bufs) == len(raw)
                 and not cf.writeback
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)

@@ -8,6 +8,7 @@ import weakref
 
 from ..core.ndarray import ndarray, symbolic, _user_line
 from ..core.state import STATE
+from ..core.mutation import alias
 from ..core import tree
 from ..core.variable import VariableBase
 from .ir import Graph, Node, Var, SubGraph
@@ -55,8 +56,7 @@ class GraphTrace:
             if hit is None or hit[0]._v is not a._v:
                 # the value now, not the array object: item assignment later in the trace
                 # rebinds the object to a symbolic value (`b = zeros(4); b[i] = x`)
-                snap = object.__new__(ndarray)
-                snap._v, snap._t, snap._dev, snap._tid = a._v, None, a._dev, a._tid
+                snap = alias(a)
                 v = Var(a.shape, a.dtype, kind="c", const=snap)
                 self._consts[id(a)] = hit = (a, v)    # `a` kept alive: its id stays unique
                 self.graph.consts.append(v)

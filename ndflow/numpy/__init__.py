@@ -9,6 +9,7 @@ import sys as _sys
 import numpy as _np
 
 from ..core import ndarray as _ndmod
+from ..core import dispatch as _door
 from ..core.ndarray import ndarray
 from ..core.dtypes import (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa
                            float16, float32, float64, complex64, complex128)
@@ -91,7 +92,7 @@ def experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mo
     sync_mode()
 
 
-_ndmod._tnp = _sys.modules[__name__]
+_ndmod._tnp = _door.tnp = _sys.modules[__name__]
 
 # Loaded on first use (`tnp.median`, `x.sort()`, `tnp.linalg`, ...): the functions of these
 # modules and the modules themselves; everything else above is what most programs touch.

@@ -1,6 +1,4 @@
 """Conversion and dtype resolution for the NumPy layer (no kernels, no calculus here)."""
-import functools
-
 import numpy as np
 
 from ..core import dtypes as _dt
@@ -8,6 +6,10 @@ from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..primitives import elementwise as E
+from ..primitives.misc import runtime_error_p, error_name
+from ..backends.device import adopt
+from .array_api import on_device
+# (.manipulation's stack and expand_dims come inside the functions: it is built on this module)
 
 _PY = (bool, int, float, complex)
 
@@ -33,7 +35,6 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     `copy=True` always copies, `copy=False` never does (ValueError where it would be needed);
     with `device`, on that device."""
     if device is not None:
-        from .array_api import on_device
         return on_device(device, asarray, a, dtype, copy=copy)
     if dtype is not None:
         dtype = _dt.canonical(dtype)
@@ -52,7 +53,6 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         from .manipulation import stack
         return asarray(stack([asarray(e) for e in a]), dtype)
     if type(a) not in _PY and not isinstance(a, (np.ndarray, np.generic, list, tuple)):
-        from ..backends.device import adopt
         placed = adopt(a)                  # a device library's array (CuPy's...): zero-copy
         if placed is not None:
             dev, buf = placed
@@ -105,24 +105,6 @@ def as_operand(x):
     return asarray(x)
 
 
-@functools.lru_cache(maxsize=4096)
-def _resolve(ufunc, types, mode, prefer32):
-    try:
-        loop = ufunc.resolve_dtypes(types + (None,) * ufunc.nout)
-    except TypeError as e:
-        raise TypeError(f"ufunc {ufunc.__name__!r} not supported for the input types "
-                        f"{', '.join(getattr(t, 'name', getattr(t, '__name__', str(t))) for t in types)}"
-                        f" ({e})") from None
-    ins, outs = loop[:ufunc.nin], loop[ufunc.nin:]
-    if prefer32:
-        strong64 = any(isinstance(t, np.dtype) and t in (_dt.F64, _dt.C128) for t in types)
-        if not strong64:
-            swap = {_dt.F64: _dt.F32, _dt.C128: _dt.C64}
-            ins = tuple(swap.get(d, d) for d in ins)
-            outs = tuple(swap.get(d, d) for d in outs)
-    return ins, outs
-
-
 def _lattice_types(ufunc, ops):
     # 'all'/'safe': pick the common dtype from the JAX lattice, then let NumPy choose the loop
     common = _dt.result_type(*ops)
@@ -141,7 +123,7 @@ def ufunc_operands(ufunc, *ops):
         common = _dt.result_type(*ops)
         ins = (common,) * len(ops)
     else:
-        ins, _ = _resolve(ufunc, types, STATE.promotion, STATE.prefer_float32)
+        ins, _ = _dt.ufunc_loop(ufunc, types, STATE.promotion, STATE.prefer_float32)
     out = []
     for o, d in zip(ops, ins):
         if type(o) in _PY:
@@ -151,36 +133,6 @@ def ufunc_operands(ufunc, *ops):
         else:
             out.append(o)
     return out
-
-
-_SAME_LOOP = {}   # (NumPy ufunc, id(dtype), partner type or None) -> (dtype, bool): same_loop
-
-
-def same_loop(ufunc, d, partner=None):
-    """Whether `ufunc_operands` leaves operands of dtype `d` as they are (NumPy's loop for them
-    takes `d` itself; with a Python int or float `partner`, it becomes a `d` scalar), with
-    NumPy's own promotion ('legacy', no float32 preference): the NumPy layer's operands under a
-    tape then need no resolution per call. bfloat16 keeps the general path (NEP 50's rule)."""
-    # keyed by the dtype's identity (hashing a NumPy dtype costs more than this whole check);
-    # the entry holds the dtype, so the id names the same object while it lives
-    key = (ufunc, id(d), partner)
-    e = _SAME_LOOP.get(key)
-    if e is not None and e[0] is d:
-        return e[1]
-    ok = False
-    if d != _dt.BFLOAT16 and type(d) is not type(_dt.BFLOAT16):
-        n = ufunc.nin
-        types = (d,) * n if partner is None else (d, partner)
-        try:
-            ins, _ = _resolve(ufunc, types, "legacy", False)
-        except TypeError:
-            pass
-        else:
-            ok = all(i == d for i in ins)
-    if len(_SAME_LOOP) > 4096:
-        _SAME_LOOP.clear()
-    _SAME_LOOP[key] = (d, ok)
-    return ok
 
 
 def _scalar(v, dtype):
@@ -194,26 +146,6 @@ def _scalar(v, dtype):
     return wrap_on(dev.backend.xp.asarray(v, dtype), dev)
 
 
-def fast_operands(*xs):
-    """Buffers for the eager fast path, or None when any operand needs the slow path."""
-    out = []
-    py_float = False
-    for x in xs:
-        t = type(x)
-        if t is ndarray:
-            if x._dev is not None:
-                return None
-            out.append(x._v)
-        elif t in _PY:
-            out.append(x)
-            py_float = py_float or t is float
-        else:
-            return None
-    if py_float and any(getattr(b, "dtype", None) == _dt.BFLOAT16 for b in out):
-        return None   # ml_dtypes' loops would give float32; NEP 50 keeps bfloat16
-    return out
-
-
 def checked(x, bad, error, message):
     """`x`, with NumPy's `error(message)` raised where any element of `bad` is true: at once for
     concrete values, at every run of a compiled function (and per batch under vectorized_map)
@@ -224,5 +156,4 @@ def checked(x, bad, error, message):
         if bool(np.any(bad.numpy())):
             raise error(message)
         return x
-    from ..primitives.misc import runtime_error_p, error_name
     return bind(runtime_error_p, x, bad, error=error_name(error), message=message)

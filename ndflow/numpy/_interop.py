@@ -11,6 +11,8 @@ import numpy as np
 from ..core import ndarray as _nd
 from ..core.ndarray import ndarray
 from ..core.state import STATE
+from ._core import asarray
+from .ufuncs import ufunc as _ufunc
 
 
 class NumPyFallbackError(TypeError):
@@ -68,11 +70,6 @@ def numpy_fallback(name, args, kwargs):
                       NumPyFallbackWarning, stacklevel=4)
 
 
-def _tnp():
-    import ndflow.numpy as m
-    return m
-
-
 def _to_host(x):
     if isinstance(x, ndarray):
         return x.numpy()
@@ -82,9 +79,8 @@ def _to_host(x):
 
 
 def _wrap_result(r):
-    tnp = _tnp()
     if isinstance(r, np.ndarray):
-        return tnp.asarray(r)
+        return asarray(r)
     if isinstance(r, tuple):
         return tuple(_wrap_result(e) for e in r)
     if isinstance(r, list):
@@ -127,7 +123,7 @@ def _into_numpy_buffers(ufunc, method, inputs, kwargs, outs):
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):
-    tnp = _tnp()
+    tnp = _nd._tnp                      # (the NumPy layer's names, by NumPy's names)
     outs = _numpy_outs(kwargs)
     if outs is not None:
         return _into_numpy_buffers(ufunc, method, inputs, kwargs, outs)
@@ -141,7 +137,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             if not isinstance(out, ndarray):
                 return NotImplemented
         return f(*inputs, out=out, **kwargs) if out is not None else f(*inputs, **kwargs)
-    if method != "__call__" and isinstance(f, tnp.ufunc):
+    if method != "__call__" and isinstance(f, _ufunc):
         # np.add.reduce(x), np.multiply.at(x, ...) etc.: ndflow's own method
         return getattr(f, method)(*inputs, **kwargs)
     numpy_fallback(f"ufunc {ufunc.__name__}" + ("" if method == "__call__" else
@@ -152,7 +148,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
 
 
 def array_function(func, args, kwargs):
-    tnp = _tnp()
+    tnp = _nd._tnp
     mod = func.__module__ or ""
     space = tnp
     for part in ("linalg", "fft"):

@@ -3,14 +3,19 @@ import operator
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
+from ..core.ndarray import ndarray
 from ..core.primitive import bind, Composite
-from ..core.state import STATE, GLOBAL
+from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d
+from ..primitives.shape import expand_dims_p, squeeze_p
 from ._core import asarray
+from .creation import arange
+from .manipulation import ravel, reshape, stack
+# (graph.static and graph.function, the compiler's, load on first use, when a trace needs them;
+# .math makes ufunc objects of .ufuncs, which builds its methods on this module)
 
 _SLICE_ALL = ("s", None, None, None)
 
@@ -74,7 +79,6 @@ def _split_index(x, key):
             if mask.ndim == 0:
                 inserted.append(pos)
                 shape.insert(pos, 1)
-                from .manipulation import reshape
                 mask = reshape(mask, (1,))
             idx = _mask_indices(mask, x, shape, pos, len(inserted))
             spec.extend([("a",)] * len(idx))
@@ -86,7 +90,6 @@ def _split_index(x, key):
                 arrays.append(e[1])
             pos += 1
     if inserted:
-        from ..primitives.shape import expand_dims_p
         x = bind(expand_dims_p, x, axes=tuple(inserted))
     return x, tuple(spec), arrays, tuple(inserted)
 
@@ -126,25 +129,6 @@ def bind_nonzero(mask):
 def _index_kernel(buf, key):
     """GETITEM's kernel: NumPy indexes the buffer itself (its rules and errors exactly)."""
     return buf[key]
-
-
-def _getitem(x, key):
-    if (GLOBAL.fast or STATE.fast) and x._dev is None:
-        # composite dispatch (inlined: `x[i]` is a hot path): GETITEM's kernel on the buffers
-        t = type(key)
-        if t is int or t is slice or key is None or key is Ellipsis:
-            return _wrap(x._v[key])
-        if t is tuple and all(type(k) in (int, slice) or k is None or k is Ellipsis for k in key):
-            return _wrap(x._v[key])
-        if t is ndarray:
-            if key._t is None and key._dev is None:
-                return _wrap(x._v[key._v])
-        elif t is np.ndarray:
-            return _wrap(x._v[key])
-        elif t is tuple and all(type(k) is not ndarray or (k._t is None and k._dev is None)
-                                for k in key):
-            return _wrap(x._v[tuple(k._v if type(k) is ndarray else k for k in key)])
-    return _getitem_composed(x, key)
 
 
 def _getitem_composed(x, key):
@@ -210,18 +194,6 @@ def _getitem_runtime_slices(x, key):
     return out
 
 
-def _setitem(x, key, value):
-    """x[key] = value, with NumPy's semantics on every path (the model: core/mutation.py).
-    Eagerly the buffer changes in place (views see it), also while tapes exist; a tape that
-    records `x` or the value records a functional update, so gradients flow to the value and
-    not to the overwritten elements."""
-    if STATE.fast and x._dev is None and not _mut.HOLDERS:
-        # composite dispatch (inlined): SETITEM's kernel, NumPy's write into the buffer
-        _setitem_kernel(x, key, value)
-        return
-    _setitem_composed(x, key, value)
-
-
 def _setitem_kernel(x, key, value):
     """In place on an eager array's buffer (a NumPy scalar buffer becomes an array first)."""
     v = value._v if isinstance(value, ndarray) and value._dev is None else value
@@ -261,7 +233,6 @@ def _setitem_composed(x, key, value):
     def functional():
         r = bind(I.index_update_p, base, v, *arrays, spec=spec)
         if inserted:
-            from ..primitives.shape import squeeze_p
             r = bind(squeeze_p, r, axes=inserted)
         return r
 
@@ -280,6 +251,13 @@ def _setitem_composed(x, key, value):
 # kernel, getitem_p / index_update_p over the split index the composition
 GETITEM = Composite("getitem", _index_kernel, _getitem_composed)
 SETITEM = Composite("setitem", _setitem_kernel, _setitem_composed)
+# `x[key]` and `x[key] = value` (NumPy's semantics on every path), from the eager door: NumPy
+# indexes or writes the buffer itself (plain eager; writes: also while tapes exist, as long as
+# none holds a buffer), else the composition: `getitem_p` on the split index, or a functional
+# update that the mutation model applies (core/mutation.py: in place eagerly, so views see it)
+# or records, so gradients flow to the value and not to the overwritten elements
+_getitem = _door.getitem(_getitem_composed)
+_setitem = _door.write(_setitem_kernel, _setitem_composed)
 
 
 def _spec_host_key(spec, arrays):
@@ -335,7 +313,6 @@ def take(a, indices, axis=None, out=None, mode=None):
     if idx.dtype.kind not in "iu":
         raise TypeError(f"indices must be integers, got {idx.dtype}")
     if axis is None or legacy_0d(axis, a.ndim):      # NumPy's legacy 0-d rule
-        from .manipulation import ravel
         a = ravel(a)
         axis = 0
     axis = norm_axis(axis, a.ndim)
@@ -365,13 +342,10 @@ def take_along_axis(arr, indices, axis=-1):
     a = asarray(arr)
     idx = asarray(indices)
     if axis is None:
-        from .manipulation import ravel
         a, axis = ravel(a), 0
     if idx.ndim != a.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
     axis = norm_axis(axis, a.ndim)
-    from .creation import arange
-    from .manipulation import reshape
     arrays = []
     for i in range(a.ndim):
         if i == axis:
@@ -393,10 +367,8 @@ def nonzero(a):
 
 
 def argwhere(a):
-    from .manipulation import stack
     return stack(nonzero(a), axis=-1) if asarray(a).ndim else asarray(np.argwhere(asarray(a).numpy()))
 
 
 def flatnonzero(a):
-    from .manipulation import ravel
     return nonzero(ravel(a))[0]

@@ -9,13 +9,17 @@ import math as _math
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, bind_taped, composite
-from ..core.state import STATE
+from ..core.primitive import bind, composite
+from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
-from ._core import as_operand, asarray, same_loop
 from ..primitives import linalg as L
+from ._core import as_operand, asarray, ufunc_operands, _scalar
+from .creation import copy
+from .indexing import nonzero
+from .linalg_ops import matmul as _mm
+from .manipulation import concatenate, expand_dims, moveaxis, squeeze
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
                      REDUCE_ALL, REDUCE_ANY, SCAN_SUM, SCAN_PROD, SCAN_MAX, SCAN_MIN)
 
@@ -76,7 +80,6 @@ atan2 = arctan2
 
 def _hypot_reduce(x, axes, keepdims):
     """max|x| * sqrt(sum((x / max|x|)**2)): no overflow, any (unknown) size."""
-    from .manipulation import concatenate
     a = bind(E.abs_p, x)
     padded = a
     for ax in axes:     # a zero along each reduced axis: the maximum of an empty slice is 0
@@ -90,7 +93,6 @@ def _hypot_reduce(x, axes, keepdims):
     r = bind(E.mul_p, m, bind(E.sqrt_p, ssq))
     r = bind(E.select_p, bind(E.isinf_p, m), m, r)
     if not keepdims:
-        from .manipulation import squeeze
         r = squeeze(r, axes)
     return r
 
@@ -168,7 +170,6 @@ def _logsumexp_reduce(exp_p, log_p):
         s = bind(R.reduce_sum_p, bind(exp_p, bind(E.sub_p, x, m)), axes=axes, keepdims=True)
         r = bind(E.add_p, bind(log_p, s), m)
         if not keepdims:
-            from .manipulation import squeeze
             r = squeeze(r, axes)
         return r
     return red
@@ -262,26 +263,7 @@ spacing = _unary(np.spacing, X.spacing_p)
 
 
 def _square(x):
-    if type(x) is ndarray and x._dev is None and (lane := STATE.lane) is not None:
-        # eager under tapes, on operands as NumPy's loop takes them (the ufunc's lane checked
-        # the dtype, or `_apply` converted them): bind's tape lane without its dispatch
-        # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
-        o = _new(ndarray)
-        v = x._v
-        o._v = _MUL_IMPL(v, v)
-        o._t = None
-        o._dev = None
-        o._tid = 0
-        a = (x, x)
-        kw = {}
-        for tape in lane:
-            tape._record(E.mul_p, a, o, kw)
-        return o
     return bind(E.mul_p, x, x)
-
-
-_MUL_IMPL = E.mul_p.impl
-_new = object.__new__
 
 
 square = make_ufunc(np.square, _square)
@@ -364,7 +346,6 @@ around = round
 def where_(condition, x=None, y=None, /):
     """`numpy.where`: choose from `x` where `condition`, else `y`; with one argument, `nonzero`."""
     if x is None and y is None:
-        from .indexing import nonzero
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
@@ -399,7 +380,6 @@ where_.composite = _select.composite
 
 
 def _cast_operand(o, d):
-    from ._core import _scalar
     if type(o) is not ndarray:
         return _scalar(o, d)
     return o if o.dtype == d else bind(E.convert_p, o, dtype=d)
@@ -424,7 +404,6 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
         max = a_max
     r = asarray(a) if type(a) is not ndarray else a
     if min is None and max is None:
-        from .creation import copy
         return _finish(copy(r), out)
     if min is not None:
         r = maximum(r, min)
@@ -434,34 +413,18 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
 
 
 # ------------------------------------------------------------------ generalized ufuncs
-_MM_LANE = [None]     # the last dtype same_loop(np.matmul, .) accepted (see ufunc._lane)
-
-
 def _matmul(x1, x2, /, out=None, **kwargs):
-    if (out is None and not kwargs and type(x1) is ndarray and type(x2) is ndarray
-            and x1._dev is None and x2._dev is None and (lane := STATE.lane) is not None):
-        # eager under tapes: the composition (linalg_ops.matmul) with operands NumPy's loop
-        # takes as they are is the primitive itself
-        d = x1._v.dtype
-        if (x2._v.dtype is d or x2._v.dtype == d) and (
-                d is _MM_LANE[0] or same_loop(np.matmul, d)):
-            _MM_LANE[0] = d
-            return bind_taped(L.matmul_p, (x1, x2), {}, lane)
-    from .linalg_ops import matmul as _mm
     # (no out=None keyword: a call without keywords is the composite's cheapest)
     return _mm(x1, x2, **kwargs) if out is None else _mm(x1, x2, out=out, **kwargs)
 
 
 def _gufunc_operands(np_ufunc, x1, x2):
-    from ._core import ufunc_operands
     return ufunc_operands(np_ufunc, as_operand(x1), as_operand(x2))
 
 
 def _vecdot(x1, x2, /, out=None, *, axis=-1, **kwargs):
     """sum(conj(x1) * x2) over `axis`, broadcasting the other axes (matmul of rows and
     columns, so it runs as one contraction)."""
-    from .linalg_ops import matmul as _mm
-    from .manipulation import moveaxis, expand_dims, squeeze
     a, b = _gufunc_operands(np.vecdot, x1, x2)
     a, b = moveaxis(a, axis, -1), moveaxis(b, axis, -1)
     if a.dtype.kind == "c":
@@ -472,8 +435,6 @@ def _vecdot(x1, x2, /, out=None, *, axis=-1, **kwargs):
 
 def _matvec(x1, x2, /, out=None, **kwargs):
     """x1 @ x2 for stacks of matrices x1 (..., m, n) and vectors x2 (..., n)."""
-    from .linalg_ops import matmul as _mm
-    from .manipulation import expand_dims, squeeze
     a, b = _gufunc_operands(np.matvec, x1, x2)
     if a.ndim < 2 or b.ndim < 1:
         raise ValueError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got shapes "
@@ -483,8 +444,6 @@ def _matvec(x1, x2, /, out=None, **kwargs):
 
 def _vecmat(x1, x2, /, out=None, **kwargs):
     """conj(x1) @ x2 for stacks of vectors x1 (..., n) and matrices x2 (..., n, m)."""
-    from .linalg_ops import matmul as _mm
-    from .manipulation import expand_dims, squeeze
     a, b = _gufunc_operands(np.vecmat, x1, x2)
     if a.ndim < 1 or b.ndim < 2:
         raise ValueError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got shapes "
@@ -494,7 +453,8 @@ def _vecmat(x1, x2, /, out=None, **kwargs):
     return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
 
 
-# (prim: `_Generalized.__call__`'s tape lane binds it, as `_matmul`'s does)
+# (prim: the eager door's plain route runs np.matmul, the composite's kernel, and its tape
+# lane binds the primitive, the composition of operands NumPy's loop takes as they are)
 matmul = make_ufunc(np.matmul, _matmul, prim=L.matmul_p)
 vecdot = make_ufunc(np.vecdot, _vecdot)
 matvec = make_ufunc(np.matvec, _matvec)
@@ -505,15 +465,14 @@ def _set_part(x, part, value):
     """`x.real = value` / `x.imag = value`, as NumPy: the part is written in place (views see
     it), the value cast to the part's dtype; a real array's `real` is the array itself and it
     has no imaginary part to set."""
-    from ..autodiff.tape import live_tapes
     if x.dtype.kind != "c":
         if part == "imag":
             raise TypeError("array does not have imaginary part to set")
         x[...] = value
         return
     # Not a second implementation: a part can only be written in place eagerly (the other
-    # paths refuse, below), allowed in tests/test_composites.py's shortcut list
-    if STATE.fast and x._dev is None and x._t is None and not live_tapes():
+    # paths refuse, below)
+    if _door.writes_in_place(x):
         v = value.numpy() if isinstance(value, ndarray) else value
         buf = x._v
         if not isinstance(buf, np.ndarray):

@@ -6,12 +6,14 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
-from ..core.state import STATE
 from ..primitives import elementwise as E, reduction as R
 from ..primitives._util import norm_axes, norm_axis, legacy_0d
+from ..primitives.misc import runtime_warning_p
 from ._core import asarray
+from .manipulation import broadcast_to, reshape
+from .math import (add, imag, maximum, minimum, multiply, real, sqrt, square, true_divide,
+                   where_)
 
-_new = object.__new__
 
 
 def _axes(a, axis, legacy=False):
@@ -46,7 +48,6 @@ def _sum_dtype(d):
 
 
 _SUM_ALL = {}              # rank -> reduce_sum's parameters for the whole array (the lane)
-_SUM_P = R.reduce_sum_p
 
 
 def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -56,34 +57,25 @@ def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None
     return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
-@composite(_sum_kernel, "sum",
-           ("out", "initial", "where"), adapt=False)
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Sum of array elements over the given axes, as `numpy.sum`."""
+def _sum_lane(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Under tapes alone: the whole of an eager array of a float dtype (its own sum dtype) is
+    the composition's one primitive, with one parameter dict per rank shared by the records
+    (no rule or record changes its parameters: the general backward pass copies them before
+    adding its own)."""
     if (type(a) is ndarray and axis is None and dtype is None and out is None and not keepdims
             and initial is None and where is None and a._dev is None
-            and (lane := STATE.lane) is not None and a._v.dtype.kind in "fc"):
-        # eager under tapes, the whole array of a float dtype (its own sum dtype): the
-        # composition below is this one primitive
+            and a._v.dtype.kind in "fc"):
         n = a._v.ndim
         params = _SUM_ALL.get(n)
         if params is None:
-            # one parameter dict per rank, shared by the records (no rule or record changes
-            # its parameters: the general backward pass copies them before adding its own)
             params = _SUM_ALL[n] = {"axes": tuple(range(n)), "keepdims": False}
-        # (bind_taped, inlined: the kernel on the buffer, then the tapes record)
-        o = _new(ndarray)
-        v = a._v
-        # (the kernel, _sum_impl's np.add.reduce for an ndarray, without its frame)
-        o._v = np.add.reduce(v, params["axes"], v.dtype, None, False) \
-            if type(v) is np.ndarray else _SUM_P.impl(v, **params)
-        o._t = None
-        o._dev = None
-        o._tid = 0
-        args = (a,)
-        for tape in lane:
-            tape._record(_SUM_P, args, o, params)
-        return o
+        return R.reduce_sum_p, (a,), params
+    return None
+
+
+@composite(_sum_kernel, "sum", ("out", "initial", "where"), adapt=False, lane=_sum_lane)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum of array elements over the given axes, as `numpy.sum`."""
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)
@@ -93,7 +85,6 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         a = bind(E.convert_p, a, dtype=d)
     r = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))
     if initial is not None:
-        from .math import add
         r = add(r, asarray(initial, dtype=r.dtype))   # NumPy casts `initial` to the result dtype
     return _out(r, out)
 
@@ -106,7 +97,6 @@ def _out(r, out):
 
 
 def E_where(c, x, y):
-    from .math import where_
     return where_(c, x, y)
 
 
@@ -124,7 +114,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
         a = bind(E.convert_p, a, dtype=d)
     r = bind(R.reduce_prod_p, a, axes=axes, keepdims=bool(keepdims))
     if initial is not None:
-        from .math import multiply
         r = multiply(r, asarray(initial, dtype=r.dtype))
     return _out(r, out)
 
@@ -144,13 +133,11 @@ def _extremum(prim, npf, name):
             return _out(bind(prim, a, axes=axes, keepdims=bool(keepdims)), out)
         init = asarray(initial, dtype=a.dtype)     # NumPy casts `initial` to the array's dtype
         if empty:
-            from .manipulation import broadcast_to
             shape = [1 if i in axes else d for i, d in enumerate(a.shape)] if keepdims else \
                 [d for i, d in enumerate(a.shape) if i not in axes]
             return _out(bind(E.copy_p, broadcast_to(init, tuple(shape))), out)
         if where is not None:
             a = _masked(a, where, init)
-        from .math import maximum, minimum
         r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
         return _out((maximum if name == "maximum" else minimum)(r, init), out)
     f.__name__ = "max" if name == "maximum" else "min"
@@ -194,7 +181,6 @@ def _arg(prim, npf):
         if (a.size == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
         if axis is None:
-            from .manipulation import reshape
             r = bind(prim, reshape(a, (-1,)), axis=0, keepdims=False)
             if keepdims:
                 r = reshape(r, (1,) * a.ndim)
@@ -242,20 +228,17 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     axes = _axes(a, axis)
     s = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))
     if where is not None:
-        from .math import true_divide
         # the count of each slice is the mask broadcast to a's shape, summed as a is
         cnt = sum(_masked(bind(E.ones_like_p, a), where, 0), axis=axis, keepdims=keepdims)
         return _out(true_divide(sum(_masked(a, where, 0), axis=axis, keepdims=keepdims), cnt),
                     out)
     n = _count(a, axes)
     if n is None:
-        from ..core.primitive import bind as _b
         ones = bind(E.ones_like_p, a)
         cnt = bind(R.reduce_sum_p, ones, axes=axes, keepdims=bool(keepdims))
         return _out(s / cnt, out)
     if n:
         return _out(s / n, out)
-    from ..primitives.misc import runtime_warning_p
     return _out(bind(runtime_warning_p, s * np.nan, message="Mean of empty slice."), out)
 
 
@@ -279,7 +262,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         # NumPy's var sums in the array's own dtype, float16 too (unlike its mean)
         m = _mean(a, axis, a.dtype if dtype is None and a.dtype == np.dtype(np.float16)
                   else dtype, keepdims=True, where=where)
-    from .math import square, real, imag
     dev = a - m
     # |dev|**2 as NumPy forms it for complex (re**2 + im**2, no square root): the same values,
     # and a gradient that is 0, not NaN, where a deviation is 0 (a size-1 complex input)
@@ -291,14 +273,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         ones = bind(E.convert_p, bind(E.ones_like_p, a), dtype=_dt.I64) if a.dtype != _dt.I64 \
             else bind(E.ones_like_p, a)
         n = sum(E_where(w, ones, 0), axis=axis, keepdims=keepdims)
-        from .math import maximum
         return _out(s / maximum(n - ddof, 0), out)
     n = _count(a, axes)
     if n is None:      # unknown while tracing: count at run time
         n = bind(R.reduce_sum_p, bind(E.ones_like_p, sq), axes=axes, keepdims=bool(keepdims))
         return _out(s / (n - ddof), out)
     if n - ddof <= 0:
-        from ..primitives.misc import runtime_warning_p
         s = bind(runtime_warning_p, s, message="Degrees of freedom <= 0 for slice")
     return _out(s / builtins.max(n - ddof, 0), out)
 
@@ -323,7 +303,6 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def _std_from_var(v):
     """sqrt(v), differentiated at zero variance with the subgradient 0: std is |x| there, in
     n dimensions (as linalg.norm at 0), not sqrt's 1/0 times 0 = NaN."""
-    from .math import sqrt, where_
     zero = v == 0
     return where_(zero, v, sqrt(where_(zero, 1, v)))
 

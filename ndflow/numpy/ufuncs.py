@@ -21,15 +21,22 @@ import operator
 
 import numpy as np
 
-from ..core.ndarray import ndarray, _wrap
-from ..core.primitive import bind, bind_taped, Composite
-from ..core.state import GLOBAL, STATE
+from ..core.ndarray import ndarray
+from ..core.primitive import bind, Composite
+from ..core import dispatch as _door
 from ..core import dtypes as _dt
-from ..primitives import elementwise as E, reduction as R, cumulative as C
+from ..core import mutation as _mut
+from ..primitives import elementwise as E, reduction as R, cumulative as C, indexing as IX
+from ..primitives.shape import squeeze_p
 from ..primitives._util import norm_axis
-from ._core import ufunc_operands, asarray, fast_operands, same_loop, _scalar, _PY
+from ._core import ufunc_operands, asarray, _scalar, _PY
+from .creation import zeros
+from .indexing import _getitem, _split_index, take
+from .manipulation import (broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape,
+                           squeeze, stack)
+# (`where_` and the comparisons come from .math inside the functions: math.py makes its ufunc
+# objects from this module when it is imported)
 
-_new = object.__new__
 _NO_VALUE = np._NoValue          # NumPy's own marker, so `initial=np._NoValue` passes through
 _REORDERABLE_NO_IDENTITY = frozenset({"maximum", "minimum", "fmax", "fmin"})
 
@@ -69,8 +76,9 @@ class ufunc:
         # the last dtype `same_loop` accepted for the tape lane (with an array partner): the
         # answer depends on the ufunc and the dtype alone, so the lane asks once per dtype run
         self._lane = None
-        # (dtype, the Python scalar, its 0-d of that dtype): the last scalar partner of the
-        # tape lane, which `same_loop` accepted with that dtype (see _Binary.__call__)
+        # (dtype, the Python scalar, its read-only 0-d of that dtype, the scalar first): the
+        # last scalar partner of the tape lane, which `same_loop` accepted with that dtype
+        # (core/dispatch.py `_lane_scalar`)
         self._lane_s = None
         self._reduce = reduce            # (x, axes, keepdims) -> reduction, when specialized
         self._accumulate = accumulate    # (x, axis) -> scan, when specialized
@@ -103,14 +111,12 @@ class ufunc:
         return (_by_name, (self.__name__,))
 
     # ------------------------------------------------------------------ calling
-    def __call__(self, *args, **kwargs):
-        ins, rest = args[:self.nin], args[self.nin:]
-        if GLOBAL.fast and not kwargs and not rest:
-            # composite dispatch (inlined): the kernel, NumPy's ufunc, on the buffers
-            b = fast_operands(*ins)
-            if b is not None and len(b) == self.nin:
-                r = self._np(*b)
-                return tuple(map(_wrap, r)) if self.nout > 1 else _wrap(r)
+    # the eager door's template for ufunc objects (core/dispatch.py): NumPy's ufunc on the
+    # buffers, the tape lane, or `_general`
+    __call__ = _door.ufunc_call
+
+    def _general(self, ins, rest, kwargs):
+        """The general route of a call (`rest`: positional `out`)."""
         return self._apply(ins, *_call_options(self, rest, kwargs))
 
     def _compose_call(self, *args, **kwargs):
@@ -157,7 +163,6 @@ class ufunc:
             raise TypeError(f"ufunc {self.__name__!r}: no loop for inputs "
                             f"{', '.join(_dtype_name(t) for t in types)} with dtype={dtype} "
                             f"({e})") from None
-        from ._core import _scalar
         res = []
         for o, d in zip(ops, loop[:self.nin]):
             if type(o) in _PY:
@@ -184,25 +189,13 @@ class ufunc:
         return _probe_dtype(self._np, method, d, None if dtype is None else
                             _dt.canonical(dtype), *extra)
 
-    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_NO_VALUE,
-               where=True):
+    # reduce, accumulate and reduceat: the calls of their composites (set below the class)
+    def _reduce_composed(self, array, axis=0, dtype=None, out=None, keepdims=False,
+                         initial=_NO_VALUE, where=True):
         """Reduce `array` along `axis` by applying the ufunc repeatedly, as NumPy's
         `ufunc.reduce` (add, multiply, maximum, minimum, logical and/or, fmax/fmin and
         logaddexp use dedicated reductions; other ufuncs fold pairwise (reorderable ones) or
         left to right)."""
-        self._check_method("reduce", "reduce only supported for binary functions",
-                           "reduce only supported for functions returning a single value")
-        if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            # composite dispatch (inlined): REDUCE's kernel (its NumPy call itself for the
-            # common arguments)
-            if initial is _NO_VALUE and where is True:
-                return _wrap(self._np.reduce(array._v, axis, dtype, None, keepdims))
-            return _wrap(_reduce_kernel(self, array._v, axis, dtype, None, keepdims,
-                                        _host(initial), _host(where)))
-        return self._reduce_composed(array, axis, dtype, out, keepdims, initial, where)
-
-    def _reduce_composed(self, array, axis=0, dtype=None, out=None, keepdims=False,
-                         initial=_NO_VALUE, where=True):
         self._check_method("reduce", "reduce only supported for binary functions",
                            "reduce only supported for functions returning a single value")
         a = asarray(array)
@@ -261,7 +254,6 @@ class ufunc:
                                  f"has no identity")
             shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims \
                 else tuple(d for i, d in enumerate(x.shape) if i not in axes)
-            from .manipulation import broadcast_to
             r = broadcast_to(_const(ident, rd), shape)
             r = bind(E.copy_p, r)
         elif not axes:
@@ -280,7 +272,6 @@ class ufunc:
         return r if out is None else _write_out(self, r, out, "unsafe")
 
     def _fold(self, x, axes, keepdims, start, mask=None):
-        from .manipulation import moveaxis, reshape, expand_dims
         rest = [d for i, d in enumerate(x.shape) if i not in axes]
         y = moveaxis(x, axes, tuple(range(len(axes))))
         if mask is not None:     # a where= mask of a non-reorderable ufunc: one axis
@@ -309,18 +300,10 @@ class ufunc:
             r = expand_dims(r, tuple(sorted(axes)))
         return r
 
-    def accumulate(self, array, axis=0, dtype=None, out=None):
+    def _accumulate_composed(self, array, axis=0, dtype=None, out=None):
         """Cumulative application along `axis`, as NumPy's `ufunc.accumulate` (add, multiply,
         maximum and minimum use scan primitives; other reorderable ufuncs a log-depth scan,
         the rest a left-to-right loop)."""
-        self._check_method("accumulate", "accumulate only supported for binary functions",
-                           "accumulate only supported for functions returning a single value")
-        if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            # composite dispatch (inlined): ACCUMULATE's kernel
-            return _wrap(_accumulate_kernel(self, array._v, axis, dtype))
-        return self._accumulate_composed(array, axis, dtype, out)
-
-    def _accumulate_composed(self, array, axis=0, dtype=None, out=None):
         self._check_method("accumulate", "accumulate only supported for binary functions",
                            "accumulate only supported for functions returning a single value")
         a = asarray(array)
@@ -339,7 +322,6 @@ class ufunc:
         if self._accumulate is not None:
             r = self._accumulate(x, axis)
         else:
-            from .manipulation import moveaxis
             y = moveaxis(x, axis, 0)
             n = y.shape[0]
             if n is None:
@@ -353,7 +335,6 @@ class ufunc:
     def outer(self, A, B, /, **kwargs):
         """self(a, b) for every pair: the result has shape A.shape + B.shape."""
         self._check_method("outer", "outer product only supported for binary functions", None)
-        from .manipulation import expand_dims
         a, b = asarray(A), asarray(B)      # as NumPy: Python scalars become arrays here
         if b.ndim:
             a = expand_dims(a, tuple(range(a.ndim, a.ndim + b.ndim)))
@@ -375,33 +356,23 @@ class ufunc:
         if not isinstance(a, ndarray):
             self._np.at(a, _host(indices), *(() if b is None else (_host(b),)))
             return None
-        from ..core import mutation as _mut
-        if STATE.fast and a._dev is None and not _mut.HOLDERS:
-            # composite dispatch (inlined): AT's kernel, NumPy's in-place `at` on the buffer
+        if _door.writes_in_place(a):
+            # AT's kernel: NumPy's in-place `at` on the buffer
             _at_kernel(self, a, _host(indices), None if b is None else _host(b))
             return None
         return self._at_composed(a, indices, b)
 
     def _at_composed(self, a, indices, b=None):
         """`at` as a functional update recorded by the mutation model (core/mutation.py)."""
-        from ..core import mutation as _mut
         _mut.begin(a)
         ops = tuple(o for o in (indices, b) if isinstance(o, ndarray))
         _mut.assign(a, ops, lambda: _at(self, a, indices, b))
         return None
 
-    def reduceat(self, array, indices, axis=0, dtype=None, out=None):
+    def _reduceat_composed(self, array, indices, axis=0, dtype=None, out=None):
         """Reductions over the slices [indices[i], indices[i+1]) along `axis` (a single element
         where indices[i] >= indices[i+1]), as NumPy's `ufunc.reduceat`; indices must be
         concrete."""
-        self._check_method("reduceat", "reduceat only supported for binary functions",
-                           "reduceat only supported for functions returning a single value")
-        if GLOBAL.fast and type(array) is ndarray and array._dev is None and out is None:
-            # composite dispatch (inlined): REDUCEAT's kernel
-            return _wrap(_reduceat_kernel(self, array._v, _host(indices), axis, dtype))
-        return self._reduceat_composed(array, indices, axis, dtype, out)
-
-    def _reduceat_composed(self, array, indices, axis=0, dtype=None, out=None):
         self._check_method("reduceat", "reduceat only supported for binary functions",
                            "reduceat only supported for functions returning a single value")
         a = asarray(array)
@@ -416,8 +387,6 @@ class ufunc:
         axis = norm_axis(operator.index(axis), a.ndim)
         n = a.shape[axis]
         rd = self._method_dtype("reduceat", a.dtype, dtype)
-        from .manipulation import stack, squeeze
-        from .indexing import _getitem
         lead = (slice(None),) * axis
         parts = []
         for k, s in enumerate(idx):
@@ -440,7 +409,6 @@ class ufunc:
                 v = squeeze(_getitem(a, lead + (slice(s, s + 1),)), axis)
                 parts.append(v if v.dtype == rd else bind(E.convert_p, v, dtype=rd))
         if not parts:
-            from .creation import zeros
             shape = list(a.shape)
             shape[axis] = 0
             return zeros(tuple(shape), rd)
@@ -466,144 +434,20 @@ def _call_options(uf, args, kwargs):
 # signature to call (keyword parameters with defaults cost more than an empty **kwargs)
 class _Unary(ufunc):
     __slots__ = ()
-
-    def __call__(self, x, /, *args, **kwargs):
-        if GLOBAL.fast and not kwargs and not args:
-            # composite dispatch (inlined): the kernel, NumPy's ufunc, on the buffer
-            if type(x) is ndarray:
-                if x._dev is None:
-                    o = _new(ndarray)
-                    o._v = self._np(x._v)
-                    o._t = None
-                    o._dev = None
-                    o._tid = 0
-                    return o
-            elif type(x) in _PY:
-                return _wrap(self._np(x))
-        elif (not kwargs and not args and type(x) is ndarray and x._dev is None
-              and (lane := STATE.lane) is not None):
-            # eager under tapes: `_apply` with operands NumPy's loop takes as they are
-            d = x._v.dtype
-            if d is self._lane or same_loop(self._np, d):
-                self._lane = d
-                p = self._prim
-                if p is None:
-                    return self._fn(x)
-                # (bind_taped, inlined)
-                o = _new(ndarray)
-                o._v = p.impl(x._v)
-                o._t = None
-                o._dev = None
-                o._tid = 0
-                a = (x,)
-                kw = {}
-                for tape in lane:
-                    tape._record(p, a, o, kw)
-                return o
-        return self._apply((x,), *_call_options(self, args, kwargs))
+    __call__ = _door.ufunc_unary
 
 
 class _Binary(ufunc):
     __slots__ = ()
-
-    def __call__(self, x1, x2, /, *args, **kwargs):
-        if GLOBAL.fast and not kwargs and not args:
-            # composite dispatch (inlined): the kernel, NumPy's ufunc, on the buffers
-            if type(x1) is ndarray and type(x2) is ndarray and x1._dev is None and x2._dev is None:
-                o = _new(ndarray)      # _wrap, inlined: this is the hottest path
-                o._v = self._np(x1._v, x2._v)
-                o._t = None
-                o._dev = None
-                o._tid = 0
-                return o
-            b = fast_operands(x1, x2)
-            if b is not None:
-                return _wrap(self._np(b[0], b[1]))
-        elif not kwargs and not args and type(x1) is ndarray and x1._dev is None \
-                and (lane := STATE.lane) is not None:
-            # eager under tapes: `_apply` with operands NumPy's loop takes as they are (an
-            # int or float partner becomes a scalar of the array's dtype, as there)
-            d = x1._v.dtype
-            t = type(x2)
-            b = None                  # the partner as recorded, when the lane takes the call
-            if t is ndarray:
-                if x2._dev is None and (x2._v.dtype is d or x2._v.dtype == d) \
-                        and (d is self._lane or same_loop(self._np, d)):
-                    self._lane = d
-                    b, bv = x2, x2._v
-            elif (t is float or t is int) and (
-                    ((e := self._lane_s) is not None and e[0] is d and e[1] is x2)
-                    or same_loop(self._np, d, t)):
-                if t is float or d.kind not in "iu":
-                    # (_scalar, inlined where no range check applies; the lane runs on the
-                    # default device)
-                    if e is None or e[0] is not d or e[1] is not x2:
-                        # the scalar as a `d` 0-d: kept, read-only, for the next call with
-                        # this very object (a relu's 0: no conversion per call)
-                        v = np.asarray(x2, d)
-                        v.flags.writeable = False
-                        e = self._lane_s = (d, x2, v)
-                    b = _new(ndarray)
-                    b._v = bv = e[2]
-                    b._t = None
-                    b._dev = None
-                    b._tid = 0
-                else:
-                    try:
-                        s = _scalar(x2, d)
-                    except OverflowError:
-                        pass              # (comparisons answer it: the general path)
-                    else:
-                        p = self._prim
-                        return self._fn(x1, s) if p is None else \
-                            bind_taped(p, (x1, s), {}, lane)
-            if b is not None:
-                p = self._prim
-                if p is None:
-                    return self._fn(x1, b)
-                # (bind_taped, inlined: the kernel on the buffers, then the tapes record)
-                o = _new(ndarray)
-                o._v = p.impl(x1._v, bv)
-                o._t = None
-                o._dev = None
-                o._tid = 0
-                a = (x1, b)
-                kw = {}
-                for tape in lane:
-                    tape._record(p, a, o, kw)
-                return o
-        return self._apply((x1, x2), *_call_options(self, args, kwargs))
+    __call__ = _door.ufunc_binary
 
 
 class _Generalized(ufunc):
     """A generalized ufunc (a core signature, e.g. matmul's): calling it runs `fn` with the
-    arguments as given; NumPy defines none of the methods for these."""
+    arguments as given (matmul: NumPy's kernel when plain, its primitive under tapes alone);
+    NumPy defines none of the methods for these."""
     __slots__ = ()
-
-    def __call__(self, *args, **kwargs):
-        if not GLOBAL.fast and len(args) == 2 and not kwargs and self._prim is not None \
-                and (lane := STATE.lane) is not None:
-            # eager under tapes (matmul): two arrays of one dtype NumPy's loop takes as it is
-            # are the primitive itself (`fn`'s tape lane, without its call)
-            x1, x2 = args
-            if type(x1) is ndarray and type(x2) is ndarray and x1._dev is None \
-                    and x2._dev is None:
-                d = x1._v.dtype
-                if (x2._v.dtype is d or x2._v.dtype == d) and (
-                        d is self._lane or same_loop(self._np, d)):
-                    self._lane = d
-                    # (bind_taped, inlined)
-                    p = self._prim
-                    o = _new(ndarray)
-                    o._v = p.impl(x1._v, x2._v)
-                    o._t = None
-                    o._dev = None
-                    o._tid = 0
-                    kw = {}
-                    for tape in lane:
-                        tape._record(p, args, o, kw)
-                    return o
-        return self._fn(*args, **kwargs)
+    __call__ = _door.gufunc_call
 
     @property
     def __signature__(self):
@@ -648,6 +492,8 @@ def make_ufunc(np_ufunc, fn, **kw):
 # composite serves every ufunc); the composition is the method's general path.
 def _reduce_kernel(uf, array, axis=0, dtype=None, out=None, keepdims=False, initial=_NO_VALUE,
                    where=True):
+    if initial is _NO_VALUE and where is True:
+        return uf._np.reduce(array, axis, dtype, None, keepdims)
     kw = {} if initial is _NO_VALUE else {"initial": initial}
     if where is not True:
         kw["where"] = where
@@ -655,11 +501,11 @@ def _reduce_kernel(uf, array, axis=0, dtype=None, out=None, keepdims=False, init
 
 
 def _accumulate_kernel(uf, array, axis=0, dtype=None, out=None):
-    return uf._np.accumulate(array, axis=axis, dtype=dtype)
+    return uf._np.accumulate(array, axis, dtype)
 
 
 def _reduceat_kernel(uf, array, indices, axis=0, dtype=None, out=None):
-    return uf._np.reduceat(array, indices, axis=axis, dtype=dtype)
+    return uf._np.reduceat(array, indices, axis, dtype)
 
 
 def _at_kernel(uf, a, indices, b=None):
@@ -675,11 +521,17 @@ ACCUMULATE = Composite("ufunc.accumulate", _accumulate_kernel, ufunc._accumulate
                        ("out",))
 REDUCEAT = Composite("ufunc.reduceat", _reduceat_kernel, ufunc._reduceat_composed, ("out",))
 AT = Composite("ufunc.at", _at_kernel, ufunc._at_composed)
+# `uf.reduce(...)`, `uf.accumulate(...)`, `uf.reduceat(...)` are their composites' calls (the
+# eager door's): NumPy's method when plain eager (its errors for ufuncs without the method are
+# the composition's, `_check_method`), the composition else; they keep the composition's
+# signature and docstring
+ufunc.reduce = functools.wraps(ufunc._reduce_composed)(REDUCE.call)
+ufunc.accumulate = functools.wraps(ufunc._accumulate_composed)(ACCUMULATE.call)
+ufunc.reduceat = functools.wraps(ufunc._reduceat_composed)(REDUCEAT.call)
 
 
 def _by_name(name):
-    import ndflow.numpy as tnp
-    return getattr(tnp, name)
+    return getattr(_door.tnp, name)
 
 
 # ------------------------------------------------------------------ helpers
@@ -706,7 +558,6 @@ def _const(v, dtype):
 
 def _tree_fold(fn, y, n):
     """fn over axis 0 of y by pairs (log2(n) binds): for associative ufuncs."""
-    from .manipulation import concatenate
     while n > 1:
         h = n // 2
         z = fn(y[0:2 * h:2], y[1:2 * h:2])
@@ -719,7 +570,6 @@ def _tree_fold(fn, y, n):
 def _scan(fn, y, n, associative):
     """Inclusive scan of fn over axis 0: Hillis-Steele doubling for associative ufuncs
     (log2(n) steps), else left to right."""
-    from .manipulation import concatenate, stack
     if n == 0:
         return y
     if associative:
@@ -757,10 +607,6 @@ def _write_out(uf, r, out, casting):
 
 def _at(uf, a, indices, b):
     """The functional form of `uf.at(a, indices, b)`: the updated array."""
-    from .indexing import _split_index
-    from ..primitives import indexing as IX
-    from .manipulation import reshape, ravel
-    from .indexing import take
     if uf.__name__ in ("add", "subtract") and a.dtype != _dt.BOOL:
         base, spec, arrays, inserted = _split_index(a, indices)
         v = asarray(b)
@@ -771,7 +617,6 @@ def _at(uf, a, indices, b):
             v = bind(E.convert_p, v, dtype=a.dtype)
         r = bind(IX.index_add_p, base, v, *arrays, spec=spec)
         if inserted:
-            from ..primitives.shape import squeeze_p
             r = bind(squeeze_p, r, axes=inserted)
         return r
     idx = indices
@@ -797,7 +642,6 @@ def _at(uf, a, indices, b):
     rank[order] = rank_sorted
     flat = ravel(a)
     if b is not None:
-        from .manipulation import broadcast_to
         bb = ravel(broadcast_to(asarray(b), np.shape(pos)))
     for r in range(int(rank.max()) + 1 if rank.size else 0):
         sel = np.flatnonzero(rank == r)
