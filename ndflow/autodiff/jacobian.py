@@ -14,7 +14,7 @@ from ..primitives.indexing import getitem
 from ..vectorize import batching
 
 
-def _constant(buf):
+def constant(buf):
     """A host buffer as an array where the NumPy layer would create it (a device scope's
     device: the copy's kernel runs there)."""
     return _wrap(buf) if STATE.device is None else bind(E.copy_p, _wrap(buf))
@@ -23,10 +23,10 @@ def _constant(buf):
 def _value(x):
     if isinstance(x, VariableBase):
         return x.value()
-    return x if isinstance(x, ndarray) else _constant(np.asarray(x))
+    return x if isinstance(x, ndarray) else constant(np.asarray(x))
 
 
-def _reshape(x, shape):
+def reshape(x, shape):
     return bind(S.reshape_p, x, shape=tuple(shape))
 
 
@@ -52,7 +52,7 @@ def rows(tape, target, sources, basis, none_if_unconnected, use_pfor):
     else:
         per = [one(getitem(basis, (i,))) for i in range(basis.shape[0])]
         out = [_stack([p[j] for p in per]) if per else
-               _constant(np.zeros((0,) + tuple(s.shape), s.dtype))
+               constant(np.zeros((0,) + tuple(s.shape), s.dtype))
                for j, s in enumerate(sources)]
     if not tape._persistent:
         tape._release()
@@ -69,10 +69,10 @@ def jacobian(tape, target, sources, none_if_unconnected, use_pfor):
     if n is None:
         raise ValueError("jacobian needs a target of known size")
     shape = tuple(target.shape)
-    basis = _reshape(_constant(np.eye(n, dtype=target.dtype)), (n,) + shape)
+    basis = reshape(constant(np.eye(n, dtype=target.dtype)), (n,) + shape)
     leaves, treedef = tree.flatten_with_def(sources)
     out = rows(tape, target, leaves, basis, none_if_unconnected, use_pfor)
-    out = [None if r is None else _reshape(r, shape + tuple(s.shape)) for s, r in zip(leaves, out)]
+    out = [None if r is None else reshape(r, shape + tuple(s.shape)) for s, r in zip(leaves, out)]
     return tree.unflatten(treedef, out)
 
 
@@ -85,11 +85,11 @@ def batch_jacobian(tape, target, source, none_if_unconnected, use_pfor):
                          f"source shape ({tuple(source.shape)}) to match.")
     tail = tuple(target.shape[1:])
     m = int(np.prod(tail, dtype=np.int64))
-    eye = _constant(np.eye(m, dtype=target.dtype))
+    eye = constant(np.eye(m, dtype=target.dtype))
     # ct_j: ones for output element j of every example
-    basis = bind(S.broadcast_to_p, _reshape(eye, (m, 1) + tail), shape=(m, b) + tail)
+    basis = bind(S.broadcast_to_p, reshape(eye, (m, 1) + tail), shape=(m, b) + tail)
     r = rows(tape, target, [source], basis, none_if_unconnected, use_pfor)[0]
     if r is None:
         return None
     r = S.moveaxis(r, 0, 1)                 # (b, m, source...)
-    return _reshape(r, (b,) + tail + tuple(source.shape[1:]))
+    return reshape(r, (b,) + tail + tuple(source.shape[1:]))
