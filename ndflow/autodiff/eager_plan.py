@@ -133,7 +133,10 @@ def _host_records(recs, i, ct, keep, conn, consume):
                 if not _differentiable(d):
                     continue
                 okd = d
-            _host_sum(ct, a._tid, r, c, cv, wrapped)
+            if a._tid in ct:
+                _host_sum(ct, a._tid, r, c, cv, wrapped)
+            else:
+                ct[a._tid] = c if r is cv else r      # (the first gradient of the value)
         # (what this record held, released before the next one's decisions and kernels)
         c = cv = raw = a = r = a0 = a1 = args = outs = params = None
     return i
@@ -149,14 +152,13 @@ def _host_needs(args, conn):
 
 
 def _host_sum(ct, at, r, c, cv, wrapped):
-    """Host gradient `r` summed into the table's cotangent of value `at`: in place where only
-    the table holds it (a gradient of this record is still held by the caller, by `r` or `c`:
-    never summed into), else `prev + r` (np.add on the buffers, in this order). `c` is the
-    record's cotangent, `cv` its buffer: a rule that returns `cv` passes `c` on."""
-    prev = ct.get(at)
-    if prev is None:
-        ct[at] = c if r is cv else r
-    elif type(prev) is not ndarray:
+    """Host gradient `r` summed into the table's cotangent of value `at` (there is one): in
+    place where only the table holds it (a gradient of this record is still held by the
+    caller, by `r` or `c`: never summed into), else `prev + r` (np.add on the buffers, in
+    this order). `c` is the record's cotangent, `cv` its buffer: a rule that returns `cv`
+    passes `c` on."""
+    prev = ct[at]
+    if type(prev) is not ndarray:
         # (_brefs first, before a name here holds more of prev)
         if _brefs(prev) == _BSHARED and type(prev) is _ndarray and type(r) is _ndarray \
                 and prev.flags.owndata and prev.flags.writeable and prev.shape == r.shape \

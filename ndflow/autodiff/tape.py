@@ -162,11 +162,14 @@ class GradientTape(TapeMemory):
             return
         reads = prim.vjp_reads
         if reads is None:
-            handles = tuple(map(_alias, args))
+            # (most records have two inputs: the tuple without a map over them)
+            handles = (_alias(args[0]), _alias(args[1])) if len(args) == 2 else \
+                tuple(map(_alias, args))
             if not self._held:
                 self._hold(handles)
         elif not reads:
-            handles = tuple(map(shape_only, args))
+            handles = (shape_only(args[0]), shape_only(args[1])) if len(args) == 2 else \
+                tuple(map(shape_only, args))
         else:
             keep = self._keep
             handles = tuple([keep(a) if i in reads else shape_only(a)
