@@ -1,10 +1,11 @@
-"""The backward pass's host lane (autodiff/host_vjp.py) against the general VJP rules.
+"""The eager plan's host rules (autodiff/host_vjp.py) against the general VJP rules.
 
-In plain eager execution the tape runs a primitive's VJP on NumPy buffers (the same kernels in
-the same order as its general rule, without bind); everywhere else (an outer tape, a trace,
-vectorized_map) the general rule runs. Both must give the same bits: rule by rule over shapes,
-broadcasting, dtypes, ties and special values, and end to end through tapes (persistent,
-nested, higher order, threads) with the lane on and off.
+In plain eager execution the eager backward plan runs a primitive's VJP on NumPy buffers (the
+same kernels in the same order as its general rule, without bind), and may let it write into
+the cotangent it consumes (donated); everywhere else (an outer tape, a trace, vectorized_map)
+the general rule runs. Both must give the same bits: rule by rule over shapes, broadcasting,
+dtypes, ties and special values, donated or not, and end to end through tapes (persistent,
+nested, higher order, threads) with the plan on and off.
 """
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.autodiff import host_vjp as H
-from ndflow.autodiff import tape as T
+from ndflow.autodiff import eager_plan as P
 from ndflow.core.ndarray import _wrap
 from ndflow.primitives import elementwise as E, linalg as L, reduction as R
 from helpers import run_threads
@@ -34,27 +35,28 @@ def _bits(v):
     return None if v is None else (np.asarray(v).dtype, np.shape(v), np.asarray(v).tobytes())
 
 
-def _general(prim, ct, args, params, needs, donated):
+def _general(prim, ct, args, params, needs, out=None):
     kw = dict(params)
     if prim.vjp_needs:
         kw["needs"] = needs
-    if prim.vjp_donate:
-        kw["donated"] = donated
+    if prim.vjp_uses_out:
+        kw["out"] = _wrap(out)
     gs = prim.vjp(_wrap(ct), *[_wrap(a) for a in args], **kw)
     return [None if g is None else g.numpy() for g, n in zip(gs, needs)]
 
 
-def _check(prim, ct, args, params, needs=None):
+def _check(prim, ct, args, params, needs=None, out=None):
     needs = needs or (True,) * len(args)
-    rule, general = H.RULES[prim]
+    rule, general, donates = H.RULES[prim]
     assert general is prim.vjp
-    for donated in (False, True) if prim.vjp_donate else (False,):
+    for donated in (False, True) if donates else (False,):
         c1 = np.array(ct, copy=True) if isinstance(ct, np.ndarray) else ct
         c2 = np.array(ct, copy=True) if isinstance(ct, np.ndarray) else ct
         with np.errstate(all="ignore"):
-            want = _general(prim, c2, args, params, needs, donated)
+            want = _general(prim, c2, args, params, needs, out)
             handles = [_wrap(a) for a in args]
-            got = rule(c1, handles, (), params, needs, donated)
+            got = rule(c1, handles, () if out is None else (_wrap(out),), params, needs,
+                       donated)
         assert got is not NotImplemented
         for i, (g, w) in enumerate(zip(got, want)):
             if not needs[i]:
@@ -66,7 +68,7 @@ SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 4), (1, 4)), ((3, 1), (1, 4)), 
           ((5,), ()), ((2, 3, 4), (3, 1)), ((0, 3), (3,)), ((70, 80), (70, 80))]
 
 
-@pytest.mark.parametrize("prim", [E.add_p, E.sub_p, E.mul_p, E.max_p, E.min_p])
+@pytest.mark.parametrize("prim", [E.add_p, E.sub_p, E.mul_p, E.div_p, E.max_p, E.min_p])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_binary_rules_match_general(prim, dtype):
     for k, (sx, sy) in enumerate(SHAPES):
@@ -143,6 +145,23 @@ def test_reduce_sum_select_neg_rules_match_general():
             _data(shape, np.float64, 5)
         _check(E.select_p, ct, (c, x, y), {}, (False, True, True))
         _check(E.neg_p, ct, (x,), {})
+        with np.errstate(all="ignore"):
+            _check(E.exp_p, ct, (x,), {}, out=np.exp(x))
+
+
+def test_div_rule_with_a_scalar_partner_and_its_own_quotient():
+    # `1 / d` (the NumPy layer's kept 0-d partner) needs only y's gradient: the rule writes
+    # -q * x / y into its own quotient; a donated cotangent of another shape is not taken
+    for dtype in (np.float16, np.float32, np.float64):
+        d = _data((40, 30), dtype, 6)
+        for x in (np.asarray(1, dtype), _data((30,), dtype, 7), _data((40, 30), dtype, 8)):
+            for ct in (_data((40, 30), dtype, 9), np.asarray(dtype(1.5))):
+                for needs in ((False, True), (True, True), (True, False)):
+                    _check(E.div_p, np.broadcast_to(ct, (40, 30)).copy() if ct.ndim == 0
+                           else ct, (x, d), {}, needs)
+        # a 0-d quotient: NumPy's scalar result is never written into
+        _check(E.div_p, np.asarray(dtype(2.0)), (np.asarray(dtype(3.0)), np.asarray(dtype(0.0))),
+               {}, (False, True))
 
 
 def _mlp_grads(x, labels, ws):
@@ -164,8 +183,9 @@ def _mlp_data(batch, dtype=np.float32):
 
 
 def _without_lane(monkeypatch, fn):
+    """fn() through the reference backward loop (the eager plan off)."""
     with monkeypatch.context() as m:
-        m.setattr(T, "_HOST_RULES", {})
+        m.setattr(P, "ENABLED", False)
         return fn()
 
 
@@ -178,8 +198,8 @@ def test_tape_gradients_identical_with_and_without_the_lane(monkeypatch, batch):
     # the lane ran every rule of this program
     used = set()
     with monkeypatch.context() as m:
-        m.setattr(T, "_HOST_RULES", {p: ((lambda r, p: lambda *a: used.add(p) or r(*a))(r, p), g)
-                                     for p, (r, g) in H.RULES.items()})
+        m.setattr(P, "RULES", {p: ((lambda r, p: lambda *a: used.add(p) or r(*a))(r, p), g, d)
+                               for p, (r, g, d) in H.RULES.items()})
         again = _mlp_grads(x, labels, ws)
     assert used >= {E.add_p, E.sub_p, E.mul_p, E.max_p, E.min_p, E.neg_p, L.matmul_p,
                     R.reduce_sum_p}

@@ -1,11 +1,11 @@
 """The eager tape's cheaper paths (issue 13, the MLP gradient eager) against the general ones.
 
-* The host backward pass keeps its cotangents as bare NumPy buffers (no wrapper per gradient)
-  and sums into one in place where only the cotangent table holds it; the general body gets
-  them wrapped when it takes over. Gradients must be the general rules' bits (the host lane
-  off), and no array a user holds (an input, an output gradient, an earlier result) is ever
-  written.
-* A scalar loss's seed is a copy of a kept read-only one: each gradient gets its own.
+* The eager backward plan keeps its host records' cotangents as bare NumPy buffers (no
+  wrapper per gradient) and sums into one in place where only the cotangent table holds it;
+  the tape's step gets them wrapped when it takes over. Gradients must be the reference loop's
+  bits (the plan off), and no array a user holds (an input, an output gradient, an earlier
+  result) is ever written.
+* A scalar loss's seed is a new array each time: each gradient gets its own.
 * Operators (`a + b`, `a @ b`, ...) and `tnp.matmul` under a tape bind the primitive directly
   (the ufunc's tape lane without the call in between); a ufunc's Python-scalar partner is a
   kept read-only 0-d of the array's dtype for the next call with that very object; a
@@ -18,7 +18,7 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
-from ndflow.autodiff import tape as T
+from ndflow.autodiff import eager_plan as P
 from ndflow.core.primitive import compose_composites
 from helpers import tape_data, value_bits, assert_bits_equal, run_threads
 
@@ -33,9 +33,9 @@ _bits = value_bits
 
 
 def _general(monkeypatch, fn):
-    """fn() with every record through the general body (the host lane off)."""
+    """fn() through the reference backward loop (the eager plan off)."""
     with monkeypatch.context() as m:
-        m.setattr(T, "_HOST_RULES", {})
+        m.setattr(P, "ENABLED", False)
         return fn()
 
 
@@ -73,7 +73,7 @@ def test_mlp_gradient_is_the_general_paths_bits(monkeypatch, dtype):
 
 
 def _spy_adds(monkeypatch):
-    """Calls of np.add by the tape module, True for those summing in place."""
+    """Calls of np.add by the eager plan, True for those summing in place."""
     calls = []
     real = np.add
 
@@ -84,7 +84,7 @@ def _spy_adds(monkeypatch):
     class Np:
         def __getattr__(self, k):
             return add if k == "add" else getattr(np, k)
-    monkeypatch.setattr(T, "_np", Np())
+    monkeypatch.setattr(P, "np", Np())
     return calls
 
 

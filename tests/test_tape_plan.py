@@ -1,8 +1,8 @@
 """The tape's cheap paths against its general ones, bit for bit.
 
-* The backward pass runs the records its host rules take in one tight loop (`_host_pass`),
-  handing every other record to the general body and taking over again after it: gradients
-  must be the general rules' bits (the lane disabled) whatever the mix of primitives, dtypes,
+* The eager plan runs the records its host rules take in one tight loop (`_host_records`),
+  handing every other record to the tape's step and taking over again after it: gradients
+  must be the reference loop's bits (the plan off) whatever the mix of primitives, dtypes,
   connections and special values, on persistent, nested and second-order tapes and threads.
 * Records keep no per-handle write index: it is built from the records at the first write
   that needs it (`_index`), so a write after recording, through a view, from another thread
@@ -18,6 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.autodiff import tape as T
+from ndflow.autodiff import eager_plan as P
 from ndflow.core.state import STATE
 from helpers import tape_data, value_bits, run_threads
 
@@ -32,11 +33,11 @@ _bits = value_bits
 
 
 def _both(monkeypatch, fn):
-    """fn() with the host lane, and with it disabled (every record through the general body)."""
+    """fn() with the eager plan, and through the reference loop (the plan off)."""
     with np.errstate(all="ignore"):
         got = fn()
         with monkeypatch.context() as m:
-            m.setattr(T, "_HOST_RULES", {})
+            m.setattr(P, "ENABLED", False)
             want = fn()
     return got, want
 
@@ -44,7 +45,7 @@ def _both(monkeypatch, fn):
 def _mixed(x, w, b, k):
     """Host-rule primitives (matmul, add, maximum, multiply, subtract, sum, negative, where)
     interleaved with general ones (exp, tanh, reshape, transpose, mean), so the host pass hands
-    records to the general body and takes over again; `k` is not watched (its gradient is not
+    records to the tape's step and takes over again; `k` is not watched (its gradient is not
     needed) and the bias broadcasts."""
     h = tnp.maximum(x @ w + b, 0.0)
     e = tnp.exp(-h * 0.25)
@@ -74,10 +75,10 @@ def test_host_pass_hands_over_and_resumes_bit_for_bit(monkeypatch, dtype, shape)
     got, want = _both(monkeypatch, run)
     assert got[3] is None
     assert [_bits(g) for g in got] == [_bits(g) for g in want]
-    # the host pass took over again after each record it handed over
+    # the host loop took over again after each record it handed over
     calls = []
-    orig = T._host_pass
-    monkeypatch.setattr(T, "_host_pass", lambda *a: calls.append(1) or orig(*a))
+    orig = P._host_records
+    monkeypatch.setattr(P, "_host_records", lambda *a: calls.append(1) or orig(*a))
     with np.errstate(all="ignore"):
         again = run()
     assert len(calls) > 3

@@ -18,14 +18,25 @@ accumulator) gives Hessian-vector products; backward-over-forward works too.
 """
 import functools
 
+import numpy as np
+
+from .. import numpy as tnp
 from ..core.ndarray import ndarray, new_tid
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
 from ..core import tree
 from ..core.variable import VariableBase
+from ..primitives import elementwise as E, shape as S
+from ..primitives.indexing import getitem
 from ..primitives.misc import stop_gradient_p
+from ..vectorize import batching
+from .jacobian import constant, reshape
 from .tape import GradientTape, UnconnectedGradients
+
+# The NumPy layer (tnp) converts what a caller passes (primals, tangents, arguments: Python
+# and NumPy values, with NumPy's weak scalars, prefer_float32 and device placement); the
+# derivatives themselves are computed with primitives.
 
 __all__ = ["ForwardAccumulator", "jvp", "jacfwd", "jacrev", "hessian", "stop_gradient"]
 
@@ -53,7 +64,6 @@ class ForwardAccumulator:
     """
 
     def __init__(self, primals, tangents):
-        from .. import numpy as tnp
         self._tangents = {}          # tid -> tangent of the value with that tid
         self._connected = self._tangents   # what nf.function and tapes' peers look up
         self._vars = {}              # id(Variable) -> (Variable, tangent)
@@ -67,11 +77,11 @@ class ForwardAccumulator:
         for p, t in zip(p_leaves, t_leaves):
             if isinstance(p, VariableBase):
                 val = p._read_for_tape()
-                t = self._check_tangent(val, t, tnp)
+                t = self._check_tangent(val, t)
                 self._vars[id(p)] = (p, t)
             elif isinstance(p, ndarray):
                 val = p
-                t = self._check_tangent(val, t, tnp)
+                t = self._check_tangent(val, t)
             else:
                 raise TypeError(f"ForwardAccumulator primals must be arrays or Variables, got "
                                 f"{type(p).__name__}")
@@ -80,7 +90,7 @@ class ForwardAccumulator:
                 self._tangents[_ensure_tid(val)] = t
 
     @staticmethod
-    def _check_tangent(p, t, tnp):
+    def _check_tangent(p, t):
         if not _is_float(p.dtype):
             return None              # integer and bool values carry no tangent
         if not isinstance(t, ndarray):
@@ -153,7 +163,6 @@ class ForwardAccumulator:
         """The tangents of `primals` (a nested structure of values computed inside the `with`
         block): None for values that do not depend on the accumulator's primals, or zeros with
         `unconnected_gradients='zero'`."""
-        from .. import numpy as tnp
         if isinstance(unconnected_gradients, str):
             unconnected_gradients = UnconnectedGradients(unconnected_gradients)
         leaves, d = tree.flatten_with_def(primals)
@@ -169,7 +178,7 @@ class ForwardAccumulator:
                 t = None
                 y = tnp.asarray(y)
             if t is None and unconnected_gradients == UnconnectedGradients.ZERO:
-                t = tnp.zeros_like(y)
+                t = bind(E.zeros_like_p, y)
             out.append(t)
         return tree.unflatten(d, out)
 
@@ -185,15 +194,14 @@ def _push_tangents(prim, args, outs, params, ts):
     if prim.vjp is None:
         raise LookupError(f"No forward-mode derivative for operation '{prim.name}' (ndflow "
                           f"primitive without a JVP or VJP rule)")
-    from .. import numpy as tnp
-    us = [tnp.zeros_like(o) if _is_float(o.dtype) else None for o in outs]
+    us = [bind(E.zeros_like_p, o) if _is_float(o.dtype) else None for o in outs]
     watched = [u for u in us if u is not None]
     if not watched:
         return (None,) * len(outs)
     with GradientTape() as t:
         t.watch(watched)
         if prim.multiple_results:
-            ct = tuple(u if u is not None else tnp.zeros_like(o) for u, o in zip(us, outs))
+            ct = tuple(u if u is not None else bind(E.zeros_like_p, o) for u, o in zip(us, outs))
         else:
             ct = us[0]
         if prim.vjp_uses_out:
@@ -214,13 +222,11 @@ def _push_tangents(prim, args, outs, params, ts):
 
 # ------------------------------------------------------------------ functional forms
 def _as_arrays(x):
-    from .. import numpy as tnp
     return tree.map_structure(lambda a: a if isinstance(a, ndarray) else tnp.asarray(a), x)
 
 
 def _distinct(leaves):
     """The same array passed twice is two independent inputs: give the repeats new values."""
-    from ..primitives import elementwise as E
     seen = set()
     out = []
     for x in leaves:
@@ -287,13 +293,12 @@ def _prepare(name, args, argnums):
 def _basis(shapes, dtypes):
     """One identity basis over the concatenated flattened leaves, split per leaf: leaf j gets
     an array (n, *shape_j)."""
-    from .. import numpy as tnp
     sizes = [_size(s) for s in shapes]
     n = sum(sizes)
-    eye = tnp.eye(n)
+    eye = np.eye(n)
     out, off = [], 0
     for s, k, dt in zip(shapes, sizes, dtypes):
-        out.append(tnp.reshape(eye[:, off:off + k], (n,) + tuple(s)).astype(dt))
+        out.append(constant(eye[:, off:off + k].reshape((n,) + tuple(s)).astype(dt)))
         off += k
     return out, sizes
 
@@ -311,34 +316,32 @@ def _assemble(rows, row_sizes, row_shapes, col_shapes, row_major):
     """Blocks of a Jacobian from stacked products. `rows[j]` stacks the product for every basis
     vector along axis 0, over the concatenated flattened leaves of one side; returns
     blocks[o][j] of shape out_shape_o + in_shape_j."""
-    from .. import numpy as tnp
     blocks = []
     if row_major:
         # reverse mode: rows[j] is (m, *in_shape_j), the basis runs over the outputs
         off = 0
         for so, k in zip(row_shapes, row_sizes):
-            blocks.append([tnp.reshape(r[off:off + k], tuple(so) + tuple(r.shape[1:]))
-                           for r in rows])
+            blocks.append([reshape(getitem(r, (slice(off, off + k),)),
+                                    tuple(so) + tuple(r.shape[1:])) for r in rows])
             off += k
         return blocks
     # forward mode: rows[o] is (n, *out_shape_o), the basis runs over the inputs
     for r in rows:
         so = tuple(r.shape[1:])
-        moved = tnp.moveaxis(r, 0, -1)
+        moved = S.moveaxis(r, 0, -1)
         off, per = 0, []
         for si, k in zip(col_shapes, row_sizes):
-            per.append(tnp.reshape(moved[..., off:off + k], so + tuple(si)))
+            per.append(reshape(getitem(moved, (Ellipsis, slice(off, off + k))), so + tuple(si)))
             off += k
         blocks.append(per)
     return blocks
+
 
 
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian of `fun` by forward mode, as `jax.jacfwd`: one JVP per input element,
     vectorized with `vectorized_map`. Each output leaf gets the structure of the differentiated
     argument(s), blocks of shape `out.shape + in.shape`."""
-    from ..vectorize.batching import vectorized_map
-
     @functools.wraps(fun, updated=())
     def jacfun(*args, **kwargs):
         args, leaves, in_def = _prepare("jacfwd", args, argnums)
@@ -354,7 +357,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
 
         if sum(sizes) == 0:
             raise ValueError("jacfwd: the differentiated inputs are empty")
-        t_out, aux = vectorized_map(push, basis)
+        t_out, aux = batching.vectorized_map(push, basis)
         o_leaves, o_def = tree.flatten_with_def(t_out)
         blocks = _assemble(o_leaves, sizes, None, [x.shape for x in leaves], row_major=False)
         jac = tree.unflatten(o_def, [tree.unflatten(in_def, b) for b in blocks])
@@ -367,9 +370,6 @@ def jacfwd(fun, argnums=0, has_aux=False):
 def jacrev(fun, argnums=0, has_aux=False):
     """The Jacobian of `fun` by reverse mode, as `jax.jacrev`: one VJP per output element,
     vectorized with `vectorized_map` over the recorded tape. Same layout as `jacfwd`."""
-    from .. import numpy as tnp
-    from ..vectorize.batching import vectorized_map
-
     @functools.wraps(fun, updated=())
     def jacfun(*args, **kwargs):
         args, leaves, in_def = _prepare("jacrev", args, argnums)
@@ -391,7 +391,7 @@ def jacrev(fun, argnums=0, has_aux=False):
             return tape.gradient(o_leaves, leaves, output_gradients=list(cts),
                                  unconnected_gradients="zero")
 
-        rows = vectorized_map(pull, basis)
+        rows = batching.vectorized_map(pull, basis)
         blocks = _assemble(rows, sizes, [o.shape for o in o_leaves], None, row_major=True)
         jac = tree.unflatten(o_def, [tree.unflatten(in_def, b) for b in blocks])
         return (jac, aux) if has_aux else jac
@@ -408,6 +408,5 @@ def stop_gradient(x, name=None):
     """`x`, as a constant to every differentiation (tapes and forward accumulators), as
     `tf.stop_gradient` / `jax.lax.stop_gradient`. Accepts a nested structure."""
     def one(a):
-        from .. import numpy as tnp
         return bind(stop_gradient_p, a if isinstance(a, ndarray) else tnp.asarray(a))
     return tree.map_structure(one, x)

@@ -1,13 +1,22 @@
-"""Functional forms (`grad`, `value_and_grad`), `custom_gradient` and `numpy_function`."""
+"""Functional forms (`grad`, `value_and_grad`), `custom_gradient` and `numpy_function`.
+
+What a caller passes (arguments, a grad_fn's gradients, numpy_function's inputs) is converted
+by the NumPy layer (`tnp.asarray`: NumPy's weak scalars, prefer_float32, device placement);
+everything else is primitives."""
 import functools
+import inspect
 
 import numpy as np
 
+from .. import numpy as tnp
 from ..core.ndarray import ndarray
+from ..core.mutation import alias
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import tree
 from ..core import dtypes as _dt
+from ..primitives.elementwise import convert_p
+from ..primitives.indexing import getitem_p
 from .tape import GradientTape, stop_all_recording
 
 
@@ -20,7 +29,6 @@ def _distinct(args, nums):
     places (tied weights) gets each argument's own gradient, as in JAX. A repeated array is
     replaced by a view of itself (same memory, so writes still reach the caller's array; tapes
     outside record the view, so higher-order gradients still reach it)."""
-    from ..primitives.indexing import getitem_p
     counts = {}
     for a in tree.flatten(args):
         if isinstance(a, ndarray):
@@ -55,7 +63,6 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     differentiated argument gets its own gradient even when the same array is passed twice."""
     @functools.wraps(fun, updated=())
     def wrapped(*args, **kwargs):
-        from .. import numpy as tnp
         nums = _as_tuple(argnums)
         args = list(args)
         for i in nums:
@@ -100,7 +107,6 @@ def _as_list(g):
 
 def _checked_grads(name, what, gs, like):
     """grad_fn's gradients for `like` (arrays): one each (None for none), of their shapes."""
-    from .. import numpy as tnp
     if len(gs) != len(like):
         raise ValueError(f"custom_gradient {name}: grad_fn returned {len(gs)} gradient(s) for "
                          f"{len(like)} {what}")
@@ -114,7 +120,7 @@ def _checked_grads(name, what, gs, like):
             raise ValueError(f"custom_gradient {name}: grad_fn returned a gradient of shape "
                              f"{tuple(g.shape)} for {what[:-1]} {k} of shape {tuple(x.shape)}")
         if g.dtype != x.dtype and _dt.is_differentiable(x.dtype):
-            g = g.astype(x.dtype)
+            g = bind(convert_p, g, dtype=x.dtype)
         out.append(g)
     return out
 
@@ -150,7 +156,6 @@ def custom_gradient(f=None):
 
     @functools.wraps(f, updated=())
     def wrapped(*args, **kwargs):
-        from .. import numpy as tnp
         xs = [a if isinstance(a, ndarray) else tnp.asarray(a) for a in args]
         tapes = list(STATE.tapes)
         if not tapes:
@@ -160,7 +165,6 @@ def custom_gradient(f=None):
             with GradientTape() as spy:      # only to learn which Variables f reads
                 y, grad_fn = f(*xs, **kwargs)
         variables = list(spy.watched_variables())
-        import inspect
         try:
             takes_vars = "variables" in inspect.signature(grad_fn).parameters or any(
                 p.kind is p.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values())
@@ -177,11 +181,8 @@ def custom_gradient(f=None):
         ys = tree.flatten(y)
         outs = []
         for v in ys:
-            v = tnp.asarray(v)
-            c = object.__new__(ndarray)   # a distinct value the tapes can tie to grad_fn
-            c._v, c._t, c._dev, c._tid = v._v, v._t, v._dev, 0
-            if v._t is not None:
-                c._aux = getattr(v, "_aux", None)
+            c = alias(tnp.asarray(v))     # a distinct value the tapes can tie to grad_fn
+            c._tid = 0
             outs.append(c)
         params = {"grad_fn": grad_fn, "n_out": len(outs), "n_in": len(xs),
                   "variables": variables or None, "name": name}
@@ -221,7 +222,6 @@ numpy_function_multi_p.def_vjp(lambda ct, *args, func, Tout: (None,) * len(args)
 
 def numpy_function(func, inp, Tout, stateful=True, name=None):
     """Run `func` on NumPy arrays, also inside `nf.function` (at every call); no gradient."""
-    from .. import numpy as tnp
     xs = [tnp.asarray(a) for a in inp]
     if isinstance(Tout, (list, tuple)):
         return list(bind(numpy_function_multi_p, *xs, func=func, Tout=tuple(Tout)))

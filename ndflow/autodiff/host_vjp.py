@@ -14,11 +14,13 @@ special values.
 A rule is `rule(ct, args, outs, params, needs, donated)`: `ct` the cotangent's buffer, `args`
 and `outs` the tape's handles (their `_v` are host buffers, or shape-only stand-ins for values
 the rule does not read), `needs` a bool per input, `donated` whether the rule may write into
-`ct`. It returns one buffer (or None) per input, or `NotImplemented` — before writing anything —
-for a case it does not mirror (the tape then runs the general rule).
+`ct` (the eager plan decides it: it alone holds `ct`; only rules registered as taking donations
+get True). It returns one buffer (or None) per input, or `NotImplemented` — before writing
+anything — for a case it does not mirror (the plan then runs the general rule).
 """
 import numpy as np
 
+from ..core import dtypes as _dt
 from ..primitives import elementwise as E, linalg as L, reduction as R, shape as S
 
 _sum = R.reduce_sum_p.impl
@@ -30,7 +32,6 @@ _select = E.select_p.impl
 _zeros_like = E.zeros_like_p.impl
 _ndarray = np.ndarray
 _generic = np.generic
-_BF16 = None
 
 
 def unbroadcast(v, shape):
@@ -160,6 +161,39 @@ def _neg(ct, args, outs, p, needs, donated):
     return (np.negative(ct),)
 
 
+def _exp(ct, args, outs, p, needs, donated):
+    out = outs[0]._v                         # (exp's rule reads its output: ct * out)
+    if donated and owned_ok(ct, out):
+        np.multiply(ct, out, out=ct)
+        return (ct,)
+    return (np.multiply(ct, out),)
+
+
+def _div(ct, args, outs, p, needs, donated):
+    """q = ct / y; x's cotangent q, y's -q * x / y (in q's buffer where q is the rule's own,
+    as the general rule does: the same operations in the same order)."""
+    x, y = args[0]._v, args[1]._v
+    if donated and owned_ok(ct, y):
+        q = np.true_divide(ct, y, out=ct)
+    else:
+        q = np.true_divide(ct, y)
+    gx = gy = None
+    if needs[0]:
+        gx = q if q.shape == x.shape else unbroadcast(q, x.shape)
+        if needs[1]:
+            gy = np.true_divide(np.multiply(np.negative(q), x), y)
+    elif needs[1]:
+        if owned_ok(q, x) and owned_ok(q, y):
+            np.negative(q, out=q)
+            np.multiply(q, x, out=q)
+            gy = np.true_divide(q, y, out=q)
+        else:
+            gy = np.true_divide(np.multiply(np.negative(q), x), y)
+    if gy is not None and gy.shape != y.shape:
+        gy = unbroadcast(gy, y.shape)
+    return gx, gy
+
+
 def _minmax(pick):
     def rule(ct, args, outs, p, needs, donated):
         x, y = args[0]._v, args[1]._v
@@ -177,7 +211,7 @@ def _minmax(pick):
                 gy = unbroadcast(_select(xs, _zeros_like(ct), ct), y.shape)
             return gx, gy
         zero = _zeros_like(ct)
-        if ct.dtype == _bf16():
+        if ct.dtype == _dt.BFLOAT16:
             return NotImplemented     # (`ct * 0.5` keeps bfloat16 through the NumPy layer)
         half = np.multiply(ct, 0.5)
         if needs[0]:
@@ -186,14 +220,6 @@ def _minmax(pick):
             gy = unbroadcast(_select(xs, zero, _select(eq, half, ct)), y.shape)
         return gx, gy
     return rule
-
-
-def _bf16():
-    global _BF16
-    if _BF16 is None:
-        from ..core.dtypes import BFLOAT16
-        _BF16 = BFLOAT16
-    return _BF16
 
 
 def _matmul_rule(ct, args, outs, p, needs, donated):
@@ -268,16 +294,18 @@ def _select_rule(ct, args, outs, p, needs, donated):
             unbroadcast(_select(c, zero, ct), args[2]._v.shape) if needs[2] else None)
 
 
-# primitive -> (the rule here, the general rule it mirrors): a primitive whose VJP rule was
-# replaced since (def_vjp again, a test's spy) runs its own rule
-RULES = {p: (r, p.vjp) for p, r in (
-    (E.add_p, _add),
-    (E.sub_p, _sub),
-    (E.mul_p, _mul),
-    (E.neg_p, _neg),
-    (E.max_p, _minmax(np.greater)),
-    (E.min_p, _minmax(np.less)),
-    (E.select_p, _select_rule),
-    (L.matmul_p, _matmul_rule),
-    (R.reduce_sum_p, _reduce_sum),
+# primitive -> (the rule here, the general rule it mirrors, whether it takes donations): a
+# primitive whose VJP rule was replaced since (def_vjp again, a test's spy) runs its own rule
+RULES = {p: (r, p.vjp, donates) for p, r, donates in (
+    (E.add_p, _add, False),
+    (E.sub_p, _sub, False),
+    (E.mul_p, _mul, True),
+    (E.div_p, _div, True),
+    (E.neg_p, _neg, True),
+    (E.exp_p, _exp, True),
+    (E.max_p, _minmax(np.greater), False),
+    (E.min_p, _minmax(np.less), False),
+    (E.select_p, _select_rule, False),
+    (L.matmul_p, _matmul_rule, False),
+    (R.reduce_sum_p, _reduce_sum, False),
 )}

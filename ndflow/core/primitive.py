@@ -82,7 +82,7 @@ class Primitive:
     __slots__ = ("name", "impl", "abstract", "vjp", "jvp", "batch", "scalar", "elementwise",
                  "multiple_results",
                  "effect", "sink", "check", "vjp_uses_out", "vjp_reads", "vjp_needs",
-                 "vjp_donate", "returns_view", "blas", "fused", "variable_access",
+                 "returns_view", "blas", "fused", "variable_access",
                  "run_time_check", "__weakref__")
 
     def __init__(self, name, impl=None, abstract=None, multiple_results=False, effect=False,
@@ -106,8 +106,6 @@ class Primitive:
         #                               (None: all); a tape keeps only the shape of the others
         self.vjp_needs = False        # vjp(..., needs=(bool per input)): the tape says which
         #                               input gradients it uses (the others may be None)
-        self.vjp_donate = False       # vjp(..., donated=bool): True when the rule may write
-        #                               into the cotangent's buffer (the tape alone held it)
         self.returns_view = returns_view
         self.blas = blas
         self.fused = False
@@ -146,18 +144,17 @@ class Primitive:
         self.abstract = f
         return f
 
-    def def_vjp(self, f=None, *, uses_out=False, reads=None, needs=False, donate=False):
+    def def_vjp(self, f=None, *, uses_out=False, reads=None, needs=False):
         """`reads`: the inputs whose values the rule reads (None: all of them; the others
         only by shape and dtype), so a tape need not keep the rest alive. `needs`: the rule
         takes `needs=` (a bool per input; absent means all), and may return None for an input
-        whose gradient is not needed. `donate`: the rule takes `donated=` (absent: False);
-        True hands it the cotangent's buffer to write into (eager, nothing else holds it)."""
+        whose gradient is not needed. A rule knows nothing of buffers: where a cotangent's
+        memory may be reused, the eager backward plan decides it (autodiff/eager_plan.py)."""
         def reg(g):
             self.vjp = g
             self.vjp_uses_out = uses_out
             self.vjp_reads = None if reads is None else tuple(reads)
             self.vjp_needs = needs
-            self.vjp_donate = donate
             return g
         return reg(f) if f is not None else reg
 

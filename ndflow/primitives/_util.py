@@ -247,8 +247,8 @@ def repeat_along_batch(x, args, dims):
 
 def owned_apply(ufunc, a, *others):
     """`ufunc(a, *others)` written into `a`'s buffer, for a VJP rule that owns `a` outright (a
-    cotangent the tape donated, or a temporary the rule itself just made): the kernel and the
-    values of binding the primitive, without a new array, so a backward pass over large
+    temporary the rule itself just made; a cotangent it was given is never its own): the kernel
+    and the values of binding the primitive, without a new array, so a backward pass over large
     arrays holds fewer of them at once. Only in plain eager execution (nothing records or
     traces the rule) and where the result has `a`'s shape and dtype; otherwise None (and
     nothing written), and the rule binds as usual."""

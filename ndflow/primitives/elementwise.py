@@ -48,22 +48,22 @@ def _elementwise_batch(prim):
 
 
 def unary(name, impl, vjp=None, scalar=None, abstract=_unary_abstract, uses_out=False,
-          reads=None, donate=False):
+          reads=None):
     """An elementwise primitive of one operand `x`; `scalar`: its scalar expression over `x`
     (primitives/scalar.py), where it has one."""
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp, uses_out=uses_out, reads=reads, donate=donate)
+        p.def_vjp(vjp, uses_out=uses_out, reads=reads)
     p.batch = squeezed_ok(lambda args, axes, **kw: (bind(p, args[0], **kw), axes[0]))
     return elementwise(p, scalar)
 
 
 def binary(name, impl, vjp=None, scalar=None, abstract=_binary_abstract, reads=None,
-           needs=False, donate=False):
+           needs=False):
     """An elementwise primitive of two broadcast operands `x`, `y` (see `unary`)."""
     p = Primitive(name, impl, abstract)
     if vjp is not None:
-        p.def_vjp(vjp, reads=reads, needs=needs, donate=donate)
+        p.def_vjp(vjp, reads=reads, needs=needs)
     p.batch = _elementwise_batch(p)
     return elementwise(p, scalar)
 
@@ -74,26 +74,10 @@ def _zero_grad(ct, *xs, **kw):
 
 # ------------------------------------------------------------------ unary math
 # (reads=(): the rule reads no input's value, only shapes, so a tape keeps no input alive)
-# (donate: the rule may write into the cotangent, which the tape hands over when it alone
-# holds it; owned_apply writes into it, or into a temporary the rule made, in plain eager only)
-def _in_place(donated, ufunc, a, *others):
-    """ufunc(a, *others) into a donated cotangent `a` where possible, else None."""
-    return owned_apply(ufunc, a, *others) if donated else None
-
-
-def _neg_vjp(ct, x, donated=False):
-    r = _in_place(donated, np.negative, ct)
-    return (-ct if r is None else r,)
-
-
-def _exp_vjp(ct, x, out, donated=False):
-    r = _in_place(donated, np.multiply, ct, out)
-    return (ct * out if r is None else r,)
-
-
-neg_p = unary("negative", np.negative, _neg_vjp, "-x", reads=(), donate=True)
+neg_p = unary("negative", np.negative, lambda ct, x: (-ct,), "-x", reads=())
 positive_p = unary("positive", np.positive, lambda ct, x: (ct,), "+x", reads=())
-exp_p = unary("exp", np.exp, _exp_vjp, "exp(x)", uses_out=True, reads=(), donate=True)
+exp_p = unary("exp", np.exp, lambda ct, x, out: (ct * out,), "exp(x)", uses_out=True,
+              reads=())
 exp2_p = unary("exp2", np.exp2, lambda ct, x, out: (ct * out * _LN2,), "exp2(x)",
                uses_out=True)
 expm1_p = unary("expm1", np.expm1, lambda ct, x, out: (ct * (out + 1),), "expm1(x)",
@@ -215,19 +199,13 @@ def _sub_vjp(ct, x, y, needs=(True, True)):
     return unbroadcast(ct, x), unbroadcast(-ct, y) if needs[1] else None
 
 
-def _mul_vjp(ct, x, y, needs=(True, True), donated=False):
-    gx = unbroadcast(ct * y, x) if needs[0] else None
-    if not needs[1]:
-        return gx, None
-    # the last use of a donated cotangent may take its buffer
-    gy = _in_place(donated, np.multiply, ct, x)
-    return gx, unbroadcast(ct * x if gy is None else gy, y)
+def _mul_vjp(ct, x, y, needs=(True, True)):
+    return (unbroadcast(ct * y, x) if needs[0] else None,
+            unbroadcast(ct * x, y) if needs[1] else None)
 
 
-def _div_vjp(ct, x, y, needs=(True, True), donated=False):
-    q = _in_place(donated, np.true_divide, ct, y)
-    if q is None:
-        q = ct / y
+def _div_vjp(ct, x, y, needs=(True, True)):
+    q = ct / y
     if needs[0]:
         return unbroadcast(q, x), unbroadcast(-q * x / y, y) if needs[1] else None
     if not needs[1]:
@@ -284,9 +262,8 @@ def _minmax_vjp(pick_x):
 
 add_p = binary("add", np.add, _add_vjp, "x + y", reads=())
 sub_p = binary("subtract", np.subtract, _sub_vjp, "x - y", reads=(), needs=True)
-mul_p = binary("multiply", np.multiply, _mul_vjp, "x * y", needs=True, donate=True)
-div_p = binary("true_divide", np.true_divide, _div_vjp, "x / y", needs=True,
-               donate=True)
+mul_p = binary("multiply", np.multiply, _mul_vjp, "x * y", needs=True)
+div_p = binary("true_divide", np.true_divide, _div_vjp, "x / y", needs=True)
 floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad, "x // y")
 rem_p = binary("remainder", np.remainder,
                lambda ct, x, y: (unbroadcast(ct, x),
