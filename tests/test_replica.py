@@ -106,10 +106,10 @@ def test_all_float32_inputs(name):
 
 # ------------------------------------------------------------------ in compiled regions
 @pytest.fixture
-def tier1(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+def tier1(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
+    nf_settings(numba_min=1)
 
 
 def _specials():
@@ -178,12 +178,12 @@ def test_regions_with_exp_run_on_tier1_as_numpy(tier1, name, n):
 
 @offered
 @pytest.mark.parametrize("nthreads", [1, 2])
-def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads):
-    """From PAR_HEAVY_MIN elements a region with exp times one thread against two and runs
+def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads, nf_settings):
+    """From `settings.numba_parallel_heavy_min` elements a region with exp times one thread against two and runs
     the faster (both give NumPy's bits); NDFLOW_THREADS=1 keeps it to one."""
     from ndflow.graph.kernels import blocks
-    monkeypatch.setattr(numba_tier, "PAR_HEAVY_MIN", 1 << 12)
-    monkeypatch.setattr(blocks, "_NTHREADS", nthreads)
+    nf_settings(numba_parallel_heavy_min=1 << 12)
+    nf_settings(threads=nthreads)
     rng = np.random.default_rng(3)
     a = (rng.standard_normal(1 << 14) * 60).astype(np.float32)
     f = nf.function(lambda x, y: _sigmoid(tnp, x, y))

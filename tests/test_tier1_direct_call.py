@@ -23,9 +23,9 @@ CALLS = 5
 
 
 @pytest.fixture
-def sync(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+def sync(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
 
 
 def _prog(np_, x, y, t, c):

@@ -23,12 +23,12 @@ CALLS = 5        # tier 1 is requested at the third call of a region
 
 
 @pytest.fixture
-def sync(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+def sync(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
     # every layout at every size (the cost model's limits are not what is tested here)
-    monkeypatch.setattr(numba_tier, "PAIRWISE_MAX", {"full": 1 << 62, "rows": 1 << 62})
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    nf_settings(numba_pairwise_max=1 << 62)
+    nf_settings(numba_min=1)
 
 
 def _bits_equal(got, want):
@@ -224,10 +224,10 @@ def test_quick_sum_constant_rebound_drops_the_caller(sync):
     _bits_equal(f(h, g).numpy(), np.sum(np.maximum(h, w) * g, axis=0))
 
 
-def test_quick_sum_fast_math(sync, monkeypatch):
-    """NDFLOW_FAST_MATH=1: the caller runs the same kernel as the general path (the same
+def test_quick_sum_fast_math(sync, monkeypatch, nf_settings):
+    """`settings.fast_math`: the caller runs the same kernel as the general path (the same
     bits), within rounding of NumPy's sum."""
-    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
+    nf_settings(fast_math=True)
     for name in ("cols", "rows", "full"):
         f, kc, k, prog, shape = _compiled(name, np.float64)
         r = k.fast

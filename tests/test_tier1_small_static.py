@@ -1,4 +1,4 @@
-"""Small static regions on tier 1 through the generated caller (`numba_tier.QUICK_UNITS`,
+"""Small static regions on tier 1 through the generated caller (`settings.numba_quick_units`,
 issue 13): a region of a few elements and enough ops runs as one compiled call; an operand
 that is a NumPy scalar (a value of the step's inlined 0-d arithmetic) is passed as the
 general path passes it; results are NumPy's bit for bit (Adam's fused update against the
@@ -22,9 +22,9 @@ CALLS = 5        # tier 1 is requested at the third call of a region
 
 
 @pytest.fixture
-def sync(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+def sync(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
 
 
 def _prog(np_, x, y, t):

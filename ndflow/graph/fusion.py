@@ -22,15 +22,15 @@ region is built by hand from nodes that cannot be fused):
 * regions stay acyclic: a node joins a region only if none of its other inputs is computed
   from that region through a node outside it.
 
-NDFLOW_FUSION=0 turns the pass off.
+`settings.fusion = False` (`nf.config.settings`) turns the pass off.
 """
 import heapq
-import os
 
 import numpy as np
 
 from .ir import Node
 from ..core.primitive import Primitive, Aval, REGISTRY
+from ..core.settings import settings
 
 
 class FusionError(ValueError):
@@ -228,7 +228,7 @@ def _fused_primitive(prog, kernel, outs):
 
 def elementwise_fusion(g):
     """The pass: regions of two or more fusible nodes become one fused node each."""
-    if os.environ.get("NDFLOW_FUSION", "1") == "0":
+    if not settings.fusion:
         return g
     groups = {r: m for r, m in _regions(g).items()
               if (len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
@@ -318,7 +318,7 @@ def _outer(node):
     if None in shape:
         return False
     size = int(np.prod(shape, dtype=np.int64))
-    if size < numba_tier.NB_MIN:
+    if size < settings.numba_min:
         return False
     big = [v for v in node.inputs if None not in tuple(v.shape)
            and int(np.prod(tuple(v.shape), dtype=np.int64)) > 1]

@@ -409,7 +409,7 @@ def layout_choices(g: Graph) -> Graph:
                             view that later reshapes merge with, never a strided one
     matmul(a (...,m,k), b (k,n)) -> one (prod(...)*m, k) @ (k, n) product, reshaped: NumPy
                             runs a stack of small products one by one (vectorized models
-                            make such stacks). Only under NDFLOW_FAST_MATH=1: BLAS rounds one
+                            make such stacks). Only under `settings.fast_math`: BLAS rounds one
                             big product differently from the stack in the last bits
     matmul(a (...,m,1), b (...,1,n)) -> a * b + 0.0   (an outer product: a broadcast multiply,
                             the same numbers (+ 0.0: the product's sum starts at +0.0, so

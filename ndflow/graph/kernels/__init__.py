@@ -2,35 +2,13 @@
 
 Tier 0 (`numpy_tier`) is NumPy code and always runs first. Tier 1 (`numba_tier`; numba is a
 dependency, but ndflow still runs without it, on tier 0) compiles the region into one loop that inlines our own vectorizable math
-(`mathlib`); it is requested after a region has run `NDFLOW_FUSION_HOT` times (default 3),
-compiled in a background thread and swapped in when ready. Settings (environment):
-
-    NDFLOW_NUMBA=0      never use numba; =sync compiles in the calling thread (tests, benchmarks)
-    NDFLOW_FAST_MATH=1  let tier 1 compute exp, log, tanh ... with `mathlib` (within a few ulps
-                        of NumPy's, not bit for bit), sum in its own order and contract a*b+c
-                        into one FMA. Off by default: compiled results are then NumPy's bit for
-                        bit, and tier 1 takes only regions it computes exactly (arithmetic,
-                        sqrt, comparisons, selects, conversions, and float32 exp where NumPy's
-                        loop is the SIMD one `replica` reproduces); the others stay with tier 0
-    NDFLOW_FUSION_HOT   calls before tier 1 is requested
-    NDFLOW_FUSION_LARGE_MIN  elements from which tier 0 writes with out= into pooled buffers
-    NDFLOW_BLOCK_MIN    elements from which tier 0 runs the region chunk by chunk (`blocks`:
-                        temporaries stay in cache; values and errors still NumPy's)
-    NDFLOW_BLOCK_THREADS_MIN  elements from which those chunks may be shared between threads
-                        (one thread or several: whichever is timed faster on this machine)
-    NDFLOW_BLOCK_BYTES  bytes per chunk;  NDFLOW_THREADS  threads at most (default: cores)
-    NDFLOW_NUMBA_MIN    elements from which tier 1 runs (below, its call costs more than it saves);
-                        from 1/16 of it, regions that cost tier 0 more NumPy calls than a
-                        kernel call costs (`numba_tier.pays`)
-    NDFLOW_NUMBA_PARALLEL_MIN  elements from which tier 1 may split the loop over threads
-                        (never in graphs that call BLAS: its threads keep spinning after a call;
-                        on a busy 2-core machine a two-thread loop of ~1M elements can lose 10x),
-                        so one thread and several are both timed and the faster runs;
-                        NDFLOW_NUMBA_PARALLEL_HEAVY_MIN the same for regions calling exp/log
-    NDFLOW_CACHE_DIR    where compiled kernels are kept (default ~/.cache/ndflow/kernels): a
-                        private directory (0700; refused if another user owns it or group/others
-                        may write it) whose files are verified (HMAC) before numba loads them
-    NDFLOW_DEBUG=kernels  print each generated kernel's source
+(`mathlib`); it is requested after a region has run `settings.hot_calls` times (default 3),
+compiled in a background thread and swapped in when ready. The numbers and switches that
+decide this (tier 1 on, off or synchronous, fast math, the sizes from which each way pays)
+are fields of `nf.config.settings` (`ndflow/core/settings.py`). Compiled kernels are kept in
+NDFLOW_CACHE_DIR (default ~/.cache/ndflow/kernels): a private directory (0700; refused if
+another user owns it or group/others may write it) whose files are verified (HMAC) before
+numba loads them. NDFLOW_DEBUG=kernels prints each generated kernel's source.
 
 The core never imports numba: `numba_tier` is imported when a compile is first requested.
 
@@ -41,30 +19,26 @@ code generator may call the plain function itself (one frame; the generic `__cal
 ~0.2 us per call of a region of a few elements).
 """
 import importlib.util
-import os
 import threading
 
 from .program import Program, Op
 from . import numpy_tier
+from .. import debug as _dbg
 from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
+from ...core.settings import settings
 
 __all__ = ["Program", "Op", "FusedKernel", "kernel_for", "numba_available", "wait_for_compiles"]
 
-HOT = int(os.environ.get("NDFLOW_FUSION_HOT", 3))
-_DEBUG = "kernels" in os.environ.get("NDFLOW_DEBUG", "").split(",")
 
 
 def numba_mode():
-    """'off', 'sync' or 'background' (read at each request, so tests can switch it)."""
-    v = os.environ.get("NDFLOW_NUMBA", "1").strip().lower()
-    if v in ("0", "off", "false", "no"):
-        return "off"
-    return "sync" if v == "sync" else "background"
+    """'off', 'sync' or 'background' (`settings.numba`, read at each request)."""
+    return settings.numba
 
 
 def fast_math():
-    """Whether tier 1 may trade exactness for speed (NDFLOW_FAST_MATH, read at each request)."""
-    return os.environ.get("NDFLOW_FAST_MATH", "0").strip().lower() in ("1", "on", "true", "yes")
+    """Whether tier 1 may trade exactness for speed (`settings.fast_math`)."""
+    return settings.fast_math
 
 
 _numba_found = None
@@ -90,7 +64,7 @@ class _Entry:
         self.why_not = None
         self.lock = threading.Lock()
         self.overwritable = None
-        if _DEBUG:
+        if "kernels" in _dbg.FLAGS:
             print("# ndflow fused kernel, tier 0:\n" + self.tier0)
 
 
@@ -121,6 +95,7 @@ class FusedKernel:
         # fights for the cores: run tier 1 on one thread in graphs that call BLAS
         self.parallel = not uses_blas
         self.calls = 0
+        self.hot = settings.hot_calls
         self.fast = None           # bound tier-1 runner once ready
         self.tier1_unavailable = None    # why tier 1 will never run this region, once known
         self.device_kernels = {}   # device backend -> its compiled kernel (False: none)
@@ -185,9 +160,9 @@ class FusedKernel:
             r = fast(xs)
             if r is not NotImplemented:
                 return r
-        elif self.calls < HOT:
+        elif self.calls < self.hot:
             self.calls += 1
-            if self.calls == HOT:
+            if self.calls == self.hot:
                 self._request(xs)
         return self.tier0(*xs)
 
@@ -212,9 +187,9 @@ class FusedKernel:
             r = fast(xs, donors)
             if r is not NotImplemented:
                 return r
-        elif self.calls < HOT:      # counted as in __call__: buffer reuse must not keep tier 1 off
+        elif self.calls < self.hot:      # counted as in __call__: buffer reuse must not keep tier 1 off
             self.calls += 1
-            if self.calls == HOT:
+            if self.calls == self.hot:
                 self._request(xs)
         return self.tier0(*xs, *donors)
 

@@ -8,7 +8,7 @@ helpers that keep NumPy's NaN rules (maximum/minimum propagate NaN). Functions t
 the scalar C library (sin, log2, power, ...) make a region ineligible: NumPy's SIMD loops beat
 them, so such regions stay on tier 0 (`why_not(program)` says which op).
 
-A region may end in a float sum. Without NDFLOW_FAST_MATH it is added in NumPy's own order
+A region may end in a float sum. Without `settings.fast_math` it is added in NumPy's own order
 (`sum_layout`: NumPy's pairwise sum along trailing dims, row after row along leading dims;
 other layouts stay on tier 0), with no reassociation, so its bits are NumPy's; the cost
 model (`exact_sum_ok`) keeps only the sums that are faster compiled (along leading dims: the
@@ -22,7 +22,7 @@ cache key. Compiled kernels are kept between processes in a private directory
 (NDFLOW_CACHE_DIR, default ~/.cache/ndflow/kernels) whose files are verified before they are
 loaded (`kernel_cache`).
 
-Compiles run in one background thread (NDFLOW_NUMBA=sync: in the caller) and are swapped in
+Compiles run in one background thread (`settings.numba = "sync"`: in the caller) and are swapped in
 when ready; until then, and for operands a kernel does not fit (non-contiguous, too small,
 another pattern), tier 0 runs.
 """
@@ -41,8 +41,7 @@ import numpy as np
 from .program import runtime_shapes
 from .pool import OutputPool, donated, errstate_flags, errstate_getter, QUIET_STATE, _FREE_REFS
 from . import blocks, mathlib, replica
-
-NB_MIN = int(os.environ.get("NDFLOW_NUMBA_MIN", 8192))   # smaller: tier 0 is as fast
+from ...core.settings import settings
 
 
 def _quiet_errstate():
@@ -51,13 +50,11 @@ def _quiet_errstate():
     `tnp.errstate`) the region runs on tier 0, whose NumPy loops honour them. (Tier 1 skips
     the 'warn' mode's RuntimeWarnings; its values are NumPy's.)"""
     return errstate_flags()[0]
-PAR_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_MIN", 1 << 22))  # smaller: one thread
-# a region that calls exp/log (~0.45 ns per element, 4-5x an add) may pay for a second thread
-# from fewer elements. From either limit on, one thread and two are both timed and the faster
-# one runs (blocks.ThreadChoice: on a busy machine the second thread may be late)
-PAR_HEAVY_MIN = int(os.environ.get("NDFLOW_NUMBA_PARALLEL_HEAVY_MIN", 1 << 18))
+# From `settings.numba_parallel_min` elements (`numba_parallel_heavy_min` for a region that
+# calls exp/log: ~0.45 ns per element, 4-5x an add) one thread and two are both timed and the
+# faster one runs (blocks.ThreadChoice: on a busy machine the second thread may be late)
 PAR_AFTER = 32          # one-thread calls before the two-thread kernel is compiled and timed
-# NDFLOW_FAST_MATH=1: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
+# settings.fast_math: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
 # reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
 FASTMATH = {"contract"}
 
@@ -82,7 +79,7 @@ def cost_units(prog):
 # 3 ops on 4 elements 1.02 vs 0.91 us, 4 ops 1.02 vs 1.15, 5 ops (Adam's update, a 0-d
 # operand) ~1.1 vs 1.55, 5.5 units on 256 elements (the loss and its gradient) 1.72 vs 2.64.
 # So a static region of this many units pays for a kernel at any size.
-QUICK_UNITS = float(os.environ.get("NDFLOW_NUMBA_QUICK_UNITS", 5))
+# (`settings.numba_quick_units`, 5 by default)
 
 
 def pays(size, units, static=False):
@@ -92,9 +89,11 @@ def pays(size, units, static=False):
     dispatch) plus ~0.07 ns per element per op; so a two-op region pays from ~8K elements, a
     three-op one from ~3K, a six-op one from a few hundred. At 4K elements a two-op region
     (bias add and relu of a batch-32 layer) ran ~25% slower compiled. `static`: the region's
-    shapes are fixed, so its calls take the generated caller (`QUICK_UNITS`)."""
-    return size >= NB_MIN or (units >= 3 and size >= NB_MIN // 2) or \
-        (units >= 6 and size >= NB_MIN // 32) or (static and units >= QUICK_UNITS)
+    shapes are fixed, so its calls take the generated caller (`settings.numba_quick_units`);
+    `settings.numba_min` is the ~8K elements above."""
+    m = settings.numba_min
+    return size >= m or (units >= 3 and size >= m // 2) or \
+        (units >= 6 and size >= m // 32) or (static and units >= settings.numba_quick_units)
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -164,7 +163,7 @@ def _scalar_expr(op, args, in_dtype):
                 why = replica.why_not(f, in_dtype)
                 if why is not None:
                     raise _Ineligible("'%s' with our own math is not NumPy's bit for bit "
-                                      "(NDFLOW_FAST_MATH=1 allows it); %s" % (f, why))
+                                      "(settings.fast_math allows it); %s" % (f, why))
                 return replica.kernel_name(f, in_dtype) + "("
             return "%s_%s(" % (f, in_dtype.name)
         if f in _INTRINSIC:
@@ -350,14 +349,12 @@ def sum_layout(prog, plan):
 # buffer and sums it as NumPy does (2-core x86, float32, A/B against the split, best of 15):
 # sum(square(x - y)) 4.8 -> 5.4 us at 4096 elements, 7.3 -> 9.6 us at 16K, 336 -> 394 us at
 # 1M; sum(x * y + 1, axis=1) over rows of 256 5.1 -> 6.5 us at 4096, 410 -> 488 us at 1M.
-# So by default none (NDFLOW_NUMBA_PAIRWISE_MAX sets a limit for both); the exact kernels
+# So by default none (`settings.numba_pairwise_max` sets a limit for both); the exact kernels
 # are kept for regions where that changes (tests/test_tier1_sum.py runs them).
 # Sums along leading dims ('cols': rows added elementwise) are faster compiled at every size
-# measured from NB_MIN elements (bias gradient, 64 wide: 10.3 -> 7.0 us at 16K elements,
+# measured from `settings.numba_min` elements (bias gradient, 64 wide: 10.3 -> 7.0 us at 16K elements,
 # 460 -> 181 us at 1M; 128 wide: equal at 8192) but not below (32x128: 4.8 -> 5.3 us: a
 # region with a sum takes the general call path, ~3 us more than the split's quick call).
-_PW = int(os.environ.get("NDFLOW_NUMBA_PAIRWISE_MAX", 0))
-PAIRWISE_MAX = {"full": _PW, "rows": _PW}
 # Static regions get a generated caller with their sum too (`Runner._make_quick`, ~2 us less
 # per call than the general path), which moves both limits for them. Measured with it
 # (2-core x86, float32, load ~3.7, best of 5 x 3 rounds interleaved, the default split vs the
@@ -377,8 +374,8 @@ STATIC_PAIRWISE_MAX = {"full": 8192, "rows": 0}
 
 def exact_sum_ok(prog, plan):
     """None when tier 1 runs this plan's sum (if any): in NumPy's order and, for a pairwise
-    sum, small enough to pay (PAIRWISE_MAX); else the reason. Kept on the plan
-    (NDFLOW_FAST_MATH is read when a region is requested)."""
+    sum, small enough to pay (`settings.numba_pairwise_max`); else the reason. Kept on the
+    plan (`settings.fast_math` is read when a region is requested)."""
     why = plan.sum_why
     if why is False:
         why = None
@@ -387,12 +384,13 @@ def exact_sum_ok(prog, plan):
             if isinstance(lay, str):
                 why = lay
             elif lay[0] != "cols" and plan.size > (
-                    max(PAIRWISE_MAX[lay[0]], STATIC_PAIRWISE_MAX[lay[0]]) if prog.static
-                    else PAIRWISE_MAX[lay[0]]):
+                    max(settings.numba_pairwise_max, STATIC_PAIRWISE_MAX[lay[0]])
+                    if prog.static else settings.numba_pairwise_max):
                 why = ("a pairwise sum ('%s') over %d elements: the compiled elementwise loop "
                        "and NumPy's own sum after it are faster" % (lay[0], plan.size))
             elif lay[0] == "cols" and plan.size < (
-                    min(NB_MIN, STATIC_COLS_MIN) if prog.static else NB_MIN):
+                    min(settings.numba_min, STATIC_COLS_MIN) if prog.static
+                    else settings.numba_min):
                 why = ("a sum over %d elements: the compiled elementwise loop and NumPy's own "
                        "sum after it are faster" % plan.size)
         plan.sum_why = why
@@ -804,6 +802,7 @@ def _submit(job, sync):
         except Exception as e:
             STATS["failures"].append(repr(e))
         return
+    job = settings.bound(job)       # the asking thread's settings (overrides) in the worker
     with _idle:
         _pending += 1
     if _worker is None:
@@ -855,7 +854,7 @@ class Runner:
         self.fk = fk
         self.prog = fk.prog
         self.sync = sync
-        # NDFLOW_THREADS=1 (`--threads 1` in the benchmarks) holds tier 1 to one thread too
+        # settings.threads = 1 (`--threads 1` in the benchmarks) holds tier 1 to one thread too
         self.parallel_ok = fk.parallel and blocks.threads() > 1
         self.heavy = any(_OWN_CALL.search(o.prim.fusion or "") for o in self.prog.ops)
         self.plans = {}
@@ -877,7 +876,7 @@ class Runner:
         self.last_cplan = None
         p = self.static_plan
         self.static_pays = p is not None and p.ok and pays(p.size, self.units, True)
-        # paying only through the generated caller (`QUICK_UNITS`): buffers offered for its
+        # paying only through the generated caller (`settings.numba_quick_units`): buffers offered for its
         # results are declined, so that every call can take that caller (the general path
         # costs more than tier 0 here; a few elements gain nothing from a donor)
         self.quick_only = self.static_pays and not pays(p.size, self.units)
@@ -1247,8 +1246,8 @@ class Runner:
             return NotImplemented
         par = multi = False
         choice = None
-        if self.parallel_ok and (plan.size >= PAR_MIN or
-                                 (self.heavy and plan.size >= PAR_HEAVY_MIN)):
+        if self.parallel_ok and (plan.size >= settings.numba_parallel_min or
+                                 (self.heavy and plan.size >= settings.numba_parallel_heavy_min)):
             multi = True
             choice = plan.choice
             if choice is None and plan.kernel is not None:

@@ -10,10 +10,11 @@ pooled temporaries, reusing a buffer as soon as its value is dead, so a chain su
 `1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
 same dtypes, so the values are those of the unfused graph, bit for bit.
 
-Very large results (`BLOCK_MIN` elements and up) run blocked: the whole op chain runs over one
-chunk of `CHUNK_BYTES` (of its widest dtype) at a time, into chunk-sized scratch buffers that stay in the
-core's cache, and only the results are written to memory; chunks are shared out between a few
-threads (NumPy's loops release the GIL) from `THREAD_MIN` elements. This is exact too: each
+Very large results (`settings.block_min` elements and up) run blocked: the whole op chain runs
+over one chunk of `settings.block_bytes` (of its widest dtype) at a time, into chunk-sized
+scratch buffers that stay in the core's cache, and only the results are written to memory;
+chunks are shared out between a few threads (NumPy's loops release the GIL) from
+`settings.block_threads_min` elements. This is exact too: each
 op is the same NumPy loop on the same values, only over a slice (NumPy's elementwise loops
 give an element the same bits whatever its position, alignment or the length of the call;
 tests/test_large_arrays.py checks every ufunc). Floating-point errors are NumPy's: the chunks
@@ -28,7 +29,6 @@ us, a guarded scalar op ~0.15. Every other case calls the op's kernel, so values
 errors are NumPy's.
 """
 import math
-import os
 import re
 
 import numpy as np
@@ -37,20 +37,17 @@ from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
 from . import blocks
 from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
+from ...core.settings import settings
 
-# results with fewer elements take the plain path
-LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
-# results with at least this many elements run blocked (chunk by chunk) even on one thread:
-# below, the whole-array ops run from the L3 cache and blocking only adds its per-chunk calls
-# (measured: 2^22 elements and less no faster blocked on one thread; 2^23, 2^24 6-10% faster)
-BLOCK_MIN = int(os.environ.get("NDFLOW_BLOCK_MIN", 1 << 22))
-# bytes per chunk of the widest value (rounded to whole rows of the trailing dims): two or
-# three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that
-# the ~0.5 us fixed cost of each NumPy call in it is a few percent of its work
-CHUNK_BYTES = int(os.environ.get("NDFLOW_BLOCK_BYTES", 1 << 18))
-# results with at least this many elements run blocked with their chunks shared out between
-# threads (a thread's hand-off costs ~10-50 us; a 2^17-element chain of exp is ~100 us)
-THREAD_MIN = int(os.environ.get("NDFLOW_BLOCK_THREADS_MIN", 1 << 17))
+# The sizes (settings): results with fewer than `large_min` elements take the plain path.
+# From `block_min` they run blocked (chunk by chunk) even on one thread: below, the
+# whole-array ops run from the L3 cache and blocking only adds its per-chunk calls (measured:
+# 2^22 elements and less no faster blocked on one thread; 2^23, 2^24 6-10% faster). A chunk
+# is `block_bytes` of the widest value (rounded to whole rows of the trailing dims): two or
+# three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that the
+# ~0.5 us fixed cost of each NumPy call in it is a few percent of its work. From
+# `block_threads_min` the chunks are shared out between threads (a thread's hand-off costs
+# ~10-50 us; a 2^17-element chain of exp is ~100 us).
 
 
 class Plan:
@@ -63,13 +60,14 @@ class Plan:
         ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
         self.S = ew.pop() if len(ew) == 1 else None
         self.size = math.prod(self.S) if self.S is not None else 0
-        self.large = self.S is not None and self.size >= LARGE_MIN
+        self.large = self.S is not None and self.size >= settings.large_min
         self.block = None
-        nt = blocks.threads() if parallel and self.size >= THREAD_MIN else 1
-        if blockable and self.large and self.S and (self.size >= BLOCK_MIN or nt > 1):
+        nt = blocks.threads() if parallel and self.size >= settings.block_threads_min else 1
+        if blockable and self.large and self.S and (self.size >= settings.block_min or nt > 1):
             width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
                         [d for _, d in prog.ins])
-            self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width), nt)
+            self.block = blocks.Blocks(self.S, in_shapes,
+                                       max(1, settings.block_bytes // width), nt)
 
 
 def _how(op):
