@@ -650,9 +650,9 @@ def test_numba_tier_cost_model_small_regions_of_many_ops(numba_sync):
     """A kernel call costs about 5 small NumPy calls: regions that cost tier 0 more compile
     from fewer elements (a select chain); cheap ones (a 4-op sigmoid) stay on tier 0 below
     `settings.numba_min`."""
-    from ndflow.graph.kernels import numba_tier
-    assert numba_tier.pays(1024, 9.5) and not numba_tier.pays(1024, 4)
-    assert not numba_tier.pays(64, 20) and numba_tier.pays(nf.config.settings.numba_min, 1)
+    from ndflow.graph.kernels import policy
+    assert policy.pays(1024, 9.5) and not policy.pays(1024, 4)
+    assert not policy.pays(64, 20) and policy.pays(nf.config.settings.numba_min, 1)
     s = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
     sk = _tier1(s, np.linspace(-3, 3, 1024), n=5)[0]
     assert sk.tier() == 0 and "too small" in sk.tier1_unavailable

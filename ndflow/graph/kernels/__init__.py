@@ -22,7 +22,7 @@ import importlib.util
 import threading
 
 from .program import Program, Op
-from . import numpy_tier
+from . import numpy_tier, policy
 from .. import debug as _dbg
 from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
 from ...core.settings import settings
@@ -176,8 +176,10 @@ class FusedKernel:
             # never will, so tier 0 is this kernel from now on
             self._go_direct()
 
-    def into(self, xs, donors):
-        """Run with `donors[k]` (a dead buffer, or None) offered for result k."""
+    def into(self, xs, donors, spares=None):
+        """Run with `donors[k]` (a dead buffer, or None) offered for result k. `spares`
+        (memory._Spares): donors that only tier 1 may write into, and what a call on tier 0
+        writes those results into instead."""
         if _DEVICE_BUFFERS:
             b = _device_backend(xs)
             if b is not None:        # device memory comes from the backend's pool, not donors
@@ -191,6 +193,8 @@ class FusedKernel:
             self.calls += 1
             if self.calls == self.hot:
                 self._request(xs)
+        if spares is not None:
+            donors = spares.replace(donors)
         return self.tier0(*xs, *donors)
 
     def can_write_over(self, k, i):
@@ -211,17 +215,17 @@ class FusedKernel:
 
 def _never_tier1(prog):
     """Why tier 1 can never run `prog` whatever the settings, or None: static shapes too small
-    for a compiled loop to pay (`numba_tier.pays`; that module does not import numba)."""
+    for a compiled loop to pay (`policy.pays`; numba_tier does not import numba)."""
     if not prog.static:
         return None
     from . import numba_tier
     plan = numpy_tier.Plan(prog, [s for s, _ in prog.ins])
     if plan.S is None:
         return None
-    units = numba_tier.cost_units(prog)
-    if not numba_tier.pays(plan.size, units, True):
+    units = policy.cost_units(prog)
+    if not policy.pays(plan.size, units, True):
         return "too small (%d elements) for a compiled loop to pay" % plan.size
-    if not numba_tier.pays(plan.size, units):
+    if not policy.pays(plan.size, units):
         # small enough that it pays only through the generated caller: a region tier 1
         # refuses (a float32 `pow`, a sum it cannot do in NumPy's order) is known now, and
         # stays written into the step

@@ -40,7 +40,7 @@ import numpy as np
 
 from .program import runtime_shapes
 from .pool import OutputPool, donated, errstate_flags, errstate_getter, QUIET_STATE, _FREE_REFS
-from . import blocks, mathlib, replica
+from . import blocks, mathlib, replica, policy
 from ...core.settings import settings
 
 
@@ -60,40 +60,9 @@ FASTMATH = {"contract"}
 
 
 def _fast_math():
-    from . import fast_math
-    return fast_math()
+    return settings.fast_math
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
-
-
-def cost_units(prog):
-    """Tier 0's fixed cost of one call of `prog`, in NumPy ufunc calls on small arrays
-    (~0.4 us each): a select (np.where / copyto with where=) ~2.5 of them, a reduction ~1.5."""
-    select = _prims().select_p
-    return sum(1.5 if o.reduce else 2.5 if o.prim is select else 1.0 for o in prog.ops)
-
-
-# A region of static shapes runs, from its second compiled call, through a generated caller
-# (`Runner._make_quick`) costing ~1.0-1.4 us in all; written inline, tier 0 costs ~0.3-0.4 us
-# per NumPy call on a few elements. Measured (polyfit's regions, float32, 2 cores, load ~3):
-# 3 ops on 4 elements 1.02 vs 0.91 us, 4 ops 1.02 vs 1.15, 5 ops (Adam's update, a 0-d
-# operand) ~1.1 vs 1.55, 5.5 units on 256 elements (the loss and its gradient) 1.72 vs 2.64.
-# So a static region of this many units pays for a kernel at any size.
-# (`settings.numba_quick_units`, 5 by default)
-
-
-def pays(size, units, static=False):
-    """Whether a compiled loop beats tier 0 for a region of `units` (cost_units) on `size`
-    elements. Measured (2-core x86, float32): tier 0 costs ~1.6 us per op plus ~0.3 ns per
-    element per op, a kernel call ~7 us (collapsing operands, pooled results, numba's
-    dispatch) plus ~0.07 ns per element per op; so a two-op region pays from ~8K elements, a
-    three-op one from ~3K, a six-op one from a few hundred. At 4K elements a two-op region
-    (bias add and relu of a batch-32 layer) ran ~25% slower compiled. `static`: the region's
-    shapes are fixed, so its calls take the generated caller (`settings.numba_quick_units`);
-    `settings.numba_min` is the ~8K elements above."""
-    m = settings.numba_min
-    return size >= m or (units >= 3 and size >= m // 2) or \
-        (units >= 6 and size >= m // 32) or (static and units >= settings.numba_quick_units)
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -869,17 +838,17 @@ class Runner:
         self.red_keep = red[0].params["keepdims"] if red else None
         if red and not _fast_math():
             self.parallel_ok = False       # an exact sum runs on one thread (`_kernel_source`)
-        self.units = cost_units(self.prog)
+        self.units = policy.cost_units(self.prog)
         # operand position -> (the broadcast array seen there last, its shape, its compacted
         # view): a folded constant is the same object at every call, compacted once
         self.compact_memo = {}
         self.last_cplan = None
         p = self.static_plan
-        self.static_pays = p is not None and p.ok and pays(p.size, self.units, True)
+        self.static_pays = p is not None and p.ok and policy.pays(p.size, self.units, True)
         # paying only through the generated caller (`settings.numba_quick_units`): buffers offered for its
         # results are declined, so that every call can take that caller (the general path
         # costs more than tier 0 here; a few elements gain nothing from a donor)
-        self.quick_only = self.static_pays and not pays(p.size, self.units)
+        self.quick_only = self.static_pays and not policy.pays(p.size, self.units)
         # operand positions the graph feeds a constant (set by fusion on the FusedKernel):
         # the same object at every call, so its prepared argument can be kept (`_make_quick`)
         self.const_pos = getattr(fk, "const_pos", None)
@@ -1201,7 +1170,7 @@ class Runner:
                 return NotImplemented
         else:
             plan = self.plan_for(xs)
-            if plan is None or not plan.ok or not pays(plan.size, self.units):
+            if plan is None or not plan.ok or not policy.pays(plan.size, self.units):
                 return NotImplemented
         if not _quiet_errstate():
             return NotImplemented       # tier 0 (NumPy) raises/calls as `np.errstate` asks
@@ -1356,7 +1325,7 @@ def request(fk, sync, xs=None):
         return
     r = Runner(fk, sync)
     p = r.static_plan
-    if p is not None and (not p.ok or not pays(p.size, r.units, True)):
+    if p is not None and (not p.ok or not policy.pays(p.size, r.units, True)):
         fk.tier1_unavailable = "too small (%d elements) for a compiled loop to pay" % p.size
         return
     if p is not None and exact_sum_ok(fk.prog, p) is not None:
