@@ -30,7 +30,7 @@ def sigmoid_rows(sizes):
     import ndflow as nf
     import ndflow.numpy as tnp
     from ndflow.graph import fusion
-    from ndflow.graph.kernels import wait_for_compiles, numba_tier
+    from ndflow.graph.kernels import wait_for_compiles, numba_compile
 
     rows = []
     for n in sizes:
@@ -61,7 +61,7 @@ def sigmoid_rows(sizes):
         r["compiled_default"] = best(lambda: f(ty))
         np.testing.assert_allclose(np.asarray(f(ty)), 1 / (1 + np.exp(-y)), rtol=1e-6)
         rows.append(r)
-    return rows, dict(numba_tier.STATS)
+    return rows, dict(numba_compile.STATS)
 
 
 def mlp_row():
@@ -101,11 +101,11 @@ import json, os, sys, time
 t0 = time.perf_counter(); import numba; t1 = time.perf_counter()
 import numpy as np, ndflow as nf, ndflow.numpy as tnp
 nf.config.settings.numba = "sync"
-from ndflow.graph.kernels import numba_tier
+from ndflow.graph.kernels import numba_compile
 f = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
 y = tnp.asarray(np.ones(1 << 16, np.float32))
 for _ in range(3): f(y)
-print(json.dumps({"import_numba_s": t1 - t0, "first_kernel_s": numba_tier.STATS["compile_s"]}))
+print(json.dumps({"import_numba_s": t1 - t0, "first_kernel_s": numba_compile.STATS["compile_s"]}))
 """
 
 

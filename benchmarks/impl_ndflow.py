@@ -60,8 +60,8 @@ def build(column, case, d):
             warm()
         wait_for_compiles()
         if case.workload == "sigmoid":
-            from ndflow.graph.kernels import numba_tier
-            for _ in range(numba_tier.PAR_AFTER + 2):
+            from ndflow.graph.kernels import planner
+            for _ in range(planner.PAR_AFTER + 2):
                 warm()
             wait_for_compiles()
     return _build(column, case, d)

@@ -197,4 +197,4 @@ def test_epilogue_writes_over_the_product_vectorized(monkeypatch, nf_settings):
     assert list(node.inputs).count(product) == 2        # read, and given as the result's buffer
     from ndflow.graph.fusion import fused_kernels
     (k,) = fused_kernels(cf.graph)
-    assert k.tier() == 1 and k.fast.static_plan.variants
+    assert k.tier() == 1 and k.runner.static_plan.variants

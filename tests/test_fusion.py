@@ -18,7 +18,7 @@ from helpers import run_threads
 import ndflow.numpy as tnp
 from ndflow.graph import fusion, memory
 from ndflow.graph.ir import verify
-from ndflow.graph.kernels import numpy_tier, mathlib, FusedKernel
+from ndflow.graph.kernels import numpy_tier, mathlib, FusedKernel, planner, numba_runner
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(
@@ -562,10 +562,12 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
     nf_settings(numba="sync")
     f = _mlp_grad_fn()
     calls = {"tier1": 0, "declined": 0}
-    run = numba_tier.Runner.__call__
-    # every call through the runner, where `counting` sees it (`FusedKernel.use_quick`)
+    run = numba_runner.Runner.__call__
+    # every call through the runner, where `counting` sees it (`planner.direct`)
     from ndflow.graph.kernels import FusedKernel
-    monkeypatch.setattr(FusedKernel, "use_quick", lambda self, fn: None)
+    real_direct = planner.direct
+    monkeypatch.setattr(planner, "direct", lambda fk, fn, **attrs: None if attrs.get(
+        "quick_call") else real_direct(fk, fn, **attrs))
 
     def counting(self, xs, donors=None):
         r = run(self, xs, donors)
@@ -573,7 +575,7 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
         return r
     for _ in range(5):
         f(*args)
-    monkeypatch.setattr(numba_tier.Runner, "__call__", counting)
+    monkeypatch.setattr(numba_runner.Runner, "__call__", counting)
     got = [g.numpy() for g in f(*args)]
     ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
     big = [k for k in ks if getattr(k, "tier1_unavailable", None) is None]

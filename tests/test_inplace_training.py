@@ -240,7 +240,7 @@ def _update_runner(f, *args):
     cf = f.get_concrete_function(*args)
     ks = [n.prim.impl for n in cf.graph.nodes if getattr(n.prim.impl, "variables", None)]
     assert len(ks) == 1
-    return ks[0].kernel.fast
+    return ks[0].kernel.runner
 
 
 def _special(shape, seed):

@@ -14,6 +14,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import kernels, passes
+from ndflow.graph.kernels import planner
 from ndflow.graph.ir import format_graph
 
 import optable
@@ -37,7 +38,7 @@ def _canonical(g):
 def _no_numba(monkeypatch):
     """numba as if not installed: not importable, and not found."""
     monkeypatch.setitem(sys.modules, "numba", None)
-    monkeypatch.setattr(kernels, "_numba_found", False)
+    monkeypatch.setattr(planner, "_numba_found", False)
 
 
 def _optimized_every_way(graph, monkeypatch):

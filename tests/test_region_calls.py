@@ -54,7 +54,7 @@ def test_small_static_region_is_called_directly_and_exact(dtype):
     for _ in range(5):                 # no call counting, no tier-1 request
         with np.errstate(all="ignore"):
             f(y)
-    assert k.calls == 0 and k.fast is None
+    assert k.calls == 0 and k.runner is None
 
 
 def test_direct_region_keeps_numpys_warnings_and_errors():
@@ -98,7 +98,7 @@ def test_large_and_unknown_size_regions_keep_their_paths(monkeypatch, nf_setting
         assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))
     # tier 1 was asked for (numba off: none came), so tier 0 is the kernel now; it still
     # takes the plain, out= and blocked paths by size
-    assert kg.direct is not None and kg.fast is None
+    assert kg.direct is not None and kg.runner is None
     for n in sizes:
         y = np.linspace(-9, 9, n, dtype=np.float32)
         assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))

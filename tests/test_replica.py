@@ -15,7 +15,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier, replica
+from ndflow.graph.kernels import numba_tier, planner, replica
 from helpers import assert_bits_equal
 
 F32 = np.dtype(np.float32)
@@ -180,7 +180,7 @@ def test_regions_with_exp_run_on_tier1_as_numpy(tier1, name, n):
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads, nf_settings):
     """From `settings.numba_parallel_heavy_min` elements a region with exp times one thread against two and runs
-    the faster (both give NumPy's bits); NDFLOW_THREADS=1 keeps it to one."""
+    the faster (both give NumPy's bits); `settings.threads = 1` keeps it to one."""
     from ndflow.graph.kernels import blocks
     nf_settings(numba_parallel_heavy_min=1 << 12)
     nf_settings(threads=nthreads)
@@ -193,10 +193,10 @@ def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads, nf_se
             assert_bits_equal(f(tnp.asarray(a), tnp.asarray(a)).numpy(), want)
     fk, = fusion.fused_kernels(f.get_concrete_function(tnp.asarray(a), tnp.asarray(a)).graph)
     assert fk.tier() == 1
-    plan = fk.fast.static_plan or next(iter(fk.fast.plans.values()))
+    plan = fk.runner.static_plan or next(iter(fk.runner.plans.values()))
     # the two-thread kernel is not compiled during the first PAR_AFTER calls
     assert plan.choice is None and plan.parallel_kernel is None
-    monkeypatch.setattr(numba_tier, "PAR_AFTER", 0)
+    monkeypatch.setattr(planner, "PAR_AFTER", 0)
     with np.errstate(all="ignore"):
         for _ in range(8):
             assert_bits_equal(f(tnp.asarray(a), tnp.asarray(a)).numpy(), want)

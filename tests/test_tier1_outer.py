@@ -18,7 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier
+from ndflow.graph.kernels import numba_tier, planner
 from ndflow.primitives.shape import concatenate_p
 from helpers import assert_bits_equal, guide_per_example
 
@@ -73,7 +73,7 @@ def test_outer_products_tier1_equal_the_loop_bit_for_bit(monkeypatch, m, n, batc
 
 def test_outer_columns_one_product_whichever_tier(monkeypatch, nf_settings):
     """The columns become one product whether numba runs it or not (the graph does not depend
-    on numba); tier 0 gives tier 1's bits."""
+    on numba); tier 0 runs it column by column, with tier 1's bits."""
     rng = np.random.default_rng(5)
     xs, gs = _special(rng, (300, 1, 64), np.float32), _special(rng, (300, 1, 2), np.float32)
     out = {}
@@ -84,6 +84,9 @@ def test_outer_columns_one_product_whichever_tier(monkeypatch, nf_settings):
             out[mode] = f(tnp.asarray(xs), tnp.asarray(gs)).numpy()
         graph = f.get_concrete_function(tnp.asarray(xs), tnp.asarray(gs)).graph
         assert not any(nd.prim is concatenate_p for nd in graph.nodes)
+        k, = fusion.fused_kernels(graph)
+        if mode == "0":          # no tier 1: tier 0 runs the product column by column
+            assert k.decision.route is planner.Route.T0_COLUMNS, nf.config.explain(f)
     _bits_equal(out["sync"], out["0"])
 
 
@@ -150,7 +153,7 @@ def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch
     for _ in range(CALLS):
         _bits_equal(f(a).numpy(), want(a))
     k = _region(f, a)
-    assert k.tier() == 1 and k.fast.quick
+    assert k.tier() == 1 and k.runner.quick
     # results are fresh for each call: an earlier result keeps its values
     r1 = f(a)
     a2 = a[::-1].copy()
@@ -169,7 +172,7 @@ def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch
     _bits_equal(k(*xs2), want(a, other))
     # operands rebound: the caller is dropped (with the objects it held), the general path
     # runs from now on
-    assert k.fast.quick is False and k.fast.quick_consts == ()
+    assert k.runner.quick is False and k.runner.quick_consts == ()
     _bits_equal(k(*xs), want(a))
     _bits_equal(f(a).numpy(), want(a))
     # the caller keeps the constant's argument, not its values: writes into it are seen
@@ -204,7 +207,7 @@ def test_quick_call_from_threads(monkeypatch, nf_settings):
               for i in range(4)]
     for _ in range(CALLS):
         f(inputs[0])
-    assert _region(f, inputs[0]).fast.quick
+    assert _region(f, inputs[0]).runner.quick
     bad = []
 
     def work(x):

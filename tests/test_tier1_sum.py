@@ -18,7 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel, numba_tier
+from ndflow.graph.kernels import FusedKernel, numba_tier, numba_runner, numba_source, planner
 from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -58,7 +58,7 @@ def test_pairwise_helper_is_numpys_sum(dtype):
     every block edge (8, 128, and NumPy's buffer size 8192: a contiguous row is not split)."""
     from numba import njit
     ns = {"np": np, "njit": njit}
-    exec(numba_tier._PAIRWISE_SRC, ns)
+    exec(numba_source._PAIRWISE_SRC, ns)
     pw = ns["_pairwise"]
     rng = np.random.default_rng(7)
     T = np.dtype(dtype).type
@@ -82,16 +82,18 @@ def tier1(monkeypatch, nf_settings):
     # pairwise sums at every size (the cost model keeps large ones on NumPy's sum)
     nf_settings(numba_pairwise_max=1 << 62)
     ran = []
-    call = numba_tier.Runner.__call__
+    call = numba_runner.Runner.__call__
     # every call through the runner, where the spy sees it (not the generated caller in the
-    # kernel's place, `FusedKernel.use_quick`: the same text as the runner's own)
-    monkeypatch.setattr(FusedKernel, "use_quick", lambda self, fn: None)
+    # kernel's place, `planner.direct`: the same text as the runner's own)
+    real_direct = planner.direct
+    monkeypatch.setattr(planner, "direct", lambda fk, fn, **attrs: None if attrs.get(
+        "quick_call") else real_direct(fk, fn, **attrs))
 
     def spy(self, xs, donors=None):
         r = call(self, xs, donors)
         ran.append(r is not NotImplemented)
         return r
-    monkeypatch.setattr(numba_tier.Runner, "__call__", spy)
+    monkeypatch.setattr(numba_runner.Runner, "__call__", spy)
     return ran
 
 

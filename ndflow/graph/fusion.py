@@ -31,6 +31,7 @@ import numpy as np
 from .ir import Node
 from ..core.primitive import Primitive, Aval, REGISTRY
 from ..core.settings import settings
+from ..primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
 from .kernels import Program, Op, kernel_for, policy
 
 
@@ -38,14 +39,10 @@ class FusionError(ValueError):
     """Raised when nodes that cannot be fused are asked to form one region."""
 
 
-_REDUCTIONS = None
+_REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
 
 
 def _reductions():
-    global _REDUCTIONS
-    if _REDUCTIONS is None:
-        from ..primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
-        _REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
     return _REDUCTIONS
 
 

@@ -27,6 +27,8 @@ import numpy as np
 
 from .ir import Node, Var
 from ..core.primitive import Primitive, REGISTRY
+from ..primitives.elementwise import copy_p
+from ..primitives.misc import own_result_p
 from .kernels import policy
 
 MIN_BYTES = 1 << 16
@@ -538,8 +540,6 @@ def own_outputs(g, allowed):
     with another result, or with an argument, unless the traced program made it a view of it
     (NumPy's rule: only views share). Passes that fold constants, merge equal values or drop
     `x * 1` may otherwise hand out one buffer twice."""
-    from ..primitives.elementwise import copy_p
-    from ..primitives.misc import own_result_p
     allowed_in, allowed_pairs = allowed
     roots = alias_roots(g)
     var = {v.id: v for v in list(g.inputs) + list(g.consts)}

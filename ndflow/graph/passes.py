@@ -471,7 +471,7 @@ def _outer_columns(n, producer, uses, rename, E):
     x * y[..., j:j+1] for j = 0, 1, ... covering y's last axis (x's last axis of size 1): the
     form the batching rule gives a batch of outer products with few columns, as NumPy's loops
     run it faster than x * y, whose inner loop is that short. The compiled tier runs x * y as
-    one loop, the short axis outside (`numba_tier._swap_inner`), tier 0 column by column
+    one loop, the short axis outside (`numba_plan._swap_inner`), tier 0 column by column
     (`numpy_columns`): one node, no concatenate. Each element is the same product
     x[..., i, 0] * y[..., 0, j]. Only where the backend's policy says the product pays as
     a region (`policy.columns_as_product`); else None. The column nodes are left to

@@ -157,6 +157,15 @@ class _Collector:
         self.hit = True
 
 
+def watching():
+    """(np.errstate's keyword arguments, collector) for running part of a call: every
+    floating-point error the caller's error state does not ignore is routed to the collector
+    (`collector.hit`), so the caller can run the call again whole, under its own state."""
+    modes = np.geterr()
+    col = _Collector()
+    return {c: ("ignore" if modes[c] == "ignore" else "call") for c in _CATEGORIES}, col
+
+
 _EXECUTOR = None
 # threads -> blocked calls that ran on that many (whatever their outcome): benchmarks report
 # how often the choice fell on each (unlocked: concurrent calls may miss a count)
@@ -207,9 +216,7 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
     True when done without any floating-point error the caller's `np.errstate` does not
     ignore, and without exceptions; False means: run the call again unblocked (results have
     been partly written, operands are untouched)."""
-    modes = np.geterr()
-    watch = {c: ("ignore" if modes[c] == "ignore" else "call") for c in _CATEGORIES}
-    col = _Collector()
+    watch, col = watching()
     nr = -(-blk.rows // blk.m)
     counter = iter(range(blk.nchunks))
     failed = []

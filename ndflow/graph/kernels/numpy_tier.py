@@ -36,38 +36,12 @@ import numpy as np
 from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
 from . import blocks
+from .planner import Tier0Plan, tier0_signature
 from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
-from ...core.settings import settings
 
-# The sizes (settings): results with fewer than `large_min` elements take the plain path.
-# From `block_min` they run blocked (chunk by chunk) even on one thread: below, the
-# whole-array ops run from the L3 cache and blocking only adds its per-chunk calls (measured:
-# 2^22 elements and less no faster blocked on one thread; 2^23, 2^24 6-10% faster). A chunk
-# is `block_bytes` of the widest value (rounded to whole rows of the trailing dims): two or
-# three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that the
-# ~0.5 us fixed cost of each NumPy call in it is a few percent of its work. From
-# `block_threads_min` the chunks are shared out between threads (a thread's hand-off costs
-# ~10-50 us; a 2^17-element chain of exp is ~100 us).
-
-
-class Plan:
-    __slots__ = ("large", "S", "size", "shapes", "block")
-
-    def __init__(self, prog, in_shapes, blockable=False, parallel=False):
-        """`blockable`: whether the program may run blocked (`blockable(prog)`); `parallel`:
-        whether its chunks may be shared between threads."""
-        self.shapes = runtime_shapes(prog, in_shapes)
-        ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
-        self.S = ew.pop() if len(ew) == 1 else None
-        self.size = math.prod(self.S) if self.S is not None else 0
-        self.large = self.S is not None and self.size >= settings.large_min
-        self.block = None
-        nt = blocks.threads() if parallel and self.size >= settings.block_threads_min else 1
-        if blockable and self.large and self.S and (self.size >= settings.block_min or nt > 1):
-            width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
-                        [d for _, d in prog.ins])
-            self.block = blocks.Blocks(self.S, in_shapes,
-                                       max(1, settings.block_bytes // width), nt)
+# Which of its paths a call takes (plain, large, blocked, threads) is the planner's decision
+# per signature (`planner.Tier0Plan`, made from the sizes in `settings`).
+Plan = Tier0Plan
 
 
 def _how(op):
@@ -218,7 +192,7 @@ def generate(prog, parallel=True, device=None):
     node's kernel itself (`FusedKernel` direct form)."""
     n = prog.n_in
     blk = blockable(prog)
-    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {},
+    ns = {"np": np, "_Plan": tier0_signature, "_prog": prog, "_tmp": TempPool(), "_plans": {},
           "_blk": blk, "_par": parallel}
     xs = ", ".join(["x%d" % i for i in range(n)] +
                    ["d%d=None" % k for k in range(len(prog.outputs))])

@@ -18,7 +18,7 @@ Nothing here imports numba.
 """
 import math
 
-from . import numba_tier
+from . import numba_plan, numba_tier
 from ...core.settings import settings
 from ...primitives import elementwise as _E
 
@@ -52,6 +52,22 @@ def pays(size, units, static=False):
         (units >= 6 and size >= m // 32) or (static and units >= settings.numba_quick_units)
 
 
+def pays_why(size, units, static=False):
+    """`pays`' answer in words: which of its rules lets a compiled loop pay, or why none."""
+    m, q = settings.numba_min, settings.numba_quick_units
+    cost = "%d elements, cost %g units" % (size, units)
+    if size >= m:
+        return "%s: >= settings.numba_min (%d)" % (cost, m)
+    if units >= 3 and size >= m // 2:
+        return "%s: 3 units or more on >= settings.numba_min / 2 (%d)" % (cost, m // 2)
+    if units >= 6 and size >= m // 32:
+        return "%s: 6 units or more on >= settings.numba_min / 32 (%d)" % (cost, m // 32)
+    if static and units >= q:
+        return "%s: static, >= settings.numba_quick_units (%g)" % (cost, q)
+    return "%s: too small for a compiled loop to pay (settings.numba_min %d%s)" % (
+        cost, m, ", settings.numba_quick_units %g" % q if static else "")
+
+
 def compiled_pays(prog):
     """Whether tier 1 would run the elementwise `prog` (it can compile every op exactly, or
     within fast math's bound when that is on) on its static shape, and pay."""
@@ -62,15 +78,15 @@ def compiled_pays(prog):
 
 def compiled_with_sum(prog):
     """Whether tier 1 would run the static `prog` sum included: its sum in a layout whose
-    order it reproduces (`numba_tier.exact_sum_ok`), large enough to pay."""
+    order it reproduces (`numba_plan.exact_sum_ok`), large enough to pay."""
     if not prog.static or numba_tier.why_not(prog) is not None:
         return False
     try:
-        plan = numba_tier.Plan(prog, [s for s, _ in prog.ins])
+        plan = numba_plan.Plan(prog, [s for s, _ in prog.ins])
     except ValueError:
         return False
     return plan.ok and pays(plan.size, cost_units(prog), True) and \
-        numba_tier.exact_sum_ok(prog, plan) is None
+        numba_plan.exact_sum_ok(prog, plan) is None
 
 
 def split_sum_off(whole, rest):
