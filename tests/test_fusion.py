@@ -18,7 +18,7 @@ from helpers import run_threads
 import ndflow.numpy as tnp
 from ndflow.graph import fusion, memory
 from ndflow.graph.ir import verify
-from ndflow.graph.kernels import numpy_tier, mathlib, FusedKernel, planner, numba_runner
+from ndflow.graph.kernels import mathlib, planner, numba_runner
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(
@@ -414,7 +414,7 @@ def test_numba_tier_is_bit_exact_by_default(monkeypatch, dtype, nf_settings):
     (no FMA contraction; maximum/minimum of -0.0 and +0.0 give the second, as NumPy); regions
     with transcendental math stay with NumPy's loops (tier 0), except float32 exp and log where
     tier 1 has NumPy's own algorithm (test_replica.py); sums, test_tier1_sum.py."""
-    from ndflow.graph.kernels import numba_tier, replica
+    from ndflow.graph.kernels import replica
     nf_settings(numba="sync")
     nf_settings(fast_math=False)
     nf_settings(numba_min=1)
@@ -498,7 +498,6 @@ def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), ops=chains, dtype=st.sampled_from([np.float32, np.float64]))
 def test_numba_tier_random_chains(numba_sync, monkeypatch, data, ops, dtype, nf_settings):
-    from ndflow.graph.kernels import numba_tier
     nf_settings(numba_min=1)
     xs = _inputs(data, dtype, 6)
     f = nf.function(lambda a, b, c: _run_chain(ops, [a, b, c], {**_UNARY, **_BINARY}))
@@ -520,7 +519,6 @@ def test_numba_tier_random_chains(numba_sync, monkeypatch, data, ops, dtype, nf_
 
 @needs_numba
 def test_numba_tier_reductions_and_broadcasting(numba_sync, monkeypatch, nf_settings):
-    from ndflow.graph.kernels import numba_tier
     nf_settings(numba_min=1)
     f = nf.function(lambda x, b: (tnp.sum(tnp.exp(x + b) * 2), tnp.sum(tnp.tanh(x * b), axis=0),
                                   tnp.sum(x * b, axis=1)))
@@ -552,7 +550,6 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
     """The MLP gradient's relu-gradient region writes into a reused buffer and reads a folded
     zeros constant (a broadcast, non-contiguous array): it still gets its numba kernel, and
     every result equals the NumPy tier's bit for bit."""
-    from ndflow.graph.kernels import numba_tier
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(s).astype(np.float32) for s in
             ((512, 32), (512, 2), (32, 64), (64,), (64, 2))]
@@ -564,7 +561,6 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
     calls = {"tier1": 0, "declined": 0}
     run = numba_runner.Runner.__call__
     # every call through the runner, where `counting` sees it (`planner.direct`)
-    from ndflow.graph.kernels import FusedKernel
     real_direct = planner.direct
     monkeypatch.setattr(planner, "direct", lambda fk, fn, **attrs: None if attrs.get(
         "quick_call") else real_direct(fk, fn, **attrs))
@@ -590,7 +586,6 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
 def test_numba_tier_broadcast_view_operands(numba_sync, monkeypatch, shape_b, nf_settings):
     """Zero-stride operands (np.broadcast_to views) run as the array they repeat; a region
     whose every operand is such a view keeps its full result shape."""
-    from ndflow.graph.kernels import numba_tier
     nf_settings(numba_min=1)
     rng = np.random.default_rng(4)
     x = rng.standard_normal((40, 300))

@@ -13,7 +13,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel, numpy_tier
+from ndflow.graph.kernels import FusedKernel
 from ndflow.graph.kernels.pool import errstate_flags
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None

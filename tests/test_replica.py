@@ -15,7 +15,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier, planner, replica
+from ndflow.graph.kernels import planner, replica
 from helpers import assert_bits_equal
 
 F32 = np.dtype(np.float32)
@@ -181,7 +181,6 @@ def test_regions_with_exp_run_on_tier1_as_numpy(tier1, name, n):
 def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads, nf_settings):
     """From `settings.numba_parallel_heavy_min` elements a region with exp times one thread against two and runs
     the faster (both give NumPy's bits); `settings.threads = 1` keeps it to one."""
-    from ndflow.graph.kernels import blocks
     nf_settings(numba_parallel_heavy_min=1 << 12)
     nf_settings(threads=nthreads)
     rng = np.random.default_rng(3)

@@ -101,3 +101,11 @@ def test_tier0_sizes_follow_the_settings_in_force_when_planned():
         pools = k.tier0.output_pools
     np.testing.assert_array_equal(r, 1 / (1 + np.exp(-y)))
     assert pools and sum(p.allocated for p in pools) >= 1
+
+
+def test_docstring_examples_run():
+    import doctest
+    import ndflow.config
+    import ndflow.core.settings
+    for m in (ndflow.core.settings, ndflow.config):
+        assert doctest.testmod(m).failed == 0, m

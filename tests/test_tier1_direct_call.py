@@ -12,7 +12,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel, numba_tier, numba_runner, numba_source, planner
+from ndflow.graph.kernels import FusedKernel, numba_source
 from helpers import assert_bits_equal, four_element_operands
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,

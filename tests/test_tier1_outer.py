@@ -18,7 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier, planner
+from ndflow.graph.kernels import planner
 from ndflow.primitives.shape import concatenate_p
 from helpers import assert_bits_equal, guide_per_example
 

@@ -99,11 +99,7 @@ class FusedKernel:
     def _device(self, b, xs):
         out = b.run_fused(self.prog, xs, self.device_kernels)
         if b not in self.device_decisions:
-            k = self.device_kernels.get(b)
-            self.device_decisions[b] = planner.decide(
-                Route.DEVICE_KERNEL if k else Route.DEVICE_OPS,
-                "buffers on %s%s" % (b.name, "" if k else ": no compiled kernel for the "
-                                     "region, each op its own kernel"), planner._where(self.prog))
+            planner.device_route(self, b)
         return out
 
     def __call__(self, *xs):

@@ -257,7 +257,7 @@ class Runner(QuickCallers):
             return NotImplemented
         for k_out in self.outs:
             self.pools[k_out].give(res[k_out])
-        self._after(orig, plan, k, par, args, donors, in_place, res, d)
+        self._after(orig, plan, k, par, args, donors, in_place, d)
         if self.red_out:
             res[self.red_out[0]] = self._reduced(plan, s, args)
         return res[0] if len(res) == 1 else tuple(res)
@@ -297,16 +297,8 @@ class Runner(QuickCallers):
             res[k_out] = o
             out_args.append(o.reshape(plan.out_shapes[j]) if full[n + j] else o.reshape(1))
         if in_place:
-            kv = plan.variants.get((par, in_place))
-            if kv is None:
-                self.ensure(plan, par, xs, in_place)
-                kv = plan.variants.get((par, in_place))
+            kv = planner.in_place_kernel(self, plan, par, xs, in_place)
             if kv is not None:
-                if (par, in_place) not in self.inplace_decisions:
-                    self.inplace_decisions[(par, in_place)] = planner.decide(
-                        Route.T1_INPLACE, "results %s given the buffers of operands %s" % (
-                            tuple(j for j, _ in in_place), tuple(i for _, i in in_place)),
-                        planner._where(prog))
                 k = kv
                 into = dict(in_place)
                 out_args = [a for j, a in enumerate(out_args) if j not in into]
@@ -326,20 +318,14 @@ class Runner(QuickCallers):
             return np.full(rs, val, self.red_dtype) if rs != () else val
         return args[-1].reshape(rs)
 
-    def _after(self, orig, plan, k, par, args, donors, in_place, res, d):
-        """After a general call of a static region: make its generated caller (or the one for
-        calls that write every result over an operand) where the call could have taken one."""
-        if self.const_pos is None or self.static_plan is None or d.route is not Route.T1_LOOP:
-            return
-        if self._quick is None and not donors and not in_place and len(orig) > 0 and \
-                k is plan.kernel:
-            # (not while a two-thread kernel is still compiling and the serial one stands in)
+    def _after(self, orig, plan, k, par, args, donors, in_place, d):
+        """After a general call: make the generated caller the planner says is due."""
+        due = planner.generated_caller(self, d, plan, k, par, donors, in_place)
+        if due == "quick":
             self.quick = self._make_quick(orig, plan, k, args) or False
             if self.quick:
                 self._request_quick_kernel(orig, plan, args)
-        elif self.quick_into is None and plan is self.static_plan and in_place and \
-                len(in_place) == len(self.outs) and not self.red_out and \
-                k is plan.variants.get((par, in_place)) and len(donors) == len(res):
+        elif due == "into":
             self.quick_into = self._make_quick_into(orig, plan, k, args, in_place) or False
             if self.quick_into:
                 self.quick_decision = planner.decide(

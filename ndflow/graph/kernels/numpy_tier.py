@@ -33,7 +33,6 @@ import re
 
 import numpy as np
 
-from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
 from . import blocks
 from .planner import Tier0Plan, tier0_signature

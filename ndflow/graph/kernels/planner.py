@@ -371,6 +371,55 @@ def kernel_for_call(runner, d, plan, parallel, xs):
     return k
 
 
+def in_place_kernel(runner, plan, parallel, xs, in_place):
+    """The kernel for a call whose donated buffers are operands (`in_place`: pairs (result j,
+    operand i)): the variant that stores through the operand's own name (given one array as
+    operand and output, LLVM's overlap check fails and the loop runs 2-3x slower), asked for
+    here; None until it is compiled (the plain kernel, correct on the shared buffer, runs)."""
+    key = (parallel, in_place)
+    kv = plan.variants.get(key)
+    if kv is None:
+        runner.ensure(plan, parallel, xs, in_place)
+        kv = plan.variants.get(key)
+    if kv is not None and key not in runner.inplace_decisions:
+        runner.inplace_decisions[key] = decide(
+            Route.T1_INPLACE, "results %s given the buffers of operands %s" % (
+                tuple(j for j, _ in in_place), tuple(i for _, i in in_place)),
+            _where(runner.prog))
+    return kv
+
+
+def generated_caller(runner, d, plan, k, parallel, donors, in_place):
+    """Which generated caller the general call just made is due ('quick': for calls without
+    donors; 'into': for calls that write every result over an operand), or None. Only for a
+    static region on one thread whose kernel is the plain one (not while a two-thread kernel
+    compiles and the serial one stands in), once."""
+    if runner.const_pos is None or runner.static_plan is None or d.route is not Route.T1_LOOP:
+        return None
+    if runner.quick is None and not donors and not in_place and runner.prog.n_in and \
+            k is plan.kernel:
+        return "quick"
+    if runner.quick_into is None and plan is runner.static_plan and in_place and \
+            len(in_place) == len(runner.outs) and not runner.red_out and \
+            k is plan.variants.get((parallel, in_place)) and \
+            len(donors) == len(runner.prog.outputs):
+        return "into"
+    return None
+
+
+def device_route(fk, backend):
+    """The route of `fk`'s calls on `backend`'s buffers (decided on the first): its compiled
+    kernel for the region, or each op's own kernel where the backend compiles none."""
+    d = fk.device_decisions.get(backend)
+    if d is None:
+        k = fk.device_kernels.get(backend)
+        d = fk.device_decisions[backend] = decide(
+            Route.DEVICE_KERNEL if k else Route.DEVICE_OPS,
+            "buffers on %s%s" % (backend.name, "" if k else ": no compiled kernel for the "
+                                 "region, each op its own kernel"), _where(fk.prog))
+    return d
+
+
 # ------------------------------------------------------------------ explain
 def _where(prog, shapes=None):
     body = prog.describe()
