@@ -107,16 +107,21 @@ class FusedKernel:
             b = _device_backend(xs)
             if b is not None:
                 return self._device(b, xs)
-        r = self.runner
-        if r is None and self.calls < self.hot:
-            self.calls += 1
-            if self.calls == self.hot:
-                r = self._hot()
+        r = self.runner or self._counted()
         if r is not None:
             out = r(xs)
             if out is not NotImplemented:
                 return out
         return self.tier0(*xs)
+
+    def _counted(self):
+        """Before tier 1 is asked for: count the call, and on the region's hot call let the
+        planner decide (the runner it asks for, or None: tier 0)."""
+        if self.calls < self.hot:
+            self.calls += 1
+            if self.calls == self.hot:
+                return self._hot()
+        return None
 
     def _hot(self):
         """The region's hot call: the planner says whether tier 1 is asked for (its runner,
@@ -138,12 +143,8 @@ class FusedKernel:
             b = _device_backend(xs)
             if b is not None:        # device memory comes from the backend's pool, not donors
                 return self._device(b, xs)
-        r = self.runner
-        if r is None and self.calls < self.hot:
-            # counted as in __call__: buffer reuse must not keep tier 1 off
-            self.calls += 1
-            if self.calls == self.hot:
-                r = self._hot()
+        # counted as in __call__: buffer reuse must not keep tier 1 off
+        r = self.runner or self._counted()
         if r is not None:
             out = r(xs, donors)
             if out is not NotImplemented:

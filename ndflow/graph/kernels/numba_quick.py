@@ -18,7 +18,7 @@ class QuickCallers:
     """The generated callers of a `numba_runner.Runner` (a base class of it: the methods read
     the runner's region, pools and constants)."""
 
-    quick_decision = None
+    quick_decision = quick_into_decision = None
 
     def _quick_operands(self, orig, plan, args, ns, baked=(), scalars=(), layout_by_numba=False):
         """The operand part of a generated caller: (tests that send a call back to the general

@@ -53,8 +53,10 @@ class Runner(QuickCallers):
         self.plans = {}                # operand shapes -> collapsed Plan (holds its kernels)
         self.signatures = {}           # signature -> (Decision, Plan, operand shapes)
         self.static_plan = Plan(prog, [s for s, _ in prog.ins]) if prog.static else None
+        self.static_shapes = tuple(s for s, _ in prog.ins)
+        self.static_sig = None         # (decision, plan) of the static C-contiguous signature
         if self.static_plan is not None:
-            self.plans[tuple(s for s, _ in prog.ins)] = self.static_plan
+            self.plans[self.static_shapes] = self.static_plan
         self.pools = [OutputPool() for v in prog.outputs]
         n = prog.n_in
         self.outs = [k for k, v in enumerate(prog.outputs) if not prog.ops[v - n].reduce]
@@ -153,24 +155,24 @@ class Runner(QuickCallers):
         decision for its signature (operand shapes and layout), made on the first call
         that has it."""
         lay = None
-        shapes = []
         for i, x in enumerate(xs):
-            if type(x) is np.ndarray:
-                shapes.append(x.shape)
-                if x.flags.c_contiguous:
-                    continue
-            else:
-                shapes.append(np.shape(x))
-            if lay is None:
-                lay = [False] * len(xs)
-            lay[i] = self._layout(i, x)
-        shapes = tuple(shapes)
+            if type(x) is not np.ndarray or not x.flags.c_contiguous:
+                if lay is None:
+                    lay = [False] * len(xs)
+                lay[i] = self._layout(i, x)
+        if lay is None and self.static_sig is not None:
+            # (a static region's operands always have the graph's shapes: its one signature
+            # of C-contiguous operands needs no key)
+            return self.static_sig + (xs,)
+        shapes = tuple([x.shape if type(x) is np.ndarray else np.shape(x) for x in xs])
         key = shapes if lay is None else (shapes, tuple(
             (v if isinstance(v, str) else "s" if v is None else v.shape) if v is not False
             else "c" for v in lay))
         got = self.signatures.get(key)
         if got is None:
             got = self.signatures[key] = self._decide(shapes, lay)
+            if lay is None and self.static_plan is not None and shapes == self.static_shapes:
+                self.static_sig = got[:2]
         d, plan, _ = got
         if lay is not None and d.route is not None:
             xs = [x if v is False or v is None else v for x, v in zip(xs, lay)]
@@ -239,9 +241,11 @@ class Runner(QuickCallers):
         if d.route is Route.T1_THREADS:
             nt, choice = planner.threads_for_call(self, d, plan)
             par = nt > 1
-        k = planner.kernel_for_call(self, d, plan, par, xs)
+        k = plan.parallel_kernel if par else plan.kernel
         if k is None:
-            return NotImplemented
+            k = planner.kernel_for_call(self, d, plan, par, xs)
+            if k is None:
+                return NotImplemented
         args = self._operands(plan, xs)
         res, k, in_place = self._results(plan, xs, donors, par, k, args)
         try:
@@ -328,16 +332,15 @@ class Runner(QuickCallers):
         elif due == "into":
             self.quick_into = self._make_quick_into(orig, plan, k, args, in_place) or False
             if self.quick_into:
-                self.quick_decision = planner.decide(
+                self.quick_into_decision = planner.decide(
                     Route.T1_DIRECT_INTO, "static shapes, every result given the buffer of "
                     "the operand it replaces: a generated caller for those calls",
                     planner._where(self.prog))
 
     def report(self):
         """The planner's decisions for this runner's signatures, as lines (for `explain`)."""
-        lines = []
-        if self.quick_decision is not None:
-            lines.append(self.quick_decision.text())
+        lines = [d.text() for d in (self.quick_decision, self.quick_into_decision)
+                 if d is not None]
         for d, _, shapes in list(self.signatures.values()):
             lines.append("tier 1 for %s: %s" % (planner._sig_text(shapes), d.text()))
         lines += [d.text() for d in self.inplace_decisions.values()]
