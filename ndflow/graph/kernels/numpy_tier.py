@@ -238,42 +238,7 @@ def generate(prog, parallel=True, device=None):
             L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
     body = _op_lines(prog, where, ns)
     if blk:
-        form = _block_form(prog)
-        # a whole buffer for the value a trailing reduction reads (chunk views of it in the
-        # body, as for results); the reduction runs once the chunks are done
-        whole = [form] if form and form[0] == "tmp" else []
-        chunk_tmps = [s for s in sorted(tmps) if s not in whole]
-        outs = [k for k, v in enumerate(prog.outputs) if where.get(v) == ("out", k)]
-        params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
-            ["b%d" % s[1] for s in whole + chunk_tmps]
-        lines = body[:-1] if form is not False else body
-        src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
-                                                  "\n".join("    " + ln for ln in lines))
-        exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
-        ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
-        ns["_tdts"] = tuple(tmps[s] for s in chunk_tmps)
-        xt = "(%s)" % "".join("x%d, " % i for i in range(n))
-        L.append("    if plan.block is not None:")
-        for k in outs:
-            # a donated buffer that is also an operand stays out: a call that meets a
-            # floating-point error runs again unblocked and must find its operands intact
-            L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
-            L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
-        for s in whole:
-            ns["_dt%d" % s[1]] = tmps[s]
-            L.append("        b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
-        L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
-                 % (xt, "".join("o%d, " % k for k in outs) +
-                    "".join("b%d, " % s[1] for s in whole)))
-        if form is not False:
-            L.append("            " + body[-1])
-        for s in whole:
-            L.append("            _tmp.give(b%d)" % s[1])
-        for k in outs:
-            L.append("            _out%d.give(o%d)" % (k, k))
-        L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
-        for s in whole:
-            L.append("        _tmp.give(b%d)" % s[1])
+        L += _blocked_lines(prog, ns, where, tmps, body, ret)
     for s, dt in sorted(tmps.items()):
         ns["_dt%d" % s[1]] = dt
         L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
@@ -285,6 +250,51 @@ def generate(prog, parallel=True, device=None):
             L.append("    _out%d.give(o%d)" % (k, k))
     L.append("    return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
     return "\n".join(L) + "\n", ns
+
+
+def _blocked_lines(prog, ns, where, tmps, body, ret):
+    """The large path's blocked form (`plan.block`): the op chain `body` as a function of one
+    chunk's views that `blocks.run` runs over the chunks, before the whole-array form it
+    falls back to when a call meets a floating-point error."""
+    n = prog.n_in
+    L = []
+    form = _block_form(prog)
+    # a whole buffer for the value a trailing reduction reads (chunk views of it in the
+    # body, as for results); the reduction runs once the chunks are done
+    whole = [form] if form and form[0] == "tmp" else []
+    chunk_tmps = [s for s in sorted(tmps) if s not in whole]
+    outs = [k for k, v in enumerate(prog.outputs) if where.get(v) == ("out", k)]
+    params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
+        ["b%d" % s[1] for s in whole + chunk_tmps]
+    lines = body[:-1] if form is not False else body
+    src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
+                                              "\n".join("    " + ln for ln in lines))
+    exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
+    ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
+    ns["_tdts"] = tuple(tmps[s] for s in chunk_tmps)
+    xt = "(%s)" % "".join("x%d, " % i for i in range(n))
+    L.append("    if plan.block is not None:")
+    for k in outs:
+        # a donated buffer that is also an operand stays out: a call that meets a
+        # floating-point error runs again unblocked and must find its operands intact
+        L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
+        L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
+    for s in whole:
+        ns["_dt%d" % s[1]] = tmps[s]
+        L.append("        b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
+    L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
+             % (xt, "".join("o%d, " % k for k in outs) +
+                "".join("b%d, " % s[1] for s in whole)))
+    if form is not False:
+        L.append("            " + body[-1])
+    for s in whole:
+        L.append("            _tmp.give(b%d)" % s[1])
+    for k in outs:
+        L.append("            _out%d.give(o%d)" % (k, k))
+    L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
+    for s in whole:
+        L.append("        _tmp.give(b%d)" % s[1])
+    return L
 
 
 def _small_lines(prog, ns, plan, consts=None):
