@@ -86,10 +86,10 @@ def run_subprocess(system, names, args, python=None, cases=None, columns=None) -
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if args.threads:
         n = str(args.threads)
-        # ndflow's own threads (chunks of large fused regions) too: with --threads 1 every
-        # system, ndflow included, computes on one thread
+        # ndflow's own threads (fused regions' chunks and loops: `impl_ndflow.setup` sets
+        # them) too: with --threads 1 every system, ndflow included, computes on one thread
         env.update(OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n,
-                   NDFLOW_BENCH_THREADS=n, NDFLOW_THREADS=n)
+                   NDFLOW_BENCH_THREADS=n)
         if args.threads == 1:
             env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
                                 " intra_op_parallelism_threads=1").strip()
@@ -318,7 +318,7 @@ def main(argv=None) -> int:
     p.add_argument("-v", "--verbose", action="store_true", help="show subprocess stderr (tracebacks of n/a cells)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every system's kernels (BLAS, Eigen, OpenMP, ndflow's "
-                        "NDFLOW_THREADS); default: each library's own (ndflow: the cores). On a "
+                        "settings.threads); default: each library's own (ndflow: the cores). On a "
                         "loaded machine 1 avoids threads spinning on each other")
     p.add_argument("--peer-python", "--peers-python", default=None, metavar="PATH",
                    help="interpreter of an environment holding TensorFlow / JAX / PyTorch "

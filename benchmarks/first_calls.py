@@ -91,8 +91,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NDFLOW_CACHE_DIR=os.path.join(cache, "kernels"),
                    PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+        # impl_ndflow.setup() sets ndflow's settings.threads from NDFLOW_BENCH_THREADS
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "NDFLOW_THREADS"):
+                    "NDFLOW_BENCH_THREADS"):
             env[var] = str(a.threads)
         for name in a.workloads.split(","):
             res = {}

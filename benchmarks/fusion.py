@@ -30,7 +30,7 @@ def sigmoid_rows(sizes):
     import ndflow as nf
     import ndflow.numpy as tnp
     from ndflow.graph import fusion
-    from ndflow.graph.kernels import wait_for_compiles, numba_tier
+    from ndflow.graph.kernels import wait_for_compiles, numba_compile
 
     rows = []
     for n in sizes:
@@ -41,22 +41,19 @@ def sigmoid_rows(sizes):
         r["numpy"] = best(lambda: 1 / (1 + np.exp(-y)))
         r["eager"] = best(lambda: 1 / (1 + tnp.exp(-ty)))
         r["floor_copy"] = best(lambda: np.copyto(out, y))
-        os.environ["NDFLOW_NUMBA"] = "0"
-        f0 = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
-        r["tier0"] = best(lambda: f0(ty))
-        os.environ["NDFLOW_NUMBA"] = "sync"
-        default_par_min = numba_tier.PAR_MIN
+        settings = nf.config.settings
+        with settings.override(numba="off"):
+            f0 = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
+            r["tier0"] = best(lambda: f0(ty))
         for parallel in (False, True):
-            numba_tier.PAR_MIN = 0 if parallel else 1 << 62
-            f1 = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
-            for _ in range(5):
-                f1(ty)
-            wait_for_compiles()
-            r["tier1_2threads" if parallel else "tier1_1thread"] = best(lambda: f1(ty))
-        numba_tier.PAR_MIN = default_par_min
+            with settings.override(numba="sync", numba_parallel_min=0 if parallel else 1 << 62):
+                f1 = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
+                for _ in range(5):
+                    f1(ty)
+                wait_for_compiles()
+                r["tier1_2threads" if parallel else "tier1_1thread"] = best(lambda: f1(ty))
         cf = f0.get_concrete_function(ty)
         r["run_only"] = best(lambda: cf.run(ty._v))
-        os.environ["NDFLOW_NUMBA"] = "1"
         f = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
         for _ in range(5):
             f(ty)
@@ -64,7 +61,7 @@ def sigmoid_rows(sizes):
         r["compiled_default"] = best(lambda: f(ty))
         np.testing.assert_allclose(np.asarray(f(ty)), 1 / (1 + np.exp(-y)), rtol=1e-6)
         rows.append(r)
-    return rows, dict(numba_tier.STATS)
+    return rows, dict(numba_compile.STATS)
 
 
 def mlp_row():
@@ -86,10 +83,9 @@ def mlp_row():
         return _compute_gradients([w1, b, w2], x, labels)
 
     r = {"numpy": best(lambda: np_mlp_grads(*a)), "eager": best(lambda: grads(*ta))}
-    os.environ["NDFLOW_FUSION"] = "0"
-    fu = nf.function(grads)
-    r["compiled_unfused"] = best(lambda: fu(*ta))
-    os.environ["NDFLOW_FUSION"] = "1"
+    with nf.config.settings.override(fusion=False):
+        fu = nf.function(grads)
+        r["compiled_unfused"] = best(lambda: fu(*ta))
     f = nf.function(grads)
     for _ in range(5):
         f(*ta)
@@ -103,13 +99,13 @@ def mlp_row():
 _COST = r"""
 import json, os, sys, time
 t0 = time.perf_counter(); import numba; t1 = time.perf_counter()
-os.environ["NDFLOW_NUMBA"] = "sync"
 import numpy as np, ndflow as nf, ndflow.numpy as tnp
-from ndflow.graph.kernels import numba_tier
+nf.config.settings.numba = "sync"
+from ndflow.graph.kernels import numba_compile
 f = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
 y = tnp.asarray(np.ones(1 << 16, np.float32))
 for _ in range(3): f(y)
-print(json.dumps({"import_numba_s": t1 - t0, "first_kernel_s": numba_tier.STATS["compile_s"]}))
+print(json.dumps({"import_numba_s": t1 - t0, "first_kernel_s": numba_compile.STATS["compile_s"]}))
 """
 
 

@@ -7,6 +7,8 @@ in the style of the TensorFlow NumPy guide, so the same code would run on
 
 from __future__ import annotations
 
+import os
+
 from . import workloads as W
 
 COLUMNS = {"ndflow": "ndflow eager", "ndflow_fn": "nf.function"}
@@ -21,8 +23,10 @@ def setup() -> str:
 
     nf, tnp = ndflow, ndflow.numpy
     from ndflow.graph.kernels import blocks
+    if os.environ.get("NDFLOW_BENCH_THREADS"):          # --threads
+        nf.config.settings.threads = int(os.environ["NDFLOW_BENCH_THREADS"])
     # the table's header names each system's version: say how many threads ndflow's large
-    # fused regions may use (NDFLOW_THREADS, else the cores), as the peers' are set by --threads
+    # fused regions may use (settings.threads, else the cores), as the peers' are set by --threads
     return f"ndflow {getattr(nf, '__version__', '?')} ({blocks.threads()} thread(s))"
 
 
@@ -56,8 +60,8 @@ def build(column, case, d):
             warm()
         wait_for_compiles()
         if case.workload == "sigmoid":
-            from ndflow.graph.kernels import numba_tier
-            for _ in range(numba_tier.PAR_AFTER + 2):
+            from ndflow.graph.kernels import planner
+            for _ in range(planner.PAR_AFTER + 2):
                 warm()
             wait_for_compiles()
     return _build(column, case, d)

@@ -13,12 +13,12 @@ that a change of machine load hits all columns alike):
                   threads (NumPy's exp loop; the rest of the chain costs ~50% more)
     numpy         eager NumPy, 1 / (1 + np.exp(-y))
     unblocked     nf.function, default (exact) tier, each op over the whole array (the
-                  tier-0 path before blocking: NDFLOW_BLOCK_MIN above the size)
+                  tier-0 path before blocking: settings.block_min above the size)
     blocked-1t    nf.function, default tier, chunk by chunk on one thread
-    blocked       nf.function, default tier as shipped (from NDFLOW_BLOCK_THREADS_MIN
+    blocked       nf.function, default tier as shipped (from settings.block_threads_min
                   elements chunks are shared between threads when timing shows it pays)
-    blocked-nt    the same, chunks always shared between all threads (NDFLOW_THREADS)
-    fast-math     nf.function with NDFLOW_FAST_MATH=1 (numba loop with ndflow's own exp:
+    blocked-nt    the same, chunks always shared between all threads (settings.threads)
+    fast-math     nf.function with settings.fast_math (numba loop with ndflow's own exp:
                   within a few ulps of NumPy, not bit for bit); absent without numba
 
 Ratios are to the copy. The default tier's results are checked bit for bit against NumPy's.
@@ -40,19 +40,12 @@ def _sigmoid_fn(nf, tnp):
     return sigmoid
 
 
-def _build(nf, tnp, y, **attrs):
-    """A fresh compiled sigmoid with numpy_tier's settings `attrs` for its plans."""
-    from ndflow.graph.kernels import numpy_tier
-    saved = {k: getattr(numpy_tier, k) for k in attrs}
-    for k, v in attrs.items():
-        setattr(numpy_tier, k, v)
-    try:
+def _build(nf, tnp, y, **values):
+    """A fresh compiled sigmoid planned under the settings `values`."""
+    with nf.config.settings.override(**values):
         f = _sigmoid_fn(nf, tnp)
         ty = tnp.asarray(y)
         f(ty)                           # trace and plan with these settings
-    finally:
-        for k, v in saved.items():
-            setattr(numpy_tier, k, v)
     return lambda: f(ty)
 
 
@@ -75,21 +68,12 @@ def _fast_math(nf, tnp, y):
     except ImportError:
         return None
     from ndflow.graph.kernels import wait_for_compiles
-    old = {k: os.environ.get(k) for k in ("NDFLOW_FAST_MATH", "NDFLOW_NUMBA")}
-    os.environ["NDFLOW_FAST_MATH"] = "1"
-    os.environ["NDFLOW_NUMBA"] = "sync"
-    try:
+    with nf.config.settings.override(fast_math=True, numba="sync"):
         f = _sigmoid_fn(nf, tnp)
         ty = tnp.asarray(y)
         for _ in range(5):
             f(ty)
         wait_for_compiles()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return lambda: f(ty)
 
 
@@ -103,8 +87,8 @@ def measure(p, dtype, reps, nf, tnp):
         "copy-new": lambda: y.copy(),
         "exp-1t": lambda: np.exp(y, out=out),
         "numpy": lambda: 1 / (1 + np.exp(-y)),
-        "unblocked": _build(nf, tnp, y, BLOCK_MIN=big, THREAD_MIN=big),
-        "blocked-1t": _build(nf, tnp, y, THREAD_MIN=big, BLOCK_MIN=0),
+        "unblocked": _build(nf, tnp, y, block_min=big, block_threads_min=big),
+        "blocked-1t": _build(nf, tnp, y, block_threads_min=big, block_min=0),
         "blocked": _build(nf, tnp, y),
         "blocked-nt": _forced_threads(_build(nf, tnp, y)),
     }
@@ -142,11 +126,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import ndflow as nf
     import ndflow.numpy as tnp
-    from ndflow.graph.kernels import blocks, numpy_tier
+    from ndflow.graph.kernels import blocks
+    s = nf.config.settings
     print("# sigmoid 1/(1+exp(-y)), ms, best of %d; ratio to np.copyto in ()" % a.reps)
     print("# load average %.2f %.2f %.2f; threads %d; chunk %d bytes; blocked from %d, threads "
-          "from %d elements" % (*os.getloadavg(), blocks.threads(), numpy_tier.CHUNK_BYTES,
-                                 numpy_tier.BLOCK_MIN, numpy_tier.THREAD_MIN))
+          "from %d elements" % (*os.getloadavg(), blocks.threads(), s.block_bytes,
+                                 s.block_min, s.block_threads_min))
     header = None
     for dt in a.dtypes.split(","):
         for p in (int(s) for s in a.sizes.split(",")):

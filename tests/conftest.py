@@ -1,11 +1,7 @@
 """Shared fixtures and helpers. NumPy is the oracle throughout the suite."""
-import os
+import contextlib
 
-# numba (optional) compiles fused kernels in the background after a few calls: hundreds of
-# compiles across the suite. Only tests/test_fusion.py turns it on, where it is tested.
-os.environ.setdefault("NDFLOW_NUMBA", "0")
-
-import numpy as np  # noqa: E402
+import numpy as np
 import pytest
 
 import ndflow as nf
@@ -13,6 +9,26 @@ import ndflow.numpy as tnp
 from ndflow.core.state import STATE
 
 nf.config.set_debug(*nf.config.get_debug(), "verify")   # the graph verifier runs after every pass
+
+
+def pytest_addoption(parser):
+    # numba compiles fused kernels in the background after a few calls: hundreds of compiles
+    # across the suite. Off by default; the tier-1 tests turn it on where they test it, and
+    # `--numba sync` runs every other test with it on too (compiled in the calling thread)
+    parser.addoption("--numba", default="off", choices=("off", "sync", "background"),
+                     help="nf.config.settings.numba for the tests that do not set their own")
+
+
+def pytest_configure(config):
+    nf.config.settings.numba = config.getoption("numba")
+
+
+@pytest.fixture
+def nf_settings():
+    """`nf_settings(numba="sync", numba_min=1)`: ndflow settings for the rest of one test, in
+    the test's thread (`nf.config.settings.override`), restored after it."""
+    with contextlib.ExitStack() as stack:
+        yield lambda **values: stack.enter_context(nf.config.settings.override(**values))
 
 
 @pytest.fixture(autouse=True)

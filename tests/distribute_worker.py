@@ -22,6 +22,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ndflow as nf  # noqa: E402
 import ndflow.numpy as tnp  # noqa: E402
 
+# fused kernels stay on tier 0: a numba compile in one worker would hold it back from the
+# collectives its peers wait in
+nf.config.settings.numba = "off"
+
 GLOBAL_BATCH = 32
 STEPS = 4
 RESUME_STEPS = 2

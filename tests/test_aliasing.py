@@ -304,10 +304,10 @@ def test_loop_that_runs_no_iteration_returns_a_fresh_result():
 
 
 @pytest.mark.parametrize("numba", ["0", "sync"])
-def test_large_results_with_buffer_reuse_and_pools_stay_separate(monkeypatch, numba):
+def test_large_results_with_buffer_reuse_and_pools_stay_separate(monkeypatch, numba, nf_settings):
     """Sizes where buffers are donated and pooled (>= 64 KiB): arguments are never written,
     results of one call never change with the next call, nor with each other."""
-    monkeypatch.setenv("NDFLOW_NUMBA", numba)
+    nf_settings(numba=numba)
     n = 1 << 15
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(n), rng.standard_normal(n)

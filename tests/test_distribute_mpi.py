@@ -27,7 +27,7 @@ import distribute_worker as worker  # noqa: E402
 
 def mpirun(mode, out, n=2, timeout=120, env=None):
     """Run the worker program on `n` MPI processes; returns (returncode, output, seconds)."""
-    e = dict(os.environ, PYTHONPATH=ROOT, NDFLOW_NUMBA="0", OMP_NUM_THREADS="1",
+    e = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1",
              OPENBLAS_NUM_THREADS="1", **(env or {}))
     t0 = time.monotonic()
     p = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, WORKER, mode, str(out)],

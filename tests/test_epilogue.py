@@ -55,10 +55,10 @@ ACTIVATIONS = {
 @pytest.mark.parametrize("dtype,act", [(d, a) for d in (np.float32, np.float64)
                                        for a in sorted(ACTIVATIONS)] + [(np.int64, "relu")])
 @pytest.mark.parametrize("m", [4, 96])
-def test_matmul_bias_activation_equals_eager(monkeypatch, numba, dtype, act, m):
+def test_matmul_bias_activation_equals_eager(monkeypatch, numba, dtype, act, m, nf_settings):
     if numba != "0" and not numba_available():
         pytest.skip("numba not installed")
-    monkeypatch.setenv("NDFLOW_NUMBA", numba)
+    nf_settings(numba=numba)
     x, w, b = _data(dtype, m, 24, 128)
     g = ACTIVATIONS[act]
 
@@ -89,12 +89,12 @@ def _grad_fn():
 @pytest.mark.parametrize("numba", ["0", "sync"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m", [8, 256])
-def test_relu_layer_gradients_equal_eager(monkeypatch, numba, dtype, m):
+def test_relu_layer_gradients_equal_eager(monkeypatch, numba, dtype, m, nf_settings):
     """The relu gradient: exact at ties (0.5 each side at 0), NaN and -0.0, whether its
     region runs on tier 0 or compiled with the bias gradient's sum."""
     if numba != "0" and not numba_available():
         pytest.skip("numba not installed")
-    monkeypatch.setenv("NDFLOW_NUMBA", numba)
+    nf_settings(numba=numba)
     x, w, b = _data(dtype, m, 24, 64, seed=3)
     b[:4] = 0.0
     x[1, :] = 0.0                  # rows whose pre-activation is the bias: ties at 0
@@ -109,12 +109,12 @@ def test_relu_layer_gradients_equal_eager(monkeypatch, numba, dtype, m):
 
 
 @needs_numba
-def test_bias_gradient_sum_runs_in_the_compiled_region(monkeypatch):
+def test_bias_gradient_sum_runs_in_the_compiled_region(monkeypatch, nf_settings):
     """The relu gradient's region keeps its sum over the batch (the bias gradient): tier 1
     adds the rows in NumPy's order (tests/test_tier1_sum.py; a sum in a layout it does not
     reproduce is split off instead, checked there)."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
     x, w, b = _data(np.float32, 512, 32, 64, specials=False)
     y = np.zeros((512, 64), np.float32)
     f = nf.function(_grad_fn())
@@ -128,14 +128,14 @@ def test_bias_gradient_sum_runs_in_the_compiled_region(monkeypatch):
     assert any(o.reduce and o.prim is reduce_sum_p
                for k in ks for o in k.prog.ops if k.prog.shape == (512, 64))
     got = [np.asarray(v) for v in f(x, w, b, y)]
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")        # the same program on tier 0: NumPy's bits
+    nf_settings(numba="off")        # the same program on tier 0: NumPy's bits
     want = [np.asarray(v) for v in nf.function(_grad_fn())(x, w, b, y)]
     assert len(got) == len(want)
     for a, r in zip(got, want):
         assert a.dtype == r.dtype and a.shape == r.shape
         np.testing.assert_array_equal(a.view(np.uint8), r.view(np.uint8))
     # with numba off the region keeps its sum (one tier-0 kernel, as before)
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    nf_settings(numba="off")
     g = nf.function(_grad_fn())
     cg = g.get_concrete_function(x, w, b, y)
     assert any(o.reduce for k in fused_kernels(cg.graph) for o in k.prog.ops)
@@ -179,12 +179,12 @@ def test_transposes_reach_blas_as_views():
 
 
 @needs_numba
-def test_epilogue_writes_over_the_product_vectorized(monkeypatch):
+def test_epilogue_writes_over_the_product_vectorized(monkeypatch, nf_settings):
     """A large product's bias+relu pass goes into the product's own buffer (a dead value);
     the compiled tier then stores through the operand (its in-place variant), not through a
     second name for the same memory, which LLVM would not vectorize."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
     x, w, b = _data(np.float64, 96, 24, 128)
     f = nf.function(_layer)
     with np.errstate(all="ignore"):
@@ -197,4 +197,4 @@ def test_epilogue_writes_over_the_product_vectorized(monkeypatch):
     assert list(node.inputs).count(product) == 2        # read, and given as the result's buffer
     from ndflow.graph.fusion import fused_kernels
     (k,) = fused_kernels(cf.graph)
-    assert k.tier() == 1 and k.fast.static_plan.variants
+    assert k.tier() == 1 and k.runner.static_plan.variants

@@ -18,7 +18,7 @@ from helpers import run_threads
 import ndflow.numpy as tnp
 from ndflow.graph import fusion, memory
 from ndflow.graph.ir import verify
-from ndflow.graph.kernels import numpy_tier, mathlib, FusedKernel
+from ndflow.graph.kernels import mathlib, planner, numba_runner
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(
@@ -35,14 +35,14 @@ def _names(cf):
 
 
 @pytest.fixture
-def numpy_only(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+def numpy_only(monkeypatch, nf_settings):
+    nf_settings(numba="off")
 
 
 @pytest.fixture
-def large_path(monkeypatch):
+def large_path(monkeypatch, nf_settings):
     """Make every result 'large' so the out= path runs on small test arrays."""
-    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+    nf_settings(large_min=1)
 
 
 # ------------------------------------------------------------------ structure
@@ -166,8 +166,8 @@ def test_cannot_fuse_message_is_clear():
     assert "cannot fuse" in fusion.explain(cf.traced_graph)
 
 
-def test_fusion_can_be_turned_off(monkeypatch):
-    monkeypatch.setenv("NDFLOW_FUSION", "0")
+def test_fusion_can_be_turned_off(monkeypatch, nf_settings):
+    nf_settings(fusion=False)
     f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
     assert "fused" not in str(f.get_concrete_function(tnp.ones(3)))
 
@@ -231,9 +231,9 @@ def _same(got, want):
 @pytest.mark.parametrize("path", ["plain", "out="])
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), ops=chains)
-def test_random_chains_fused_equal_unfused(numpy_only, monkeypatch, dtype, path, data, ops):
+def test_random_chains_fused_equal_unfused(numpy_only, monkeypatch, dtype, path, data, ops, nf_settings):
     if path == "out=":
-        monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+        nf_settings(large_min=1)
     xs = _inputs(data, dtype, 6)
     f = nf.function(lambda a, b, c: _run_chain(ops, [a, b, c], {**_UNARY, **_BINARY}))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -377,17 +377,17 @@ def test_own_math_special_values_as_numpy(name, dtype):
 
 
 # ------------------------------------------------------------------ numba stays optional
-@pytest.mark.parametrize("setting,size", [("1", 3), ("0", 100000)])
+@pytest.mark.parametrize("setting,size", [("background", 3), ("off", 100000)])
 def test_core_does_not_import_numba(setting, size):
     """Default settings: a region too small for a compiled loop never imports numba (nor
-    does importing ndflow); NDFLOW_NUMBA=0: not even a large one does."""
+    does importing ndflow); `settings.numba = "off"`: not even a large one does."""
     code = ("import sys, numpy as np, ndflow as nf, ndflow.numpy as tnp\n"
             "assert 'numba' not in sys.modules, 'numba imported by import ndflow'\n"
+            "nf.config.settings.numba = %r\n"
             "f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))\n"
             "for _ in range(5): f(tnp.ones(%d))\n"
-            "assert 'numba' not in sys.modules, 'numba imported'\n" % size)
-    env = dict(os.environ, NDFLOW_NUMBA=setting,
-               PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
+            "assert 'numba' not in sys.modules, 'numba imported'\n" % (setting, size))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
 
 
@@ -401,23 +401,23 @@ def test_numba_off_keeps_tier_0(numpy_only):
 
 # ------------------------------------------------------------------ the numba tier
 @pytest.fixture
-def numba_sync(monkeypatch):
-    """Tier 1 at once, with our own math (NDFLOW_FAST_MATH=1: within a few ulps of NumPy)."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
+def numba_sync(monkeypatch, nf_settings):
+    """Tier 1 at once, with our own math (`settings.fast_math`: within a few ulps of NumPy)."""
+    nf_settings(numba="sync")
+    nf_settings(fast_math=True)
 
 
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_numba_tier_is_bit_exact_by_default(monkeypatch, dtype):
-    """Without NDFLOW_FAST_MATH, tier 1 runs only what it computes as NumPy does, bit for bit
+def test_numba_tier_is_bit_exact_by_default(monkeypatch, dtype, nf_settings):
+    """Without `settings.fast_math`, tier 1 runs only what it computes as NumPy does, bit for bit
     (no FMA contraction; maximum/minimum of -0.0 and +0.0 give the second, as NumPy); regions
     with transcendental math stay with NumPy's loops (tier 0), except float32 exp and log where
     tier 1 has NumPy's own algorithm (test_replica.py); sums, test_tier1_sum.py."""
-    from ndflow.graph.kernels import numba_tier, replica
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    from ndflow.graph.kernels import replica
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
+    nf_settings(numba_min=1)
     rng = np.random.default_rng(11)
     x = np.concatenate([rng.standard_normal(3000) * 7, _specials(dtype)]).astype(dtype)
     y = np.concatenate([_specials(dtype)[::-1], rng.standard_normal(3000)]).astype(dtype)
@@ -497,9 +497,8 @@ def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):
 @pytest.mark.slow       # each new chain is a numba compile (~0.3-1 s)
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), ops=chains, dtype=st.sampled_from([np.float32, np.float64]))
-def test_numba_tier_random_chains(numba_sync, monkeypatch, data, ops, dtype):
-    from ndflow.graph.kernels import numba_tier
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+def test_numba_tier_random_chains(numba_sync, monkeypatch, data, ops, dtype, nf_settings):
+    nf_settings(numba_min=1)
     xs = _inputs(data, dtype, 6)
     f = nf.function(lambda a, b, c: _run_chain(ops, [a, b, c], {**_UNARY, **_BINARY}))
     args = [tnp.asarray(x) for x in xs]
@@ -519,9 +518,8 @@ def test_numba_tier_random_chains(numba_sync, monkeypatch, data, ops, dtype):
 
 
 @needs_numba
-def test_numba_tier_reductions_and_broadcasting(numba_sync, monkeypatch):
-    from ndflow.graph.kernels import numba_tier
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+def test_numba_tier_reductions_and_broadcasting(numba_sync, monkeypatch, nf_settings):
+    nf_settings(numba_min=1)
     f = nf.function(lambda x, b: (tnp.sum(tnp.exp(x + b) * 2), tnp.sum(tnp.tanh(x * b), axis=0),
                                   tnp.sum(x * b, axis=1)))
     rng = np.random.default_rng(8)
@@ -548,24 +546,24 @@ def _mlp_grad_fn():
 
 
 @needs_numba
-def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(monkeypatch):
+def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(monkeypatch, nf_settings):
     """The MLP gradient's relu-gradient region writes into a reused buffer and reads a folded
     zeros constant (a broadcast, non-contiguous array): it still gets its numba kernel, and
     every result equals the NumPy tier's bit for bit."""
-    from ndflow.graph.kernels import numba_tier
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(s).astype(np.float32) for s in
             ((512, 32), (512, 2), (32, 64), (64,), (64, 2))]
     args[0][:5] = 0.0                     # relu inputs at exactly 0 (the select's tie)
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+    nf_settings(numba="off")
     want = [g.numpy() for g in _mlp_grad_fn()(*args)]
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    nf_settings(numba="sync")
     f = _mlp_grad_fn()
     calls = {"tier1": 0, "declined": 0}
-    run = numba_tier.Runner.__call__
-    # every call through the runner, where `counting` sees it (`FusedKernel.use_quick`)
-    from ndflow.graph.kernels import FusedKernel
-    monkeypatch.setattr(FusedKernel, "use_quick", lambda self, fn: None)
+    run = numba_runner.Runner.__call__
+    # every call through the runner, where `counting` sees it (`planner.direct`)
+    real_direct = planner.direct
+    monkeypatch.setattr(planner, "direct", lambda fk, fn, **attrs: None if attrs.get(
+        "quick_call") else real_direct(fk, fn, **attrs))
 
     def counting(self, xs, donors=None):
         r = run(self, xs, donors)
@@ -573,7 +571,7 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
         return r
     for _ in range(5):
         f(*args)
-    monkeypatch.setattr(numba_tier.Runner, "__call__", counting)
+    monkeypatch.setattr(numba_runner.Runner, "__call__", counting)
     got = [g.numpy() for g in f(*args)]
     ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
     big = [k for k in ks if getattr(k, "tier1_unavailable", None) is None]
@@ -585,11 +583,10 @@ def test_numba_tier_runs_regions_with_reused_buffers_and_broadcast_constants(mon
 
 @needs_numba
 @pytest.mark.parametrize("shape_b", [(1, 300), (40, 1), (), (40, 300)])
-def test_numba_tier_broadcast_view_operands(numba_sync, monkeypatch, shape_b):
+def test_numba_tier_broadcast_view_operands(numba_sync, monkeypatch, shape_b, nf_settings):
     """Zero-stride operands (np.broadcast_to views) run as the array they repeat; a region
     whose every operand is such a view keeps its full result shape."""
-    from ndflow.graph.kernels import numba_tier
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    nf_settings(numba_min=1)
     rng = np.random.default_rng(4)
     x = rng.standard_normal((40, 300))
     b = np.broadcast_to(rng.standard_normal(shape_b), (40, 300))
@@ -614,12 +611,12 @@ def _outer_cases():
 
 
 @pytest.mark.parametrize("mode", ["0", "sync"])
-def test_outer_product_broadcast_is_one_kernel(monkeypatch, mode):
+def test_outer_product_broadcast_is_one_kernel(monkeypatch, mode, nf_settings):
     """(b,m,1) * (b,1,n): one node becomes a kernel of its own (NumPy's broadcast loop is ~4x
     a loop writing the result once); values equal NumPy's bit for bit on both tiers."""
     if mode == "sync" and not HAVE_NUMBA:
         pytest.skip("numba not installed")
-    monkeypatch.setenv("NDFLOW_NUMBA", mode)
+    nf_settings(numba=mode)
     a, b = _outer_cases()
     f = nf.function(lambda a, b: a[:, :, None] * b[:, None, :])
     with np.errstate(all="ignore"):
@@ -649,10 +646,10 @@ def test_plain_broadcasts_stay_unfused(numpy_only):
 def test_numba_tier_cost_model_small_regions_of_many_ops(numba_sync):
     """A kernel call costs about 5 small NumPy calls: regions that cost tier 0 more compile
     from fewer elements (a select chain); cheap ones (a 4-op sigmoid) stay on tier 0 below
-    NB_MIN."""
-    from ndflow.graph.kernels import numba_tier
-    assert numba_tier.pays(1024, 9.5) and not numba_tier.pays(1024, 4)
-    assert not numba_tier.pays(64, 20) and numba_tier.pays(numba_tier.NB_MIN, 1)
+    `settings.numba_min`."""
+    from ndflow.graph.kernels import policy
+    assert policy.pays(1024, 9.5) and not policy.pays(1024, 4)
+    assert not policy.pays(64, 20) and policy.pays(nf.config.settings.numba_min, 1)
     s = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
     sk = _tier1(s, np.linspace(-3, 3, 1024), n=5)[0]
     assert sk.tier() == 0 and "too small" in sk.tier1_unavailable

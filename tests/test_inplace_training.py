@@ -13,10 +13,10 @@ needs_numba = pytest.mark.skipif(not numba_available(), reason="numba not instal
 
 
 @pytest.fixture
-def numba_sync(monkeypatch):
+def numba_sync(monkeypatch, nf_settings):
     """The compiled tier at once (exact mode, as by default)."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
 
 
 def _ptr(v):
@@ -142,10 +142,10 @@ def _as_np(h):
 
 @pytest.mark.parametrize("numba", ["0", "sync"])
 @pytest.mark.parametrize("holder", sorted(_holders()))
-def test_held_old_values_are_kept(monkeypatch, numba, holder):
+def test_held_old_values_are_kept(monkeypatch, numba, holder, nf_settings):
     if numba != "0" and not numba_available():
         pytest.skip("numba not installed")
-    monkeypatch.setenv("NDFLOW_NUMBA", numba)
+    nf_settings(numba=numba)
     rng = np.random.default_rng(2)
     v = nf.Variable(rng.standard_normal((64, 128)).astype(np.float32))
     g = tnp.asarray(rng.standard_normal((64, 128)).astype(np.float32))
@@ -240,7 +240,7 @@ def _update_runner(f, *args):
     cf = f.get_concrete_function(*args)
     ks = [n.prim.impl for n in cf.graph.nodes if getattr(n.prim.impl, "variables", None)]
     assert len(ks) == 1
-    return ks[0].kernel.fast
+    return ks[0].kernel.runner
 
 
 def _special(shape, seed):

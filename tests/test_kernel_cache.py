@@ -127,13 +127,14 @@ def test_fused_kernel_through_the_cache_in_two_processes(tmp_path):
     the exact tier compiles exp only where it has NumPy's own algorithm, test_replica.py.)"""
     code = ("import numpy as np, ndflow as nf, ndflow.numpy as tnp, warnings\n"
             "warnings.simplefilter('error')\n"
-            "from ndflow.graph.kernels import numba_tier\n"
+            "from ndflow.graph.kernels import numba_compile\n"
+            "nf.config.settings.numba = 'sync'\n"
             "f = nf.function(lambda y: 1 / (1 + y * y) - y * 0.5)\n"
             "y = tnp.asarray(np.linspace(-30, 30, 20000))\n"
             "for _ in range(5): r = f(y)\n"
-            "k, = numba_tier._KERNELS.values()\n"
+            "k, = numba_compile._KERNELS.values()\n"
             "print(sum(k.stats.cache_hits.values()), np.asarray(r).tobytes().hex()[:4000])\n")
-    env = dict(os.environ, NDFLOW_NUMBA="sync", NDFLOW_CACHE_DIR=str(tmp_path / "c"),
+    env = dict(os.environ, NDFLOW_CACHE_DIR=str(tmp_path / "c"),
                PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
     outs = [subprocess.run([sys.executable, "-c", code], env=env, timeout=300, check=True,
                            capture_output=True, text=True).stdout.split() for _ in range(2)]

@@ -17,17 +17,17 @@ CHUNK_BYTES = 256          # 32 float64, 64 float32 elements per chunk
 
 
 @pytest.fixture(params=["one-thread", "threads"])
-def blocked(request, monkeypatch):
+def blocked(request, monkeypatch, nf_settings):
     """Tier 0 only, blocked from 64 elements, with or without threads. Yields the list of
     blocks.run's return values (one per blocked call)."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
-    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
-    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
-    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
+    nf_settings(numba="off")
+    nf_settings(large_min=1)
+    nf_settings(block_min=64)
+    nf_settings(block_bytes=CHUNK_BYTES)
     threaded = request.param == "threads"
-    monkeypatch.setattr(numpy_tier, "THREAD_MIN", 64 if threaded else 1 << 62)
+    nf_settings(block_threads_min=64 if threaded else 1 << 62)
     if threaded:
-        monkeypatch.setattr(blocks, "_NTHREADS", 3)     # more threads than this machine's cores
+        nf_settings(threads=3)     # more threads than this machine's cores
         monkeypatch.setattr(blocks, "ADAPT", False)     # always threads, however fast
     runs = []
     real = blocks.run
@@ -240,18 +240,18 @@ def test_errstate_is_per_thread(blocked):
 
 
 # ------------------------------------------------------------------ threads, buffers
-def test_threads_give_the_same_bits(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
-    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
-    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
-    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
+def test_threads_give_the_same_bits(monkeypatch, nf_settings):
+    nf_settings(numba="off")
+    nf_settings(large_min=1)
+    nf_settings(block_min=64)
+    nf_settings(block_bytes=CHUNK_BYTES)
     monkeypatch.setattr(blocks, "ADAPT", False)
     rng = np.random.default_rng(5)
     x, b = _specials("float32", 5000, rng), _specials("float32", 5000, rng)
     res = []
     for tmin, nt in ((1 << 62, 1), (64, 2), (64, 4)):
-        monkeypatch.setattr(numpy_tier, "THREAD_MIN", tmin)
-        monkeypatch.setattr(blocks, "_NTHREADS", nt)
+        nf_settings(block_threads_min=tmin)
+        nf_settings(threads=nt)
         f = nf.function(chain(tnp))
         with np.errstate(all="ignore"):
             res.append([_bits(r) for r in f(tnp.asarray(x), tnp.asarray(b))])
@@ -259,17 +259,17 @@ def test_threads_give_the_same_bits(monkeypatch):
 
 
 @pytest.mark.parametrize("adapt", [False, True])
-def test_four_threads_calling_at_once_get_numpy_s_bits(monkeypatch, adapt):
+def test_four_threads_calling_at_once_get_numpy_s_bits(monkeypatch, adapt, nf_settings):
     """Four caller threads run the same compiled functions at once (blocked, their chunks
     shared out between helper threads, the thread choice timing itself concurrently): every
     result is NumPy's, bit for bit, for float16/32/64 and non-contiguous operands."""
     import threading
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
-    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
-    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 64)
-    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", CHUNK_BYTES)
-    monkeypatch.setattr(numpy_tier, "THREAD_MIN", 64)
-    monkeypatch.setattr(blocks, "_NTHREADS", 3)
+    nf_settings(numba="off")
+    nf_settings(large_min=1)
+    nf_settings(block_min=64)
+    nf_settings(block_bytes=CHUNK_BYTES)
+    nf_settings(block_threads_min=64)
+    nf_settings(threads=3)
     monkeypatch.setattr(blocks, "ADAPT", adapt)
     monkeypatch.setattr(blocks, "EXPLORE", 2)
     rng = np.random.default_rng(9)
@@ -319,13 +319,13 @@ def test_four_threads_calling_at_once_get_numpy_s_bits(monkeypatch, adapt):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-def test_default_thresholds_and_chunks(monkeypatch, dtype):
-    """At the shipped thresholds and chunk size: one element below NDFLOW_BLOCK_THREADS_MIN
+def test_default_thresholds_and_chunks(monkeypatch, dtype, nf_settings):
+    """At the shipped thresholds and chunk size: one element below settings.block_threads_min
     runs unblocked, from it on blocked (over two threads once there are two chunks, the last
     one short); both give
     NumPy's bits, special values included."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
-    monkeypatch.setattr(blocks, "_NTHREADS", 2)
+    nf_settings(numba="off")
+    nf_settings(threads=2)
     monkeypatch.setattr(blocks, "ADAPT", False)
     runs, real = [], blocks.run
 
@@ -333,9 +333,9 @@ def test_default_thresholds_and_chunks(monkeypatch, dtype):
         runs.append((blk.nthreads, blk.nchunks, blk.m))
         return real(blk, *a)
     monkeypatch.setattr(blocks, "run", spy)
-    t = numpy_tier.THREAD_MIN
+    t = nf.config.settings.block_threads_min
     width = np.dtype(dtype).itemsize
-    per_chunk = numpy_tier.CHUNK_BYTES // width
+    per_chunk = nf.config.settings.block_bytes // width
     x = _specials(dtype, t + per_chunk // 2, np.random.default_rng(11))
     for n, blocked_ in ((t - 1, False), (t, True), (t + per_chunk // 2, True)):
         del runs[:]

@@ -242,13 +242,13 @@ def test_einsum_sublist_errors_as_numpy():
             tnp.einsum(tnp.asarray(a), bad)
 
 
-def test_errstate_raise_is_honoured_by_the_compiled_loop_tier(monkeypatch):
+def test_errstate_raise_is_honoured_by_the_compiled_loop_tier(monkeypatch, nf_settings):
     """The numba tier's loops set no floating-point flags: under 'raise' (or 'call', 'log',
     'print') a fused region runs on NumPy's tier, which raises as NumPy does."""
     pytest.importorskip("numba")
     from ndflow.graph import fusion
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    # (division and arithmetic: ops the exact numba tier compiles without NDFLOW_FAST_MATH)
+    nf_settings(numba="sync")
+    # (division and arithmetic: ops the exact numba tier compiles without settings.fast_math)
     f = nf.function(lambda y: (1.0 / y) * 2.0 + 1.0 - y)
     x = tnp.asarray(np.tile([0.0, 1.0], 5000))
     with np.errstate(all="ignore"):

@@ -13,7 +13,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel, numpy_tier
+from ndflow.graph.kernels import FusedKernel
 from ndflow.graph.kernels.pool import errstate_flags
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
@@ -54,7 +54,7 @@ def test_small_static_region_is_called_directly_and_exact(dtype):
     for _ in range(5):                 # no call counting, no tier-1 request
         with np.errstate(all="ignore"):
             f(y)
-    assert k.calls == 0 and k.fast is None
+    assert k.calls == 0 and k.runner is None
 
 
 def test_direct_region_keeps_numpys_warnings_and_errors():
@@ -81,8 +81,8 @@ def test_direct_region_keeps_numpys_warnings_and_errors():
     assert len(seen) == 1
 
 
-def test_large_and_unknown_size_regions_keep_their_paths(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "0")
+def test_large_and_unknown_size_regions_keep_their_paths(monkeypatch, nf_settings):
+    nf_settings(numba="off")
     big = np.linspace(-5, 5, 1 << 15, dtype=np.float32)
     f = nf.function(_sigmoid)
     (k,) = _kernels(f, big)
@@ -98,7 +98,7 @@ def test_large_and_unknown_size_regions_keep_their_paths(monkeypatch):
         assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))
     # tier 1 was asked for (numba off: none came), so tier 0 is the kernel now; it still
     # takes the plain, out= and blocked paths by size
-    assert kg.direct is not None and kg.fast is None
+    assert kg.direct is not None and kg.runner is None
     for n in sizes:
         y = np.linspace(-9, 9, n, dtype=np.float32)
         assert _bits_equal(g(y).numpy(), 1 / (1 + np.exp(-y)))
@@ -179,8 +179,8 @@ def test_errstate_flags_follow_numpys_state_in_contexts_and_threads():
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
-def test_tier1_broadcast_operand_compacted_once_still_reads_current_values(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+def test_tier1_broadcast_operand_compacted_once_still_reads_current_values(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
     n = 1 << 15
     f = nf.function(lambda a, b: a * b + a - b * b)
     a = np.linspace(-3, 3, n, dtype=np.float32).reshape(8, -1)
@@ -210,10 +210,10 @@ def test_basic_index_cache_is_by_identity_not_equality():
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
-def test_tier1_broadcast_operands_changing_places_between_calls(monkeypatch):
+def test_tier1_broadcast_operands_changing_places_between_calls(monkeypatch, nf_settings):
     # which operands are broadcast views changes from call to call; each call must be
     # planned for its own (a plan kept from the last call would read the wrong shapes)
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    nf_settings(numba="sync")
     f = nf.function(lambda a, b: a * b - a + b * b)
     rows, cols = 8, 1 << 12
     full_a = np.linspace(-2, 2, rows * cols, dtype=np.float32).reshape(rows, cols)

@@ -15,7 +15,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier, replica
+from ndflow.graph.kernels import planner, replica
 from helpers import assert_bits_equal
 
 F32 = np.dtype(np.float32)
@@ -106,10 +106,10 @@ def test_all_float32_inputs(name):
 
 # ------------------------------------------------------------------ in compiled regions
 @pytest.fixture
-def tier1(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+def tier1(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
+    nf_settings(numba_min=1)
 
 
 def _specials():
@@ -178,12 +178,11 @@ def test_regions_with_exp_run_on_tier1_as_numpy(tier1, name, n):
 
 @offered
 @pytest.mark.parametrize("nthreads", [1, 2])
-def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads):
-    """From PAR_HEAVY_MIN elements a region with exp times one thread against two and runs
-    the faster (both give NumPy's bits); NDFLOW_THREADS=1 keeps it to one."""
-    from ndflow.graph.kernels import blocks
-    monkeypatch.setattr(numba_tier, "PAR_HEAVY_MIN", 1 << 12)
-    monkeypatch.setattr(blocks, "_NTHREADS", nthreads)
+def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads, nf_settings):
+    """From `settings.numba_parallel_heavy_min` elements a region with exp times one thread against two and runs
+    the faster (both give NumPy's bits); `settings.threads = 1` keeps it to one."""
+    nf_settings(numba_parallel_heavy_min=1 << 12)
+    nf_settings(threads=nthreads)
     rng = np.random.default_rng(3)
     a = (rng.standard_normal(1 << 14) * 60).astype(np.float32)
     f = nf.function(lambda x, y: _sigmoid(tnp, x, y))
@@ -193,10 +192,10 @@ def test_thread_choice_and_two_thread_kernel(tier1, monkeypatch, nthreads):
             assert_bits_equal(f(tnp.asarray(a), tnp.asarray(a)).numpy(), want)
     fk, = fusion.fused_kernels(f.get_concrete_function(tnp.asarray(a), tnp.asarray(a)).graph)
     assert fk.tier() == 1
-    plan = fk.fast.static_plan or next(iter(fk.fast.plans.values()))
+    plan = fk.runner.static_plan or next(iter(fk.runner.plans.values()))
     # the two-thread kernel is not compiled during the first PAR_AFTER calls
     assert plan.choice is None and plan.parallel_kernel is None
-    monkeypatch.setattr(numba_tier, "PAR_AFTER", 0)
+    monkeypatch.setattr(planner, "PAR_AFTER", 0)
     with np.errstate(all="ignore"):
         for _ in range(8):
             assert_bits_equal(f(tnp.asarray(a), tnp.asarray(a)).numpy(), want)

@@ -77,8 +77,7 @@ _CHILD = textwrap.dedent("""
 
 
 def _env():
-    return dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)),
-                NDFLOW_NUMBA="0")
+    return dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
 
 
 def _kill_child(tmp_path, what, point, k, delay=0.0):

@@ -18,7 +18,7 @@ import ndflow.numpy as tnp
 from ndflow.core.primitive import REGISTRY, Aval
 from ndflow.graph import fusion
 from ndflow.graph.ir import Node, Var
-from ndflow.graph.kernels import numpy_tier, numba_tier, cuda_tier, kernel_for, Program, Op
+from ndflow.graph.kernels import numpy_tier, numba_tier, cuda_tier, planner, kernel_for, Program, Op
 from ndflow.backends.base import interpret
 from ndflow.primitives import elementwise as E
 from ndflow.primitives.scalar import Scalar, FUNCTIONS
@@ -88,7 +88,7 @@ def _check(prog, operands, what):
 
 
 @pytest.mark.parametrize("p,dts,params", list(_cases()))
-def test_a_fused_region_holding_it_gives_the_eager_bits(p, dts, params, monkeypatch):
+def test_a_fused_region_holding_it_gives_the_eager_bits(p, dts, params, nf_settings):
     rng = np.random.default_rng(0)
     for ops in C.sample_operands(p, dts, rng):
         _check(C.program(p, ops, params), ops, "op-table sample %s" % [o.shape for o in ops])
@@ -100,14 +100,13 @@ def test_a_fused_region_holding_it_gives_the_eager_bits(p, dts, params, monkeypa
             _check(C.program(p, ops, params, tail), ops, "special %d, tail %s" % (
                 ops[0].size, tail))
     # every size on tier 0's large path (pooled `out=` buffers), then blocked in small chunks
-    monkeypatch.setattr(numpy_tier, "LARGE_MIN", 1)
+    nf_settings(large_min=1)
     for tail in (False, True):
         _check(C.program(p, special, params, tail), special, "large path, tail %s" % tail)
-    monkeypatch.setattr(numpy_tier, "BLOCK_MIN", 1)
-    monkeypatch.setattr(numpy_tier, "CHUNK_BYTES", 64)
+    nf_settings(block_min=1, block_bytes=64)
     prog = C.program(p, special, params, tail=True)
-    assert numpy_tier.Plan(prog, [s for s, _ in prog.ins], numpy_tier.blockable(prog)).block \
-        is not None
+    assert planner.Tier0Plan(prog, [s for s, _ in prog.ins], numpy_tier.blockable(prog)) \
+        .route is planner.Route.T0_BLOCKED
     _check(prog, special, "blocked")
 
 
@@ -219,10 +218,10 @@ def _values(dt, n):
 
 @needs_numba
 @pytest.mark.parametrize("k", range(len(_TIER1)))
-def test_tier1_renders_the_new_functions_bit_for_bit(k, monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+def test_tier1_renders_the_new_functions_bit_for_bit(k, nf_settings):
+    nf_settings(numba="sync")
     fn, dts = _TIER1[k]
-    n = numba_tier.NB_MIN * 2
+    n = nf.config.settings.numba_min * 2
     args = [_values(d, n) for d in dts]
     f = nf.function(fn)
     with np.errstate(all="ignore"):

@@ -1,5 +1,5 @@
 """A small static region's generated caller is the FusedKernel's own call (issue 13,
-`FusedKernel.use_quick`), and runs a kernel made for it (`numba_tier._kernel_source`'s `baked`
+`planner.direct`), and runs a kernel made for it (`numba_source._kernel_source`'s `baked`
 and `scalars`): one-element constants written into the kernel as literals, the step's NumPy
 scalars passed as scalars. Results are NumPy's bit for bit, with special values in operands
 and constants; any other operand (another scalar type, a 0-d or strided array, a rebound
@@ -12,7 +12,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel, numba_tier
+from ndflow.graph.kernels import FusedKernel, numba_source
 from helpers import assert_bits_equal, four_element_operands
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -23,9 +23,9 @@ CALLS = 5
 
 
 @pytest.fixture
-def sync(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+def sync(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
 
 
 def _prog(np_, x, y, t, c):
@@ -49,10 +49,10 @@ def _region(c, dtype, n=4):
 def _operands(k, f, x, y, t):
     """The region's operands as the step passes them (seen through the runner)."""
     seen = []
-    q = k.fast.quick
-    k.fast.quick = lambda xs: seen.append(list(xs)) or q(xs)
+    q = k.runner.quick
+    k.runner.quick = lambda xs: seen.append(list(xs)) or q(xs)
     f(x, y, t)
-    k.fast.quick = q
+    k.runner.quick = q
     return seen[-1]
 
 
@@ -64,9 +64,9 @@ CONSTS = [(2.0, 3.0, 1.0), (-0.0, 1e-30, 0.5), (1e-45, -7.0, 0.0), (np.nan, 2.0,
 @pytest.mark.parametrize("c", CONSTS)
 def test_direct_call_with_constants_in_the_kernel(sync, dtype, c):
     f, k = _region(c, dtype)
-    assert k.tier() == 1 and callable(k.fast.quick), k.tier1_unavailable
-    assert type(k).quick_call and type(k).__call__ is k.fast.quick.qcall
-    kern = k.fast.quick.__globals__["k_"]
+    assert k.tier() == 1 and callable(k.runner.quick), k.tier1_unavailable
+    assert type(k).quick_call and type(k).__call__ is k.runner.quick.qcall
+    kern = k.runner.quick.__globals__["k_"]
     finite = sum(np.isfinite(v) for v in c)
     # the finite constants are literals of the kernel, not parameters; the scalar a scalar
     assert kern.ndflow_source.count(" = K") == finite
@@ -105,7 +105,7 @@ def test_other_operands_straight_into_the_direct_call(sync):
     node_xs = list(xs)
     node_xs[ci] = np.array(node_xs[ci])
     assert_bits_equal(k(*node_xs), k.tier0(*node_xs))
-    assert type(k) is FusedKernel and k.fast.quick is False
+    assert type(k) is FusedKernel and k.runner.quick is False
     assert_bits_equal(k(*xs), k.tier0(*xs))
 
 
@@ -119,7 +119,7 @@ def test_int_region_constants_in_the_kernel(sync):
         assert_bits_equal(f(x, y).numpy(), ((x * c[0] + y) * c[1] - x * c[2]) + y * y)
     ks = fusion.fused_kernels(f.get_concrete_function(x, y).graph)
     assert len(ks) == 1 and ks[0].tier() == 1 and type(ks[0]).quick_call
-    assert ks[0].fast.quick.__globals__["k_"].ndflow_source.count(" = K") == 3
+    assert ks[0].runner.quick.__globals__["k_"].ndflow_source.count(" = K") == 3
 
 
 def test_small_adam_step_direct_call_keeps_held_values(sync):
@@ -195,7 +195,7 @@ def test_whole_sum_written_out_for_the_static_size(sync, n, dtype):
         assert_bits_equal(f(x, y).numpy(), want)
     ks = fusion.fused_kernels(f.get_concrete_function(x, y).graph)
     assert len(ks) == 1 and type(ks[0]).quick_call, ks[0].tier1_unavailable
-    src = ks[0].fast.quick.__globals__["k_"].ndflow_source
-    assert ("pw_st" not in src) == (n <= numba_tier.TREE_MAX)
+    src = ks[0].runner.quick.__globals__["k_"].ndflow_source
+    assert ("pw_st" not in src) == (n <= numba_source.TREE_MAX)
     x[: min(n, 3)] = [np.inf, -0.0, np.nan][: min(n, 3)]
     assert_bits_equal(f(x, y).numpy(), np.sum(np.square(x - y) * dtype(0.5) + x))

@@ -18,7 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier
+from ndflow.graph.kernels import planner
 from ndflow.primitives.shape import concatenate_p
 from helpers import assert_bits_equal, guide_per_example
 
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
               # NaN and infinities among the operands: NumPy's warnings are not the subject
               pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
-CALLS = 5        # tier 1 is requested at the third call of a region (NDFLOW_FUSION_HOT)
+CALLS = 5        # tier 1 is requested at the third call of a region (settings.hot_calls)
 
 
 def _special(rng, shape, dtype):
@@ -52,8 +52,8 @@ def _outer(x, g):
 @pytest.mark.parametrize("m,n", [(64, 2), (40, 3), (16, 4), (32, 64), (5, 2), (64, 1)])
 @pytest.mark.parametrize("batch", [0, 1, 7, 300])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
-def test_outer_products_tier1_equal_the_loop_bit_for_bit(monkeypatch, m, n, batch, dtype):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+def test_outer_products_tier1_equal_the_loop_bit_for_bit(monkeypatch, m, n, batch, dtype, nf_settings):
+    nf_settings(numba="sync")
     rng = np.random.default_rng(m * 1000 + n * 10 + batch)
     xs, gs = _special(rng, (batch, 1, m), dtype), _special(rng, (batch, 1, n), dtype)
     want = np.stack([x.T @ g for x, g in zip(xs, gs)]) if batch else \
@@ -63,7 +63,7 @@ def test_outer_products_tier1_equal_the_loop_bit_for_bit(monkeypatch, m, n, batc
         _bits_equal(f(tnp.asarray(xs), tnp.asarray(gs)).numpy(), want)
     _bits_equal(nf.vmap(_outer)(tnp.asarray(xs), tnp.asarray(gs)).numpy(), want)
     graph = f.get_concrete_function(tnp.asarray(xs), tnp.asarray(gs)).graph
-    big = batch * m * n >= numba_tier.NB_MIN
+    big = batch * m * n >= nf.config.settings.numba_min
     if big and 1 < n <= 4 and m >= 16:
         # one fused multiply, run by tier 1 with the short axis outside
         assert not any(nd.prim is concatenate_p for nd in graph.nodes)
@@ -71,20 +71,22 @@ def test_outer_products_tier1_equal_the_loop_bit_for_bit(monkeypatch, m, n, batc
         assert len(ks) == 1 and ks[0].tier() == 1
 
 
-def test_outer_columns_stay_with_numba_off(monkeypatch):
-    """Tier 0 keeps the per-column form (NumPy's broadcast multiply over rows of 2 is slower),
-    with the same bits as tier 1's single multiply."""
+def test_outer_columns_one_product_whichever_tier(monkeypatch, nf_settings):
+    """The columns become one product whether numba runs it or not (the graph does not depend
+    on numba); tier 0 runs it column by column, with tier 1's bits."""
     rng = np.random.default_rng(5)
     xs, gs = _special(rng, (300, 1, 64), np.float32), _special(rng, (300, 1, 2), np.float32)
     out = {}
     for mode in ("0", "sync"):
-        monkeypatch.setenv("NDFLOW_NUMBA", mode)
+        nf_settings(numba=mode)
         f = nf.function(nf.vmap(_outer))
         for _ in range(CALLS):
             out[mode] = f(tnp.asarray(xs), tnp.asarray(gs)).numpy()
         graph = f.get_concrete_function(tnp.asarray(xs), tnp.asarray(gs)).graph
-        has_concat = any(nd.prim is concatenate_p for nd in graph.nodes)
-        assert has_concat == (mode == "0")
+        assert not any(nd.prim is concatenate_p for nd in graph.nodes)
+        k, = fusion.fused_kernels(graph)
+        if mode == "0":          # no tier 1: tier 0 runs the product column by column
+            assert k.decision.route is planner.Route.T0_COLUMNS, nf.config.explain(f)
     _bits_equal(out["sync"], out["0"])
 
 
@@ -106,7 +108,7 @@ def _per_example_program(dtype, rng, batch, special):
 @pytest.mark.parametrize("batch", [1, 7, 128])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("special", [False, True])
-def test_per_example_gradients_tier1_bit_for_bit(monkeypatch, batch, dtype, special):
+def test_per_example_gradients_tier1_bit_for_bit(monkeypatch, batch, dtype, special, nf_settings):
     """The guide's per-example gradients compiled with tier 1 (numba) give the bits of the same
     program on tier 0 and of the eager vectorized program; the loop over examples (map_fn)
     agrees within rounding (one gemm instead of one gemv per example)."""
@@ -114,7 +116,7 @@ def test_per_example_gradients_tier1_bit_for_bit(monkeypatch, batch, dtype, spec
     single, per_example, x, lab = _per_example_program(dtype, rng, batch, special)
     results = {}
     for mode in ("0", "sync"):
-        monkeypatch.setenv("NDFLOW_NUMBA", mode)
+        nf_settings(numba=mode)
         f = nf.function(per_example)
         for _ in range(CALLS):
             results[mode] = [g.numpy() for g in f(x, lab)]
@@ -136,11 +138,11 @@ def _region(f, *args):
     return ks[0]
 
 
-def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch):
+def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch, nf_settings):
     """The generated caller keeps a constant's prepared (reshaped, compacted) argument: another
     object in that place, a strided operand, or NumPy's error state set to raise, take the
     general path, with NumPy's values and errors."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+    nf_settings(numba="sync")
     bias = np.linspace(-1, 1, 64).astype(np.float32)
     f = nf.function(lambda a: tnp.maximum(a * 2.0 + bias, 0.0) - a)
     a = np.linspace(-3, 3, 256 * 64, dtype=np.float32).reshape(256, 64)
@@ -151,7 +153,7 @@ def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch
     for _ in range(CALLS):
         _bits_equal(f(a).numpy(), want(a))
     k = _region(f, a)
-    assert k.tier() == 1 and k.fast.quick
+    assert k.tier() == 1 and k.runner.quick
     # results are fresh for each call: an earlier result keeps its values
     r1 = f(a)
     a2 = a[::-1].copy()
@@ -170,7 +172,7 @@ def test_quick_call_constants_by_identity_and_other_operands_checked(monkeypatch
     _bits_equal(k(*xs2), want(a, other))
     # operands rebound: the caller is dropped (with the objects it held), the general path
     # runs from now on
-    assert k.fast.quick is False and k.fast.quick_consts == ()
+    assert k.runner.quick is False and k.runner.quick_consts == ()
     _bits_equal(k(*xs), want(a))
     _bits_equal(f(a).numpy(), want(a))
     # the caller keeps the constant's argument, not its values: writes into it are seen
@@ -197,15 +199,15 @@ def _args_of(f, a):
     return [a if v.kind != "c" else consts[v.id] for v in node.inputs]
 
 
-def test_quick_call_from_threads(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
+def test_quick_call_from_threads(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
     w = np.linspace(-1, 1, 64).astype(np.float32)
     f = nf.function(lambda a: tnp.where(a > w, a * w, -a) + 1.0)
     inputs = [np.random.default_rng(i).standard_normal((128, 64)).astype(np.float32)
               for i in range(4)]
     for _ in range(CALLS):
         f(inputs[0])
-    assert _region(f, inputs[0]).fast.quick
+    assert _region(f, inputs[0]).runner.quick
     bad = []
 
     def work(x):

@@ -12,7 +12,6 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_tier
 from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -23,12 +22,12 @@ CALLS = 5        # tier 1 is requested at the third call of a region
 
 
 @pytest.fixture
-def sync(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+def sync(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
     # every layout at every size (the cost model's limits are not what is tested here)
-    monkeypatch.setattr(numba_tier, "PAIRWISE_MAX", {"full": 1 << 62, "rows": 1 << 62})
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    nf_settings(numba_pairwise_max=1 << 62)
+    nf_settings(numba_min=1)
 
 
 def _bits_equal(got, want):
@@ -92,7 +91,7 @@ def _compiled(name, dtype):
     for _ in range(CALLS):
         f(a, b)
     k = _region(f, a, b)
-    assert k.tier() == 1 and callable(k.fast.quick), (name, k.tier1_unavailable)
+    assert k.tier() == 1 and callable(k.runner.quick), (name, k.tier1_unavailable)
     ops = _operands(f, k, a, b)
     return f, (lambda *xs: k(*ops(*xs))), k, prog, shape
 
@@ -112,7 +111,7 @@ def _spy(runner):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_quick_sum_caller_is_numpy_and_the_general_path_bit_for_bit(sync, name, dtype):
     f, kc, k, prog, shape = _compiled(name, dtype)
-    r = k.fast
+    r = k.runner
     q, hits = _spy(r)
     rng = np.random.default_rng(11)
     for special in (False, True, True):
@@ -165,8 +164,8 @@ def test_quick_sum_with_an_elementwise_result_and_a_constant(sync):
     for _ in range(CALLS):
         f(h, g)
     k = _region(f, h, g)
-    assert k.tier() == 1 and callable(k.fast.quick)
-    _, hits = _spy(k.fast)
+    assert k.tier() == 1 and callable(k.runner.quick)
+    _, hits = _spy(k.runner)
     outs = [f(h, g) for _ in range(3)]
     assert hits and all(hits)
     want = fn(np, h, g)
@@ -179,7 +178,7 @@ def test_quick_sum_with_an_elementwise_result_and_a_constant(sync):
 
 def test_quick_sum_falls_back_to_the_general_path(sync):
     f, kc, k, prog, shape = _compiled("cols", np.float32)
-    _, hits = _spy(k.fast)
+    _, hits = _spy(k.runner)
     rng = np.random.default_rng(8)
     a, b = _data(rng, shape, np.float32, True), _data(rng, shape, np.float32, True)
     # a strided operand: the general path (or tier 0), NumPy's values
@@ -196,7 +195,7 @@ def test_quick_sum_falls_back_to_the_general_path(sync):
         with pytest.raises(FloatingPointError):
             np.sum(np.square(huge + huge))
     # and the caller is still there afterwards
-    _, hits2 = _spy(k2.fast)
+    _, hits2 = _spy(k2.runner)
     c, d = _data(rng, shape2, np.float32, True), _data(rng, shape2, np.float32, False)
     _bits_equal(kc2(c, d), prog2(np, c, d))
     assert hits2 == [True]
@@ -210,7 +209,7 @@ def test_quick_sum_constant_rebound_drops_the_caller(sync):
     for _ in range(CALLS):
         f(h, g)
     k = _region(f, h, g)
-    r = k.fast
+    r = k.runner
     assert callable(r.quick) and r.quick_consts
     i, c = r.quick_consts[0]
     xs = _operands(f, k, h, g)(h, g)
@@ -224,13 +223,13 @@ def test_quick_sum_constant_rebound_drops_the_caller(sync):
     _bits_equal(f(h, g).numpy(), np.sum(np.maximum(h, w) * g, axis=0))
 
 
-def test_quick_sum_fast_math(sync, monkeypatch):
-    """NDFLOW_FAST_MATH=1: the caller runs the same kernel as the general path (the same
+def test_quick_sum_fast_math(sync, monkeypatch, nf_settings):
+    """`settings.fast_math`: the caller runs the same kernel as the general path (the same
     bits), within rounding of NumPy's sum."""
-    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
+    nf_settings(fast_math=True)
     for name in ("cols", "rows", "full"):
         f, kc, k, prog, shape = _compiled(name, np.float64)
-        r = k.fast
+        r = k.runner
         q, hits = _spy(r)
         rng = np.random.default_rng(1)
         a, b = _data(rng, shape, np.float64, False), _data(rng, shape, np.float64, False)
@@ -257,7 +256,7 @@ def test_quick_sum_from_threads(sync):
     rng = np.random.default_rng(2)
     inputs = [(_data(rng, shape, np.float32, True), _data(rng, shape, np.float32, False))
               for _ in range(4)]
-    _, hits = _spy(k.fast)
+    _, hits = _spy(k.runner)
     bad = []
 
     def work(a, b):

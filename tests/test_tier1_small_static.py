@@ -1,4 +1,4 @@
-"""Small static regions on tier 1 through the generated caller (`numba_tier.QUICK_UNITS`,
+"""Small static regions on tier 1 through the generated caller (`settings.numba_quick_units`,
 issue 13): a region of a few elements and enough ops runs as one compiled call; an operand
 that is a NumPy scalar (a value of the step's inlined 0-d arithmetic) is passed as the
 general path passes it; results are NumPy's bit for bit (Adam's fused update against the
@@ -22,9 +22,9 @@ CALLS = 5        # tier 1 is requested at the third call of a region
 
 
 @pytest.fixture
-def sync(monkeypatch):
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+def sync(monkeypatch, nf_settings):
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
 
 
 def _prog(np_, x, y, t):
@@ -51,14 +51,14 @@ def _small(dtype, n=4):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_small_region_runs_compiled_with_a_scalar_operand(sync, dtype):
     f, k, (x, y, t) = _small(dtype)
-    assert k.tier() == 1 and callable(k.fast.quick), k.tier1_unavailable
-    q, hits = k.fast.quick, []
+    assert k.tier() == 1 and callable(k.runner.quick), k.tier1_unavailable
+    q, hits = k.runner.quick, []
 
     def spy(xs):
         r = q(xs)
         hits.append(r is not NotImplemented)
         return r
-    k.fast.quick = spy
+    k.runner.quick = spy
     for a, b, tt in four_element_operands(dtype):
         got = f(a, b, tt).numpy()
         want = _prog(np, a, b, tt)
@@ -71,12 +71,12 @@ def test_scalar_operand_of_another_kind_takes_the_general_path(sync):
     f, k, (x, y, t) = _small(np.float32)
     # the region's operands as the step gives them: find the scalar's place
     calls = []
-    q = k.fast.quick
+    q = k.runner.quick
 
     def spy(xs):
         calls.append(list(xs))
         return q(xs)
-    k.fast.quick = spy
+    k.runner.quick = spy
     f(x, y, t)
     xs = calls[-1]
     pos = [i for i, v in enumerate(xs) if isinstance(v, np.generic)]
@@ -89,7 +89,7 @@ def test_scalar_operand_of_another_kind_takes_the_general_path(sync):
         node_xs = list(xs)
         node_xs[i] = other
         assert_bits_equal(k(*node_xs), k.tier0(*node_xs))
-    assert callable(k.fast.quick)      # still there for the next calls
+    assert callable(k.runner.quick)      # still there for the next calls
 
 
 def test_results_fresh_and_shapes_changing(sync):
@@ -179,14 +179,14 @@ def test_offered_buffers_declined_for_the_generated_caller(sync):
     a dead buffer for its result (the general path would cost more than tier 0)."""
     f, k, (x, y, t) = _small(np.float32)
     calls = []
-    q = k.fast.quick
+    q = k.runner.quick
 
     def spy(xs):
         calls.append(list(xs))
         r = q(xs)
         calls.append(r is not NotImplemented)
         return r
-    k.fast.quick = spy
+    k.runner.quick = spy
     f(x, y, t)
     xs = calls[0]
     del calls[:]

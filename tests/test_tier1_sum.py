@@ -18,7 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import FusedKernel, numba_tier
+from ndflow.graph.kernels import numba_runner, numba_source, planner
 from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -58,7 +58,7 @@ def test_pairwise_helper_is_numpys_sum(dtype):
     every block edge (8, 128, and NumPy's buffer size 8192: a contiguous row is not split)."""
     from numba import njit
     ns = {"np": np, "njit": njit}
-    exec(numba_tier._PAIRWISE_SRC, ns)
+    exec(numba_source._PAIRWISE_SRC, ns)
     pw = ns["_pairwise"]
     rng = np.random.default_rng(7)
     T = np.dtype(dtype).type
@@ -74,24 +74,26 @@ def test_pairwise_helper_is_numpys_sum(dtype):
 
 
 @pytest.fixture
-def tier1(monkeypatch):
+def tier1(monkeypatch, nf_settings):
     """Tier 1 compiled in the call, for every size; each tier-1 call's outcome recorded."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
+    nf_settings(numba_min=1)
     # pairwise sums at every size (the cost model keeps large ones on NumPy's sum)
-    monkeypatch.setattr(numba_tier, "PAIRWISE_MAX", {"full": 1 << 62, "rows": 1 << 62})
+    nf_settings(numba_pairwise_max=1 << 62)
     ran = []
-    call = numba_tier.Runner.__call__
+    call = numba_runner.Runner.__call__
     # every call through the runner, where the spy sees it (not the generated caller in the
-    # kernel's place, `FusedKernel.use_quick`: the same text as the runner's own)
-    monkeypatch.setattr(FusedKernel, "use_quick", lambda self, fn: None)
+    # kernel's place, `planner.direct`: the same text as the runner's own)
+    real_direct = planner.direct
+    monkeypatch.setattr(planner, "direct", lambda fk, fn, **attrs: None if attrs.get(
+        "quick_call") else real_direct(fk, fn, **attrs))
 
     def spy(self, xs, donors=None):
         r = call(self, xs, donors)
         ran.append(r is not NotImplemented)
         return r
-    monkeypatch.setattr(numba_tier.Runner, "__call__", spy)
+    monkeypatch.setattr(numba_runner.Runner, "__call__", spy)
     return ran
 
 
@@ -194,11 +196,11 @@ def test_other_layouts_are_refused_with_the_reason(tier1):
     assert True not in tier1
 
 
-def test_fast_math_keeps_loop_order_sums(monkeypatch):
-    """NDFLOW_FAST_MATH=1 still compiles every layout (within rounding of NumPy's sum)."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.setenv("NDFLOW_FAST_MATH", "1")
-    monkeypatch.setattr(numba_tier, "NB_MIN", 1)
+def test_fast_math_keeps_loop_order_sums(monkeypatch, nf_settings):
+    """`settings.fast_math` still compiles every layout (within rounding of NumPy's sum)."""
+    nf_settings(numba="sync")
+    nf_settings(fast_math=True)
+    nf_settings(numba_min=1)
     rng = np.random.default_rng(9)
     x = rng.standard_normal((6, 50, 40)).astype(np.float32)
     f = nf.function(lambda x: tnp.sum(x * x, axis=1))
@@ -209,11 +211,11 @@ def test_fast_math_keeps_loop_order_sums(monkeypatch):
     np.testing.assert_allclose(got.numpy(), np.sum(x * x, axis=1), rtol=1e-5)
 
 
-def test_a_refused_sum_is_split_off_its_region(monkeypatch):
+def test_a_refused_sum_is_split_off_its_region(monkeypatch, nf_settings):
     """A region tier 1 would run but for its sum's layout (here a middle axis) leaves the sum
     to NumPy: the elementwise part compiles, the sum follows on tier 0; NumPy's bits."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
     from ndflow.primitives.reduction import reduce_sum_p
     rng = np.random.default_rng(2)
     x = _data(rng, (8, 64, 64), np.float32, "special")
@@ -229,12 +231,12 @@ def test_a_refused_sum_is_split_off_its_region(monkeypatch):
     assert any(n.prim is reduce_sum_p for n in graph.nodes)
 
 
-def test_cost_model_leaves_large_pairwise_sums_to_numpy(monkeypatch):
+def test_cost_model_leaves_large_pairwise_sums_to_numpy(monkeypatch, nf_settings):
     """By default a large sum over rows (or everything) is split off its region: the compiled
     elementwise loop and NumPy's SIMD sum after it are faster (`PAIRWISE_MAX`); a sum along
     the leading axis stays in the region."""
-    monkeypatch.setenv("NDFLOW_NUMBA", "sync")
-    monkeypatch.delenv("NDFLOW_FAST_MATH", raising=False)
+    nf_settings(numba="sync")
+    nf_settings(fast_math=False)
     from ndflow.primitives.reduction import reduce_sum_p
     rng = np.random.default_rng(4)
     x = _data(rng, (64, 256), np.float32, "special")

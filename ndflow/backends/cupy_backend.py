@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from .base import Backend
+from ..graph.kernels import cuda_tier
 
 
 class CupyBackend(Backend):
@@ -120,7 +121,6 @@ class CupyBackend(Backend):
         return out if out.dtype == dtype else out.astype(dtype)
 
     def compile_fused(self, prog):
-        from ..graph.kernels import cuda_tier
         src = cuda_tier.generate(prog)
         if src is None:
             return None

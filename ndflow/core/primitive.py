@@ -114,17 +114,6 @@ class Primitive:
         REGISTRY.append(self)
 
     @property
-    def fusion(self):
-        """The scalar expression's text, or None (the older name of `scalar`)."""
-        return None if self.scalar is None else self.scalar.source
-
-    @fusion.setter
-    def fusion(self, text):
-        if text is not None:
-            raise ValueError("declare a scalar expression with primitives._util.elementwise")
-        self.scalar = None
-
-    @property
     def reorderable(self):
         """May be moved, merged, folded or removed by the compiler (no effect)."""
         return not self.effect

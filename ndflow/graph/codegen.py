@@ -20,7 +20,10 @@ import keyword
 import numpy as np
 
 from ..core.state import STATE
-from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS
+from ..core.errors import nonfinite_error
+from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS, on_device
+from .kernels import numpy_tier as T
+from .kernels.program import Program, Op
 
 _serial = itertools.count()
 
@@ -36,7 +39,6 @@ def _device_kernel(node, fn, dev):
     """`fn` in a graph on a device: creation kernels (no inputs) get the device's array module,
     as they do eagerly; a result a kernel made in host memory (a primitive without a device
     kernel) is copied to the device with a warning (backends.device.on_device)."""
-    from ..backends.device import on_device
     prim = node.prim
     many = prim.multiple_results
     if not node.inputs:
@@ -50,7 +52,6 @@ def _device_kernel(node, fn, dev):
 def _checker(node):
     """The numerics check of one node's results (enable_check_numerics): raises where the
     generated code calls it, so the error names the node and the user's line like any other."""
-    from ..core.errors import nonfinite_error
     name = node.prim.name
 
     def check(outs, ins):
@@ -75,7 +76,6 @@ def _scalar_kernel(node):
     o = node.outputs[0]
     if tuple(o.shape) != () or any(tuple(v.shape) != () for v in node.inputs):
         return None
-    from .kernels import numpy_tier as T
     impl = node.prim.impl
     dts = [v.dtype for v in node.inputs]
     if T.scalar_form(impl, node.params, dts, o.dtype) is not None:
@@ -135,8 +135,6 @@ def _inline_scalar(node, k, f, ins, outs, ns):
     sk = _scalar_kernel(node)
     if sk is None or len(outs) != 1:
         return None
-    from .kernels import numpy_tier as T
-    from .kernels.program import Program, Op
     o = node.outputs[0]
     n = len(node.inputs)
     prog = Program([(v.shape, v.dtype) for v in node.inputs],

@@ -5,6 +5,10 @@
     NDFLOW_DEBUG=code       the generated Python source
     NDFLOW_DEBUG=time       trace / optimize / generate times, and the time of every call
     NDFLOW_DEBUG=verify     (or NDFLOW_VERIFY=1) check the graph after every pass
+    NDFLOW_DEBUG=kernels    the source of every fused region's kernels
+    NDFLOW_DEBUG=plan       each route decision of the kernel planner, as it is made (which
+                            tier and path a fused region takes for a signature, and why;
+                            `nf.config.explain(f)` prints them all for a function)
 
 Flags combine with commas (`NDFLOW_DEBUG=graph,code`); `all` turns all on. The same switches at
 run time: `nf.config.set_debug("opt", "time")`, `nf.config.set_debug()` turns them off.
@@ -14,7 +18,7 @@ import os
 import sys
 import weakref
 
-KNOWN = ("graph", "opt", "code", "time", "verify")
+KNOWN = ("graph", "opt", "code", "time", "verify", "kernels", "plan")
 FLAGS = set()
 VERIFY = False
 _functions = weakref.WeakSet()    # nf.functions whose fast call path 'time' must bypass

@@ -26,29 +26,27 @@ region is built by hand from nodes that cannot be fused):
 * regions stay acyclic: a node joins a region only if none of its other inputs is computed
   from that region through a node outside it.
 
-NDFLOW_FUSION=0 turns the pass off.
+`settings.fusion = False` (`nf.config.settings`) turns the pass off.
 """
 import heapq
-import os
 
 import numpy as np
 
 from .ir import Node
 from ..core.primitive import Primitive, Aval, REGISTRY
+from ..core.settings import settings
+from ..primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
+from .kernels import Program, Op, kernel_for, policy
 
 
 class FusionError(ValueError):
     """Raised when nodes that cannot be fused are asked to form one region."""
 
 
-_REDUCTIONS = None
+_REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
 
 
 def _reductions():
-    global _REDUCTIONS
-    if _REDUCTIONS is None:
-        from ..primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
-        _REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
     return _REDUCTIONS
 
 
@@ -192,7 +190,6 @@ def _regions(g):
 def program_from_nodes(nodes, used_outside):
     """(Program, input Vars, output Vars) for `nodes` (topologically ordered); results are the
     values in `used_outside` (var ids). Raises FusionError naming the op that cannot be fused."""
-    from .kernels import Program, Op
     for n in nodes:
         why = why_not_fusible(n)
         if why is not None:
@@ -228,14 +225,14 @@ def _fused_primitive(prog, kernel, outs):
         REGISTRY.remove(p)
     except ValueError:
         pass
-    p.fusion = None
+    p.scalar = None
     p.fused = True
     return p
 
 
 def elementwise_fusion(g):
     """The pass: regions of two or more fusible nodes become one fused node each."""
-    if os.environ.get("NDFLOW_FUSION", "1") == "0":
+    if not settings.fusion:
         return g
     groups = {r: m for r, m in _regions(g).items()
               if (len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
@@ -259,84 +256,43 @@ def elementwise_fusion(g):
 
 
 def _split_inexact_reductions(g, groups):
-    """Regions ending in a reduction that the compiled tier would run but for the reduction
-    (by default tier 1 sums only in the layouts where it reproduces NumPy's order bit for
-    bit, `numba_tier.sum_layout`) leave the reduction out: one compiled loop for the
-    elementwise part, NumPy's own sum after it, instead of the whole region on tier 0, where
-    each select is a masked copy (the relu gradient of an MLP layer: ~170 us at 512x64 on
-    tier 0, ~25 us split)."""
-    from .kernels import numba_mode, numba_available, fast_math
-    if fast_math() or numba_mode() == "off" or not any(
-            _is_reduction(g.nodes[m[-1]]) for m in groups.values()):
-        return groups
-    if not numba_available():
-        return groups
-    from .kernels import numba_tier
+    """Regions ending in a reduction that the backend's policy would rather run as their
+    elementwise part and NumPy's own sum after it (`policy.split_sum_off`: the compiled tier
+    would take the elementwise part but not the sum) leave the reduction out."""
     out = {}
     for r, m in groups.items():
         last = g.nodes[m[-1]]
         if len(m) >= 3 and _is_reduction(last) and \
                 not any(_is_reduction(g.nodes[i]) for i in m[:-1]):
-            if _whole_region_on_tier1(g, m, numba_tier):
-                out[r] = m
-                continue
             rest = m[:-1]
-            used = {last.inputs[0].id}
-            for i in rest:
-                o = g.nodes[i].outputs[0]
-                used.add(o.id)      # over-approximate: only the program's eligibility counts
-            prog, _, _ = program_from_nodes([g.nodes[i] for i in rest], used)
-            shape = prog.shape
-            if numba_tier.why_not(prog) is None and None not in shape and \
-                    numba_tier.pays(int(np.prod(shape, dtype=np.int64)),
-                                    numba_tier.cost_units(prog), prog.static):
+            try:
+                whole, _, _ = program_from_nodes([g.nodes[i] for i in m],
+                                                 {g.nodes[i].outputs[0].id for i in m})
+            except FusionError:
+                whole = None
+            # every value of `rest` counted as a result: over-approximate, only the program's
+            # eligibility counts
+            part, _, _ = program_from_nodes([g.nodes[i] for i in rest],
+                                            {g.nodes[i].outputs[0].id for i in rest} |
+                                            {last.inputs[0].id})
+            if whole is not None and policy.split_sum_off(whole, part):
                 m = rest
         out[r] = m
     return out
 
 
-def _whole_region_on_tier1(g, m, numba_tier):
-    """Whether tier 1 runs the region `m` reduction included (static shapes, a sum in a
-    layout whose order it reproduces, large enough to pay)."""
-    used = {g.nodes[i].outputs[0].id for i in m}
-    try:
-        prog, _, _ = program_from_nodes([g.nodes[i] for i in m], used)
-    except FusionError:
-        return False
-    if not prog.static or numba_tier.why_not(prog) is not None:
-        return False
-    try:
-        plan = numba_tier.Plan(prog, [s for s, _ in prog.ins])
-    except ValueError:
-        return False
-    return plan.ok and numba_tier.pays(plan.size, numba_tier.cost_units(prog), True) and \
-        numba_tier.exact_sum_ok(prog, plan) is None
-
-
 def _outer(node):
-    """Whether one elementwise node is worth a kernel of its own: an outer-product-like
-    broadcast (every operand that is not a scalar is smaller than the result, and there are
-    two of them: (b,m,1) * (b,1,n)), large enough for a compiled loop. NumPy runs these with a
-    stride-0 inner operand at ~4x the cost of a loop that writes the result once."""
-    from .kernels import numba_tier
+    """Whether one elementwise node is worth a kernel of its own (`policy.outer_region`: an
+    outer-product-like broadcast large enough for a compiled loop)."""
     if _is_reduction(node):
         return False
-    shape = tuple(node.outputs[0].shape)
-    if None in shape:
-        return False
-    size = int(np.prod(shape, dtype=np.int64))
-    if size < numba_tier.NB_MIN:
-        return False
-    big = [v for v in node.inputs if None not in tuple(v.shape)
-           and int(np.prod(tuple(v.shape), dtype=np.int64)) > 1]
-    return len(big) >= 2 and len(big) == len([v for v in node.inputs if v.shape != ()]) and \
-        all(int(np.prod(tuple(v.shape), dtype=np.int64)) < size for v in big)
+    return policy.outer_region(tuple(node.outputs[0].shape),
+                               [tuple(v.shape) for v in node.inputs])
 
 
 def _build(g, groups, uses_blas):
     """`g` with each region of `groups` replaced by one fused node, or None if that would make
     the graph cyclic."""
-    from .kernels import kernel_for
     groups = dict(groups)
     member = {}
     for r, m in groups.items():

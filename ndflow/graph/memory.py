@@ -27,6 +27,9 @@ import numpy as np
 
 from .ir import Node, Var
 from ..core.primitive import Primitive, REGISTRY
+from ..primitives.elementwise import copy_p
+from ..primitives.misc import own_result_p
+from .kernels import policy
 
 MIN_BYTES = 1 << 16
 
@@ -84,14 +87,18 @@ class _Into:
     would find it shared. (A Variable on a device: the kernel's own path, no donors.) With
     `tier1_only` the donor is one of the node's own operands that only the compiled tier may
     write over (it reads every operand of an element before writing it; tier 0 may use a
-    result's buffer as scratch while an operand is still to be read)."""
+    result's buffer as scratch while an operand is still to be read): a call the kernel's
+    planner does not give tier 1 writes that result into `fallback[k]`, the position among
+    the node's inputs of a dead buffer the pass found for it, or into a fresh one."""
     ndflow_reads_only = True
 
-    def __init__(self, kernel, n_in, slots, variables=None):
+    def __init__(self, kernel, n_in, slots, variables=None, fallback=None):
         self.kernel, self.n_in, self.slots = kernel, n_in, slots
         self.n_out = len(kernel.prog.outputs)
         self.variables = variables or {}
-        self.tier1_only = [k for k, (_, _, t1, _) in self.variables.items() if t1]
+        self.fallback = fallback or {}
+        self.tier1_only = tuple((k, shape, dtype, self.fallback.get(k))
+                                for k, (shape, dtype, t1, _) in self.variables.items() if t1)
         # (what each call needs of the above, flat: a step's update runs this per Variable)
         self._one = self.n_out == 1 and tuple(slots) == (0,)
         self._var_new = tuple((k, shape, dtype) for k, (shape, dtype, _, _)
@@ -112,24 +119,28 @@ class _Into:
                 if donors[k] is None:
                     donors[k] = np.empty(shape, dtype)
             if self.tier1_only:
-                kernel = self.kernel
-                fast = kernel.fast
-                if fast is not None:
-                    r = fast(xs, donors)
-                    if r is not NotImplemented:
-                        return r
-                for k in self.tier1_only:
-                    shape, dtype, _, _ = self.variables[k]
-                    donors[k] = np.empty(shape, dtype)
-                if fast is not None:
-                    return kernel.tier0(*xs, *donors)
+                return self.kernel.into(xs, donors, _Spares(self.tier1_only, args))
         return self.kernel.into(xs, donors)
 
 
-def _prim_like(p, impl, donated_to):
+class _Spares:
+    """For `FusedKernel.into`: the results whose donors only tier 1 may write into, and what
+    the call gives them instead when tier 1 does not take it (`replace`)."""
+    __slots__ = ("which", "args")
+
+    def __init__(self, which, args):
+        self.which, self.args = which, args
+
+    def replace(self, donors):
+        for k, shape, dtype, at in self.which:
+            donors[k] = self.args[at] if at is not None else np.empty(shape, dtype)
+        return donors
+
+
+def _prim_like(p, impl, donated_to, n_extra=None):
     # the donated buffers are extra trailing inputs: the shape rule (which the graph verifier
     # runs) sees only the real operands
-    n_extra = len(donated_to)
+    n_extra = len(donated_to) if n_extra is None else n_extra
     abstract = None if p.abstract is None else \
         (lambda *a, **k: p.abstract(*a[:len(a) - n_extra], **k))
     q = Primitive(p.name, impl, abstract, multiple_results=p.multiple_results)
@@ -205,7 +216,7 @@ def variable_updates(g):
             if not hasattr(fk, "can_write_over"):
                 continue
             if not fk.can_write_over(k, F.inputs.index(V)):
-                if not _tier1_may(fk):
+                if not policy.tier1_may_write_over(fk.prog):
                     continue
                 tier1 = True
         elif not _is_ufunc(F):
@@ -240,20 +251,6 @@ def _cannot_raise(n):
         return True
     return (_is_fused(n) or _is_ufunc(n) or n.prim.blas) and _static(n) and \
         not any(True for _ in n.subgraphs())
-
-
-def _tier1_may(fk):
-    """Whether the compiled tier may run this fused kernel (numba present and on, the region
-    eligible and large enough to pay): only then may its results go over its own operands
-    beyond what tier 0 allows."""
-    from .kernels import numba_mode, numba_available
-    if numba_mode() == "off" or not numba_available():
-        return False
-    from .kernels import numba_tier
-    prog = fk.prog
-    if None in prog.shape or numba_tier.why_not(prog) is not None:
-        return False
-    return numba_tier.pays(math.prod(prog.shape), numba_tier.cost_units(prog))
 
 
 def _has_sub_effects(n):
@@ -339,40 +336,9 @@ def reuse_buffers(g):
                         new = Node(prim, tuple(n.inputs) + (v,), {}, n.outputs, n.loc)
                         break
         elif _is_fused(n):
-            slots, extra = [], []
-            fk = n.prim.impl
-            for k, o in enumerate(n.outputs):
-                if (i, k) in donor_of:
-                    slots.append(k)
-                    extra.append(donor_of[(i, k)])
-                    continue
-                b = _nbytes(o)
-                if b is None or b < MIN_BYTES:
-                    continue
-                got = False
-                for a, v in enumerate(n.inputs):
-                    if last.get(v.id) == i and v.id not in used and donatable(v) and \
-                            v not in n.inputs[a + 1:] and fk.can_write_over(k, a):
-                        used.add(v.id)
-                        slots.append(k)
-                        extra.append(v)
-                        got = True
-                        break
-                if got:
-                    continue
-                for j in range(len(dead) - 1, -1, -1):
-                    v = dead[j]
-                    if tuple(v.shape) == tuple(o.shape) and v.dtype == o.dtype:
-                        del dead[j]
-                        used.add(v.id)
-                        slots.append(k)
-                        extra.append(v)
-                        break
-            if slots:
-                prim = _prim_like(n.prim, _Into(n.prim.impl, len(n.inputs), tuple(slots),
-                                                variables.get(i)),
-                                  dict(zip(slots, extra)))
-                new = Node(prim, tuple(n.inputs) + tuple(extra), {}, n.outputs, n.loc)
+            new = _fused_with_donors(n, i, donor_of, variables.get(i), dead, used,
+                                     lambda v: last.get(v.id) == i and v.id not in used
+                                     and donatable(v))
         nodes.append(new)
         for v in n.inputs:
             if last.get(v.id) == i and v.id not in used and donatable(v):
@@ -383,6 +349,59 @@ def reuse_buffers(g):
             if o.id not in last and o.id not in outs:
                 pass   # never used: freed at once by the generated code
     return g.copy_with(nodes=nodes)
+
+
+def _dead_buffer_for(n, k, fk, dying, dead, used):
+    """A buffer result k of fused node `n` may be written into: an operand dying at `n` that
+    the kernel may write over (`dying(v)`), else the most recent dead buffer of its shape and
+    dtype (taken out of `dead`); None when there is none or the result is small."""
+    o = n.outputs[k]
+    b = _nbytes(o)
+    if b is None or b < MIN_BYTES:
+        return None
+    for a, v in enumerate(n.inputs):
+        if dying(v) and v not in n.inputs[a + 1:] and fk.can_write_over(k, a):
+            used.add(v.id)
+            return v
+    for j in range(len(dead) - 1, -1, -1):
+        v = dead[j]
+        if tuple(v.shape) == tuple(o.shape) and v.dtype == o.dtype:
+            del dead[j]
+            used.add(v.id)
+            return v
+    return None
+
+
+def _fused_with_donors(n, i, donor_of, variables, dead, used, dying):
+    """Fused node `n` (index i) given donors for its results: a Variable's own buffer where
+    `reuse_buffers` planned an in-place update, else a dead buffer. A Variable's buffer that
+    only tier 1 may write over gets a dead buffer beside it, which a call tier 1 does not
+    take uses instead: one graph whichever tier runs."""
+    slots, extra, spare = [], [], []
+    fk = n.prim.impl
+    for k in range(len(n.outputs)):
+        if (i, k) in donor_of:
+            slots.append(k)
+            extra.append(donor_of[(i, k)])
+            if variables[k][2]:
+                v = _dead_buffer_for(n, k, fk, dying, dead, used)
+                if v is not None:
+                    spare.append((k, v))
+            continue
+        v = _dead_buffer_for(n, k, fk, dying, dead, used)
+        if v is not None:
+            slots.append(k)
+            extra.append(v)
+    if not extra:
+        return n
+    donated = dict(zip(slots, extra))
+    donated.update(spare)
+    # the spare buffers after the donors: (result k, its position among the node's inputs)
+    fallback = {k: len(n.inputs) + len(extra) + j for j, (k, _) in enumerate(spare)}
+    extra += [v for _, v in spare]
+    prim = _prim_like(n.prim, _Into(fk, len(n.inputs), tuple(slots), variables, fallback),
+                      donated, len(extra))
+    return Node(prim, tuple(n.inputs) + tuple(extra), {}, n.outputs, n.loc)
 
 
 class MemoryReport:
@@ -521,8 +540,6 @@ def own_outputs(g, allowed):
     with another result, or with an argument, unless the traced program made it a view of it
     (NumPy's rule: only views share). Passes that fold constants, merge equal values or drop
     `x * 1` may otherwise hand out one buffer twice."""
-    from ..primitives.elementwise import copy_p
-    from ..primitives.misc import own_result_p
     allowed_in, allowed_pairs = allowed
     roots = alias_roots(g)
     var = {v.id: v for v in list(g.inputs) + list(g.consts)}

@@ -14,6 +14,8 @@ import numpy as np
 
 from .ir import Graph, Node, Var, format_graph, verify
 from . import debug as _dbg
+from .kernels import policy
+from ..core.settings import settings
 
 
 def _has_effect(n):
@@ -409,7 +411,7 @@ def layout_choices(g: Graph) -> Graph:
                             view that later reshapes merge with, never a strided one
     matmul(a (...,m,k), b (k,n)) -> one (prod(...)*m, k) @ (k, n) product, reshaped: NumPy
                             runs a stack of small products one by one (vectorized models
-                            make such stacks). Only under NDFLOW_FAST_MATH=1: BLAS rounds one
+                            make such stacks). Only under `settings.fast_math`: BLAS rounds one
                             big product differently from the stack in the last bits
     matmul(a (...,m,1), b (...,1,n)) -> a * b + 0.0   (an outer product: a broadcast multiply,
                             the same numbers (+ 0.0: the product's sum starts at +0.0, so
@@ -469,12 +471,12 @@ def _outer_columns(n, producer, uses, rename, E):
     x * y[..., j:j+1] for j = 0, 1, ... covering y's last axis (x's last axis of size 1): the
     form the batching rule gives a batch of outer products with few columns, as NumPy's loops
     run it faster than x * y, whose inner loop is that short. The compiled tier runs x * y as
-    one loop, the short axis outside (`numba_tier._swap_inner`): one node, no concatenate.
-    Each element is the same product x[..., i, 0] * y[..., 0, j]. Only where tier 1 will run
-    it (numba on, the region large enough to pay); else None. The column nodes are left to
+    one loop, the short axis outside (`numba_plan._swap_inner`), tier 0 column by column
+    (`numpy_columns`): one node, no concatenate. Each element is the same product
+    x[..., i, 0] * y[..., 0, j]. Only where the backend's policy says the product pays as
+    a region (`policy.columns_as_product`); else None. The column nodes are left to
     dead-code elimination."""
     from ..primitives.indexing import getitem_p
-    from .kernels import numba_mode, numba_available
     out = n.outputs[0]
     if None in out.shape or out.ndim < 3 or n.params.get("axis") not in (-1, out.ndim - 1) \
             or len(n.inputs) < 2:
@@ -503,10 +505,7 @@ def _outer_columns(n, producer, uses, rename, E):
             not (np.dtype(x.dtype) == np.dtype(y.dtype) == np.dtype(out.dtype)) or \
             tuple(np.broadcast_shapes(tuple(x.shape), tuple(y.shape))) != tuple(out.shape):
         return None
-    if numba_mode() == "off" or not numba_available():
-        return None
-    from .kernels import numba_tier
-    if not numba_tier.pays(int(np.prod(out.shape, dtype=np.int64)), 2.0):
+    if not policy.columns_as_product(tuple(out.shape)):
         return None
     return Node(E.mul_p, (x, y), {}, n.outputs, n.loc)
 
@@ -556,8 +555,7 @@ def _matmul_layout(n, nodes, consts, E, S):
         else:
             nodes.append(Node(E.mul_p, (a, b), {}, (out,), n.loc))
         return True
-    from .kernels import fast_math
-    if a.ndim >= 3 and b.ndim == 2 and fast_math():
+    if a.ndim >= 3 and b.ndim == 2 and settings.fast_math:
         rows = int(np.prod(a.shape[:-1]))
         flat = Var((rows, a.shape[-1]), a.dtype)
         prod = Var((rows, b.shape[-1]), out.dtype)

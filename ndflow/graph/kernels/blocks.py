@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from ...core.settings import settings, cores
+
 _CATEGORIES = ("divide", "over", "under", "invalid")
 # choose between one thread and several by timing both (ThreadChoice); off: always several
 ADAPT = True
@@ -155,27 +157,34 @@ class _Collector:
         self.hit = True
 
 
+def watching():
+    """(np.errstate's keyword arguments, collector) for running part of a call: every
+    floating-point error the caller's error state does not ignore is routed to the collector
+    (`collector.hit`), so the caller can run the call again whole, under its own state."""
+    modes = np.geterr()
+    col = _Collector()
+    return {c: ("ignore" if modes[c] == "ignore" else "call") for c in _CATEGORIES}, col
+
+
 _EXECUTOR = None
-_NTHREADS = None
 # threads -> blocked calls that ran on that many (whatever their outcome): benchmarks report
 # how often the choice fell on each (unlocked: concurrent calls may miss a count)
 USED = {}
 
 
 def threads():
-    """Threads a blocked call may use (NDFLOW_THREADS, else the cores this process may run on)."""
-    global _NTHREADS
-    if _NTHREADS is None:
-        v = os.environ.get("NDFLOW_THREADS")
-        if v:
-            _NTHREADS = max(1, int(v))
-        else:
-            try:
-                _NTHREADS = len(os.sched_getaffinity(0))
-            except (AttributeError, OSError):
-                _NTHREADS = os.cpu_count() or 1
-            _NTHREADS = min(_NTHREADS, 8)
-    return _NTHREADS
+    """Threads a region may use (`settings.threads`, else the cores this process may run on,
+    at most 8)."""
+    n = settings.threads
+    if n is None:
+        global _CORES
+        if _CORES is None:
+            _CORES = cores()
+        n = _CORES
+    return n
+
+
+_CORES = None
 
 
 _EXECUTOR_LOCK = threading.Lock()
@@ -207,9 +216,7 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
     True when done without any floating-point error the caller's `np.errstate` does not
     ignore, and without exceptions; False means: run the call again unblocked (results have
     been partly written, operands are untouched)."""
-    modes = np.geterr()
-    watch = {c: ("ignore" if modes[c] == "ignore" else "call") for c in _CATEGORIES}
-    col = _Collector()
+    watch, col = watching()
     nr = -(-blk.rows // blk.m)
     counter = iter(range(blk.nchunks))
     failed = []

@@ -10,10 +10,11 @@ pooled temporaries, reusing a buffer as soon as its value is dead, so a chain su
 `1/(1+exp(-y))` runs in the result buffer alone. Both paths call the same NumPy loops on the
 same dtypes, so the values are those of the unfused graph, bit for bit.
 
-Very large results (`BLOCK_MIN` elements and up) run blocked: the whole op chain runs over one
-chunk of `CHUNK_BYTES` (of its widest dtype) at a time, into chunk-sized scratch buffers that stay in the
-core's cache, and only the results are written to memory; chunks are shared out between a few
-threads (NumPy's loops release the GIL) from `THREAD_MIN` elements. This is exact too: each
+Very large results (`settings.block_min` elements and up) run blocked: the whole op chain runs
+over one chunk of `settings.block_bytes` (of its widest dtype) at a time, into chunk-sized
+scratch buffers that stay in the core's cache, and only the results are written to memory;
+chunks are shared out between a few threads (NumPy's loops release the GIL) from
+`settings.block_threads_min` elements. This is exact too: each
 op is the same NumPy loop on the same values, only over a slice (NumPy's elementwise loops
 give an element the same bits whatever its position, alignment or the length of the call;
 tests/test_large_arrays.py checks every ufunc). Floating-point errors are NumPy's: the chunks
@@ -28,48 +29,18 @@ us, a guarded scalar op ~0.15. Every other case calls the op's kernel, so values
 errors are NumPy's.
 """
 import math
-import os
 import re
 
 import numpy as np
 
-from .program import runtime_shapes
 from .pool import OutputPool, TempPool, donated
 from . import blocks
+from .planner import Tier0Plan, tier0_signature
 from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
 
-# results with fewer elements take the plain path
-LARGE_MIN = int(os.environ.get("NDFLOW_FUSION_LARGE_MIN", 4096))
-# results with at least this many elements run blocked (chunk by chunk) even on one thread:
-# below, the whole-array ops run from the L3 cache and blocking only adds its per-chunk calls
-# (measured: 2^22 elements and less no faster blocked on one thread; 2^23, 2^24 6-10% faster)
-BLOCK_MIN = int(os.environ.get("NDFLOW_BLOCK_MIN", 1 << 22))
-# bytes per chunk of the widest value (rounded to whole rows of the trailing dims): two or
-# three such buffers fit a 1 MiB L2 cache, and a chunk is long enough (64K float32) that
-# the ~0.5 us fixed cost of each NumPy call in it is a few percent of its work
-CHUNK_BYTES = int(os.environ.get("NDFLOW_BLOCK_BYTES", 1 << 18))
-# results with at least this many elements run blocked with their chunks shared out between
-# threads (a thread's hand-off costs ~10-50 us; a 2^17-element chain of exp is ~100 us)
-THREAD_MIN = int(os.environ.get("NDFLOW_BLOCK_THREADS_MIN", 1 << 17))
-
-
-class Plan:
-    __slots__ = ("large", "S", "size", "shapes", "block")
-
-    def __init__(self, prog, in_shapes, blockable=False, parallel=False):
-        """`blockable`: whether the program may run blocked (`blockable(prog)`); `parallel`:
-        whether its chunks may be shared between threads."""
-        self.shapes = runtime_shapes(prog, in_shapes)
-        ew = {self.shapes[prog.n_in + j] for j, o in enumerate(prog.ops) if not o.reduce}
-        self.S = ew.pop() if len(ew) == 1 else None
-        self.size = math.prod(self.S) if self.S is not None else 0
-        self.large = self.S is not None and self.size >= LARGE_MIN
-        self.block = None
-        nt = blocks.threads() if parallel and self.size >= THREAD_MIN else 1
-        if blockable and self.large and self.S and (self.size >= BLOCK_MIN or nt > 1):
-            width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
-                        [d for _, d in prog.ins])
-            self.block = blocks.Blocks(self.S, in_shapes, max(1, CHUNK_BYTES // width), nt)
+# Which of its paths a call takes (plain, large, blocked, threads) is the planner's decision
+# per signature (`planner.Tier0Plan`, made from the sizes in `settings`).
+Plan = Tier0Plan
 
 
 def _how(op):
@@ -220,7 +191,7 @@ def generate(prog, parallel=True, device=None):
     node's kernel itself (`FusedKernel` direct form)."""
     n = prog.n_in
     blk = blockable(prog)
-    ns = {"np": np, "_Plan": Plan, "_prog": prog, "_tmp": TempPool(), "_plans": {},
+    ns = {"np": np, "_Plan": tier0_signature, "_prog": prog, "_tmp": TempPool(), "_plans": {},
           "_blk": blk, "_par": parallel}
     xs = ", ".join(["x%d" % i for i in range(n)] +
                    ["d%d=None" % k for k in range(len(prog.outputs))])
@@ -267,42 +238,7 @@ def generate(prog, parallel=True, device=None):
             L.append("        o%d = _out%d.take(S, _d%d)" % (k, k, k))
     body = _op_lines(prog, where, ns)
     if blk:
-        form = _block_form(prog)
-        # a whole buffer for the value a trailing reduction reads (chunk views of it in the
-        # body, as for results); the reduction runs once the chunks are done
-        whole = [form] if form and form[0] == "tmp" else []
-        chunk_tmps = [s for s in sorted(tmps) if s not in whole]
-        outs = [k for k, v in enumerate(prog.outputs) if where.get(v) == ("out", k)]
-        params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
-            ["b%d" % s[1] for s in whole + chunk_tmps]
-        lines = body[:-1] if form is not False else body
-        src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
-                                                  "\n".join("    " + ln for ln in lines))
-        exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
-        ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
-        ns["_tdts"] = tuple(tmps[s] for s in chunk_tmps)
-        xt = "(%s)" % "".join("x%d, " % i for i in range(n))
-        L.append("    if plan.block is not None:")
-        for k in outs:
-            # a donated buffer that is also an operand stays out: a call that meets a
-            # floating-point error runs again unblocked and must find its operands intact
-            L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
-            L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
-        for s in whole:
-            ns["_dt%d" % s[1]] = tmps[s]
-            L.append("        b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
-        L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
-                 % (xt, "".join("o%d, " % k for k in outs) +
-                    "".join("b%d, " % s[1] for s in whole)))
-        if form is not False:
-            L.append("            " + body[-1])
-        for s in whole:
-            L.append("            _tmp.give(b%d)" % s[1])
-        for k in outs:
-            L.append("            _out%d.give(o%d)" % (k, k))
-        L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
-        for s in whole:
-            L.append("        _tmp.give(b%d)" % s[1])
+        L += _blocked_lines(prog, ns, where, tmps, body, ret)
     for s, dt in sorted(tmps.items()):
         ns["_dt%d" % s[1]] = dt
         L.append("    b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
@@ -314,6 +250,51 @@ def generate(prog, parallel=True, device=None):
             L.append("    _out%d.give(o%d)" % (k, k))
     L.append("    return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
     return "\n".join(L) + "\n", ns
+
+
+def _blocked_lines(prog, ns, where, tmps, body, ret):
+    """The large path's blocked form (`plan.block`): the op chain `body` as a function of one
+    chunk's views that `blocks.run` runs over the chunks, before the whole-array form it
+    falls back to when a call meets a floating-point error."""
+    n = prog.n_in
+    L = []
+    form = _block_form(prog)
+    # a whole buffer for the value a trailing reduction reads (chunk views of it in the
+    # body, as for results); the reduction runs once the chunks are done
+    whole = [form] if form and form[0] == "tmp" else []
+    chunk_tmps = [s for s in sorted(tmps) if s not in whole]
+    outs = [k for k, v in enumerate(prog.outputs) if where.get(v) == ("out", k)]
+    params = ["x%d" % i for i in range(n)] + ["o%d" % k for k in outs] + \
+        ["b%d" % s[1] for s in whole + chunk_tmps]
+    lines = body[:-1] if form is not False else body
+    src = "def body(%s):\n%s\n    pass\n" % (", ".join(params),
+                                              "\n".join("    " + ln for ln in lines))
+    exec(compile(src, "<ndflow fused chunk %s>" % prog.describe(), "exec"), ns)
+    ns["_body"], ns["_blocks"], ns["_shares"] = ns.pop("body"), blocks, _shares
+    ns["_tdts"] = tuple(tmps[s] for s in chunk_tmps)
+    xt = "(%s)" % "".join("x%d, " % i for i in range(n))
+    L.append("    if plan.block is not None:")
+    for k in outs:
+        # a donated buffer that is also an operand stays out: a call that meets a
+        # floating-point error runs again unblocked and must find its operands intact
+        L.append("        if o%d is d%d and _shares(o%d, %s):" % (k, k, k, xt))
+        L.append("            o%d = _out%d.take(S, _d%d)" % (k, k, k))
+    for s in whole:
+        ns["_dt%d" % s[1]] = tmps[s]
+        L.append("        b%d = _tmp.take(S, _dt%d)" % (s[1], s[1]))
+    L.append("        if _blocks.run(plan.block, _body, %s, (%s), _tdts, _tmp):"
+             % (xt, "".join("o%d, " % k for k in outs) +
+                "".join("b%d, " % s[1] for s in whole)))
+    if form is not False:
+        L.append("            " + body[-1])
+    for s in whole:
+        L.append("            _tmp.give(b%d)" % s[1])
+    for k in outs:
+        L.append("            _out%d.give(o%d)" % (k, k))
+    L.append("            return %s" % ret([_name(prog, v, where) for v in prog.outputs]))
+    for s in whole:
+        L.append("        _tmp.give(b%d)" % s[1])
+    return L
 
 
 def _small_lines(prog, ns, plan, consts=None):

@@ -91,7 +91,13 @@ def functions():
 
 
 def _build():
-    from numba import njit, types as nt
+    ops = _intrinsics()
+    return {"npexp_float32": _exp_float32(*ops), "nplog_float32": _log_float32(*ops)}
+
+
+def _intrinsics():
+    """(fma, float32 -> its int32 bits, int32 bits -> float32) as numba intrinsics."""
+    from numba import types as nt
     from numba.extending import intrinsic
     from llvmlite import ir
 
@@ -113,20 +119,37 @@ def _build():
         def codegen(context, builder, sig, args):
             return builder.bitcast(args[0], ir.FloatType())
         return nt.float32(nt.int32), codegen
+    return fma, f32_bits, f32_from_bits
 
-    f, i = np.float32, np.int32
-    # NumPy's constants (npy_simd_data.h, npy_math.h), parsed from the same decimal strings
-    XMAX, XMIN = f("88.72283935546875"), f("-103.97208404541015625")
-    LOG2E = f("1.442695040888963407359924681001892137")
-    LN2_HI, LN2_LO = f("-6.93145752e-1"), f("-1.42860677e-6")
-    P0, P1, P2 = f("9.999999999980870924916e-01"), f("7.257664613233124478488e-01"), \
-        f("2.473615434895520810817e-01")
-    P3, P4, P5 = f("5.114512081637298353406e-02"), f("6.757896990527504603057e-03"), \
-        f("5.082762527590693718096e-04")
-    Q0, Q1, Q2 = f("1.0"), f("-2.742335390411667452936e-01"), f("2.159509375685829852307e-02")
-    ZERO, INF = f(0.0), f(np.inf)
-    NAN = np.array([0x7FC00000], np.uint32).view(np.float32)[0]   # NumPy's NPY_NANF
-    QMIN, BIAS, MANT = i(-125), i(127), i(23)
+
+f32, i32 = np.float32, np.int32
+# NumPy's constants (npy_simd_data.h, npy_math.h), parsed from the same decimal strings
+XMAX, XMIN = f32("88.72283935546875"), f32("-103.97208404541015625")
+LOG2E = f32("1.442695040888963407359924681001892137")
+LN2_HI, LN2_LO = f32("-6.93145752e-1"), f32("-1.42860677e-6")
+P0, P1, P2 = f32("9.999999999980870924916e-01"), f32("7.257664613233124478488e-01"), \
+    f32("2.473615434895520810817e-01")
+P3, P4, P5 = f32("5.114512081637298353406e-02"), f32("6.757896990527504603057e-03"), \
+    f32("5.082762527590693718096e-04")
+Q0, Q1, Q2 = f32("1.0"), f32("-2.742335390411667452936e-01"), f32("2.159509375685829852307e-02")
+ZERO, INF = f32(0.0), f32(np.inf)
+NAN = np.array([0x7FC00000], np.uint32).view(np.float32)[0]   # NumPy's NPY_NANF
+QMIN, BIAS, MANT = i32(-125), i32(127), i32(23)
+LOGE2 = f32("0.693147180559945309417232121458176568")
+SQRT1_2 = f32("0.707106781186547524400844362104849039")
+LP0, LP1, LP2 = f32("0.0"), f32("9.999999999999998702752e-01"), f32("2.112677543073053063722e+00")
+LP3, LP4, LP5 = f32("1.480000633576506585156e+00"), f32("3.808837741388407920751e-01"), \
+    f32("2.589979117907922693523e-02")
+LQ0, LQ1, LQ2 = f32("1.0"), f32("2.612677543073109236779e+00"), f32("2.453006071784736363091e+00")
+LQ3, LQ4, LQ5 = f32("9.864942958519418960339e-01"), f32("1.546476374983906719538e-01"), \
+    f32("5.875095403124574342950e-03")
+ONE, TINY, TWO100, HUNDRED = f32(1.0), f32(np.finfo(np.float32).tiny), f32(2.0 ** 100), f32(100.0)
+NEG_NAN = np.array([0xFFC00000], np.uint32).view(np.float32)[0]     # -NPY_NANF
+NEG_INF = f32(-np.inf)
+
+
+def _exp_float32(fma, f32_bits, f32_from_bits):
+    from numba import njit
 
     @njit(inline="always", fastmath=False, error_model="numpy")
     def npexp_float32(x0):
@@ -156,24 +179,17 @@ def _build():
         # p * 2**q with one rounding: q >= -150 here (x > XMIN), and p * 2**max(q, -125) is
         # a normal number (an exponent add), so a second, exact power of two makes the
         # subnormal results
-        n = i(q)
+        n = i32(q)
         p = f32_from_bits(f32_bits(p) + (max(n, QMIN) << MANT))
-        p = p * f32_from_bits((min(n - QMIN, i(0)) + BIAS) << MANT)
+        p = p * f32_from_bits((min(n - QMIN, i32(0)) + BIAS) << MANT)
         p = NAN if nan else p
         p = INF if hi else p
         return ZERO if lo else p
+    return npexp_float32
 
-    LOGE2 = f("0.693147180559945309417232121458176568")
-    SQRT1_2 = f("0.707106781186547524400844362104849039")
-    LP0, LP1, LP2 = f("0.0"), f("9.999999999999998702752e-01"), f("2.112677543073053063722e+00")
-    LP3, LP4, LP5 = f("1.480000633576506585156e+00"), f("3.808837741388407920751e-01"), \
-        f("2.589979117907922693523e-02")
-    LQ0, LQ1, LQ2 = f("1.0"), f("2.612677543073109236779e+00"), f("2.453006071784736363091e+00")
-    LQ3, LQ4, LQ5 = f("9.864942958519418960339e-01"), f("1.546476374983906719538e-01"), \
-        f("5.875095403124574342950e-03")
-    ONE, TINY, TWO100, HUNDRED = f(1.0), f(np.finfo(np.float32).tiny), f(2.0 ** 100), f(100.0)
-    NEG_NAN = np.array([0xFFC00000], np.uint32).view(np.float32)[0]     # -NPY_NANF
-    NEG_INF = f(-np.inf)
+
+def _log_float32(fma, f32_bits, f32_from_bits):
+    from numba import njit
 
     @njit(inline="always", fastmath=False, error_model="numpy")
     def nplog_float32(x0):
@@ -187,9 +203,9 @@ def _build():
         sub = x < TINY
         xs = x * TWO100 if sub else x
         b = f32_bits(xs)
-        e = f((b >> MANT) - i(126))
+        e = f32((b >> MANT) - i32(126))
         e = e - HUNDRED if sub else e
-        m = f32_from_bits((b & i(0x7FFFFF)) | i(126 << 23))
+        m = f32_from_bits((b & i32(0x7FFFFF)) | i32(126 << 23))
         small = m <= SQRT1_2
         m = m + m if small else m
         e = e - ONE if small else e
@@ -209,8 +225,7 @@ def _build():
         p = NEG_NAN if neg else p
         p = NEG_INF if zero else p
         return INF if inf else p
-
-    return {"npexp_float32": npexp_float32, "nplog_float32": nplog_float32}
+    return nplog_float32
 
 
 def probe(dtype=np.float32):

@@ -1,0 +1,147 @@
+"""Compiling tier-1 kernels: numba (imported here, on the first compile), the verified disk
+cache (`kernel_cache`), one background thread for compiles (or the caller's, with
+`settings.numba = "sync"`), and the kernels made so far in this process."""
+import hashlib
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import mathlib, replica, numba_tier, numba_plan, numba_source
+from .numba_plan import _swap_inner
+from .numba_source import _kernel_source, _dummy_args
+from .numba_tier import _fast_math
+from ...core.settings import settings
+
+STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
+
+
+_KERNELS = {}          # (program key, pattern, parallel) -> dispatcher
+_LOCK = threading.Lock()
+_Q = queue.Queue()
+_worker = None
+_pending = 0
+_idle = threading.Condition()
+
+
+_STAMP = None
+
+
+def _load(src, name, cache=True):
+    """Compile-ready dispatcher for `src`, with the verified disk cache (kernel_cache) unless
+    `cache` is false or no safe cache directory exists."""
+    global _STAMP
+    # (kernel_cache imports numba's caching machinery at its top: loaded with the first compile)
+    from . import kernel_cache
+    if _STAMP is None:
+        import numba
+        h = hashlib.sha256()
+        # the modules whose text shapes a kernel's source or how it is loaded: a change to
+        # any of them makes every cached kernel stale
+        for m in (mathlib, replica, numba_tier, numba_plan, numba_source,
+                  sys.modules[__name__], kernel_cache):
+            with open(m.__file__, "rb") as f:
+                h.update(f.read())
+        h.update(numba.__version__.encode())
+        _STAMP = h.hexdigest()
+    return kernel_cache.load(src, name, _STAMP, cache)
+
+
+def _verify_replicas(src):
+    """Raise (leaving tier 0 in place) unless every replica of NumPy's math that `src` calls
+    matched NumPy's loop in this process (`replica.verify`, once per function)."""
+    for rname in replica.functions():
+        if rname + "(" in src:
+            fname, dt = rname[2:].split("_", 1)
+            why = replica.verify(fname, np.dtype(dt))
+            if why is not None:
+                raise RuntimeError(why)
+
+
+def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
+    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan),
+            baked, scalars, plan.dims if static else None)
+
+
+def _compiled(prog, plan, parallel):
+    """Whether `_compile` already made this kernel in this process."""
+    key = _kernel_key(prog, plan, parallel)
+    with _LOCK:
+        return key in _KERNELS
+
+
+def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
+    key = _kernel_key(prog, plan, parallel, in_place, baked, scalars, static)
+    with _LOCK:
+        k = _KERNELS.get(key)
+    if k is not None:
+        return k
+    t0 = time.perf_counter()
+    if STATS["import_s"] is None:
+        import numba  # noqa: F401
+        STATS["import_s"] = time.perf_counter() - t0
+    name = "fused_kernel"
+    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars, static)
+    _verify_replicas(src)
+    dummy = _dummy_args(prog, plan, in_place, baked, scalars)
+    try:
+        disp = _load(src, name)
+        disp(*dummy)    # compiles (or loads from the disk cache)
+    except Exception as e:
+        # numba cannot always reload what it cached (two-thread kernels: "No module named
+        # '<dynamic>'"): compile in memory instead
+        STATS["failures"].append("disk cache: %r" % e)
+        disp = _load(src, name, cache=False)
+        disp(*dummy)
+    disp.disable_compile()                          # a new type later: tier 0, not a stall
+    disp.ndflow_source = src
+    STATS["compiles"] += 1
+    STATS["compile_s"] += time.perf_counter() - t0
+    with _LOCK:
+        _KERNELS[key] = disp
+    return disp
+
+
+def _work():
+    global _pending
+    while True:
+        job = _Q.get()
+        try:
+            job()
+        except Exception as e:          # a failed compile leaves tier 0 in place
+            STATS["failures"].append(repr(e))
+        finally:
+            with _idle:
+                _pending -= 1
+                _idle.notify_all()
+
+
+def _submit(job, sync):
+    global _worker, _pending
+    if sync:
+        try:
+            job()
+        except Exception as e:
+            STATS["failures"].append(repr(e))
+        return
+    job = settings.bound(job)       # the asking thread's settings (overrides) in the worker
+    with _idle:
+        _pending += 1
+    if _worker is None:
+        _worker = threading.Thread(target=_work, name="ndflow-numba", daemon=True)
+        _worker.start()
+    _Q.put(job)
+
+
+def wait(timeout=None):
+    """Wait until queued compiles are done."""
+    end = None if timeout is None else time.monotonic() + timeout
+    with _idle:
+        while _pending:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _idle.wait(left)
+    return True

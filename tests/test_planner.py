@@ -1,0 +1,292 @@
+"""The kernel planner (`graph/kernels/planner.py`): one place chooses each fused region's
+route, per signature, and says why (`nf.config.explain`, NDFLOW_DEBUG=plan). Each route of
+`planner.Route` is reached here by a region sized and laid out for it, with NumPy's bits; the
+reasons name the setting or the fact behind each choice; per-call conditions (NumPy's error
+state, a compile still pending) send single calls to tier 0 and are counted."""
+import importlib.util
+import io
+import warnings
+from contextlib import redirect_stderr
+
+import numpy as np
+import pytest
+
+import ndflow as nf
+import ndflow.numpy as tnp
+from ndflow.graph import fusion
+from ndflow.graph.kernels import planner, numba_runner
+from ndflow.graph.kernels.planner import Route
+from helpers import assert_bits_equal
+from fake_device import FakeBackend, FakeArray
+from ndflow.backends import base as B, device as D
+
+needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                                 reason="numba is not installed")
+CALLS = 5         # past settings.hot_calls (3)
+
+
+def _sigmoid(m):
+    return lambda y: 1 / (1 + m.exp(-y))
+
+
+def _run(f, *args, calls=CALLS):
+    with np.errstate(all="ignore"):
+        for _ in range(calls):
+            out = f(*args)
+    return out
+
+
+def _kernel(f, *args):
+    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
+    assert len(ks) == 1, ks
+    return ks[0]
+
+
+def _reached(fn):
+    """The routes decided while `fn` runs."""
+    before = dict(planner.REACHED)
+    fn()
+    return {r for r, n in planner.REACHED.items() if n > before.get(r, 0)}
+
+
+def _specials(n, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * 5).astype(dtype)
+    sp = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30]
+    x[:min(n, 6)] = sp[:min(n, 6)]
+    return x
+
+
+# ------------------------------------------------------------------ the registry
+def test_every_route_is_named_and_described():
+    assert len(Route) == len({r.value for r in Route}) >= 15
+    assert planner.TIER0 == {r for r in Route if r.value.startswith("tier 0")}
+
+
+def test_explain_names_each_region_its_route_and_why(nf_settings):
+    nf_settings(numba="off")
+    f = nf.function(lambda x, y: (_sigmoid(tnp)(x), tnp.sum(y * y + 1.0)))
+    x, y = np.linspace(-3, 3, 4), np.ones(8)
+    _run(f, x, y)
+    text = nf.config.explain(f)
+    assert text.count("region ") == 2, text
+    assert "t1=exp(t0)" in text and "tier 0, written into the step" in text
+    assert "settings.large_min (4096)" in text
+    assert "tier 1 never" in text or "settings.numba is 'off'" in text
+    assert nf.config.explain(f.get_concrete_function(x, y)) == text
+    assert nf.config.explain(nf.function(lambda a: a + 1)) == "no fused regions"
+
+
+def test_debug_plan_logs_each_decision(nf_settings):
+    nf_settings(numba="off", large_min=16)
+    prev = nf.config.set_debug("plan")
+    err = io.StringIO()
+    try:
+        with redirect_stderr(err):
+            f = nf.function(_sigmoid(tnp))
+            _run(f, np.linspace(-3, 3, 64))          # too small for tier 1: decided at build
+            g = nf.function(_sigmoid(tnp))
+            _run(g, np.linspace(-3, 3, 10000))       # decided on its hot call
+    finally:
+        nf.config.set_debug(*prev)
+    log = err.getvalue()
+    assert "ndflow plan fused{negative,exp,add,true_divide}" in log, log
+    assert Route.T0_LARGE.value in log and "tier 1 never" in log
+    assert "settings.numba is 'off'" in log
+
+
+# ------------------------------------------------------------------ tier 0's routes
+@pytest.mark.parametrize("route,values,size,sig", [
+    (Route.T0_INLINE, {}, 16, None),
+    (Route.T0_SCALAR, {}, (), None),
+    (Route.T0_SMALL, {}, 300, (None,)),
+    (Route.T0_LARGE, {"large_min": 64}, 300, None),
+    (Route.T0_BLOCKED, {"large_min": 64, "block_min": 128, "block_bytes": 512,
+                        "block_threads_min": 1 << 62}, 300, None),
+    (Route.T0_THREADS, {"large_min": 64, "block_min": 1 << 62, "block_bytes": 512,
+                        "block_threads_min": 128, "threads": 2}, 300, None),
+])
+def test_tier0_routes_give_numpys_bits(nf_settings, route, values, size, sig):
+    nf_settings(numba="off", **values)
+    x = _specials(1 if size == () else size).reshape(size)
+    spec = None if sig is None else [nf.TensorSpec(sig, np.float64)]
+    f = nf.function(_sigmoid(tnp), input_signature=spec)
+    got = []
+    assert route in _reached(lambda: got.append(_run(f, tnp.asarray(x))))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(got[0].numpy(), _sigmoid(np)(x))
+
+
+def _outer(m):
+    return lambda x, y: x * y + 1.0
+
+
+def test_columns_route_for_short_last_axis_outer_products(nf_settings):
+    """(b, m, 1) * (b, 1, 2): tier 0 runs it column by column (NumPy's loop over rows of 2
+    is the slow way), with NumPy's bits, also for strided operands and special values."""
+    nf_settings(numba="off")
+    rng = np.random.default_rng(4)
+    x = _specials(128 * 64).reshape(128, 64, 1)
+    y = rng.standard_normal((128, 1, 2))
+    y[0, 0, 0] = np.inf
+    f = nf.function(_outer(tnp))
+    got = []
+    assert Route.T0_COLUMNS in _reached(lambda: got.append(_run(f, x, y)))
+    with np.errstate(all="ignore"):
+        want = _outer(np)(x, y)
+    assert_bits_equal(got[0].numpy(), want)
+    k = _kernel(f, x, y)
+    assert k.decision.route is Route.T0_COLUMNS and "column" in nf.config.explain(f)
+    xs = np.asfortranarray(np.repeat(x, 2, axis=2))[:, :, :1]        # strided
+    with np.errstate(all="ignore"):
+        assert_bits_equal(f(xs, y).numpy(), _outer(np)(xs, y))
+
+
+def test_columns_route_warns_and_raises_as_numpy(nf_settings):
+    """A floating-point error met in a column runs the call again whole, under the caller's
+    error state: the same warnings (once), the same FloatingPointError."""
+    nf_settings(numba="off")
+    x = np.full((64, 32, 1), 1e300)
+    y = np.full((64, 1, 2), 1e300)
+    f = nf.function(_outer(tnp))
+    with np.errstate(all="ignore"):
+        _run(f, x, y)
+    assert _kernel(f, x, y).decision.route is Route.T0_COLUMNS
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        r = f(x, y)
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        w = _outer(np)(x, y)
+    assert [str(a.message) for a in got] == [str(a.message) for a in want]
+    assert_bits_equal(r.numpy(), w)
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            f(x, y)
+
+
+def test_tier0_for_good_is_the_kernels_own_call(nf_settings):
+    """The planner's decision is the one place that changes what calling a kernel runs: a
+    region on tier 0 for good is called straight as its tier-0 function."""
+    nf_settings(numba="off")
+    f = nf.function(_sigmoid(tnp))
+    x = np.linspace(-2, 2, 5000)
+    _run(f, x)
+    k = _kernel(f, x)
+    assert k.decision.route is Route.T0_LARGE and "settings.numba is 'off'" in k.decision.why
+    assert type(k).__call__ is k.tier0 and k.direct is k.tier0
+
+
+def test_numba_missing_says_so_and_keeps_numpys_bits(nf_settings, monkeypatch):
+    nf_settings(numba="sync")
+    monkeypatch.setattr(planner, "_numba_found", False)
+    f = nf.function(_sigmoid(tnp))
+    x = _specials(10000)
+    with np.errstate(all="ignore"):
+        assert_bits_equal(_run(f, x).numpy(), _sigmoid(np)(x))
+    assert "numba is not installed" in nf.config.explain(f)
+
+
+# ------------------------------------------------------------------ tier 1's routes
+@needs_numba
+def test_tier1_loop_and_threads(nf_settings):
+    nf_settings(numba="sync", fast_math=False, numba_parallel_min=1 << 13, threads=2)
+    x = _specials(1 << 14)
+    f = nf.function(lambda a: a * 2.0 - a * a)
+    assert Route.T1_THREADS in _reached(lambda: _run(f, x, calls=planner.PAR_AFTER + 8))
+    with np.errstate(all="ignore"):
+        assert_bits_equal(f(x).numpy(), x * 2.0 - x * x)
+    k = _kernel(f, x)
+    assert k.tier() == 1 and "thread" in nf.config.explain(f)
+    nf_settings(threads=1)
+    g = nf.function(lambda a: a * 3.0 - a * a)
+    assert Route.T1_LOOP in _reached(lambda: _run(g, x))
+    assert "settings.threads is 1" in nf.config.explain(g)
+
+
+@needs_numba
+def test_tier1_direct_callers(nf_settings):
+    """Small static regions: the generated caller becomes the kernel's call (T1_DIRECT), then
+    its own kernel with the constants in it (T1_DIRECT_BAKED)."""
+    nf_settings(numba="sync", fast_math=False)
+    x, y = np.arange(4.0), np.ones(4)
+    f = nf.function(lambda a, b: ((a * 2.0 + b) * 3.0 - a * 0.5) / (b * b + 1.0))
+    got = _reached(lambda: _run(f, x, y))
+    assert {Route.T1_DIRECT, Route.T1_DIRECT_BAKED} <= got, got
+    k = _kernel(f, x, y)
+    assert type(k).quick_call and "generated caller" in nf.config.explain(f)
+    assert_bits_equal(f(x, y).numpy(), ((x * 2.0 + y) * 3.0 - x * 0.5) / (y * y + 1.0))
+
+
+@needs_numba
+def test_tier1_in_place_routes(nf_settings):
+    """A Variable's update written over its own buffer: the in-place kernel (T1_INPLACE),
+    then its generated caller (T1_DIRECT_INTO)."""
+    nf_settings(numba="sync", fast_math=False)
+    v = nf.Variable(np.linspace(-1, 1, 1 << 14))
+
+    @nf.function
+    def step(g):
+        v.assign(v * 0.9 - g * 0.1 + 0.5)
+
+    g = np.full(1 << 14, 0.25)
+    want = v.numpy().copy()
+    got = _reached(lambda: [step(g) for _ in range(CALLS)])
+    for _ in range(CALLS):
+        want = want * 0.9 - g * 0.1 + 0.5
+    assert Route.T1_INPLACE in got and Route.T1_DIRECT_INTO in got, got
+    assert_bits_equal(v.numpy(), want)
+
+
+@needs_numba
+def test_per_call_conditions_send_single_calls_to_tier0(nf_settings):
+    """NumPy's error state asking to raise, and a kernel still compiling, send the call to
+    tier 0 (which honours the state; which does not wait): counted on the signature's
+    decision, and explained."""
+    nf_settings(numba="sync", fast_math=False)
+    x = np.full(1 << 14, 3.0)
+    f = nf.function(lambda a: a * a * a * a * 1e307)
+    _run(f, x)
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            f(x)
+    assert "1 (NumPy's error state asks for more than warnings)" in nf.config.explain(f)
+    # a compile that has not run yet: tier 0 meanwhile
+    nf_settings(numba="background")
+    queued = []
+    real = numba_runner._submit
+
+    def hold(job, sync):
+        queued.append(job)
+    numba_runner._submit = hold
+    try:
+        h = nf.function(lambda a: a * 2.0 + a * a)
+        with np.errstate(all="ignore"):
+            r = _run(h, x)
+    finally:
+        numba_runner._submit = real
+    assert queued and "tier-1 kernel compiling" in nf.config.explain(h)
+    assert_bits_equal(r.numpy(), x * 2.0 + x * x)
+
+
+# ------------------------------------------------------------------ device routes
+class _Compiling(FakeBackend):
+    """A fake device with a 'compiled' kernel for every region (op by op underneath)."""
+
+    def compile_fused(self, prog):
+        return lambda *xs: B.interpret(prog, xs)
+
+
+@pytest.mark.parametrize("backend,route", [(FakeBackend, Route.DEVICE_OPS),
+                                           (_Compiling, Route.DEVICE_KERNEL)])
+def test_device_routes(backend, route):
+    b = backend(1)
+    with D.use_gpu_backend(b, 1):
+        with nf.device("GPU:0"):
+            f = nf.function(_sigmoid(tnp))
+            x = tnp.asarray(np.linspace(-2, 2, 8))
+            got = []
+            assert route in _reached(lambda: got.append(_run(f, x)))
+            assert isinstance(got[0]._v, FakeArray)
+            assert route.value in nf.config.explain(f)
+    assert b.fused_runs >= 1
