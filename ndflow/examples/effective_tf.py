@@ -11,12 +11,11 @@ section ("Effective TensorFlow 2", github.com/vahidk/EffectiveTensorflow) where 
 static/dynamic shapes section, which the TF2 edition dropped, keeps its TF1 code and expresses
 the placeholders' unknown dimensions with nf.function input signatures.
 
-Run:  python examples/effective_tf.py
-      NDFLOW_QUICK=1 python examples/effective_tf.py        (a few seconds)
-      NDFLOW_PLOT_DIR=/tmp/plots python examples/effective_tf.py   (also runs the visualization
-                                          and saves the loss curves; or --plot-dir /tmp/plots)
-      NDFLOW_LOGDIR=/tmp/logs python examples/effective_tf.py      (TensorBoard logs there;
-                                               then: tensorboard --logdir /tmp/logs)
+Run:  python -m ndflow.examples.effective_tf [--out DIR] [--quick]
+      (or python examples/effective_tf.py; --quick or NDFLOW_QUICK=1: a few seconds)
+With matplotlib installed it saves, under DIR (by default a new temporary directory; the path is
+printed), the loss curves of the curve fit, the labelled images the Python op draws, and
+TensorBoard logs of them (then: tensorboard --logdir DIR/logs).
 """
 # DEVIATION: imports only: `import tensorflow as tf` -> `import ndflow as nf` (every `tf.` is `nf.`).
 # DEVIATION: TF1 graph-mode code follows the author's TF2 edition: tf.random_normal /
@@ -46,28 +45,25 @@ Run:  python examples/effective_tf.py
 #            uniform kernel, zero bias, like Keras) and nf.matmul. The TF1 edition's
 #            `tile_concat_dense` is the TF2 edition's `merge` (same body).
 # DEVIATION: visualize_labeled_images returns the uint8 image batch `figs` made by the Python
-#            op (main() saves it as PNG files when NDFLOW_PLOT_DIR is set); the seed's
+#            op (main() saves it as PNG files in the output directory); the seed's
 #            `return tf.summary.image(name, figs)` is the last section of this file,
 #            visualize_labeled_images_summary, run by tensorboard_visualization() (also inside
 #            nf.function) with `image = tf.placeholder(...); tf.summary.image("image", image)` as
 #            `nf.summary.image("image", image)` of a [k, h, w, 1] batch. It needs matplotlib (and
-#            its PIL) and writes to NDFLOW_LOGDIR (default: a new temporary directory).
+#            its PIL) and writes to DIR/logs (the output directory's).
 # DEVIATION: the curve fit shows a progress bar on a terminal (ndflow.utils.progress), records
-#            each step's loss, and with NDFLOW_PLOT_DIR saves both runs' loss curves as
-#            effective_tf_fit_loss.png (matplotlib, optional).
+#            each step's loss, and saves both runs' loss curves as effective_tf_fit_loss.png in
+#            the output directory (--out DIR, else a new temporary one; matplotlib, optional).
 # DEVIATION: with NDFLOW_QUICK=1 the curve fit takes 200 steps (not 1000) in each of its two runs.
 # DEVIATION: the programs run inside main() (so tests can import and run this file), with
 #            4-space indentation; main() returns a dict of a few results for tests.
 import io
-import os
 
 import numpy as np
 import ndflow as nf
+from ndflow.examples._run import Output, quick as _quick, run_as_script
+from ndflow.utils.plotting import save_loss_curve
 from ndflow.utils.progress import progress
-
-
-def _quick():
-    return os.environ.get("NDFLOW_QUICK", "") == "1"
 
 
 # ======================================================================================= Basics
@@ -395,8 +391,6 @@ def visualize_labeled_images(images, labels, max_outputs=3, name="image"):
 
 
 def _can_plot():
-    if not os.environ.get("NDFLOW_PLOT_DIR"):
-        return False
     try:
         import matplotlib  # noqa: F401
         import PIL  # noqa: F401
@@ -405,7 +399,10 @@ def _can_plot():
     return True
 
 
-def main():
+def main(out_dir=None):
+    """Run the programs in order; pictures go to `out_dir` (default: a new temporary
+    directory). Returns a dict of results for tests (examples/EXPECTED.md)."""
+    out = Output("effective_tf", out_dir)
     steps = 200 if _quick() else 1000
     results = {}
 
@@ -416,13 +413,14 @@ def main():
     results["fit_curve"] = fit_curve(steps, losses=curves["eager"])
     results["fit_curve_compiled"] = fit_curve(steps, compiled=True, losses=curves["nf.function"])
     results["fit_curve_losses"] = curves
-    if os.environ.get("NDFLOW_PLOT_DIR"):
-        from ndflow.utils.plotting import save_loss_curve
-        path = save_loss_curve(None, os.path.join(os.environ["NDFLOW_PLOT_DIR"],
-                                                  "effective_tf_fit_loss.png"),
-                               title="fitting 5x^2 + 3 with Adam", series=curves)
-        if path:
-            print("loss curve saved:", path)
+    # the NumPy data are drawn at every eager step, but only once in the compiled step: NumPy
+    # code runs while tracing, and its result becomes a constant of the graph
+    legend = {"eager: new data at every step": curves["eager"],
+              "nf.function: data drawn once, while tracing": curves["nf.function"]}
+    results["fit_png"] = save_loss_curve(
+        None, out.path("effective_tf_fit_loss.png"), series=legend,
+        title="Fitting 5x² + 3 with Adam(0.1): loss per step (100 points each)",
+        ylabel="l2_loss(yhat - y) + 0.1 * l2_loss(w)")
 
     # ------------------------------------------------------------- Static and dynamic shapes
     results["shapes"] = static_and_dynamic_shapes()
@@ -440,12 +438,13 @@ def main():
         print("visualized images:", figs.shape, figs.dtype)
 
         import PIL.Image
-        out_dir = os.environ["NDFLOW_PLOT_DIR"]
-        os.makedirs(out_dir, exist_ok=True)
         for i, fig in enumerate(figs.numpy()):
-            PIL.Image.fromarray(fig).save(os.path.join(out_dir, "effective_tf_image_%d.png" % i))
+            PIL.Image.fromarray(fig).save(out.path("effective_tf_image_%d.png" % i))
         results["figs"] = figs
+        logs = tensorboard_visualization(out.path("logs"))
+        results["logdir"] = logs and logs[0]
 
+    out.report()
     return results
 
 
@@ -470,8 +469,7 @@ def tensorboard_visualization(logdir=None, steps=2):
         print("TensorBoard visualization skipped: it draws with matplotlib "
               "(pip install matplotlib)")
         return None
-    import tempfile
-    logdir = logdir or os.environ.get("NDFLOW_LOGDIR") or tempfile.mkdtemp(prefix="effective_tf_")
+    logdir = logdir or Output("effective_tf").path("logs")
     writer = nf.summary.create_file_writer(logdir)
     images = np.random.uniform(size=[3, 28, 28]).astype(np.float32)
     labels = np.array([3, 1, 4])
@@ -500,8 +498,4 @@ def tensorboard_visualization(logdir=None, steps=2):
 
 
 if __name__ == "__main__":
-    import sys
-    if len(sys.argv) == 3 and sys.argv[1] == "--plot-dir":      # as NDFLOW_PLOT_DIR
-        os.environ["NDFLOW_PLOT_DIR"] = sys.argv[2]
-    main()
-    tensorboard_visualization()
+    run_as_script(main, "Effective TensorFlow (seed 004) on ndflow.")

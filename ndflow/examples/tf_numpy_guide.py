@@ -4,18 +4,22 @@ Source: seed 001 (Spanish translation of https://www.tensorflow.org/guide/tf_num
 enabling NumPy behavior, the ND array, type promotion, broadcasting, indexing, the example model,
 NumPy interoperability and operator precedence. The second half of the guide (interop with
 TensorFlow, gradients, tf.function, vectorized_map, devices, benchmark) is
-examples/tf_numpy_performance.py.
+ndflow/examples/tf_numpy_performance.py.
 
-Run:  python examples/tf_numpy_guide.py
-      NDFLOW_PLOT_DIR=/tmp/plots python examples/tf_numpy_guide.py   (also saves the histogram)
+Run:  python -m ndflow.examples.tf_numpy_guide [--out DIR]    (or python examples/tf_numpy_guide.py)
+The histogram of the guide's labels is saved as DIR/tf_numpy_guide_hist.png (by default DIR is a
+new temporary directory; the path is printed) when matplotlib is installed.
 """
 # DEVIATION: imports only: `import tensorflow as tf` -> `import ndflow as nf` (every `tf.` is
 #            `nf.`, also inside printed strings and comments), and
 #            `import tensorflow.experimental.numpy as tnp` -> `import ndflow.numpy as tnp`.
 # DEVIATION: dropped `print("Using TensorFlow version %s" % tf.__version__)` (TensorFlow-only).
-# DEVIATION: matplotlib is optional and off by default: the `plt.hist(labels)` cell only runs when
-#            the environment variable NDFLOW_PLOT_DIR is set and matplotlib is importable; the
-#            figure is saved to $NDFLOW_PLOT_DIR/tf_numpy_guide_hist.png instead of shown.
+# DEVIATION: matplotlib is optional: the `plt.hist(labels)` cell draws on a figure of its own
+#            (no pyplot state, never a window) with a title, axis labels and 30 bins, saved as
+#            tf_numpy_guide_hist.png in the output directory (--out DIR, else a new temporary
+#            one) instead of shown; without matplotlib a message says it is not drawn. It plots
+#            `labels[0]`: `labels` has shape (1, 1000), and matplotlib reads a 2-D NumPy array
+#            as 1000 data sets of one value each.
 # DEVIATION: repaired the seed's machine-translation damage: `ones.form` -> `ones.shape`,
 #            `ones.machine` -> `ones.device`, `dtype.identify` -> `dtype.name`,
 #            `tnp.most(y, 0)` -> `tnp.maximum(y, 0)`, `measurement` -> `size`,
@@ -27,29 +31,17 @@ Run:  python examples/tf_numpy_guide.py
 # DEVIATION: the guide's `try: tnp.arange(6)[1] = -1 / except TypeError: print("Currently,
 #            TensorFlow NumPy does not support mutation.")` shows a TensorFlow limitation; ndflow
 #            supports mutation (as NumPy), so the cell assigns into a named array and prints it.
-# DEVIATION: the notebook cells run inside main() (so tests can import and run this file); the
-#            model class is at module level; indentation normalized to 4 spaces; main() returns a
-#            dict of a few results for tests.
-import os
-
+# DEVIATION: the notebook cells run in order inside three functions that main() calls, one per
+#            group of the guide's sections (so tests can import and run this file); the model
+#            class is at module level; indentation normalized to 4 spaces; main() returns a dict
+#            of a few results for tests.
 import numpy as np
 import ndflow as nf
 import ndflow.numpy as tnp
 import timeit  # noqa: F401  (imported by the guide's setup cell; used by its second half)
 
-
-def _pyplot():
-    """matplotlib.pyplot when plotting is enabled (NDFLOW_PLOT_DIR set) and available, else None."""
-    if not os.environ.get("NDFLOW_PLOT_DIR"):
-        return None
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    os.makedirs(os.environ["NDFLOW_PLOT_DIR"], exist_ok=True)
-    return plt
+from ndflow.examples._run import Output, run_as_script
+from ndflow.utils.plotting import new_figure, save_figure
 
 
 # ---------------------------------------------------------------------------------- Example model
@@ -76,12 +68,8 @@ class Model(object):
         return tnp.matmul(y, w2)  # Linear projection
 
 
-def main():
-    results = {}
-
-    # ------------------------------------------------------------------ Enabling NumPy behavior
-    tnp.experimental_enable_numpy_behavior()
-
+def nd_array_and_type_promotion(results):
+    """The guide's "TensorFlow NumPy ND array" and "Type promotion"."""
     # ------------------------------------------------------------ TensorFlow NumPy ND array
     # Create an ND array and check out different attributes.
     ones = tnp.ones([5, 3], dtype=tnp.float32)
@@ -123,6 +111,9 @@ def main():
     print("tnp.asarray(1.).dtype == tnp.%s" % tnp.asarray(1.).dtype.name)
     print("tnp.add(1., 2.).dtype == tnp.%s" % tnp.add(1., 2.).dtype.name)
 
+
+def broadcasting_and_indexing(results):
+    """The guide's "Broadcasting" and "Indexing"."""
     # ---------------------------------------------------------------------------- Broadcasting
     x = tnp.ones([2, 3])
     y = tnp.ones([3])
@@ -153,6 +144,9 @@ def main():
     print(x)
     results["mutation"] = x
 
+
+def model_and_interoperability(results, out):
+    """The guide's "Example model", "NumPy interoperability" and "Operator precedence"."""
     # --------------------------------------------------------------------------- Example model
     model = Model()
     # Create input data and compute predictions.
@@ -171,11 +165,14 @@ def main():
 
     # It is easy to plot ND arrays, given the __array__ interface.
     labels = 15 + 2 * tnp.random.randn(1, 1000)
-    plt = _pyplot()
-    if plt is not None:
-        _ = plt.hist(labels)
-        plt.savefig(os.path.join(os.environ["NDFLOW_PLOT_DIR"], "tf_numpy_guide_hist.png"))
-        plt.close()
+    fig = new_figure(what="the histogram of labels")
+    if fig is not None:
+        ax = fig.add_subplot(111)
+        _ = ax.hist(labels[0], bins=30)
+        ax.set(title="Histogram of 15 + 2 * tnp.random.randn(1, 1000)",
+               xlabel="value (normal draws: mean 15, standard deviation 2)",
+               ylabel="count (of 1000)")
+        results["hist_png"] = save_figure(fig, out.path("tf_numpy_guide_hist.png"))
     results["labels"] = labels
 
     # ---------------------------------------------------------------------- Operator precedence
@@ -183,8 +180,23 @@ def main():
     print("x = %s\nclass = %s" % (x, x.__class__))
     results["precedence"] = x
 
+
+def main(out_dir=None):
+    """Run the guide's cells in order; files go to `out_dir` (default: a new temporary
+    directory). Returns a dict of results for tests (examples/EXPECTED.md)."""
+    out = Output("tf_numpy_guide", out_dir)
+    results = {}
+
+    # ------------------------------------------------------------------ Enabling NumPy behavior
+    tnp.experimental_enable_numpy_behavior()
+
+    nd_array_and_type_promotion(results)
+    broadcasting_and_indexing(results)
+    model_and_interoperability(results, out)
+
+    out.report()
     return results
 
 
 if __name__ == "__main__":
-    main()
+    run_as_script(main, "TensorFlow's NumPy guide (first half) on ndflow.")

@@ -9,12 +9,12 @@ programs from the sources the article quotes: the TF NumPy guide
 (https://www.tensorflow.org/guide/tf_numpy) and the tf.experimental.numpy module documentation
 (tensorflow/python/ops/numpy_ops/README.md), in the article's order.
 
-Run:  python examples/tf_numpy_interop.py
+Run:  python -m ndflow.examples.tf_numpy_interop   (or python examples/tf_numpy_interop.py)
 """
 # DEVIATION: the seed holds no code (screenshots only); every program below is reconstructed from
 #            the article's captions using the corresponding snippets of the TF NumPy guide and the
 #            tf.experimental.numpy module docs (each block names its source). The sigmoid benchmark
-#            the article shows as a chart is in examples/tf_numpy_performance.py.
+#            the article shows as a chart is in ndflow/examples/tf_numpy_performance.py.
 # DEVIATION: imports only: `import tensorflow as tf` -> `import ndflow as nf` (every `tf.` is
 #            `nf.`, also inside printed strings and comments), and
 #            `import tensorflow.experimental.numpy as tnp` -> `import ndflow.numpy as tnp`.
@@ -25,19 +25,17 @@ Run:  python examples/tf_numpy_interop.py
 #            does not apply: ndflow supports mutation (as NumPy), so the cell assigns into a named
 #            array and prints it.
 # DEVIATION: the module docs' snippets evaluate expressions at a prompt; here their values are
-#            printed. The code runs inside main() (so tests can import and run this file), with
-#            4-space indentation; main() returns a dict of a few results for tests.
+#            printed. The code runs in three functions that main() calls in order (so tests can
+#            import and run this file), with 4-space indentation; main() returns a dict of a few
+#            results for tests.
 import numpy as np
 import ndflow as nf
 import ndflow.numpy as tnp
+from ndflow.examples._run import run_as_script
 
 
-def main():
-    results = {}
-
-    # Guide, "Enabling NumPy behavior".
-    tnp.experimental_enable_numpy_behavior()
-
+def arrays_and_interoperability(results):
+    """The ND array, NumPy interoperability and operator precedence (first and second images)."""
     # ------------------------------------------------------------------ TensorFlow NumPy ND array
     # Module docs, "Getting Started".
     print(tnp.ones([2, 1]) + np.ones([1, 2]))
@@ -81,6 +79,9 @@ def main():
     print("x = %s\nclass = %s" % (x, x.__class__))
     results["precedence"] = x
 
+
+def types_devices_and_functions(results):
+    """Data types and promotion, devices, nf.function (third to fifth images)."""
     # ---------------------------------------------------- Data type and promotions (third image)
     # Module docs, "Types".
     int_sum = tnp.ones([1, 2], dtype=tnp.int16) + tnp.ones([2, 1], dtype=tnp.uint8)
@@ -134,6 +135,9 @@ def main():
     print(graph_sum)
     results["graph_sum"] = graph_sum
 
+
+def limitations(results):
+    """The limitations list: mutation, and Variables."""
     # ------------------------------------------------------------------------------- Limitations
     # Guide, "Indexing": TensorFlow NumPy raised TypeError here ("Currently, TensorFlow NumPy
     # does not support mutation."); ndflow arrays are mutable, as NumPy's.
@@ -148,8 +152,21 @@ def main():
     print(tf_var.numpy())
     results["variable"] = tf_var
 
+
+def main(out_dir=None):
+    """Run the programs in order (they write no files: `out_dir` is accepted as by the other
+    examples). Returns a dict of results for tests (examples/EXPECTED.md)."""
+    results = {}
+
+    # Guide, "Enabling NumPy behavior".
+    tnp.experimental_enable_numpy_behavior()
+
+    arrays_and_interoperability(results)
+    types_devices_and_functions(results)
+    limitations(results)
+
     return results
 
 
 if __name__ == "__main__":
-    main()
+    run_as_script(main, "The programs of the article \"NumPy on GPU/TPU\" on ndflow.")

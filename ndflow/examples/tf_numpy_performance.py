@@ -8,97 +8,112 @@ placement (list devices, tf.device, tnp.copy) and the sigmoid benchmark (NumPy v
 compiled, plus GPU when one is present). It uses the model of the guide's "Example model"
 section (seed 001), so that definition is included here.
 
-Run:  python examples/tf_numpy_performance.py
-      NDFLOW_QUICK=1 python examples/tf_numpy_performance.py       (a few seconds)
-      NDFLOW_PLOT_DIR=/tmp/plots python examples/tf_numpy_performance.py   (saves the plot)
+Run:  python -m ndflow.examples.tf_numpy_performance [--out DIR] [--quick]
+      (or python examples/tf_numpy_performance.py; --quick or NDFLOW_QUICK=1: a few seconds)
+The sigmoid benchmark's figure is saved as DIR/tf_numpy_performance_sigmoid.png (by default DIR
+is a new temporary directory; the path is printed) when matplotlib is installed.
 """
 # DEVIATION: imports only: `import tensorflow as tf` -> `import ndflow as nf` (every `tf.` is
 #            `nf.`, also inside printed strings and comments), and
 #            `import tensorflow.experimental.numpy as tnp` -> `import ndflow.numpy as tnp`.
 # DEVIATION: dropped `print("Using TensorFlow version %s" % tf.__version__)` (TensorFlow-only).
 # DEVIATION: includes the guide's setup (`tnp.experimental_enable_numpy_behavior()`) and its
-#            "Example model" section (class Model, `model = Model()`, first prediction, which
-#            also creates the weights that compute_gradients asserts exist), from seed 001.
-# DEVIATION: timings: `timeit(..., number=10) * 100, "ms"` is written
-#            `timeit(..., number=number) * 1000 / number, "ms"` (the same value for number=10);
-#            with NDFLOW_QUICK=1, number=2 for the gradient timings, and the sigmoid benchmark
+#            "Example model" section (`model = Model()`, first prediction, which also creates
+#            the weights that compute_gradients asserts exist), from seed 001; the class Model
+#            is the first half's (tf_numpy_guide.py), imported from there.
+# DEVIATION: timings measure the steady state, and say so: the guide's
+#            `timeit(..., number=10) * 100, "ms"` (the mean of 10 calls, the first compiled
+#            call's tracing excluded by a warm-up call) becomes `steady_time` (_run.py beside it):
+#            a warm-up call, a wait for the kernels compiled in the background (the compile
+#            holds the interpreter lock and made compiled code look slower than eager code in
+#            the first seconds), then the best of 5 runs of `number` calls, printed in ms per
+#            call. The benchmark's warm-up and best-of-5 likewise.
+#            With NDFLOW_QUICK=1, number=2 for the gradient timings, and the sigmoid benchmark
 #            uses sizes 2**0..2**15 (not 2**20) with number=5 (not 30) and 10 (not 100) on GPU.
 #            Batch sizes (32, 512, 128, 16, 5) are the guide's in both modes.
-# DEVIATION: matplotlib is optional and off by default: plot() only runs when NDFLOW_PLOT_DIR is
-#            set and matplotlib is importable, and saves
-#            $NDFLOW_PLOT_DIR/tf_numpy_performance_sigmoid.png instead of showing it.
-# DEVIATION: the benchmark's times are also printed as a table (the guide only plots them), since
-#            plotting is off by default.
+# DEVIATION: matplotlib is optional: plot() draws on a figure of its own (no pyplot state, never
+#            a window), saved as tf_numpy_performance_sigmoid.png in the output directory (--out
+#            DIR, else a new temporary one) instead of shown. Its axes are logarithmic (the
+#            guide's linear axes hide every size below 2**15), and its title and legend name
+#            ndflow (the guide's say "TF NumPy").
+# DEVIATION: the benchmark's times are also printed as a table (the guide only plots them), so
+#            that they are seen without matplotlib.
 # DEVIATION: on a terminal, benchmark() shows a progress bar over the sizes (stderr;
 #            ndflow.utils.progress).
-# DEVIATION: the notebook cells run inside main() (so tests can import and run this file, and
-#            the helper functions close over `model` as the notebook's globals did); indentation
-#            normalized to 4 spaces; main() returns a dict of a few results for tests.
-import os
-import timeit
-
+# DEVIATION: each of the guide's sections is a function, run in order by main() (so tests can
+#            import and run this file); the notebook's global `model` is passed to them, and its
+#            helpers (create_batch, compute_gradients, benchmark, plot) are at module level;
+#            indentation normalized to 4 spaces; main() returns a dict of a few results for tests.
 import numpy as np
 import ndflow as nf
 import ndflow.numpy as tnp
+
+from ndflow.examples.tf_numpy_guide import Model
+from ndflow.examples._run import Output, busy_note, quick as _quick, run_as_script, steady_time
+from ndflow.utils.plotting import new_figure, save_figure
 from ndflow.utils.progress import progress
 
 
-def _quick():
-    return os.environ.get("NDFLOW_QUICK", "") == "1"
+# ----------------------------------------------------- Gradients and Jacobians: GradientTape
+def create_batch(batch_size=32):
+    """Creates a batch of input and labels."""
+    return (tnp.random.randn(batch_size, 32).astype(tnp.float32),
+            tnp.random.randn(batch_size, 2).astype(tnp.float32))
 
 
-def _pyplot():
-    """matplotlib.pyplot when plotting is enabled (NDFLOW_PLOT_DIR set) and available, else None."""
-    if not os.environ.get("NDFLOW_PLOT_DIR"):
-        return None
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    os.makedirs(os.environ["NDFLOW_PLOT_DIR"], exist_ok=True)
-    return plt
+def compute_gradients(model, inputs, labels):
+    """Computes gradients of squared loss between model prediction and labels."""
+    with nf.GradientTape() as tape:
+        assert model.weights is not None
+        # Note that `model.weights` need to be explicitly watched since they
+        # are not nf.Variables.
+        tape.watch(model.weights)
+        # Compute prediction and loss
+        prediction = model.predict(inputs)
+        loss = tnp.sum(tnp.square(prediction - labels))
+    # This call computes the gradient through the computation above.
+    return tape.gradient(loss, model.weights)
 
 
-# ----------------------------------------------------------- Example model (from seed 001)
-class Model(object):
-    """Model with a dense and a linear layer."""
+# ================================================================= Performance comparisons
+def benchmark(f, inputs, number=30, force_gpu_sync=False):
+    """Utility to benchmark `f` on each value in `inputs`."""
+    times = []
+    for inp in progress(inputs, desc=getattr(f, "__name__", "benchmark"), unit="size",
+                        leave=False):
+        def _g():
+            if force_gpu_sync:
+                one = tnp.asarray(1)
+            f(inp)
+            if force_gpu_sync:
+                with nf.device("CPU:0"):
+                    tnp.copy(one)  # Force a sync for GPU case
 
-    def __init__(self):
-        self.weights = None
-
-    def predict(self, inputs):
-        if self.weights is None:
-            size = inputs.shape[1]
-            # Note that type `tnp.float32` is used for performance.
-            stddev = tnp.sqrt(size).astype(tnp.float32)
-            w1 = tnp.random.randn(size, 64).astype(tnp.float32) / stddev
-            bias = tnp.random.randn(64).astype(tnp.float32)
-            w2 = tnp.random.randn(64, 2).astype(tnp.float32) / 8
-            self.weights = (w1, bias, w2)
-        else:
-            w1, bias, w2 = self.weights
-
-        y = tnp.matmul(inputs, w1) + bias
-        y = tnp.maximum(y, 0)  # Relu
-        return tnp.matmul(y, w2)  # Linear projection
+        # warmup (traces and compiles), then the best of 5 runs of `number` calls
+        times.append(steady_time(_g, number) * 1000.)
+    return times
 
 
-def main():
-    quick = _quick()
-    number = 2 if quick else 10
-    results = {}
+def plot(ax, sizes, np_times, tnp_times, compiled_tnp_times, has_gpu, tnp_times_gpu):
+    """Plot the different runtimes (log-log: the sizes span six orders of magnitude)."""
+    def us(times):  # the times are in ms
+        return [t * 1e3 for t in times]
+    ax.set_xlabel("input size (float32 elements)")
+    ax.set_ylabel("time per call (µs, best of 5 runs after a warm-up)")
+    ax.set_title("Sigmoid benchmark 1 / (1 + exp(-y)): ndflow and NumPy")
+    ax.plot(sizes, us(np_times), marker="o", label="NumPy")
+    ax.plot(sizes, us(tnp_times), marker="o", label="ndflow eager (CPU)")
+    ax.plot(sizes, us(compiled_tnp_times), marker="o", label="ndflow nf.function (CPU)")
+    if has_gpu:
+        ax.plot(sizes, us(tnp_times_gpu), marker="o", label="ndflow nf.function (GPU)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
 
-    # Setup (seed 001).
-    tnp.experimental_enable_numpy_behavior()
 
-    # Example model (seed 001).
-    model = Model()
-    # Create input data and compute predictions.
-    print(model.predict(tnp.ones([2, 32], dtype=tnp.float32)))
-    results["model"] = model
-
+def tf_numpy_and_tensorflow(results):
+    """The guide's "TF NumPy and TensorFlow": ND arrays and tensors, interoperability."""
     # =================================================================== TF NumPy and TensorFlow
     # ------------------------------------------------------------------ nf.Tensor and ND array
     x = nf.constant([1, 2])
@@ -123,25 +138,10 @@ def main():
     print("Output = %s" % tnp_sum)
     results["tf_sum"], results["tnp_sum"] = tf_sum, tnp_sum
 
+
+def gradients_and_jacobians(results, model):
+    """The guide's "Gradients and Jacobians: tf.GradientTape"."""
     # ----------------------------------------------------- Gradients and Jacobians: GradientTape
-    def create_batch(batch_size=32):
-        """Creates a batch of input and labels."""
-        return (tnp.random.randn(batch_size, 32).astype(tnp.float32),
-                tnp.random.randn(batch_size, 2).astype(tnp.float32))
-
-    def compute_gradients(model, inputs, labels):
-        """Computes gradients of squared loss between model prediction and labels."""
-        with nf.GradientTape() as tape:
-            assert model.weights is not None
-            # Note that `model.weights` need to be explicitly watched since they
-            # are not nf.Variables.
-            tape.watch(model.weights)
-            # Compute prediction and loss
-            prediction = model.predict(inputs)
-            loss = tnp.sum(tnp.square(prediction - labels))
-        # This call computes the gradient through the computation above.
-        return tape.gradient(loss, model.weights)
-
     inputs, labels = create_batch()
     gradients = compute_gradients(model, inputs, labels)
 
@@ -168,22 +168,27 @@ def main():
     print("Batch jacobian shape:", batch_jacobian.shape)
     results["batch_jacobian"] = (inp_batch, output, batch_jacobian)
 
+
+def trace_compilation(results, model, number):
+    """The guide's "Trace compilation: tf.function"."""
     # ------------------------------------------------------- Trace compilation: nf.function
     inputs, labels = create_batch(512)
     print("Eager performance")
-    compute_gradients(model, inputs, labels)
-    print(timeit.timeit(lambda: compute_gradients(model, inputs, labels),
-                        number=number) * 1000 / number, "ms")
+    print(steady_time(lambda: compute_gradients(model, inputs, labels),
+                      number=number) * 1000, "ms")
 
     print("\nnf.function compiled performance")
     compiled_compute_gradients = nf.function(compute_gradients)
-    compiled_compute_gradients(model, inputs, labels)  # warmup
-    print(timeit.timeit(lambda: compiled_compute_gradients(model, inputs, labels),
-                        number=number) * 1000 / number, "ms")
+    # steady_time's first call is the warmup: it traces and compiles
+    print(steady_time(lambda: compiled_compute_gradients(model, inputs, labels),
+                      number=number) * 1000, "ms")
     results["compiled_gradients"] = (inputs, labels,
                                      compute_gradients(model, inputs, labels),
                                      compiled_compute_gradients(model, inputs, labels))
 
+
+def vectorization(results, model, number):
+    """The guide's "Vectorization: tf.vectorized_map"."""
     # ---------------------------------------------------------- Vectorization: nf.vectorized_map
     @nf.function
     def vectorized_per_example_gradients(inputs, labels):
@@ -222,15 +227,18 @@ def main():
                          fn_output_signature=(nf.float32, nf.float32, nf.float32))
 
     print("Running vectorized computation")
-    print(timeit.timeit(lambda: vectorized_per_example_gradients(inputs, labels),
-                        number=number) * 1000 / number, "ms")
+    print(steady_time(lambda: vectorized_per_example_gradients(inputs, labels),
+                      number=number) * 1000, "ms")
 
     print("\nRunning unvectorized computation")
     per_example_gradients = unvectorized_per_example_gradients(inputs, labels)
-    print(timeit.timeit(lambda: unvectorized_per_example_gradients(inputs, labels),
-                        number=number) * 1000 / number, "ms")
+    print(steady_time(lambda: unvectorized_per_example_gradients(inputs, labels),
+                      number=number) * 1000, "ms")
     results["map_fn_gradients"] = per_example_gradients
 
+
+def device_placement(results, model):
+    """The guide's "Device placement"."""
     # ========================================================================= Device placement
     # ------------------------------------------------------------------------------ List devices
     print("All logical devices:", nf.config.list_logical_devices())
@@ -259,37 +267,10 @@ def main():
     print(prediction_cpu.device)
     results["devices"] = (device, prediction, prediction_cpu)
 
+
+def performance_comparisons(results, quick, out):
+    """The guide's "Performance comparisons": the sigmoid benchmark and its figure."""
     # ================================================================= Performance comparisons
-    def benchmark(f, inputs, number=30, force_gpu_sync=False):
-        """Utility to benchmark `f` on each value in `inputs`."""
-        times = []
-        for inp in progress(inputs, desc=getattr(f, "__name__", "benchmark"), unit="size",
-                            leave=False):
-            def _g():
-                if force_gpu_sync:
-                    one = tnp.asarray(1)
-                f(inp)
-                if force_gpu_sync:
-                    with nf.device("CPU:0"):
-                        tnp.copy(one)  # Force a sync for GPU case
-
-            _g()  # warmup
-            t = timeit.timeit(_g, number=number)
-            times.append(t * 1000. / number)
-        return times
-
-    def plot(np_times, tnp_times, compiled_tnp_times, has_gpu, tnp_times_gpu):
-        """Plot the different runtimes."""
-        plt.xlabel("size")
-        plt.ylabel("time (ms)")
-        plt.title("Sigmoid benchmark: TF NumPy vs NumPy")
-        plt.plot(sizes, np_times, label="NumPy")
-        plt.plot(sizes, tnp_times, label="TF NumPy (CPU)")
-        plt.plot(sizes, compiled_tnp_times, label="Compiled TF NumPy (CPU)")
-        if has_gpu:
-            plt.plot(sizes, tnp_times_gpu, label="TF NumPy (GPU)")
-        plt.legend()
-
     # Define a simple implementation of `sigmoid`, and benchmark it using
     # NumPy and TensorFlow NumPy for different input sizes.
 
@@ -325,25 +306,55 @@ def main():
     else:
         tnp_times_gpu = None
 
+    busy = busy_note()
+    print("Sigmoid: time per call, best of 5 runs after a warm-up (compiles finished)"
+          + ("; " + busy if busy else ""))
     for row in zip(sizes, np_times, tnp_times, compiled_tnp_times,
                    tnp_times_gpu or [None] * len(sizes)):
-        print("size %8d: NumPy %.4f ms, TF NumPy (CPU) %.4f ms, compiled %.4f ms, GPU %s" % (
+        print("size %8d: NumPy %.4f ms, ndflow eager %.4f ms, nf.function %.4f ms, GPU %s" % (
             row[0], row[1], row[2], row[3],
             "n/a" if row[4] is None else "%.4f ms" % row[4]))
 
-    plt = _pyplot()
-    if plt is not None:
-        plot(np_times, tnp_times, compiled_tnp_times, has_gpu, tnp_times_gpu)
-        plt.savefig(os.path.join(os.environ["NDFLOW_PLOT_DIR"],
-                                 "tf_numpy_performance_sigmoid.png"))
-        plt.close()
+    fig = new_figure(7, 4.5, what="the sigmoid benchmark's figure")
+    if fig is not None:
+        plot(fig.add_subplot(111), sizes, np_times, tnp_times, compiled_tnp_times, has_gpu,
+             tnp_times_gpu)
+        if busy:   # DEVIATION: a contended measurement says so on its figure
+            fig.text(0.01, 0.01, busy, fontsize=7, color="firebrick")
+        results["sigmoid_png"] = save_figure(fig, out.path("tf_numpy_performance_sigmoid.png"))
     results["sigmoid"] = (np_sigmoid, tnp_sigmoid, compiled_tnp_sigmoid)
     results["benchmark"] = dict(sizes=sizes, np_times=np_times, tnp_times=tnp_times,
                                 compiled_tnp_times=compiled_tnp_times,
                                 tnp_times_gpu=tnp_times_gpu)
 
+
+def main(out_dir=None):
+    """Run the guide's cells in order; the figure goes to `out_dir` (default: a new temporary
+    directory). Returns a dict of results for tests (examples/EXPECTED.md)."""
+    out = Output("tf_numpy_performance", out_dir)
+    quick = _quick()
+    number = 2 if quick else 10
+    results = {}
+
+    # Setup (seed 001).
+    tnp.experimental_enable_numpy_behavior()
+
+    # Example model (seed 001).
+    model = Model()
+    # Create input data and compute predictions.
+    print(model.predict(tnp.ones([2, 32], dtype=tnp.float32)))
+    results["model"] = model
+
+    tf_numpy_and_tensorflow(results)
+    gradients_and_jacobians(results, model)
+    trace_compilation(results, model, number)
+    vectorization(results, model, number)
+    device_placement(results, model)
+    performance_comparisons(results, quick, out)
+
+    out.report()
     return results
 
 
 if __name__ == "__main__":
-    main()
+    run_as_script(main, "TensorFlow's NumPy guide (second half) on ndflow.")

@@ -5,9 +5,10 @@ bars and TensorBoard summaries, checkpoints it, exports it as a saved function a
 then loads both in a fresh Python process that has none of this file's code and checks that
 their predictions agree with the model's.
 
-Run:  python examples/train_export.py [OUT_DIR]          (default: ./ndflow_runs/train_export)
-      NDFLOW_QUICK=1 python examples/train_export.py     (a few seconds)
-      tensorboard --logdir OUT_DIR/logs                  (to watch it)
+Run:  python -m ndflow.examples.train_export [--out DIR] [--quick]
+      (or python examples/train_export.py; default DIR: a new temporary directory, printed;
+      --quick or NDFLOW_QUICK=1: a few seconds)
+      tensorboard --logdir DIR/logs                      (to watch it)
 
 Optional packages: tqdm (progress bars), onnx + onnxruntime (the ONNX export and its check),
 matplotlib (the loss curve as PNG), tensorboard (only to look at the logs). Without them those
@@ -25,13 +26,10 @@ import numpy as np
 import ndflow as nf
 import ndflow.numpy as tnp
 
+from ndflow.examples._run import Output, quick as _quick, run_as_script
+from ndflow.examples.tf_function_lesson import load_synthetic_digits
 from ndflow.utils.plotting import save_loss_curve
 from ndflow.utils.progress import progress
-from tf_function_lesson import load_synthetic_digits
-
-
-def _quick():
-    return os.environ.get("NDFLOW_QUICK", "") == "1"
 
 
 class Classifier(nf.Module):
@@ -73,10 +71,10 @@ json.dump(res, sys.stdout)
 
 
 def main(out_dir=None):
+    """Train, checkpoint, save, export and reload; every file goes under `out_dir` (default: a
+    new temporary directory). Returns a dict of results for tests."""
     quick = _quick()
-    out_dir = os.path.abspath(out_dir or os.environ.get("NDFLOW_EXAMPLE_OUT")
-                              or os.path.join("ndflow_runs", "train_export"))
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = Output("train_export", out_dir).dir
     t0 = time.perf_counter()
 
     n_train, n_test = (2048, 256) if quick else (20000, 2000)
@@ -136,7 +134,7 @@ def main(out_dir=None):
 
     # Load both in a fresh process that has none of this file and compare predictions.
     np.save(os.path.join(out_dir, "test_images.npy"), x_test)
-    # The child finds ndflow where this process found it, and nothing of examples/.
+    # The child finds ndflow where this process found it, and imports none of the examples.
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(nf.__file__)))
     proc = subprocess.run([sys.executable, "-c", _CHECK_IN_FRESH_PROCESS, out_dir],
@@ -151,7 +149,9 @@ def main(out_dir=None):
         onnx_diff = float(np.max(np.abs(np.asarray(fresh_preds["onnx"]) - ours)))
 
     picture = save_loss_curve(losses, os.path.join(out_dir, "loss.png"),
-                              title="digits classifier: training loss", ylabel="cross-entropy")
+                              title="Digits classifier: training loss per step",
+                              xlabel=f"step (batch of {batch} images)",
+                              ylabel="cross-entropy (batch mean)")
 
     print(f"checkpoint restored into a fresh model gives the same predictions: {restored_equal}")
     print(f"saved function in a fresh process: max |difference| {saved_diff:.3g}")
@@ -173,4 +173,5 @@ def main(out_dir=None):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    run_as_script(main, "Train, checkpoint, save, export to ONNX and reload the digits "
+                  "classifier.")
