@@ -1,8 +1,14 @@
-"""The seed programs (examples/) run on ndflow with only their imports changed, and what they
-print holds (examples/EXPECTED.md). NumPy is the oracle for the values."""
+"""The seed programs (ndflow/examples/, run from examples/ too) run on ndflow with only their
+imports changed, and what they print holds (examples/EXPECTED.md). NumPy is the oracle for the
+values. They write their files only where they are told (never into the current directory or
+the checkout), and their figures say what they show."""
+import contextlib
 import importlib
+import io
 import os
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -10,22 +16,75 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+PROGRAMS = ["tf_numpy_guide", "tf_numpy_performance", "tf_numpy_interop", "tf_function_lesson",
+            "effective_tf", "train_export"]
+
+
+def _git_status():
+    """The checkout's untracked files, as `git status --porcelain` lists them (files a program
+    would leave; changes to tracked files are someone's edits), or None outside a checkout."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return sorted(line for line in out.stdout.splitlines() if line.startswith("??"))
+
+
+@contextlib.contextmanager
+def _figures_saved(into):
+    """Record (path, Figure) of every matplotlib figure saved to a file meanwhile into the list
+    `into`."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        yield
+        return
+    orig = Figure.savefig
+
+    def spy(self, fname, *a, **k):
+        if isinstance(fname, (str, os.PathLike)):      # files, not the Python op's buffers
+            into.append((str(fname), self))
+        return orig(self, fname, *a, **k)
+    Figure.savefig = spy
+    try:
+        yield
+    finally:
+        Figure.savefig = orig
 
 
 @pytest.fixture(scope="module")
-def run_example():
+def run_example(tmp_path_factory):
+    """`run(name)` runs a program's main() once (quick mode; cached per module) with the
+    current directory an empty temporary one and its output directory `run.out / name`; its
+    results get "stdout" (what it printed) and "figures" ([(path, matplotlib Figure)] saved)."""
     os.environ["NDFLOW_QUICK"] = "1"
-    sys.path.insert(0, EXAMPLES)
+    old = os.getcwd()
     cache = {}
 
     def run(name):
         if name not in cache:
             tnp.random.seed(0)
-            cache[name] = importlib.import_module(name).main()
+            os.chdir(run.cwd)
+            buf, figures = io.StringIO(), []
+            try:
+                with contextlib.redirect_stdout(buf), _figures_saved(figures):
+                    r = importlib.import_module("ndflow.examples." + name).main(
+                        out_dir=str(run.out / name))
+            finally:
+                os.chdir(old)
+            sys.stdout.write(buf.getvalue())
+            r.update(stdout=buf.getvalue(), figures=figures)
+            cache[name] = r
         return cache[name]
+    run.cwd = tmp_path_factory.mktemp("cwd")
+    run.out = tmp_path_factory.mktemp("out")
+    run.git_before = _git_status()
     yield run
-    sys.path.remove(EXAMPLES)
     nf.experimental_enable_numpy_behavior(prefer_float32=False)
 
 
@@ -143,11 +202,7 @@ def test_effective_tf_visualization_through_tensorboard(tmp_path):
     pea = pytest.importorskip("tensorboard.backend.event_processing.plugin_event_accumulator")
     from tensorboard.util import tensor_util
     import io
-    sys.path.insert(0, EXAMPLES)
-    try:
-        mod = importlib.import_module("effective_tf")
-    finally:
-        sys.path.remove(EXAMPLES)
+    mod = importlib.import_module("ndflow.examples.effective_tf")
     tnp.random.seed(0)
     np.random.seed(0)
     state = np.random.get_state()
@@ -184,11 +239,7 @@ def test_train_export_end_to_end(tmp_path):
     lacks the model's source predicts what the model does; TensorBoard's reader sees one loss per
     training step at the optimizer's step, with the value the step returned."""
     os.environ["NDFLOW_QUICK"] = "1"
-    sys.path.insert(0, EXAMPLES)
-    try:
-        mod = importlib.import_module("train_export")
-    finally:
-        sys.path.remove(EXAMPLES)
+    mod = importlib.import_module("ndflow.examples.train_export")
     r = mod.main(str(tmp_path))
     assert r["restored_equal"] is True
     # the saved graph is recompiled by the loading process (its own fusion and kernel choice):
@@ -231,3 +282,158 @@ def test_tf_function_lesson_compiled_equals_eager(run_example):
     # range(10) over a Python int unrolls, as the lesson teaches: no loop op in the graph
     cf = one["function_tf_graph"].get_concrete_function(one["x"], one["y"])
     assert "while" not in str(cf) and "scan" not in str(cf)
+
+
+# ------------------------------------------------------------------ files, figures, words
+def test_examples_write_only_where_told(run_example):
+    """Run from an empty directory, each program writes only into the output directory it was
+    given: nothing in the current directory, nothing new in the checkout."""
+    for name in PROGRAMS:
+        run_example(name)
+    assert os.listdir(run_example.cwd) == []
+    before, after = run_example.git_before, _git_status()
+    if before is not None and after is not None:
+        assert set(after) - set(before) == set(), "an example left files in the checkout"
+    written = {name: set(os.listdir(run_example.out / name))
+               for name in PROGRAMS if (run_example.out / name).exists()}
+    assert {"logs", "checkpoints", "saved_model"} <= written["train_export"]
+    pytest.importorskip("matplotlib")
+    assert "tf_numpy_guide_hist.png" in written["tf_numpy_guide"]
+    assert "tf_numpy_performance_sigmoid.png" in written["tf_numpy_performance"]
+    assert "tf_function_lesson_loss.png" in written["tf_function_lesson"]
+    assert {"effective_tf_fit_loss.png", "logs"} <= written["effective_tf"]
+    for name in PROGRAMS:
+        for path, _ in run_example(name)["figures"]:
+            assert path.startswith(str(run_example.out / name)), path
+
+
+def _figures(run_example, name):
+    """{file name: Figure} that `name` saved (matplotlib required)."""
+    pytest.importorskip("matplotlib")
+    return {os.path.basename(p): fig for p, fig in run_example(name)["figures"]}
+
+
+@pytest.mark.parametrize("name", ["tf_numpy_guide", "tf_numpy_performance",
+                                  "tf_function_lesson", "effective_tf", "train_export"])
+def test_figures_have_titles_and_axis_labels(run_example, name):
+    figs = {k: f for k, f in _figures(run_example, name).items()
+            if not k.startswith("effective_tf_image")}   # the seed's own drawings: images
+    assert figs
+    for file, fig in figs.items():
+        for ax in fig.axes:
+            assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel(), file
+            assert "TF NumPy" not in ax.get_title()
+
+
+def test_sigmoid_figure_log_axes_and_names(run_example):
+    fig = _figures(run_example, "tf_numpy_performance")["tf_numpy_performance_sigmoid.png"]
+    (ax,) = fig.axes
+    # the sizes span 2**0 .. 2**15 (2**20): only log axes show the small ones
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:3] == ["NumPy", "ndflow eager (CPU)", "ndflow nf.function (CPU)"]
+    r = run_example("tf_numpy_performance")["benchmark"]
+    (_, compiled) = [line.get_xydata() for line in ax.get_lines()][1:3]
+    np.testing.assert_allclose(compiled[:, 0], r["sizes"])
+    np.testing.assert_allclose(compiled[:, 1], np.asarray(r["compiled_tnp_times"]) * 1e3)
+    assert "µs" in ax.get_ylabel() and "best of 5" in ax.get_ylabel()
+
+
+def test_histogram_is_one_data_set_of_the_labels(run_example):
+    r = run_example("tf_numpy_guide")
+    (ax,) = _figures(run_example, "tf_numpy_guide")["tf_numpy_guide_hist.png"].axes
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == 30 and sum(heights) == r["labels"].size == 1000
+
+
+def test_output_is_english(run_example):
+    """No Cyrillic or CJK characters in what any program prints; the lesson's translated
+    messages appear as EXPECTED.md lists them."""
+    import re
+    foreign = re.compile("[\u0400-\u04ff\u3000-\u9fff]")
+    for name in PROGRAMS:
+        assert not foreign.search(run_example(name)["stdout"]), name
+    out = run_example("tf_function_lesson")["stdout"]
+    times = [ln for ln in out.splitlines() if ln.startswith("Processing time (")]
+    assert len(times) == 8 and all(ln.endswith(" s") for ln in times)
+    assert [ln.split(",")[0] for ln in times] == ["Processing time (eager",
+                                                  "Processing time (nf.function"] * 4
+    assert sum("tracing and compiling included" in ln for ln in times) == 4
+    assert out.count("print() called") == 11
+    # stage 5: ten eager calls print ten times, the nf.function only while it traces
+    tail = out[out.index(times[5]) + len(times[5]):]
+    assert tail.count("print() called") == 11 and tail.index(times[6]) < tail.index(times[7])
+    between = tail[tail.index(times[6]):tail.index(times[7])]
+    assert between.count("print() called") == 1
+
+
+def test_timings_say_what_they_measure(run_example):
+    out = run_example("tf_numpy_performance")["stdout"]
+    assert "time per call, best of 5 runs after a warm-up (compiles finished)" in out
+    rows = [ln for ln in out.splitlines() if ln.startswith("size ")]
+    assert len(rows) == 4 and all("ndflow eager" in ln and "nf.function" in ln for ln in rows)
+
+
+def test_steady_time_warms_up_waits_for_compiles_then_takes_the_best(monkeypatch):
+    from ndflow.examples import _run
+    events = []
+    monkeypatch.setattr(_run, "wait_for_compiles", lambda: events.append("wait"))
+    calls = []
+    t = _run.steady_time(lambda: calls.append(1) or events.append("call"), number=3, repeat=4)
+    # 4 calls, a wait, 34 more (well under the warm-up budget), a wait, then 4 runs of 3
+    assert events[:4] == ["call"] * 4 and events[4] == "wait"
+    assert events[5:39] == ["call"] * 34 and events[39] == "wait"
+    assert events[40:] == ["call"] * 12 and len(calls) == 50 and t > 0
+
+
+def test_busy_note(monkeypatch):
+    from ndflow.examples import _run
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    assert _run.busy_note() == ""
+    monkeypatch.setattr(os, "getloadavg", lambda: (13.2, 12.0, 11.0))
+    assert "load average 13.2 on 2 CPUs" in _run.busy_note()
+
+
+def test_output_directory_defaults_to_a_new_temporary_one(tmp_path, monkeypatch, capsys):
+    from ndflow.examples._run import Output
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    out = Output("demo")
+    with open(out.path("a/b.txt"), "w") as f:
+        f.write("x")
+    out.path("never_written.png")
+    assert os.path.dirname(out.dir) == str(tmp_path)
+    assert os.path.basename(out.dir).startswith("ndflow-demo-")
+    out.report()
+    assert capsys.readouterr().out == "files written under %s: %s\n" % (
+        out.dir, os.path.join("a", "b.txt"))
+    named = Output("demo", str(tmp_path / "mine"))
+    assert named.path("x.png") == str(tmp_path / "mine" / "x.png")
+
+
+def test_scripts_run_from_the_checkout_and_write_into_a_temporary_directory(tmp_path):
+    """`python examples/<name>.py` (a thin wrapper of ndflow/examples/<name>.py) from another
+    directory: without --out its files go to a new temporary directory, which it prints."""
+    env = dict(os.environ, NDFLOW_QUICK="1", NDFLOW_PROGRESS="0", PYTHONPATH=ROOT,
+               TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "cwd").mkdir()
+    out = subprocess.run([sys.executable, os.path.join(EXAMPLES, "tf_numpy_guide.py")],
+                         cwd=tmp_path / "cwd", env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "narray.reshape(-1) has shape 15" in out.stdout
+    assert os.listdir(tmp_path / "cwd") == []
+    if importlib.util.find_spec("matplotlib"):
+        (made,) = os.listdir(tmp_path / "tmp")
+        assert made.startswith("ndflow-tf_numpy_guide-")
+        assert os.listdir(tmp_path / "tmp" / made) == ["tf_numpy_guide_hist.png"]
+        assert "files written under %s" % (tmp_path / "tmp" / made) in out.stdout
+    # the wrapper gives the program's names to `import`, as tests of other modules use them
+    sys.path.insert(0, EXAMPLES)
+    try:
+        wrapper = importlib.import_module("tf_numpy_guide")
+    finally:
+        sys.path.remove(EXAMPLES)
+    from ndflow.examples import tf_numpy_guide
+    assert wrapper.Model is tf_numpy_guide.Model and wrapper.main is tf_numpy_guide.main

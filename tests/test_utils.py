@@ -11,8 +11,6 @@ import pytest
 from ndflow.utils import progress as P
 from ndflow.utils.plotting import save_loss_curve
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-
 
 class _Tty(io.StringIO):
     def isatty(self):
@@ -82,28 +80,22 @@ def test_save_loss_curve_without_matplotlib(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "loss.png").exists()
 
 
-@pytest.fixture
-def examples_path(monkeypatch):
-    monkeypatch.setenv("NDFLOW_QUICK", "1")
-    monkeypatch.syspath_prepend(EXAMPLES)
-
-
-def test_effective_tf_records_and_plots_its_loss_curves(examples_path, tmp_path, monkeypatch):
+def test_effective_tf_records_and_plots_its_loss_curves(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setenv("NDFLOW_PLOT_DIR", str(tmp_path))
-    ex = importlib.import_module("effective_tf")
+    monkeypatch.setenv("NDFLOW_QUICK", "1")
+    ex = importlib.import_module("ndflow.examples.effective_tf")
     # the example draws its start and its data unseeded; seeded here so that the test is
     # one fixed run (some unseeded starts did not reach a tenth of the first loss in 60 steps)
     import numpy as np
 
     import ndflow as nf
+    from ndflow.examples._run import Output
     np.random.seed(0)
     nf.random.set_seed(0)
     losses = []
     ex.fit_curve(60, losses=losses)
     assert len(losses) == 60 and losses[-1] < losses[0] / 10
-    lesson = importlib.import_module("tf_function_lesson")
-    path = lesson.plot_losses(losses, "curve.png", "t", "step")
+    lesson = importlib.import_module("ndflow.examples.tf_function_lesson")
+    path = lesson.plot_losses(losses, Output("t", str(tmp_path)), "curve.png", "t", "step")
     assert path == str(tmp_path / "curve.png") and os.path.getsize(path) > 1000
-    monkeypatch.delenv("NDFLOW_PLOT_DIR")
-    assert lesson.plot_losses(losses, "none.png", "t", "step") is None
+    assert lesson.plot_losses(losses, None, "none.png", "t", "step") is None

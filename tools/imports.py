@@ -20,7 +20,7 @@ LAYERS = [
                    "ndflow.onnx", "ndflow.distribute", "ndflow.utils", "ndflow.compat",
                    "ndflow.config", "ndflow.debugging", "ndflow.errors", "ndflow.losses",
                    "ndflow.nn", "ndflow.random", "ndflow.test"]),
-    ("api", ["ndflow", "ndflow.tour"]),
+    ("api", ["ndflow", "ndflow.tour", "ndflow.examples"]),
 ]
 
 

@@ -1,7 +1,30 @@
-"""Loss curves as PNG files, drawn on matplotlib's Agg canvas (never a window, whatever backend
-pyplot uses)."""
+"""Pictures as PNG files, drawn on matplotlib's Agg canvas (never a window, whatever backend
+pyplot uses, and no pyplot state touched): loss curves, and figures the examples draw."""
 import os
 import sys
+
+
+def new_figure(width=6.0, height=4.0, what="the figure"):
+    """A matplotlib `Figure` on its own Agg canvas, or None, with a message on stderr naming
+    `what` is not drawn, when matplotlib is not installed."""
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError:
+        print(f"(matplotlib is not installed: {what} is not drawn; pip install matplotlib)",
+              file=sys.stderr)
+        return None
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, path):
+    """Lay out `fig` and save it as `path` (PNG; its directory is created). Returns the path."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    return path
 
 
 def save_loss_curve(losses, path, title="training loss", xlabel="step", ylabel="loss",
@@ -10,22 +33,13 @@ def save_loss_curve(losses, path, title="training loss", xlabel="step", ylabel="
     against their index and save the picture as `path` (PNG; its directory is created).
     `log=None` picks a log scale when the values are positive and span more than a factor of
     100. Returns the path, or None with a message on stderr when matplotlib is not installed."""
-    try:
-        from matplotlib.figure import Figure
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-    except ImportError:
-        print(f"(matplotlib is not installed: the loss curve {os.path.basename(path)} is not "
-              f"drawn; pip install matplotlib)", file=sys.stderr)
+    fig = new_figure(what=f"the loss curve {os.path.basename(path)}")
+    if fig is None:
         return None
     curves = dict(series) if series is not None else {"loss": losses}
     values = [float(v) for vs in curves.values() for v in vs]
     if log is None:
         log = bool(values) and min(values) > 0 and max(values) > 100 * min(values)
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    # a Figure on an Agg canvas, not pyplot: nothing global changes, no window can open
-    fig = Figure(figsize=(6, 4), dpi=100)
-    FigureCanvasAgg(fig)
     ax = fig.add_subplot(111)
     for label, vs in curves.items():
         ax.plot(range(1, len(vs) + 1), [float(v) for v in vs], label=label, linewidth=1.2)
@@ -35,6 +49,4 @@ def save_loss_curve(losses, path, title="training loss", xlabel="step", ylabel="
     ax.grid(True, alpha=0.3)
     if len(curves) > 1:
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    return path
+    return save_figure(fig, path)
