@@ -92,6 +92,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     n = a.shape[0]
     if n is None:
         raise ValueError("lu_factor: the matrix size must be known while tracing")
+    if n == 0:
+        return a, tnp.zeros((0,), dtype=np.int32)
     rows = tnp.arange(n)
     pivs = []
     for k in range(n):
@@ -134,6 +136,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     piv = tnp.asarray(piv)
     if lu.shape[0] != b.shape[0]:
         raise ValueError(f"Shapes of lu {lu.shape} and b {b.shape} are incompatible")
+    if lu.shape[0] == 0:
+        return b + 0                     # an empty system: an empty solution (a new array)
     L = _triangle(lu, True, True)
     U = tnp.triu(lu)
     trans = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}[trans]
@@ -160,7 +164,15 @@ def expm(A):
     40 is evaluated and the right one selected."""
     A = _fl(A)
     _square("expm", A)
+    if A.dtype == np.float32:     # float64 inside, rounded once: float32's own rounding
+        return _expm(A.astype(np.float64)).astype(np.float32)   # grows with the squarings
+    return _expm(A)
+
+
+def _expm(A):
     n = A.shape[-1]
+    if n == 0:
+        return A + 0
     eye = tnp.eye(n, dtype=A.dtype)
     norm1 = tnp.max(tnp.sum(tnp.abs(A), axis=-2), axis=-1)
     s = tnp.maximum(0.0, tnp.ceil(tnp.log2(tnp.where(norm1 > 0, norm1, 1.0) / _THETA13)))
@@ -185,7 +197,14 @@ def expm(A):
     R = tnp.linalg.solve(V - U, V + U)
     for i in range(s_max):
         R = tnp.where((s > i)[..., None, None], R @ R, R)
-    return R
+    # the exponential of a triangular matrix is triangular: its zeros stay zeros where the
+    # products turned them into NaN beside an inf (as SciPy's triangular path does not);
+    # finite entries keep their derivative
+    lower, upper = tnp.tril(tnp.ones((n, n), dtype=bool), -1), tnp.triu(
+        tnp.ones((n, n), dtype=bool), 1)
+    up_tri = tnp.all(tnp.where(lower, A, 0) == 0, axis=(-2, -1))[..., None, None]
+    lo_tri = tnp.all(tnp.where(upper, A, 0) == 0, axis=(-2, -1))[..., None, None]
+    return tnp.where(((up_tri & lower) | (lo_tri & upper)) & tnp.isnan(R), 0.0, R)
 
 
 def block_diag(*arrs):
