@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..core.primitive import bind
-from ..primitives import special as _sp
+from ..primitives import special as _sp, special_inc as _spi
 from ..autodiff.forward import stop_gradient
 from .. import numpy as tnp
 
@@ -116,21 +116,21 @@ def gammainc(a, x):
     """The regularized lower incomplete gamma function P(a, x), as `scipy.special.gammainc`.
     Differentiable in x only (a gradient with respect to a raises NotImplementedError)."""
     a, x = _float2(a, x, weak=False)
-    return bind(_sp.gammainc_p, a, x)
+    return bind(_spi.gammainc_p, a, x)
 
 
 def gammaincc(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), as
     `scipy.special.gammaincc`. Differentiable in x only."""
     a, x = _float2(a, x, weak=False)
-    return bind(_sp.gammaincc_p, a, x)
+    return bind(_spi.gammaincc_p, a, x)
 
 
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b), as `scipy.special.betainc`.
     Differentiable in x only (gradients with respect to a or b raise NotImplementedError)."""
     a, b, x = _float2(a, b, x)
-    return bind(_sp.betainc_p, a, b, x)
+    return bind(_spi.betainc_p, a, b, x)
 
 
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156,

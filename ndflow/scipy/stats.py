@@ -176,8 +176,12 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     far = tnp.any(tnp.isinf(d), axis=-1) & ~tnp.any(tnp.isnan(d), axis=-1)
     d = tnp.where(tnp.isinf(d), 0.0, d)
     flat = tnp.reshape(d, (-1, dim)).T
-    sol = tnp.linalg.solve(L, flat)              # L^{-1} (x - mean)
-    maha = tnp.where(tnp.reshape(far, (-1,)), np.inf, tnp.sum(sol * sol, axis=0))
+    # scaled by the largest |x - mean| (no inf - inf in the solve for huge coordinates)
+    big = stop_gradient(tnp.max(tnp.abs(flat), axis=0)) if dim else tnp.ones(
+        (flat.shape[1],))
+    big = tnp.where(big > 0, big, 1.0)
+    sol = tnp.linalg.solve(L, flat / big)        # L^{-1} (x - mean) / big
+    maha = tnp.where(tnp.reshape(far, (-1,)), np.inf, tnp.sum(sol * sol, axis=0) * big * big)
     logdet = 2 * tnp.sum(tnp.log(tnp.diagonal(L)))
     out = -0.5 * (dim * _LOG_2PI + logdet + maha)
     out = tnp.reshape(out, d.shape[:-1])
@@ -481,7 +485,8 @@ laplace = _Distribution("laplace", logpdf=_laplace_logpdf, pdf=_exp_of(_laplace_
 def _cauchy_logpdf(x, loc=0, scale=1):
     """Cauchy log density, as `scipy.stats.cauchy.logpdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, -tnp.log(math.pi * s) - _log1p_sq(z, 1.0))
+    # (log(s) + log(pi): pi * s overflows for s near the float max)
+    return _nan_where(bad, -tnp.log(s) - math.log(math.pi) - _log1p_sq(z, 1.0))
 
 
 def _cauchy_cdf(x, loc=0, scale=1):
