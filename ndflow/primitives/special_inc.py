@@ -160,6 +160,16 @@ def _gamma_series(a, x):
     return total
 
 
+def _lentz(an, bn, c, d):
+    """One step of the modified Lentz method for a continued fraction with partial numerator
+    an and denominator bn: (c, d, the factor the value is multiplied by)."""
+    d = bn + an * d
+    d = 1 / np.where(np.abs(d) < _TINY, _TINY, d)
+    c = bn + an / c
+    c = np.where(np.abs(c) < _TINY, _TINY, c)
+    return c, d, c * d
+
+
 def _gamma_cf(a, x):
     """The continued fraction of Q (Q = x^a e^-x / Gamma(a) times this; modified Lentz)."""
     b = x + 1 - a
@@ -168,14 +178,8 @@ def _gamma_cf(a, x):
     h = d.copy()
     done = np.zeros(h.shape, bool)
     for i in range(1, 5000):
-        an = -i * (i - a)
         b = b + 2
-        d = an * d + b
-        d = np.where(np.abs(d) < _TINY, _TINY, d)
-        c = b + an / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        d = 1 / d
-        delta = d * c
+        c, d, delta = _lentz(-i * (i - a), b, c, d)
         h = np.where(done, h, h * delta)      # (converged lanes stay: see _gamma_series)
         done |= (np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)
         if done.all():
@@ -306,20 +310,8 @@ def _betacf(a, b, x):
     for m in range(1, 5000):
         m2 = 2 * m
         # (ratios first: products of two huge parameters would overflow)
-        aa = m / (qam + m2) * ((b - m) / (a + m2)) * x
-        d = 1 + aa * d
-        d = np.where(np.abs(d) < _TINY, _TINY, d)
-        c = 1 + aa / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        d = 1 / d
-        step = d * c
-        aa = -((a + m) / (a + m2)) * ((qab + m) / (qap + m2)) * x
-        d = 1 + aa * d
-        d = np.where(np.abs(d) < _TINY, _TINY, d)
-        c = 1 + aa / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        d = 1 / d
-        delta = d * c
+        c, d, step = _lentz(m / (qam + m2) * ((b - m) / (a + m2)) * x, 1.0, c, d)
+        c, d, delta = _lentz(-((a + m) / (a + m2)) * ((qab + m) / (qap + m2)) * x, 1.0, c, d)
         h = np.where(done, h, h * step * delta)   # (converged lanes stay: see _gamma_series)
         done |= (np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h)
         if done.all():
