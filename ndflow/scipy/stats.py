@@ -456,7 +456,7 @@ dirichlet = _Distribution("dirichlet", logpdf=_dirichlet_logpdf, pdf=_exp_of(_di
 def _laplace_logpdf(x, loc=0, scale=1):
     """Laplace log density, as `scipy.stats.laplace.logpdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, -tnp.abs(z) - tnp.log(2 * s))
+    return _nan_where(bad, -tnp.abs(z) - tnp.log(s) - math.log(2))    # (2 s may overflow)
 
 
 def _laplace_cdf(x, loc=0, scale=1):
