@@ -33,6 +33,7 @@ from ..primitives.misc import stop_gradient_p
 from ..vectorize import batching
 from .jacobian import constant, reshape
 from .tape import GradientTape, UnconnectedGradients
+from .functional import numpy_call, to_numpy
 
 # The NumPy layer (tnp) converts what a caller passes (primals, tangents, arguments: Python
 # and NumPy values, with NumPy's weak scalars, prefer_float32 and device placement); the
@@ -240,7 +241,14 @@ def _distinct(leaves):
 def jvp(fun, primals, tangents, has_aux=False):
     """`(fun(*primals), J(primals) @ tangents)`, as `jax.jvp`: `primals` and `tangents` are
     sequences with one entry (a nested structure of arrays) per argument of `fun`. With
-    `has_aux`, `fun` returns `(out, aux)` and the result is `(out, tangent_out, aux)`."""
+    `has_aux`, `fun` returns `(out, aux)` and the result is `(out, tangent_out, aux)`. NumPy
+    values for a NumPy call (NumPy primals and tangents), as `nf.value_and_grad`'s."""
+    if numpy_call((primals, tangents), {}):
+        return to_numpy(_jvp(fun, primals, tangents, has_aux))
+    return _jvp(fun, primals, tangents, has_aux)
+
+
+def _jvp(fun, primals, tangents, has_aux):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists (one entry per "
                         "argument of fun)")
@@ -337,11 +345,21 @@ def _assemble(rows, row_sizes, row_shapes, col_shapes, row_major):
     return blocks
 
 
+def _numpy_results(jacfun):
+    """NumPy values for a NumPy call, as `nf.value_and_grad`'s."""
+    @functools.wraps(jacfun)
+    def wrapped(*args, **kwargs):
+        if numpy_call(args, kwargs):
+            return to_numpy(jacfun(*args, **kwargs))
+        return jacfun(*args, **kwargs)
+    return wrapped
+
 
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian of `fun` by forward mode, as `jax.jacfwd`: one JVP per input element,
     vectorized with `vectorized_map`. Each output leaf gets the structure of the differentiated
-    argument(s), blocks of shape `out.shape + in.shape`."""
+    argument(s), blocks of shape `out.shape + in.shape`. NumPy values for a NumPy call, as
+    `nf.value_and_grad`'s."""
     @functools.wraps(fun, updated=())
     def jacfun(*args, **kwargs):
         args, leaves, in_def = _prepare("jacfwd", args, argnums)
@@ -364,7 +382,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
         if has_aux:
             return jac, tree.map_structure(lambda a: a[0] if isinstance(a, ndarray) else a, aux)
         return jac
-    return jacfun
+    return _numpy_results(jacfun)
 
 
 def jacrev(fun, argnums=0, has_aux=False):
@@ -395,12 +413,14 @@ def jacrev(fun, argnums=0, has_aux=False):
         blocks = _assemble(rows, sizes, [o.shape for o in o_leaves], None, row_major=True)
         jac = tree.unflatten(o_def, [tree.unflatten(in_def, b) for b in blocks])
         return (jac, aux) if has_aux else jac
-    return jacfun
+    return _numpy_results(jacfun)
 
 
 def hessian(fun, argnums=0, has_aux=False):
     """The Hessian of a scalar `fun`, as `jax.hessian`: `jacfwd(jacrev(fun))` (forward over
-    reverse), blocks of shape `in.shape + in.shape`."""
+    reverse), blocks of shape `in.shape + in.shape`. NumPy values for a NumPy call, as
+    `nf.value_and_grad`'s (so `scipy.optimize.minimize(..., hess=nf.hessian(f))` gets NumPy
+    matrices)."""
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
 

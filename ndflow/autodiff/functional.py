@@ -15,6 +15,7 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import tree
 from ..core import dtypes as _dt
+from ..core.variable import VariableBase
 from ..primitives.elementwise import convert_p
 from ..primitives.indexing import getitem_p
 from .tape import GradientTape, stop_all_recording
@@ -57,40 +58,87 @@ def _check_grad_input(x, name):
                         f"argument to a float dtype, or use nf.GradientTape for integer inputs.")
 
 
+def numpy_call(args, kwargs):
+    """Whether a call of a functional transformation (`grad`, `value_and_grad`, `jvp`,
+    `jacfwd`, `jacrev`, `hessian`) is a NumPy call, whose results are given back as NumPy
+    values: no ndflow array or Variable among its arguments, and nothing active in the thread
+    (tape, forward accumulator, `nf.function` trace, `vectorized_map`) that could still use
+    ndflow results (a NumPy result would cut an outer tape's path to a Variable the function
+    reads)."""
+    if STATE.tapes or STATE.traces:
+        return False
+    return not any(isinstance(a, (ndarray, VariableBase))
+                   for a in tree.flatten((tuple(args), kwargs)))
+
+
+def to_numpy(out):
+    """`out` with each ndflow array replaced by its NumPy value (a NumPy scalar for 0-d, as
+    NumPy's own functions return), for the results of a NumPy call (`numpy_call`)."""
+    def one(a):
+        if isinstance(a, ndarray):
+            v = a.numpy()
+            return v[()] if v.ndim == 0 else v
+        return a
+    return tree.map_structure(one, out)
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
     """f -> (value, gradient of the scalar value w.r.t. the argnums arguments), as
     `jax.value_and_grad`: the value must be a real scalar (TypeError otherwise), and each
-    differentiated argument gets its own gradient even when the same array is passed twice."""
+    differentiated argument gets its own gradient even when the same array is passed twice.
+
+    The results are ndflow arrays, except for a NumPy call, as in autograd: called with NumPy
+    arrays and Python numbers only (no ndflow array or Variable among the arguments) and
+    outside any tape, `nf.function` or `vectorized_map`, the value, the gradients and the aux
+    output come back as NumPy values (NumPy scalars for 0-d). So SciPy's optimizers, whose
+    compiled parts accept only NumPy arrays, take the pair as it is:
+
+    >>> import numpy as np, scipy.optimize
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> f = lambda x: tnp.sum((x - 1.5) ** 2)
+    >>> r = scipy.optimize.minimize(nf.value_and_grad(f), np.zeros(2), jac=True,
+    ...                             method="L-BFGS-B")
+    >>> bool(np.allclose(r.x, 1.5)), type(r.x).__module__
+    (True, 'numpy')
+
+    Pass an ndflow array (`tnp.asarray(x)`) to get ndflow results (on its device)."""
     @functools.wraps(fun, updated=())
     def wrapped(*args, **kwargs):
-        nums = _as_tuple(argnums)
-        args = list(args)
-        for i in nums:
-            args[i] = tree.map_structure(lambda a: tnp.asarray(a) if not isinstance(a, ndarray) else a, args[i])
-            for a in tree.flatten(args[i]):
-                _check_grad_input(a, "grad")
-        args = _distinct(args, nums)
-        with GradientTape() as tape:
-            for i in nums:
-                tape.watch(args[i])
-            out = fun(*args, **kwargs)
-            val, aux = (out if has_aux else (out, None))
-        v = val if isinstance(val, ndarray) else tnp.asarray(val)
-        if v.shape != ():
-            raise TypeError(f"grad requires a scalar output, got shape {tuple(v.shape)}")
-        if not _is_real_float(v.dtype):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
-                            f"of np.floating), but got {v.dtype.name}. For complex outputs, use "
-                            f"nf.GradientTape with output_gradients (a vector-Jacobian product).")
-        gs = tape.gradient(val, [args[i] for i in nums],
-                           unconnected_gradients="zero")
-        g = gs[0] if isinstance(argnums, int) else tuple(gs)
-        return ((val, aux), g) if has_aux else (val, g)
+        if numpy_call(args, kwargs):
+            return to_numpy(_value_and_grad(fun, argnums, has_aux, args, kwargs))
+        return _value_and_grad(fun, argnums, has_aux, args, kwargs)
     return wrapped
 
 
+def _value_and_grad(fun, argnums, has_aux, args, kwargs):
+    nums = _as_tuple(argnums)
+    args = list(args)
+    for i in nums:
+        args[i] = tree.map_structure(lambda a: tnp.asarray(a) if not isinstance(a, ndarray)
+                                     else a, args[i])
+        for a in tree.flatten(args[i]):
+            _check_grad_input(a, "grad")
+    args = _distinct(args, nums)
+    with GradientTape() as tape:
+        for i in nums:
+            tape.watch(args[i])
+        out = fun(*args, **kwargs)
+        val, aux = (out if has_aux else (out, None))
+    v = val if isinstance(val, ndarray) else tnp.asarray(val)
+    if v.shape != ():
+        raise TypeError(f"grad requires a scalar output, got shape {tuple(v.shape)}")
+    if not _is_real_float(v.dtype):
+        raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {v.dtype.name}. For complex outputs, use "
+                        f"nf.GradientTape with output_gradients (a vector-Jacobian product).")
+    gs = tape.gradient(val, [args[i] for i in nums], unconnected_gradients="zero")
+    g = gs[0] if isinstance(argnums, int) else tuple(gs)
+    return ((val, aux), g) if has_aux else (val, g)
+
+
 def grad(fun, argnums=0, has_aux=False):
-    """f -> gradient of f (scalar-valued) w.r.t. argument `argnums`."""
+    """f -> gradient of f (scalar-valued) w.r.t. argument `argnums`, as `jax.grad`; NumPy
+    values for a NumPy call (see `value_and_grad`)."""
     vg = value_and_grad(fun, argnums, has_aux)
 
     @functools.wraps(fun, updated=())

@@ -7,15 +7,17 @@ The kernels are NumPy code of our own (SciPy is not needed):
 - digamma: reflection below 1/2, upward recurrence to x >= 10, then the asymptotic series
   (9 terms; error below 1e-16 relative there).
 - Hurwitz zeta(s, q): Euler-Maclaurin summation (25 direct terms, 12 Bernoulli corrections);
-  about 1e-15 relative for s > 1, q > 0 and moderate s. Riemann zeta below 1 by reflection.
+  about 1e-15 relative for s > 1, q > 0 and moderate s. Riemann zeta below -1/2 by the
+  functional equation (in logarithms), on [-1/2, 1) by Borwein's eta series.
 - polygamma(n, x) = (-1)^(n+1) n! zeta(n+1, x) for n >= 1.
 - ndtri: a rational first guess (Acklam's published approximation, ~1e-9) refined by two
-  Halley steps on erfc, which makes it accurate to the last few ulps, tails included.
+  Halley steps on erfc, which makes it accurate to the last few ulps, tails included (below
+  1e-300, Newton on log Phi).
 - erfinv: from ndtri where |x| > 1/2 (there 1 - |x| is exact), Newton on erf below.
 - i0e, i1e: power series of the Bessel function times exp(-|x|) for |x| <= 30, the
   asymptotic expansion of the scaled function above.
-Inputs reach the kernels as float32 or float64 (the SciPy layer casts); float32 is computed in
-float64 and rounded.
+The incomplete gamma and beta functions are in special_inc.py. Inputs reach the kernels as
+float32 or float64 (the SciPy layer casts); float32 is computed in float64 and rounded.
 """
 import math
 from fractions import Fraction
@@ -70,6 +72,17 @@ def _lgamma(v):
         return math.lgamma(v)
     except (ValueError, OverflowError):   # the poles 0, -1, -2, ...; beyond the float range
         return math.inf
+
+
+def _lgamma_true(v):
+    """log|Gamma(v)| without gammaln's SciPy conventions at tiny v (the kernels' own use)."""
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+_lgamma_true_vec = _pointwise(_lgamma_true)
 
 
 def _gamma(v):
@@ -129,6 +142,19 @@ def _ndtri_lower(p):
             e = 0.5 * _erfc_vec(-x / math.sqrt(2)) - p
             u = e * _SQRT_2PI * np.exp(x * x / 2)
             x = np.where(np.isfinite(u), x - u / (1 + x * u / 2), x)
+        # below 1e-300 erfc's result is subnormal (few digits): Newton on log Phi instead,
+        # log Phi(x) = -x^2/2 - log(-x sqrt(2 pi)) + log S(x) (S: the Mills ratio series)
+        deep = p < 1e-300
+        xd = np.where(deep, x, -40.0)
+        for _ in range(2):
+            z = 1 / (xd * xd)
+            S, term = np.ones_like(xd), np.ones_like(xd)
+            for k in range(1, 12):
+                term = -term * (2 * k - 1) * z
+                S = S + term
+            log_phi = -0.5 * xd * xd - np.log(-xd * _SQRT_2PI) + np.log(S)
+            xd = xd + (log_phi - np.log(np.where(deep, p, 1e-310))) * S / xd
+        x = np.where(deep, xd, x)
     return x
 
 
@@ -224,22 +250,23 @@ def _hurwitz(s, q):
         total = np.where(pole & ~(s < 1), np.inf, total)
         total = np.where((s == np.inf) & (q > 0), np.where(q < 1, np.inf,
                                                            np.where(q == 1, 1.0, 0.0)), total)
-        return total
+        # a negative non-integer q has a term |q + k| < 1: inf for s = inf (SciPy's too)
+        return np.where((s == np.inf) & (q < 0) & ~pole, np.inf, total)
 
 
 def _riemann(s):
-    """zeta(s) for every real s: Euler-Maclaurin above 1, the functional equation below."""
+    """zeta(s) for every real s: Euler-Maclaurin above 1, the eta series on [-1/2, 1), the
+    functional equation below -1/2 (in logarithms, so Gamma(1 - s) may overflow)."""
     with np.errstate(all="ignore"):
         hi = _hurwitz(np.where(s > 1, s, 2.0), 1.0)
-        t = np.where(s < 1, 1 - s, 2.0)        # zeta(1 - t) from zeta(t), t > 0
-        gam = _pointwise(_gamma)(t)
-        zt = _hurwitz(np.where(t > 1, t, 2.0), 1.0)
-        # near t in (0, 1]: zeta(t) itself by the alternating (eta) series is not needed for
-        # s < 0; for 0 <= s < 1 use the eta relation below
-        lo = 2 ** (1 - t) * np.pi ** (-t) * np.cos(np.pi * t / 2) * gam * zt
+        t = np.where(s < -0.5, 1 - s, 2.0)     # zeta(1 - t) from zeta(t), t > 3/2
+        zt = _hurwitz(t, 1.0)
+        cos = np.cos(np.pi * t / 2)
+        lo = np.sign(cos) * zt * np.exp((1 - t) * np.log(2.0) - t * np.log(np.pi) +
+                                        np.log(np.abs(cos)) + _lgamma_true_vec(t))
         lo = np.where(np.mod(s, 2) == 0, 0.0, lo)            # trivial zeros -2, -4, ...
-        mid = _eta_zeta(np.where((s >= 0) & (s < 1), s, 0.5))
-        r = np.where(s > 1, hi, np.where(s < 0, lo, mid))
+        mid = _eta_zeta(np.where((s >= -0.5) & (s < 1), s, 0.5))
+        r = np.where(s > 1, hi, np.where(s < -0.5, lo, mid))
         r = np.where(s == 1, np.inf, r)
         r = np.where(s == np.inf, 1.0, r)
         return np.where((s == -np.inf) | np.isnan(s), np.nan, r)
@@ -300,9 +327,12 @@ elementwise(zeta_ds_p)
 
 
 def _zeta_vjp(ct, s, q):
-    """d/dq zeta(s, q) = -s zeta(s + 1, q); d/ds from the differentiated series (s > 1)."""
-    return (unbroadcast(ct * bind(zeta_ds_p, s, q), s),
-            unbroadcast(-ct * s * bind(zeta_p, s + 1, q), q))
+    """d/dq zeta(s, q) = -s zeta(s + 1, q) (0 where zeta(s + 1, q) is: s = inf, q > 1);
+    d/ds from the differentiated series (s > 1)."""
+    from .elementwise import select_p, eq_p, zeros_like_p
+    z1 = bind(zeta_p, s + 1, q)
+    dq = bind(select_p, bind(eq_p, z1, bind(zeros_like_p, z1)), z1, s * z1)
+    return (unbroadcast(ct * bind(zeta_ds_p, s, q), s), unbroadcast(-ct * dq, q))
 
 
 def _binary_batch(prim):
@@ -359,7 +389,7 @@ def _bessel_ie(nu, x):
         for k in range(1, 40):
             term = -term * (mu - (2 * k - 1) ** 2) / (k * 8 * xl)
             total = total + term
-        asym = total / np.sqrt(2 * np.pi * xl)
+        asym = total / (_SQRT_2PI * np.sqrt(xl))          # (2 pi x overflows near the max)
         r = np.where(small, series, asym)
         return np.where(x == np.inf, 0.0, r)
 
@@ -379,9 +409,10 @@ def _i0e_vjp(ct, x, out):
 
 def _i1e_vjp(ct, x, out):
     """i1e' = i0e - i1e (sign(x) + 1/x), 1/2 at 0."""
-    from .elementwise import select_p, ones_like_p, eq_p, zeros_like_p
+    from .elementwise import select_p, ones_like_p, lt_p, abs_p
     one = bind(ones_like_p, x)
-    zero = bind(eq_p, x, bind(zeros_like_p, x))
+    # near 0 (where 1/x overflows and i1e(x) = x/2 flushes to 0) the limit 1/2
+    zero = bind(lt_p, bind(abs_p, x), one * 1e-150)
     safe = bind(select_p, zero, one, x)
     d = bind(i0e_p, x) - out * (bind(sign_p, x) + 1 / safe)
     return (ct * bind(select_p, zero, one * 0.5, d),)
@@ -392,192 +423,3 @@ i1e_p = _unary("i1e", _f64(_i1e), _i1e_vjp, uses_out=True)
 
 __all__ = ["erf_p", "erfc_p", "erfinv_p", "ndtri_p", "gammaln_p", "gamma_p", "digamma_p",
            "polygamma_p", "zeta_p", "zeta_ds_p", "riemann_zeta_p", "i0e_p", "i1e_p", "log_p"]
-
-
-# ------------------------------------------------------------------ incomplete gamma and beta
-# Regularized: P(a, x) = gammainc, Q = 1 - P = gammaincc, I_x(a, b) = betainc. Kernels: the
-# power series of P below x = a + 1 and the continued fraction of Q above (modified Lentz); the
-# continued fraction of I_x(a, b) on the side of (a + 1)/(a + b + 2) where it converges fast.
-# The prefactor exp(a log x - x - lgamma(a)) carries a relative error of about a * eps, so
-# accuracy is ~1e-14 for a up to ~100 and degrades slowly beyond.
-_TINY = 1e-300
-_lgamma_vec = _pointwise(_lgamma)
-
-
-def _gamma_pq(a, x):
-    """(P, Q) for a > 0, x >= 0 (NaN elsewhere)."""
-    with np.errstate(all="ignore"):
-        a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
-        a, x = a.copy(), x.copy()
-        ok = (a > 0) & (x >= 0) & np.isfinite(a)
-        fin = ok & np.isfinite(x) & (x > 0)
-        pre = np.where(fin, np.exp(a * np.log(np.where(fin, x, 1.0)) - x - _lgamma_vec(a)), 0.0)
-        use_series = x < a + 1
-        # series for P
-        aa = np.where(fin & use_series, a, 1.0)
-        xx = np.where(fin & use_series, x, 0.0)
-        term = 1.0 / aa
-        total = term.copy()
-        live = np.ones(total.shape, bool)
-        n = 0
-        while n < 5000:
-            n += 1
-            term = term * xx / (aa + n)
-            total = np.where(live, total + term, total)
-            # a NaN or inf lane never converges: it must not keep the others iterating
-            live &= ~((np.abs(term) <= np.abs(total) * 1e-17) | ~np.isfinite(total))
-            if not live.any():
-                break
-        p_series = pre * total
-        # continued fraction for Q
-        ac = np.where(fin & ~use_series, a, 1.0)
-        xc = np.where(fin & ~use_series, x, 2.0)
-        b = xc + 1 - ac
-        c = np.full_like(b, 1 / _TINY)
-        d = 1 / b
-        h = d.copy()
-        live = np.ones(h.shape, bool)
-        for i in range(1, 5000):
-            an = -i * (i - ac)
-            b = b + 2
-            d = an * d + b
-            d = np.where(np.abs(d) < _TINY, _TINY, d)
-            c = b + an / c
-            c = np.where(np.abs(c) < _TINY, _TINY, c)
-            d = 1 / d
-            delta = d * c
-            h = np.where(live, h * delta, h)
-            live &= ~((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h))
-            if not live.any():
-                break
-        q_cf = pre * h
-        P = np.where(use_series, p_series, 1 - q_cf)
-        Q = np.where(use_series, 1 - p_series, q_cf)
-        P = np.where(x == 0, 0.0, np.where(x == np.inf, 1.0, P))
-        Q = np.where(x == 0, 1.0, np.where(x == np.inf, 0.0, Q))
-        # a == 0 (SciPy): P = 1, Q = 0 for x > 0
-        P = np.where((a == 0) & (x > 0), 1.0, np.where(ok, P, np.nan))
-        Q = np.where((a == 0) & (x > 0), 0.0, np.where(ok, Q, np.nan))
-        return P, Q
-
-
-def _param_grad_error(name, arg):
-    return NotImplementedError(
-        f"ndflow.scipy.special.{name}: the gradient with respect to {arg} is not implemented "
-        f"(only the last argument, x, is differentiable); wrap {arg} in nf.stop_gradient if "
-        f"it only needs to be a constant")
-
-
-def _no_param_grad(name, arg, v):
-    if getattr(v, "_tid", 0):       # connected to a tape: its gradient would be dropped
-        raise _param_grad_error(name, arg)
-    return None
-
-
-def _inc_abstract(a, x):
-    return Aval(broadcast_shapes(a.shape, x.shape), x.dtype)
-
-
-def _dgamma_dx(a, x):
-    """x^(a-1) exp(-x) / Gamma(a), the derivative of P(a, x) in x."""
-    return bind(exp_p, (a - 1) * bind(log_p, x) - x - bind(gammaln_p, a))
-
-
-def _gammainc_vjp(ct, a, x):
-    return (_no_param_grad("gammainc", "a", a), unbroadcast(ct * _dgamma_dx(a, x), x))
-
-
-def _gammaincc_vjp(ct, a, x):
-    return (_no_param_grad("gammaincc", "a", a), unbroadcast(-ct * _dgamma_dx(a, x), x))
-
-
-def _inc_kernel(f):
-    def k(*args):
-        dt = np.asarray(args[-1]).dtype
-        return np.asarray(f(*args), dtype=np.float64).astype(dt, copy=False)
-    return k
-
-
-gammainc_p = Primitive("gammainc", _inc_kernel(lambda a, x: _gamma_pq(a, x)[0]), _inc_abstract)
-gammainc_p.def_vjp(_gammainc_vjp)
-gammainc_p.batch = _binary_batch(gammainc_p)
-gammaincc_p = Primitive("gammaincc", _inc_kernel(lambda a, x: _gamma_pq(a, x)[1]),
-                        _inc_abstract)
-gammaincc_p.def_vjp(_gammaincc_vjp)
-gammaincc_p.batch = _binary_batch(gammaincc_p)
-elementwise(gammainc_p)
-elementwise(gammaincc_p)
-
-
-def _betacf(a, b, x):
-    """The continued fraction of I_x(a, b) (converges fast for x < (a + 1)/(a + b + 2))."""
-    qab, qap, qam = a + b, a + 1, a - 1
-    c = np.ones_like(x)
-    d = 1 - qab * x / qap
-    d = np.where(np.abs(d) < _TINY, _TINY, d)
-    d = 1 / d
-    h = d.copy()
-    live = np.ones(h.shape, bool)
-    for m in range(1, 5000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1 + aa * d
-        d = np.where(np.abs(d) < _TINY, _TINY, d)
-        c = 1 + aa / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        d = 1 / d
-        h = np.where(live, h * d * c, h)
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1 + aa * d
-        d = np.where(np.abs(d) < _TINY, _TINY, d)
-        c = 1 + aa / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        d = 1 / d
-        delta = d * c
-        h = np.where(live, h * delta, h)
-        live &= ~((np.abs(delta - 1) <= 1e-16) | ~np.isfinite(h))
-        if not live.any():
-            break
-    return h
-
-
-def _betainc(a, b, x):
-    with np.errstate(all="ignore"):
-        a, b, x = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, x)))
-        ok = (a > 0) & (b > 0) & (x >= 0) & (x <= 1)
-        inner = ok & (x > 0) & (x < 1)
-        xs = np.where(inner, x, 0.5)
-        aa, bb = np.where(inner, a, 1.0), np.where(inner, b, 1.0)
-        lbeta = _lgamma_vec(aa) + _lgamma_vec(bb) - _lgamma_vec(aa + bb)
-        front = np.exp(aa * np.log(xs) + bb * np.log1p(-xs) - lbeta)
-        flip = xs > (aa + 1) / (aa + bb + 2)
-        xa = np.where(flip, 1 - xs, xs)
-        pa, pb = np.where(flip, bb, aa), np.where(flip, aa, bb)
-        v = front * _betacf(pa, pb, xa) / pa
-        r = np.where(flip, 1 - v, v)
-        r = np.where(x == 0, 0.0, np.where(x == 1, 1.0, r))
-        # SciPy: a == 0 (b > 0) gives 1, b == 0 (a > 0) gives 0, inside [0, 1]
-        inrange = (x >= 0) & (x <= 1)
-        r = np.where((a == 0) & (b > 0) & inrange, 1.0, r)
-        r = np.where((b == 0) & (a > 0) & inrange, 0.0, r)
-        special = ((a == 0) & (b > 0) | (b == 0) & (a > 0)) & inrange
-        return np.where(ok | special, r, np.nan)
-
-
-def _betainc_vjp(ct, a, b, x):
-    """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)."""
-    from .elementwise import log1p_p
-    lb = bind(gammaln_p, a) + bind(gammaln_p, b) - bind(gammaln_p, a + b)
-    d = bind(exp_p, (a - 1) * bind(log_p, x) + (b - 1) * bind(log1p_p, -x) - lb)
-    return (_no_param_grad("betainc", "a", a), _no_param_grad("betainc", "b", b),
-            unbroadcast(ct * d, x))
-
-
-def _ternary_abstract(a, b, x):
-    return Aval(broadcast_shapes(a.shape, b.shape, x.shape), x.dtype)
-
-
-betainc_p = Primitive("betainc", _inc_kernel(_betainc), _ternary_abstract)
-betainc_p.def_vjp(_betainc_vjp)
-betainc_p.batch = _binary_batch(betainc_p)
-elementwise(betainc_p)

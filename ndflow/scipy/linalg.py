@@ -9,6 +9,8 @@ import math
 import numpy as np
 
 from .. import numpy as tnp
+from ..graph.control import while_loop
+from ..autodiff.forward import stop_gradient
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm",
            "block_diag"]
@@ -92,6 +94,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     n = a.shape[0]
     if n is None:
         raise ValueError("lu_factor: the matrix size must be known while tracing")
+    if n == 0:
+        return a, tnp.zeros((0,), dtype=np.int32)
     rows = tnp.arange(n)
     pivs = []
     for k in range(n):
@@ -134,6 +138,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     piv = tnp.asarray(piv)
     if lu.shape[0] != b.shape[0]:
         raise ValueError(f"Shapes of lu {lu.shape} and b {b.shape} are incompatible")
+    if lu.shape[0] == 0:
+        return b + 0                     # an empty system: an empty solution (a new array)
     L = _triangle(lu, True, True)
     U = tnp.triu(lu)
     trans = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}[trans]
@@ -150,28 +156,37 @@ _PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796
            129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
            40840800., 960960., 16380., 182., 1.)
 _THETA13 = 5.371920351148152
-_MAX_SQUARINGS = 40
 
 
 def expm(A):
     """The matrix exponential by scaling and squaring with the degree-13 Pade approximant
     (Higham 2005), as `scipy.linalg.expm` (also for stacks of matrices). The number of
-    squarings follows the 1-norm; while tracing (or vectorizing) every candidate count up to
-    40 is evaluated and the right one selected."""
+    squarings follows the 1-norm (a Python loop for concrete values, an `nf.while_loop` to the
+    largest count while tracing or vectorizing). Triangular matrices keep their zeros and get
+    their diagonal exactly; a matrix with inf or NaN (or a 1-norm beyond the float range)
+    gives NaN but the triangular zeros, as SciPy's."""
     A = _fl(A)
     _square("expm", A)
+    if A.dtype == np.float32:     # float64 inside, rounded once: float32's own rounding
+        return _expm(A.astype(np.float64), 3.4e30).astype(np.float32)   # grows with the
+    return _expm(A, 1.8e300)                                              # squarings
+
+
+def _expm(A, huge):
     n = A.shape[-1]
+    if n == 0:
+        return A + 0
     eye = tnp.eye(n, dtype=A.dtype)
     norm1 = tnp.max(tnp.sum(tnp.abs(A), axis=-2), axis=-1)
-    s = tnp.maximum(0.0, tnp.ceil(tnp.log2(tnp.where(norm1 > 0, norm1, 1.0) / _THETA13)))
+    # (an infinite or NaN norm: the result is NaN below; s from a stand-in, not garbage)
+    ok_norm = (norm1 > 0) & (norm1 < np.inf)
+    s = tnp.maximum(0.0, tnp.ceil(tnp.log2(tnp.where(ok_norm, norm1, 1.0) / _THETA13)))
     s = s.astype(np.int64)
     concrete = s._t is None
     try:
         s_max = int(tnp.max(s).numpy()) if concrete and s.size else 0
     except Exception:      # batched values under vectorized_map
-        concrete, s_max = False, _MAX_SQUARINGS
-    if not concrete:
-        s_max = _MAX_SQUARINGS
+        concrete = False
     scale = (2.0 ** (-s.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)))
     X = A * scale[..., None, None]
     b = _PADE13
@@ -183,9 +198,38 @@ def expm(A):
     V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 \
         + b[0] * eye
     R = tnp.linalg.solve(V - U, V + U)
-    for i in range(s_max):
-        R = tnp.where((s > i)[..., None, None], R @ R, R)
-    return R
+    if concrete:
+        for i in range(s_max):
+            R = tnp.where((s > i)[..., None, None], R @ R, R)
+    else:
+        # traced or batched: a loop to the largest count (up to ~1022 for a finite norm)
+        def body(i, R):
+            return i + 1, tnp.where((s > i)[..., None, None], R @ R, R)
+        R = while_loop(lambda i, R: i < tnp.max(s), body, (tnp.asarray(0, np.int64), R))[1]
+    # the exponential of a triangular matrix is triangular: its zeros stay zeros where the
+    # products turned them into NaN beside an inf (as SciPy's triangular path does not);
+    # finite entries keep their derivative
+    lower, upper = tnp.tril(tnp.ones((n, n), dtype=bool), -1), tnp.triu(
+        tnp.ones((n, n), dtype=bool), 1)
+    up_tri = tnp.all(tnp.where(lower, A, 0) == 0, axis=(-2, -1))[..., None, None]
+    lo_tri = tnp.all(tnp.where(upper, A, 0) == 0, axis=(-2, -1))[..., None, None]
+    # SciPy's answer for a matrix with inf or NaN: NaN but the triangular zeros
+    finite = (tnp.all(tnp.isfinite(A), axis=(-2, -1)) & (norm1 < np.inf))[..., None, None]
+    R = tnp.where(finite, R, np.nan)
+    # a 1-norm near the dtype's limit (or beyond 2^960, where the scaling by 2^-s flushes
+    # the small entries): the result would be silently wrong; NaN, as SciPy's overflowing
+    # one, unless triangular (exact diagonal below)
+    far = ((s > 960) | (norm1 > huge))[..., None, None]
+    R = tnp.where(far & ~(up_tri | lo_tri), np.nan, R)
+    R = tnp.where(((up_tri & lower) | (lo_tri & upper)) & tnp.isnan(R), 0.0, R)
+    # and its diagonal is exp of A's (exact; the squarings would multiply each entry's
+    # rounding by 2^s, losing exp(0) = 1 beside a diagonal entry of -1e10)
+    eye = tnp.eye(n, dtype=bool)
+    d = tnp.exp(tnp.diagonal(A, axis1=-2, axis2=-1))[..., None, :]
+    # (the exact values, R's derivatives: triangularity holds only on a set of matrices)
+    R = tnp.where(eye & (up_tri | lo_tri) & finite, R + stop_gradient(d - R), R)
+    # a diagonal matrix with inf or NaN: exp of its diagonal, as SciPy's
+    return tnp.where(up_tri & lo_tri & ~finite, tnp.where(eye, d, 0.0), R)
 
 
 def block_diag(*arrs):

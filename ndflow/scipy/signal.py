@@ -24,6 +24,17 @@ def _check(name, in1, in2, mode, method):
         raise ValueError(f"{name}: array sizes must be known while tracing")
 
 
+def _empty(name, in1, in2, method):
+    """SciPy's answer for an empty operand: 1-D raises (NumPy's messages, or for correlate
+    with method 'direct' its own), N-D returns the empty full result or raises."""
+    if in1.ndim == 1:
+        first, second = ("first array argument", "second array argument") if (
+            name == "correlate" and method == "direct") else ("a", "v")
+        raise ValueError(f"{first if in1.size == 0 else second} cannot be empty")
+    if in2.size == 0:
+        raise ValueError(f"{name}: in2 is empty, so no element of the result is defined")
+
+
 def _full_convolve(in1, in2):
     """sum over kernel positions j of in2[j] * in1 placed at offset j."""
     out_shape = tuple(a + b - 1 for a, b in zip(in1.shape, in2.shape))
@@ -60,7 +71,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     if in1.ndim == 0:
         return in1 * in2
     if in1.size == 0 or in2.size == 0:
-        return tnp.zeros((0,) * in1.ndim, dtype=np.result_type(in1.dtype, in2.dtype))
+        _empty("convolve", in1, in2, method)
     if mode == "valid":
         ok1 = _valid_order(in1, in2)
         if not ok1:
@@ -82,6 +93,8 @@ def correlate(in1, in2, mode="full", method="auto"):
     _check("correlate", in1, in2, mode, method)
     if in1.ndim == 0:
         return in1 * tnp.conj(in2)
+    if in1.size == 0 or in2.size == 0:
+        _empty("correlate", in1, in2, method)
     if mode == "valid":
         ok1 = _valid_order(in1, in2)
         if not ok1:       # SciPy: swap, correlate, and reverse (conjugated) the result

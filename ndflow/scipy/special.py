@@ -11,12 +11,13 @@ import math
 import numpy as np
 
 from ..core.primitive import bind
-from ..primitives import special as _sp
+from ..primitives import special as _sp, special_inc as _spi
 from ..autodiff.forward import stop_gradient
 from .. import numpy as tnp
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "gamma", "digamma", "psi", "polygamma", "betaln",
            "logsumexp", "expit", "logit", "softmax", "log_softmax", "xlogy", "xlog1py", "entr",
+           "rel_entr", "kl_div",
            "i0e", "i1e", "ndtr", "ndtri", "log_ndtr", "zeta", "gammainc", "gammaincc",
            "betainc"]
 
@@ -115,21 +116,21 @@ def gammainc(a, x):
     """The regularized lower incomplete gamma function P(a, x), as `scipy.special.gammainc`.
     Differentiable in x only (a gradient with respect to a raises NotImplementedError)."""
     a, x = _float2(a, x, weak=False)
-    return bind(_sp.gammainc_p, a, x)
+    return bind(_spi.gammainc_p, a, x)
 
 
 def gammaincc(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), as
     `scipy.special.gammaincc`. Differentiable in x only."""
     a, x = _float2(a, x, weak=False)
-    return bind(_sp.gammaincc_p, a, x)
+    return bind(_spi.gammaincc_p, a, x)
 
 
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b), as `scipy.special.betainc`.
     Differentiable in x only (gradients with respect to a or b raise NotImplementedError)."""
     a, b, x = _float2(a, b, x)
-    return bind(_sp.betainc_p, a, b, x)
+    return bind(_spi.betainc_p, a, b, x)
 
 
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156,
@@ -148,18 +149,17 @@ def _stirling_corr(x):
     return s / x
 
 
-def betaln(a, b):
-    """log|B(a, b)|, as `scipy.special.betaln`. Below 8, gammaln(a) + gammaln(b) -
-    gammaln(a + b); where the larger argument is 8 or more, Stirling's series with the large
-    parts combined analytically (log1p(b/a) instead of a difference of huge logarithms), so
-    the result stays accurate to ~1e-14 relative for arguments up to 1e300."""
-    a, b = _float2(a, b, weak=False)
+def _betaln_positive(a, b):
+    """log B(a, b) for a, b > 0 (and for a negative non-integer partner of a large argument):
+    below 8, gammaln(a) + gammaln(b) - gammaln(a + b); where the larger argument is 8 or more,
+    Stirling's series with the large parts combined analytically (log1p(b/a) instead of a
+    difference of huge logarithms)."""
     hi, lo = tnp.maximum(a, b), tnp.minimum(a, b)
-    small = hi < _BIG
+    direct_mask = ~(hi >= _BIG) | ~(hi + lo >= _BIG)
     both = lo >= _BIG
     # safe operands keep the branches not taken finite and silent (gradients through where)
-    hs = tnp.where(small, _BIG, hi)
-    l1 = tnp.where(small | both, 1.0, lo)           # the small one, below 8
+    hs = tnp.where(direct_mask, _BIG, hi)
+    l1 = tnp.where(direct_mask | both, 1.0, lo)     # the small one, below 8
     l2 = tnp.where(both, lo, _BIG)                  # the small one, 8 or more
 
     def large_part(l):
@@ -171,10 +171,58 @@ def betaln(a, b):
     s2, c2 = large_part(l2)
     two = (_HALF_LOG_2PI - 0.5 * tnp.log(s2) + (l2 - 0.5) * tnp.log(l2 / s2)
            + _stirling_corr(l2) + c2)
-    direct_a = tnp.where(small, a, 1.0)
-    direct_b = tnp.where(small, b, 1.0)
-    direct = gammaln(direct_a) + gammaln(direct_b) - gammaln(direct_a + direct_b)
-    return tnp.where(small, direct, tnp.where(both, two, one))
+    direct_a = tnp.where(direct_mask, a, 1.0)
+    direct_b = tnp.where(direct_mask, b, 1.0)
+    ga, gb = gammaln(direct_a), gammaln(direct_b)
+    # gammaln is inf below 1/max (SciPy's convention): so is betaln, not inf - inf
+    direct = tnp.where(((ga == np.inf) | (gb == np.inf)) & ~tnp.isnan(ga + gb), np.inf,
+                       ga + gb - gammaln(direct_a + direct_b))
+    return tnp.where(direct_mask, direct, tnp.where(both, two, one))
+
+
+def betaln(a, b):
+    """log|B(a, b)| = log|Gamma(a) Gamma(b) / Gamma(a + b)|, as `scipy.special.betaln`, on the
+    whole real plane with SciPy's values at the poles: inf where a or b is a nonpositive
+    integer (or -inf), except that B(-n, m) for positive integers with n >= m takes the
+    limit |B(1 + n - m, m)|; -inf where a + b is a pole or one argument is inf (and the
+    other positive), inf with a negative partner. Accurate to ~1e-14 relative for positive
+    arguments up to 1e300 (Stirling's series where one is large); float32 is computed in
+    float64 and rounded once, as SciPy's float32 loop."""
+    a, b = _float2(a, b, weak=False)
+    if a.dtype == np.float32:
+        return _betaln(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+    return _betaln(a, b)
+
+
+def _betaln(a, b):
+
+    def negint(v):
+        return (v <= 0) & (v == tnp.floor(v))
+
+    def small_int(v):
+        return (v == tnp.floor(v)) & (tnp.abs(v) < 2.0 ** 31)
+    # SciPy's pole rule: a nonpositive integer a that fits an int, with a positive integer b
+    # and a + b <= 0, gives |B(1 - a - b, b)|; every other pole of a or b gives inf
+    ra = negint(a) & small_int(a) & small_int(b) & (b > 0) & (1 - a - b > 0)
+    rb = ~negint(a) & negint(b) & small_int(b) & small_int(a) & (a > 0) & (1 - a - b > 0)
+    pole = (negint(a) & ~ra) | (~negint(a) & negint(b) & ~rb)
+    a2 = tnp.where(ra | rb, 1 - a - b, tnp.where(pole, 1.0, a))
+    b2 = tnp.where(rb, a, tnp.where(pole, 1.0, b))
+    # the larger magnitude infinite: -inf with a positive partner, inf with a negative one
+    inf_hi = (tnp.abs(a2) == np.inf) | (tnp.abs(b2) == np.inf)
+    other = tnp.where(tnp.abs(a2) == np.inf, b2, a2)
+    limit = tnp.where(tnp.abs(other) == np.inf, np.nan,
+                      tnp.where(other > 0, -np.inf, tnp.where(other < 0, np.inf, np.nan)))
+    fa, fb = tnp.where(inf_hi, 1.0, a2), tnp.where(inf_hi, 1.0, b2)
+    # a negative non-integer argument (finite): the Gamma functions' logarithms directly
+    # (a large positive partner still goes through Stirling's combination)
+    neg = (fa < 0) | (fb < 0)
+    pa, pb = tnp.where(neg & (tnp.maximum(fa, fb) < _BIG), 1.0, fa), \
+        tnp.where(neg & (tnp.maximum(fa, fb) < _BIG), 1.0, fb)
+    general = gammaln(fa) + gammaln(fb) - gammaln(fa + fb)
+    v = tnp.where(neg & (tnp.maximum(fa, fb) < _BIG), general, _betaln_positive(pa, pb))
+    v = tnp.where(inf_hi, limit, v)
+    return tnp.where(pole, np.inf, v)
 
 
 def i0e(x):
@@ -239,7 +287,8 @@ def expit(x):
     x = tnp.asarray(x)
     if x.dtype.kind not in "f":
         x = x.astype(np.float64)
-    e = tnp.exp(-tnp.abs(x))
+    # -|x| as a where: abs's derivative at 0 is 0, the function's slope there is not
+    e = tnp.exp(tnp.where(x >= 0, -x, x))
     return tnp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
@@ -248,18 +297,60 @@ def logit(p):
     return _via_f64(lambda p: tnp.log(p) - tnp.log1p(-p), _float(p))
 
 
-def xlogy(x, y):
-    """x * log(y), 0 where x == 0 (unless y is NaN), as `scipy.special.xlogy`."""
-    x, y = _float2(x, y, weak=False)
+def _x_times(x, y, log_fn, one, lo):
+    """x * log_fn(y), 0 where x == 0 (unless y is NaN). At x == 0 the value is 0 but the
+    derivative in x is still log_fn(y) (as JAX's; the function is x times a constant there):
+    the zero branch is 0.0 + x * log_fn(y), with y inside the log's domain (lo, inf)."""
     zero = (x == 0) & ~tnp.isnan(y)
-    return tnp.where(zero, 0.0, x * tnp.log(tnp.where(zero, 1.0, y)))
+    inner = zero & (y > lo) & (y < np.inf)
+    at_zero = 0.0 + x * log_fn(tnp.where(inner, y, one))
+    return tnp.where(zero, at_zero, x * log_fn(tnp.where(zero, one, y)))
+
+
+def xlogy(x, y):
+    """x * log(y), 0 where x == 0 (unless y is NaN), as `scipy.special.xlogy`. The gradient
+    in x at x == 0 is log(y), as JAX's (and the differences'), not 0."""
+    x, y = _float2(x, y, weak=False)
+    return _x_times(x, y, tnp.log, 1.0, 0.0)
 
 
 def xlog1py(x, y):
-    """x * log1p(y), 0 where x == 0 (unless y is NaN), as `scipy.special.xlog1py`."""
+    """x * log1p(y), 0 where x == 0 (unless y is NaN), as `scipy.special.xlog1py`. The
+    gradient in x at x == 0 is log1p(y)."""
     x, y = _float2(x, y, weak=False)
-    zero = (x == 0) & ~tnp.isnan(y)
-    return tnp.where(zero, 0.0, x * tnp.log1p(tnp.where(zero, 0.0, y)))
+    return _x_times(x, y, tnp.log1p, 0.0, -1.0)
+
+
+def _rel_entr(x, y):
+    """(x log(x/y) where x > 0 and y > 0; masks: x == 0 and y >= 0; NaN in either). log(x/y)
+    as SciPy's where x/y is a normal number, log(x) - log(y) where it would underflow or
+    overflow (there the quotient's derivative overflows too)."""
+    pos = (x > 0) & (y > 0)
+    xs, ys = tnp.where(pos, x, 1.0), tnp.where(pos, y, 1.0)
+    r = xs / ys
+    normal = (r > np.finfo(r.dtype).tiny) & (r < np.inf)
+    log_r = tnp.where(normal, tnp.log(tnp.where(normal, r, 1.0)),
+                      tnp.log(tnp.where(normal, 1.0, xs)) - tnp.log(tnp.where(normal, 1.0, ys)))
+    return x * log_r, pos, (x == 0) & (y >= 0), tnp.isnan(x) | tnp.isnan(y)
+
+
+def rel_entr(x, y):
+    """x log(x/y) for x, y > 0, 0 for x == 0 and y >= 0, inf otherwise (NaN for NaN), as
+    `scipy.special.rel_entr`; differentiable where x, y > 0 (d/dx = log(x/y) + 1,
+    d/dy = -x/y), with 0 in y where x == 0."""
+    x, y = _float2(x, y, weak=False)
+    v, pos, zero, nan = _rel_entr(x, y)
+    return tnp.where(nan, np.nan, tnp.where(pos, v, tnp.where(zero, tnp.zeros_like(v),
+                                                              tnp.full_like(v, np.inf))))
+
+
+def kl_div(x, y):
+    """x log(x/y) - x + y for x, y > 0, y for x == 0 and y >= 0, inf otherwise (NaN for NaN),
+    as `scipy.special.kl_div`; differentiable where x, y > 0, and in y where x == 0 (1)."""
+    x, y = _float2(x, y, weak=False)
+    v, pos, zero, nan = _rel_entr(x, y)
+    return tnp.where(nan, np.nan, tnp.where(pos, v - x + y, tnp.where(
+        zero, y, tnp.full_like(v, np.inf))))
 
 
 def entr(x):

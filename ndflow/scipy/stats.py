@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import numpy as tnp
+from ..autodiff.forward import stop_gradient
 from . import special as sp
 
 __all__ = ["norm", "multivariate_normal", "t", "gamma", "beta", "poisson", "bernoulli", "binom",
@@ -31,11 +32,56 @@ def _z(x, loc, scale):
     x, loc, scale = _f(x), _f(loc), _f(scale)
     safe = tnp.where(scale > 0, scale, 1.0)
     z = (x - loc) / safe
+    # an infinite z (x or loc infinite, or the quotient overflowing) is a constant to the
+    # gradients: the densities' derivatives there are 0 * inf in the chain, not NaN
+    z = tnp.where(tnp.isinf(z), stop_gradient(z), z)
     return z, safe, ~(scale > 0) | tnp.isnan(z)      # NaN in, NaN out (support masks hide it)
 
 
 def _nan_where(bad, v):
     return tnp.where(bad, np.nan, v)
+
+
+def _guarded(ok, fn, args, safe):
+    """fn(*args), differentiable where `ok`: there from the arguments themselves, elsewhere
+    (infinite parameters, points off the support) the value of fn on the arguments held
+    constant, so SciPy's values stay and no inf * 0 reaches the gradients."""
+    live = fn(*[tnp.where(ok, a, s) for a, s in zip(args, safe)])
+    return tnp.where(ok, live, fn(*[stop_gradient(a) for a in args]))
+
+
+def _ends(kind, z, lo, hi, v):
+    """SciPy's values at and beyond the ends lo < hi of the standardized support (its
+    rv_continuous: cdf 1 from hi on, 0 up to lo; sf the reverse; their logs 0.0 and -inf),
+    `v` strictly inside."""
+    at_hi, at_lo = z >= hi, z <= lo
+    if kind in ("sf", "logsf"):
+        at_hi, at_lo = at_lo, at_hi
+    one, zero = (0.0, -np.inf) if kind.startswith("log") else (1.0, 0.0)
+    return tnp.where(at_hi, one, tnp.where(at_lo, zero, v))
+
+
+def _log1p_sq(z, d):
+    """log1p(z^2 / d) without overflow of z^2 (for |z| > 1e150: 2 log|z| - log d + ...)."""
+    big = tnp.abs(z) > 1e150
+    zs = tnp.where(big, 1.0, z)
+    zb = tnp.where(big, z, 1e150)
+    return tnp.where(big, 2 * tnp.log(tnp.abs(zb)) - tnp.log(d) + tnp.log1p(d / (zb * zb)),
+                     tnp.log1p(zs * zs / d))
+
+
+def _alog1pmx(a, x):
+    """a (log(x/a) - (x/a - 1)) = a log(x/a) - x + a, without cancellation near x = a (the
+    series in mu = x/a - 1 below |mu| = 0.1), without overflow or underflow of x/a elsewhere."""
+    mu = x / a - 1
+    small = tnp.abs(mu) < 0.1
+    m = tnp.where(small, mu, 0.0)
+    term, acc = -m * m, 0.0 * m
+    for k in range(2, 20):
+        acc = acc + term / k
+        term = -term * m
+    aa, xx = tnp.where(small, 1.0, a), tnp.where(small, 1.0, x)
+    return tnp.where(small, a * acc, aa * (tnp.log(xx) - tnp.log(aa)) - xx + aa)
 
 
 class _Distribution:
@@ -67,25 +113,25 @@ def _norm_logpdf(x, loc=0, scale=1):
 def _norm_cdf(x, loc=0, scale=1):
     """The normal CDF, as `scipy.stats.norm.cdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, sp.ndtr(z))
+    return _nan_where(bad, _ends("cdf", z, -np.inf, np.inf, sp.ndtr(z)))
 
 
 def _norm_logcdf(x, loc=0, scale=1):
     """log of the normal CDF (accurate in the tails), as `scipy.stats.norm.logcdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, sp.log_ndtr(z))
+    return _nan_where(bad, _ends("logcdf", z, -np.inf, np.inf, sp.log_ndtr(z)))
 
 
 def _norm_sf(x, loc=0, scale=1):
     """1 - cdf, as `scipy.stats.norm.sf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, sp.ndtr(-z))
+    return _nan_where(bad, _ends("sf", z, -np.inf, np.inf, sp.ndtr(-z)))
 
 
 def _norm_logsf(x, loc=0, scale=1):
     """log(1 - cdf), as `scipy.stats.norm.logsf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, sp.log_ndtr(-z))
+    return _nan_where(bad, _ends("logsf", z, -np.inf, np.inf, sp.log_ndtr(-z)))
 
 
 def _norm_ppf(q, loc=0, scale=1):
@@ -125,9 +171,17 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
         x = tnp.reshape(x, (1,))
     L = tnp.linalg.cholesky(cov)
     d = x - mean
+    # an infinite coordinate (none NaN) is a point of density 0: -inf (the solve would mix
+    # inf - inf into NaN)
+    far = tnp.any(tnp.isinf(d), axis=-1) & ~tnp.any(tnp.isnan(d), axis=-1)
+    d = tnp.where(tnp.isinf(d), 0.0, d)
     flat = tnp.reshape(d, (-1, dim)).T
-    sol = tnp.linalg.solve(L, flat)              # L^{-1} (x - mean)
-    maha = tnp.sum(sol * sol, axis=0)
+    # scaled by the largest |x - mean| (no inf - inf in the solve for huge coordinates)
+    big = stop_gradient(tnp.max(tnp.abs(flat), axis=0)) if dim else tnp.ones(
+        (flat.shape[1],))
+    big = tnp.where(big > 0, big, 1.0)
+    sol = tnp.linalg.solve(L, flat / big)        # L^{-1} (x - mean) / big
+    maha = tnp.where(tnp.reshape(far, (-1,)), np.inf, tnp.sum(sol * sol, axis=0) * big * big)
     logdet = 2 * tnp.sum(tnp.log(tnp.diagonal(L)))
     out = -0.5 * (dim * _LOG_2PI + logdet + maha)
     out = tnp.reshape(out, d.shape[:-1])
@@ -140,22 +194,56 @@ multivariate_normal = _Distribution("multivariate_normal", logpdf=_mvn_logpdf,
 
 # ------------------------------------------------------------------ t
 def _t_logpdf(x, df, loc=0, scale=1):
-    """Student's t log density, as `scipy.stats.t.logpdf` (df > 0)."""
+    """Student's t log density, as `scipy.stats.t.logpdf` (df > 0; df = inf is the normal).
+    The normalizing constant is -betaln(df/2, 1/2) - log(df)/2, exact for huge df where
+    gammaln((df + 1)/2) - gammaln(df/2) would cancel."""
     z, s, bad = _z(x, loc, scale)
     df = _f(df)
     bad = bad | ~(df > 0)
-    v = (sp.gammaln((df + 1) / 2) - sp.gammaln(df / 2) - 0.5 * tnp.log(df * math.pi)
-         - (df + 1) / 2 * tnp.log1p(z * z / df) - tnp.log(s))
-    return _nan_where(bad, v)
+    inf = df == np.inf
+    d = tnp.where(inf, 1.0, df)
+    far = tnp.isinf(z)                 # density 0 (its log -inf), with no inf * 0 gradients
+    zf = tnp.where(far, 0.0, z)
+    v = -sp.betaln(d / 2, 0.5) - 0.5 * tnp.log(d) - (d + 1) / 2 * _log1p_sq(zf, d)
+    v = tnp.where(inf, -0.5 * zf * zf - 0.5 * _LOG_2PI, v) - tnp.log(s)
+    return _nan_where(bad, tnp.where(far, -np.inf, v))
 
 
 def _t_cdf(x, df, loc=0, scale=1):
-    """Student's t CDF, as `scipy.stats.t.cdf` (through the incomplete beta function)."""
+    """Student's t CDF, as `scipy.stats.t.cdf` (df = inf is the normal): the tail
+    I_(df/(df+z^2))(df/2, 1/2) / 2, through the complement I_(z^2/(df+z^2))(1/2, df/2) where
+    df/(df+z^2) is near 1 (there it would round to 1)."""
     z, s, bad = _z(x, loc, scale)
     df = _f(df)
     bad = bad | ~(df > 0)
-    tail = 0.5 * sp.betainc(df / 2, 0.5 + 0 * df, df / (df + z * z))
-    return _nan_where(bad, tnp.where(z > 0, 1 - tail, tail))
+    inf = df > 1e290                   # the normal to rounding (the difference is z^2 / df)
+    tiny = df < 1e-300
+    d = tnp.where(inf | tiny, 1.0, df)
+    # at z ~ 0 the incomplete beta's slope in z^2 is inf and z^2's is 0: there the CDF is
+    # 1/2 + z pdf(0) (to z^3), its derivative the density
+    near = tnp.abs(z) < 1e-8 * tnp.sqrt(tnp.minimum(d, 1.0))
+    z0 = z
+    z = tnp.where(near, 1.0, z)
+    zz = z * z
+    # d / (d + z^2) and its complement, neither overflowing nor underflowing to 0 early;
+    # each quotient on safe operands where it is not the one taken (z = 0: d / z^2)
+    small = zz <= d
+    zl, dl = tnp.where(small, 1.0, zz), tnp.where(small, 1.0, d)
+    zs, ds = tnp.where(small, zz, 0.0), tnp.where(small, d, 1.0)
+    xb = tnp.where(small, 1 / (1 + zs / ds), dl / (dl + zl))
+    xc = tnp.where(small, zs / (ds + zs), 1 / (1 + dl / zl))
+    lo = xb < 0.5                      # (each side's argument safe where it is not taken:
+    xbs, xcs = tnp.where(lo, xb, 0.25), tnp.where(lo, 0.25, xc)    # I_x's slope at 1 is inf)
+    tail = tnp.where(lo, 0.5 * sp.betainc(d / 2, 0.5 + 0 * d, xbs),
+                     0.5 - 0.5 * sp.betainc(0.5 + 0 * d, d / 2, xcs))
+    v = tnp.where(inf, sp.ndtr(z), tnp.where(z > 0, 1 - tail, tail))
+    pdf0 = tnp.where(inf, 1 / math.sqrt(2 * math.pi),
+                     tnp.exp(-sp.betaln(d / 2, 0.5) - 0.5 * tnp.log(d)))
+    v = tnp.where(near, 0.5 + z0 * pdf0, v)
+    z = z0
+    # df -> 0 spreads the mass to +-inf: 1/2 at every finite z (where df/2 underflows)
+    v = tnp.where(tiny, 0.5, v)
+    return _nan_where(bad, _ends("cdf", z, -np.inf, np.inf, v))
 
 
 t = _Distribution("t", logpdf=_t_logpdf, pdf=_exp_of(_t_logpdf), cdf=_t_cdf)
@@ -165,11 +253,28 @@ t = _Distribution("t", logpdf=_t_logpdf, pdf=_exp_of(_t_logpdf), cdf=_t_cdf)
 def _gamma_logpdf(x, a, loc=0, scale=1):
     """Gamma(a) log density of (x - loc) / scale, as `scipy.stats.gamma.logpdf`."""
     z, s, bad = _z(x, loc, scale)
-    a = _f(a)
-    bad = bad | ~(a > 0)
+    a_in = _f(a)
+    bad = bad | ~(a_in > 0)
+    # a = inf (all the mass at infinity) on its own, like z == 0 below (the density there
+    # is 0, exp(-gammaln(a)) or inf by a): no log(0) * 0 in the others' gradients
+    a = tnp.where((a_in > 0) & (a_in < np.inf), a_in, 2.0)
     inside = z >= 0
-    zs = tnp.where(inside, z, 1.0)
-    v = sp.xlogy(a - 1, zs) - zs - sp.gammaln(a) - tnp.log(s)
+    pos = (z > 0) & (z < np.inf)
+    zs = tnp.where(pos, z, 1.0)
+    at0 = tnp.where(a > 1, -np.inf, tnp.where(a == 1, 0.0, np.inf))
+    # (z = inf: SciPy's xlogy(a - 1, inf) - inf, NaN for a > 1)
+    at_inf = tnp.where(a > 1, np.nan, -np.inf)
+    v = tnp.where(pos, sp.xlogy(a - 1, zs) - zs, tnp.where(z > 0, at_inf, at0)) - \
+        sp.gammaln(a)
+    # a >= 10: a log z - z - gammaln(a) from Stirling's series, the large parts combined
+    # (a log1p(mu) - a mu, mu = z/a - 1): the direct sum cancels to nothing for huge a
+    big = (a >= 10) & pos
+    ab = tnp.where(big, a, 10.0)
+    zb = tnp.where(big, zs, 10.0)
+    stable = (_alog1pmx(ab, zb) + 0.5 * tnp.log(ab / (2 * math.pi))
+              - sp._stirling_corr(ab) - tnp.log(zb))
+    v = tnp.where(big, stable, v) - tnp.log(s)
+    v = tnp.where(a_in == np.inf, -np.inf, v)
     return _nan_where(bad, tnp.where(inside, v, -np.inf))
 
 
@@ -178,7 +283,7 @@ def _gamma_cdf(x, a, loc=0, scale=1):
     z, s, bad = _z(x, loc, scale)
     a = _f(a)
     bad = bad | ~(a > 0)
-    return _nan_where(bad, sp.gammainc(a, tnp.maximum(z, 0.0)))
+    return _nan_where(bad, _ends("cdf", z, 0.0, np.inf, sp.gammainc(a, tnp.maximum(z, 0.0))))
 
 
 gamma = _Distribution("gamma", logpdf=_gamma_logpdf, pdf=_exp_of(_gamma_logpdf),
@@ -191,8 +296,19 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
     a, b = _f(a), _f(b)
     bad = bad | ~(a > 0) | ~(b > 0)
     inside = (z >= 0) & (z <= 1)
-    zs = tnp.where(inside, z, 0.5)
-    v = sp.xlogy(a - 1, zs) + sp.xlog1py(b - 1, -zs) - sp.betaln(a, b) - tnp.log(s)
+    # the ends on their own (log 0 times a - 1 or b - 1 is -inf, 0 or inf by the parameter):
+    # no 0 * log(0) in the gradients elsewhere
+
+    def end(p):
+        return tnp.where(p > 1, -np.inf, tnp.where(p == 1, 0.0, np.inf))
+
+    def value(z, a, b):
+        za, zb = tnp.where(z > 0, z, 0.5), tnp.where(z < 1, z, 0.5)
+        ta = tnp.where(z > 0, sp.xlogy(a - 1, za), end(a))
+        tb = tnp.where(z < 1, sp.xlog1py(b - 1, -zb), end(b))
+        return ta + tb - sp.betaln(a, b)
+    fin = tnp.isfinite(a) & tnp.isfinite(b) & inside
+    v = _guarded(fin, value, (z, a, b), (0.5, 2.0, 2.0)) - tnp.log(s)
     return _nan_where(bad, tnp.where(inside, v, -np.inf))
 
 
@@ -201,7 +317,7 @@ def _beta_cdf(x, a, b, loc=0, scale=1):
     z, s, bad = _z(x, loc, scale)
     a, b = _f(a), _f(b)
     bad = bad | ~(a > 0) | ~(b > 0)
-    return _nan_where(bad, sp.betainc(a, b, tnp.clip(z, 0.0, 1.0)))
+    return _nan_where(bad, _ends("cdf", z, 0.0, 1.0, sp.betainc(a, b, tnp.clip(z, 0.0, 1.0))))
 
 
 beta = _Distribution("beta", logpdf=_beta_logpdf, pdf=_exp_of(_beta_logpdf), cdf=_beta_cdf)
@@ -220,7 +336,8 @@ def _poisson_logpmf(k, mu, loc=0):
     mu = _f(mu)
     inside = isint & (k >= 0)
     ks = tnp.where(inside, k, 0.0)
-    v = sp.xlogy(ks, mu) - mu - sp.gammaln(ks + 1)
+    v = _guarded(tnp.isfinite(ks) & tnp.isfinite(mu),
+                 lambda ks, mu: sp.xlogy(ks, mu) - mu - sp.gammaln(ks + 1), (ks, mu), (0.0, 1.0))
     return _nan_where(~(mu >= 0) | knan, tnp.where(inside, v, -np.inf))
 
 
@@ -229,7 +346,7 @@ def _poisson_cdf(k, mu, loc=0):
     k = _f(k) - _f(loc)
     mu = _f(mu)
     kk = tnp.floor(tnp.where(k >= 0, k, 0.0))
-    v = tnp.where(k < 0, 0.0, sp.gammaincc(kk + 1, mu))
+    v = tnp.where(k < 0, 0.0, tnp.where(k == np.inf, 1.0, sp.gammaincc(kk + 1, mu)))
     return _nan_where(~(mu >= 0) | tnp.isnan(k), v)
 
 
@@ -294,7 +411,12 @@ def _dirichlet_logpdf(x, alpha):
     the last one then 1 - sum), as `scipy.stats.dirichlet.logpdf`, with SciPy's checks of the
     parameters and of x (ValueError; at every call of a compiled function too)."""
     from ..numpy._core import checked
-    x, alpha = _f(x), _f(alpha)
+    x, alpha = tnp.asarray(x), tnp.asarray(alpha)
+    if alpha.dtype.kind != "f":
+        alpha = alpha.astype(np.float64)
+    # SciPy checks x in its own dtype (float32 sums in float32), then computes
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
     if alpha.ndim != 1:
         raise ValueError("Parameter vector 'a' must be one dimensional, but a.shape = %s."
                          % (alpha.shape,))
@@ -316,9 +438,14 @@ def _dirichlet_logpdf(x, alpha):
                 "Each entry in 'x' must be greater than zero if its alpha is less than one.")
     x = checked(x, tnp.any(tnp.abs(tnp.sum(x, axis=0) - 1.0) > 10e-10), ValueError,
                 "The input vector 'x' must lie within the normal simplex.")
+    dt = np.result_type(x.dtype, alpha.dtype)
+    x, alpha = _f(x), _f(alpha)
+    a = tnp.reshape(alpha, (K,) + (1,) * (x.ndim - 1))
     v = tnp.sum(sp.xlogy(a - 1, x), axis=0) + sp.gammaln(tnp.sum(alpha)) - \
         tnp.sum(sp.gammaln(alpha))
-    return v
+    # SciPy squeezes every length-1 axis; float32 x and alpha give float32 (computed in
+    # float64 here, rounded once)
+    return tnp.squeeze(v).astype(dt)
 
 
 dirichlet = _Distribution("dirichlet", logpdf=_dirichlet_logpdf, pdf=_exp_of(_dirichlet_logpdf))
@@ -329,23 +456,26 @@ dirichlet = _Distribution("dirichlet", logpdf=_dirichlet_logpdf, pdf=_exp_of(_di
 def _laplace_logpdf(x, loc=0, scale=1):
     """Laplace log density, as `scipy.stats.laplace.logpdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, -tnp.abs(z) - tnp.log(2 * s))
+    return _nan_where(bad, -tnp.abs(z) - tnp.log(s) - math.log(2))    # (2 s may overflow)
 
 
 def _laplace_cdf(x, loc=0, scale=1):
     """Laplace CDF, as `scipy.stats.laplace.cdf`."""
     z, s, bad = _z(x, loc, scale)
     neg = z < 0
-    e = tnp.exp(-tnp.abs(z))
-    return _nan_where(bad, tnp.where(neg, 0.5 * e, 1 - 0.5 * e))
+    # each side with its own operand (no |z|: the CDF is smooth at 0, |z|'s derivative is not)
+    zn, zp = tnp.where(neg, z, 0.0), tnp.where(neg, 0.0, z)
+    v = tnp.where(neg, 0.5 * tnp.exp(zn), 1 - 0.5 * tnp.exp(-zp))
+    return _nan_where(bad, _ends("cdf", z, -np.inf, np.inf, v))
 
 
 def _laplace_logcdf(x, loc=0, scale=1):
     """log of the Laplace CDF, as `scipy.stats.laplace.logcdf`."""
     z, s, bad = _z(x, loc, scale)
     neg = z < 0
-    return _nan_where(bad, tnp.where(neg, z - math.log(2),
-                                     tnp.log1p(-0.5 * tnp.exp(-tnp.abs(z)))))
+    zp = tnp.where(neg, 0.0, z)
+    return _nan_where(bad, _ends("logcdf", z, -np.inf, np.inf, tnp.where(
+        neg, z - math.log(2), tnp.log1p(-0.5 * tnp.exp(-zp)))))
 
 
 laplace = _Distribution("laplace", logpdf=_laplace_logpdf, pdf=_exp_of(_laplace_logpdf),
@@ -355,18 +485,30 @@ laplace = _Distribution("laplace", logpdf=_laplace_logpdf, pdf=_exp_of(_laplace_
 def _cauchy_logpdf(x, loc=0, scale=1):
     """Cauchy log density, as `scipy.stats.cauchy.logpdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, -tnp.log(math.pi * s) - tnp.log1p(z * z))
+    # (log(s) + log(pi): pi * s overflows for s near the float max)
+    return _nan_where(bad, -tnp.log(s) - math.log(math.pi) - _log1p_sq(z, 1.0))
 
 
 def _cauchy_cdf(x, loc=0, scale=1):
     """Cauchy CDF, as `scipy.stats.cauchy.cdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, 0.5 + tnp.arctan(z) / math.pi)
+    # the left tail as arctan(-1/z)/pi: 1/2 + arctan(z)/pi would cancel to 0 there
+    tail = z < -1
+    zn = tnp.where(tail, z, -1.0)
+    zc = tnp.where(tail, 0.0, z)
+    v = tnp.where(tail, tnp.arctan(-1 / zn) / math.pi, 0.5 + tnp.arctan(zc) / math.pi)
+    return _nan_where(bad, _ends("cdf", z, -np.inf, np.inf, v))
 
 
 def _cauchy_logcdf(x, loc=0, scale=1):
     """log of the Cauchy CDF, as `scipy.stats.cauchy.logcdf`."""
-    return tnp.log(_cauchy_cdf(x, loc, scale))
+    z, s, bad = _z(x, loc, scale)
+    # far left, log(arctan(-1/z)/pi) = -log(-z pi) + O(z^-2), whose derivative does not pass
+    # through 1/z^2 (which underflows)
+    far = z < -1e150
+    zf = tnp.where(far, z, -1e150)
+    v = tnp.where(far, -tnp.log(-zf) - math.log(math.pi), tnp.log(_cauchy_cdf(x, loc, scale)))
+    return _nan_where(bad, _ends("logcdf", z, -np.inf, np.inf, v))
 
 
 cauchy = _Distribution("cauchy", logpdf=_cauchy_logpdf, pdf=_exp_of(_cauchy_logpdf),
@@ -384,15 +526,20 @@ def _expon_cdf(x, loc=0, scale=1):
     """Exponential CDF, as `scipy.stats.expon.cdf`."""
     z, s, bad = _z(x, loc, scale)
     inside = z >= 0
-    return _nan_where(bad, tnp.where(inside, -tnp.expm1(-tnp.where(inside, z, 0.0)), 0.0))
+    return _nan_where(bad, _ends("cdf", z, 0.0, np.inf, tnp.where(
+        inside, -tnp.expm1(-tnp.where(inside, z, 0.0)), 0.0)))
 
 
 def _expon_logcdf(x, loc=0, scale=1):
     """log of the exponential CDF, as `scipy.stats.expon.logcdf`."""
     z, s, bad = _z(x, loc, scale)
     inside = z > 0
-    zs = tnp.where(inside, z, 1.0)
-    return _nan_where(bad, tnp.where(inside, tnp.log(-tnp.expm1(-zs)), -np.inf))
+    # log(1 - e^-z): through expm1 below log 2, log1p above (each exact on its side)
+    near = z < math.log(2)
+    zs = tnp.where(inside & near, z, 1.0)
+    zl = tnp.where(near, 1.0, z)
+    v = tnp.where(near, tnp.log(-tnp.expm1(-zs)), tnp.log1p(-tnp.exp(-zl)))
+    return _nan_where(bad, _ends("logcdf", z, 0.0, np.inf, tnp.where(inside, v, -np.inf)))
 
 
 expon = _Distribution("expon", logpdf=_expon_logpdf, pdf=_exp_of(_expon_logpdf),
@@ -403,18 +550,21 @@ def _uniform_logpdf(x, loc=0, scale=1):
     """Uniform log density on [loc, loc + scale], as `scipy.stats.uniform.logpdf`."""
     z, s, bad = _z(x, loc, scale)
     inside = (z >= 0) & (z <= 1)
-    return _nan_where(bad, tnp.where(inside, -tnp.log(s), -np.inf))
+    # 0.0 - log(s), as SciPy's: -log(1) would be -0.0
+    return _nan_where(bad, tnp.where(inside, 0.0 - tnp.log(s), -np.inf))
 
 
 def _uniform_cdf(x, loc=0, scale=1):
     """Uniform CDF, as `scipy.stats.uniform.cdf`."""
     z, s, bad = _z(x, loc, scale)
-    return _nan_where(bad, tnp.clip(z, 0.0, 1.0))
+    return _nan_where(bad, _ends("cdf", z, 0.0, 1.0, z))
 
 
 def _uniform_logcdf(x, loc=0, scale=1):
     """log of the uniform CDF, as `scipy.stats.uniform.logcdf`."""
-    return tnp.log(_uniform_cdf(x, loc, scale))
+    z, s, bad = _z(x, loc, scale)
+    return _nan_where(bad, _ends("logcdf", z, 0.0, 1.0, tnp.log(tnp.where((z > 0) & (z < 1),
+                                                                          z, 0.5))))
 
 
 uniform = _Distribution("uniform", logpdf=_uniform_logpdf, pdf=_exp_of(_uniform_logpdf),
