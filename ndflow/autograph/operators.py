@@ -169,10 +169,10 @@ def _write_back(originals, results, positions):
 
 
 # ------------------------------------------------------------------ and / or / not
-def and_(*thunks):
-    """`a and b and ...`: Python's for Python values, `logical_and` once a value is traced."""
-    v = thunks[0]()
-    for t in thunks[1:]:
+def and_(v, *thunks):
+    """`a and b and ...` (`a`, then a thunk for each later operand): Python's for Python
+    values, `logical_and` once a value is traced."""
+    for t in thunks:
         if is_traced(v):
             return tnp.logical_and(_value(v), t())
         if not v:
@@ -181,9 +181,8 @@ def and_(*thunks):
     return v
 
 
-def or_(*thunks):
-    v = thunks[0]()
-    for t in thunks[1:]:
+def or_(v, *thunks):
+    for t in thunks:
         if is_traced(v):
             return tnp.logical_or(_value(v), t())
         if v:
@@ -238,6 +237,40 @@ class _NeedValue(Exception):
         self.k, self.other = k, other
 
 
+def _placeholder(leaves, d, arrays=False):
+    """A value of the structure `(leaves, d)` (another path's value) for an internal variable
+    that a path leaves undefined: the return value before any `return` ran. It is never read
+    (the return flag says whether a return happened), only carried: zeros for arrays, the
+    same Python values otherwise (as arrays too with `arrays`, for a loop to carry)."""
+    out = []
+    for x in leaves:
+        if isinstance(x, ndarray):
+            out.append(tnp.zeros(tuple(0 if n is None else n for n in x.shape), x.dtype))
+        elif arrays and _tensorlike(x):
+            out.append(tnp.asarray(x))
+        else:
+            out.append(x)
+    return tree.unflatten(d, out)
+
+
+def _shown(name):
+    """How an error names a variable of the converted code."""
+    if not name.isidentifier():
+        return name                     # ("the return value", "the loop counter")
+    if name.startswith(_INTERNAL):
+        return _INTERNAL_NAMES.get(name.split("_")[2], "an internal variable")
+    return "variable '%s'" % name
+
+
+_INTERNAL = "_nfag_"
+_RETVAL = "the return value"        # the Undefined of a return value (transformer.py)
+_INTERNAL_NAMES = {"retval": "the return value", "ret": "the flag of a `return` in a loop",
+                   "brk": "the flag of a `break`", "cnt": "the flag of a `continue`",
+                   "wtest": "the test of a `while`", "bool": "the value of an `and`/`or`",
+                   "ifexp": "the value of a conditional expression",
+                   "arg": "an operand evaluated before an assignment expression"}
+
+
 def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
     """The converted `if`: `true_fn(*inits)` or `false_fn(*inits)`, each returning the values
     of `outs` (or, with `returns`, the function's return value)."""
@@ -257,9 +290,9 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
         except _NeedValue as e:
             from ..graph.trace import trace_body
             other = true_fn if e.other == "true" else false_fn
-            _, leaves, _ = trace_body(lambda: _value(list(other(*inits))[e.k]), [], "probe")
-            v = leaves[0] if isinstance(leaves[0], ndarray) else tnp.asarray(leaves[0])
-            fill[e.k] = (tuple(0 if d is None else d for d in v.shape), np.dtype(v.dtype))
+            _, leaves, d = trace_body((lambda: other(*inits)) if returns else
+                                      (lambda: list(other(*inits))[e.k]), [], "probe")
+            fill[e.k] = (leaves, d)
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     it = iter(res)
     vals = []
@@ -302,10 +335,11 @@ def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace
         per, flat = [], []
         for k, (name, v) in enumerate(zip(names, vals)):
             if isinstance(v, Undefined):
-                if name.startswith("_nfag"):
+                # (a return value no `return` gave yet: its return flag is false on that path)
+                if name.startswith("_nfag") or v.name == _RETVAL:
                     if k not in fill:
                         raise _NeedValue(k, "false" if which == "true" else "true")
-                    v = tnp.zeros(*fill[k])
+                    v = _placeholder(*fill[k])
                 else:
                     raise ValueError(
                         f"variable '{name}' is defined in one branch only of the `if` at {loc} "
@@ -326,7 +360,7 @@ def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace
 def _check_branches(f, t, names, loc):
     for name, (df, lf), (dt, lt) in zip(names, f, t):
         if df != dt:
-            raise ValueError(f"variable '{name}' has a different structure in the two branches "
+            raise ValueError(f"{_shown(name)} has a different structure in the two branches "
                              f"of the `if` at {loc}: {tree.unflatten(dt, ['*'] * len(lt))} and "
                              f"{tree.unflatten(df, ['*'] * len(lf))}")
         for a, b in zip(lt, lf):
@@ -336,20 +370,20 @@ def _check_branches(f, t, names, loc):
             if not ta and not tb:
                 if not _same_static(a, b):
                     raise ValueError(
-                        f"variable '{name}' is {a!r} in one branch and {b!r} in the other of "
+                        f"{_shown(name)} is {a!r} in one branch and {b!r} in the other of "
                         f"the `if` at {loc}; under a traced condition only arrays and numbers "
                         f"can differ between branches")
             elif ta != tb:
                 raise TypeError(
-                    f"variable '{name}' is an array in one branch and {type(b if ta else a).__name__}"
+                    f"{_shown(name)} is an array in one branch and {type(b if ta else a).__name__}"
                     f" in the other of the `if` at {loc}")
             elif type(a) not in _PY_NUMBERS and type(b) not in _PY_NUMBERS:
                 if np.dtype(a.dtype) != np.dtype(b.dtype):
-                    raise TypeError(f"variable '{name}' has dtype {np.dtype(a.dtype).name} in "
+                    raise TypeError(f"{_shown(name)} has dtype {np.dtype(a.dtype).name} in "
                                     f"the true branch and {np.dtype(b.dtype).name} in the false "
                                     f"branch of the `if` at {loc}")
                 if len(a.shape) != len(b.shape):
-                    raise ValueError(f"variable '{name}' has shape {list(a.shape)} in the true "
+                    raise ValueError(f"{_shown(name)} has shape {list(a.shape)} in the true "
                                      f"branch and {list(b.shape)} in the false branch of the "
                                      f"`if` at {loc} (ranks must agree)")
 
@@ -562,10 +596,14 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
         for j, x in enumerate(leaves):
             if type(x) in _PY_NUMBERS:
                 weak[(k, j)] = x
+    probe_body = body if rows is None else (lambda *v: body(rows[0], *v))
     dtypes = {}
-    if weak or undefined:
-        dtypes = _probe(body if rows is None else (lambda *v: body(rows[0], *v)), vals,
-                        structs, weak, undefined, loc)
+    if weak:
+        # (arrays traced, Python numbers as they are: the dtype the body makes of them)
+        dtypes = _weak_dtypes(_probe(probe_body, structs, {
+            (k, j): (tuple(x.shape), np.dtype(x.dtype)) for k, (leaves, _) in enumerate(structs)
+            for j, x in enumerate(leaves) if isinstance(x, ndarray) and (k, j) not in weak}),
+            structs, weak)
     init, carried = [], []         # carried: (k, j) of each loop_vars entry
     for k, (leaves, d) in enumerate(structs):
         if k in undefined:
@@ -576,12 +614,21 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
                 init.append(tnp.asarray(x, dtype=dt) if dt is not None or not isinstance(
                     x, ndarray) else x)
                 carried.append((k, j))
+    if undefined:
+        # internal variables without a value yet (a return value): the structure the body
+        # gives them when every carried value is traced, as in the loop itself
+        outs = _probe(probe_body, structs, {
+            kj: (tuple(x.shape), np.dtype(x.dtype)) for kj, x in zip(carried, init)})
     for k in undefined:
-        s, dt = dtypes[(k, "undefined")]
-        vals[k] = tnp.zeros(tuple(0 if d is None else d for d in s), dtype=dt)
-        structs[k] = ([vals[k]], tree.LEAF)
-        init.append(vals[k])
-        carried.append((k, 0))
+        leaves, d = tree.flatten_with_def(outs[k])
+        if len(leaves) == 1 and isinstance(leaves[0], Undefined):
+            continue            # no path of the body gives it a value: it stays undefined
+        vals[k] = _placeholder(leaves, d, arrays=True)
+        structs[k] = tree.flatten_with_def(vals[k])
+        for j, x in enumerate(structs[k][0]):
+            if isinstance(x, ndarray):
+                init.append(x)
+                carried.append((k, j))
 
     def rebuild(xs):
         it = iter(xs)
@@ -617,29 +664,31 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None):
         res = []
         for k, (n, v) in enumerate(zip(names, out)):
             leaves, d = tree.flatten_with_def(v)
+            if isinstance(v, Undefined) and isinstance(vals[k], Undefined):
+                continue
             if isinstance(v, Undefined) or d != structs[k][1]:
-                raise ValueError(f"variable '{n}' changes its structure inside the {what} loop "
+                raise ValueError(f"{_shown(n)} changes its structure inside the {what} loop "
                                  f"at {loc}: {_describe(structs[k])} before, "
                                  f"{_describe((leaves, d))} after an iteration")
             for j, (old, new) in enumerate(zip(structs[k][0], leaves)):
                 if (k, j) not in carried_set:
                     if not _same_static(old, new):
                         raise ValueError(
-                            f"variable '{n}' holds the Python value {old!r}, changed to {new!r} "
+                            f"{_shown(n)} holds the Python value {old!r}, changed to {new!r} "
                             f"inside the {what} loop at {loc}; a loop over a traced condition "
                             f"can only change arrays and numbers")
         for (k, j), x0 in zip(carried, init):
             new = tree.flatten(out[k])[j]
             if not _tensorlike(new):
-                raise TypeError(f"variable '{names[k]}' becomes {type(new).__name__} inside the "
+                raise TypeError(f"{_shown(names[k])} becomes {type(new).__name__} inside the "
                                 f"{what} loop at {loc}; it must stay an array")
             new = tnp.asarray(new, dtype=x0.dtype) if not isinstance(new, ndarray) else new
             if new.dtype != x0.dtype:
-                raise TypeError(f"variable '{names[k]}' changes dtype from {x0.dtype.name} to "
+                raise TypeError(f"{_shown(names[k])} changes dtype from {x0.dtype.name} to "
                                 f"{new.dtype.name} inside the {what} loop at {loc}; cast it "
                                 f"before the loop or in the loop body")
             if new.ndim != x0.ndim:
-                raise ValueError(f"variable '{names[k]}' changes shape from {list(x0.shape)} "
+                raise ValueError(f"{_shown(names[k])} changes shape from {list(x0.shape)} "
                                  f"to {list(new.shape)} inside the {what} loop at {loc} (its "
                                  f"rank must stay the same)")
             res.append(new)
@@ -661,17 +710,12 @@ def _describe(s):
     return repr(tree.unflatten(d, [type(x).__name__ for x in leaves]))
 
 
-def _probe(body, vals, structs, weak, undefined, loc):
-    """Dtypes of loop variables that start as Python numbers (weakly typed: they take the
-    dtype of what the body makes of them, as in eager code) and shapes/dtypes of internal
-    variables that start undefined, from one trace of the body that is then thrown away."""
+def _probe(body, structs, traced):
+    """The loop variables the body gives back, from one trace of the body that is then thrown
+    away; the leaves at `traced` {(k, j): (shape, dtype)} are symbolic inputs, the others
+    are passed as they are."""
     from ..graph.trace import trace_body
-    arrays, pos = [], []
-    for k, (leaves, _) in enumerate(structs):
-        for j, x in enumerate(leaves):
-            if isinstance(x, ndarray) and (k, j) not in weak:
-                arrays.append(x)
-                pos.append((k, j))
+    pos = list(traced)
 
     def run(*xs):
         per = [list(leaves) for leaves, _ in structs]
@@ -680,21 +724,19 @@ def _probe(body, vals, structs, weak, undefined, loc):
         args = [tree.unflatten(d, per[k]) for k, (_, d) in enumerate(structs)]
         return list(body(*args))
 
-    _, flat, _ = trace_body(run, [(tuple(a.shape), np.dtype(a.dtype)) for a in arrays],
-                            "probe")
-    it = iter(flat)
+    _, flat, d_out = trace_body(run, [traced[p] for p in pos], "probe")
+    return tree.unflatten(d_out, flat)
+
+
+def _weak_dtypes(outs, structs, weak):
+    """Dtypes of loop variables that start as Python numbers: weakly typed, they take the dtype
+    of what the body makes of them, as in eager code (`s = 0.0; s += float32` is float32)."""
     res = {}
     for k, (leaves, d) in enumerate(structs):
-        n = len(leaves)
-        got = [next(it, None) for _ in range(max(n, 1) if k in undefined else n)]
-        if k in undefined:
-            v = got[0]
-            if not _tensorlike(v):
-                raise ValueError(f"a loop at {loc} carries a value of type "
-                                 f"{type(v).__name__} it cannot stage")
-            v = tnp.asarray(v) if not isinstance(v, ndarray) else v
-            res[(k, "undefined")] = (tuple(v.shape), np.dtype(v.dtype))
-        for j in range(n):
+        got, d_k = tree.flatten_with_def(outs[k])
+        if d_k != d:
+            continue            # (a changed structure is reported when the loop is staged)
+        for j in range(len(leaves)):
             if (k, j) in weak:
                 v = got[j]
                 if isinstance(v, ndarray):

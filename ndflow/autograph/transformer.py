@@ -21,6 +21,8 @@ import ast
 import copy
 import itertools
 
+from . import walrus
+
 AG = "_nfag"                    # the name of the operators module inside converted code
 _counter = itertools.count(1)
 
@@ -118,6 +120,39 @@ def _loads_into(n, out):
         _loads_into(c, out)
 
 
+def _reads_before_binds(node):
+    """(names `node` reads before its own `:=` bind them, names its `:=` bind on every path),
+    in Python's order of evaluation (a walrus target read later in the same expression is the
+    walrus's value, not a value from before)."""
+    gen, bound = set(), set()
+
+    def visit(n, lazy):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load) and n.id not in bound:
+                gen.add(n.id)
+        elif isinstance(n, ast.NamedExpr):
+            visit(n.value, lazy)
+            if not lazy:
+                bound.add(n.target.id)
+        elif isinstance(n, _SCOPES + _COMPS):
+            gen.update(_loads(n) - bound)
+        elif isinstance(n, ast.BoolOp):
+            visit(n.values[0], lazy)
+            for v in n.values[1:]:
+                visit(v, True)
+        elif isinstance(n, ast.IfExp):
+            visit(n.test, lazy)
+            visit(n.body, True)
+            visit(n.orelse, True)
+        else:
+            for c in ast.iter_child_nodes(n):
+                visit(c, lazy)
+    visit(node, False)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        gen.add(node.target.id)
+    return gen, bound
+
+
 def _target_names(t, out):
     if isinstance(t, ast.Name):
         out.add(t.id)
@@ -150,6 +185,10 @@ def assigned(stmts, local_names=()):
                 out.add((a.asname or a.name).split(".")[0])
         elif isinstance(n, ast.NamedExpr):
             out.add(n.target.id)
+        elif isinstance(n, _COMPS):
+            # `:=` in a comprehension binds the name in the enclosing function
+            out |= {m.target.id for m in _walk_scope([n], _SCOPES)
+                    if isinstance(m, ast.NamedExpr)}
     return out
 
 
@@ -395,7 +434,8 @@ def _live_block(stmts, live_out):
 def _live_stmt(s, out):
     if isinstance(s, ast.If):
         s._nfag_live_out = set(out)
-        return _loads(s.test) | _live_block(s.body, out) | _live_block(s.orelse, out)
+        gen, bound = _reads_before_binds(s.test)
+        return gen | ((_live_block(s.body, out) | _live_block(s.orelse, out)) - bound)
     if isinstance(s, ast.While):
         s._nfag_live_out = set(out)
         head = set(out) | _loads(s.test)
@@ -448,8 +488,7 @@ def _live_stmt(s, out):
         gen = _loads(s)
         kill = {s.name}
     else:
-        gen = _loads(s)
-        kill = set()
+        gen, kill = _reads_before_binds(s)
         if isinstance(s, ast.Assign):
             for t in s.targets:
                 _target_names(t, kill)
@@ -475,11 +514,11 @@ class _Expressions(ast.NodeTransformer):
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
-        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
-            return node
+        if any(isinstance(n, ast.NamedExpr) for v in node.values[1:] for n in ast.walk(v)):
+            return node     # (left by walrus.py: in a comprehension, Python's meaning)
         fn = "and_" if isinstance(node.op, ast.And) else "or_"
-        thunks = [ast.Lambda(args=_no_args(), body=v) for v in node.values]
-        return _at(_call(fn, thunks), node)
+        thunks = [ast.Lambda(args=_no_args(), body=v) for v in node.values[1:]]
+        return _at(_call(fn, [node.values[0]] + thunks), node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
@@ -489,8 +528,9 @@ class _Expressions(ast.NodeTransformer):
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
-        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
-            return node
+        if any(isinstance(n, ast.NamedExpr) for b in (node.body, node.orelse)
+               for n in ast.walk(b)):
+            return node     # (left by walrus.py: in a comprehension, Python's meaning)
         return _at(_call("if_exp", [node.test, ast.Lambda(args=_no_args(), body=node.body),
                                     ast.Lambda(args=_no_args(), body=node.orelse),
                                     self.loc(node)]), node)
@@ -720,6 +760,7 @@ def convert_scope(fdef, filename, top=True):
             for m in n.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     convert_scope(m, filename, False)
+    fdef.body = walrus.lower_block(fdef.body)
     lower_returns(fdef)
     fdef.body = [x for s in fdef.body for x in _aslist(_BreakContinue().visit(s))]
     _live_block(fdef.body, set())
