@@ -290,8 +290,11 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
         except _NeedValue as e:
             from ..graph.trace import trace_body
             other = true_fn if e.other == "true" else false_fn
-            _, leaves, d = trace_body((lambda: other(*inits)) if returns else
-                                      (lambda: list(other(*inits))[e.k]), [], "probe")
+            def probe(other=other, k=e.k):
+                # (its own objects for the branch to change in place, as _branch gives it)
+                r = other(*[_own(x) for x in inits])
+                return r if returns else list(r)[k]
+            _, leaves, d = trace_body(probe, [], "probe")
             fill[e.k] = (leaves, d)
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     it = iter(res)

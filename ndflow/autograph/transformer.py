@@ -654,11 +654,12 @@ class _Statements:
         if not returns and _has_return(s.body + s.orelse):
             raise Unsupported(f"line {s.lineno}: a `return` inside an `if` that does not return "
                               f"on every path (inside `with` or `try`)")
+        # (before the branches are converted: converting a loop moves its `else` out of it)
+        defs = _defs_bound(s.body + s.orelse)
+        params = sorted(assigned(s.body + s.orelse, self.scope.locals) - defs)
         test = self.expr(s.test)
         body = self.block(s.body)
         orelse = self.block(s.orelse)
-        defs = _defs_bound(s.body + s.orelse)
-        params = sorted(assigned(s.body + s.orelse, self.scope.locals) - defs)
         if returns:
             outs = []
         else:
