@@ -32,6 +32,7 @@ import weakref
 import numpy as _np
 
 from ..core.ndarray import ndarray, new_tid, _wrap, _tid_counter as _tids
+from ..core.ndarray import static_size as _static_size
 from ..core.primitive import bind, Primitive
 from ..core.state import STATE
 from ..core import dtypes as _dt
@@ -918,7 +919,7 @@ class GradientTape:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
                                "set of gradients (or jacobians)")
         target = tnp.asarray(target) if not isinstance(target, ndarray) else target
-        n = target.size
+        n = _static_size(target)
         if n is None:
             raise ValueError("jacobian needs a target of known size")
         basis = tnp.reshape(tnp.eye(n, dtype=target.dtype), (n,) + tuple(target.shape))

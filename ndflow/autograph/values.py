@@ -6,7 +6,7 @@ A value is *traced* when it is symbolic (inside `nf.function`) or batched (insid
 """
 import numpy as np
 
-from ..core.ndarray import ndarray
+from ..core.ndarray import ndarray, static_size as _static_size
 from ..core import tree
 from ..core.state import STATE
 from ..core.variable import VariableBase
@@ -71,7 +71,7 @@ def is_traced(x):
 def _pred(x, what, loc):
     """A traced condition as a boolean scalar (a number is true when nonzero, as `bool()`)."""
     x = _value(x)
-    if x.size is not None and x.size != 1 or x.size is None:
+    if _static_size(x) != 1:
         raise ValueError(f"the condition of {what} at {loc} must be a scalar (one element) to "
                          f"decide; got shape {tuple(x.shape)} (use tnp.any / tnp.all)")
     if x.ndim:

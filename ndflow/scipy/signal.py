@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 
+from ..core.ndarray import static_size as _static_size
 from .. import numpy as tnp
 
 __all__ = ["convolve", "correlate"]
@@ -59,14 +60,14 @@ def convolve(in1, in2, mode="full", method="auto"):
     _check("convolve", in1, in2, mode, method)
     if in1.ndim == 0:
         return in1 * in2
-    if in1.size == 0 or in2.size == 0:
+    if _static_size(in1) == 0 or _static_size(in2) == 0:
         return tnp.zeros((0,) * in1.ndim, dtype=np.result_type(in1.dtype, in2.dtype))
     if mode == "valid":
         ok1 = _valid_order(in1, in2)
         if not ok1:
             in1, in2 = in2, in1
     # loop over the smaller operand's elements
-    big, small = (in1, in2) if in1.size >= in2.size else (in2, in1)
+    big, small = (in1, in2) if _static_size(in1) >= _static_size(in2) else (in2, in1)
     full = _full_convolve(big, small)
     if mode == "full":
         return full
