@@ -57,7 +57,9 @@ class _Gen:
     def simple(self, depth):
         r = self.r
         return r.choice(["s = s + x[%d]" % r.randint(0, 3), "c = c + 1", "s = s * 0.5 + 1.0",
-                         "c = c + %d" % r.randint(1, 3), "s = s - 0.25"])
+                         "c = c + %d" % r.randint(1, 3), "s = s - 0.25",
+                         "s = halve(s, %d)" % r.randint(0, 3), "c = max(c, %d)" % r.randint(0, 4),
+                         "s = min(s, x[%d] + 3.0)" % r.randint(0, 3)])
 
     def block(self, depth, in_loop, indent):
         n = self.r.randint(1, 3)
@@ -90,8 +92,12 @@ class _Gen:
         if kind == "for":
             v = next(self.loop_names)
             it = r.choice(["range(3)", "range(n)", "range(1, n + 2, 2)", "range(n, -1, -1)",
-                           "x", "enumerate(x)", "zip(x, x * 2)", "range(k + 1)"])
-            if it == "x":
+                           "x", "enumerate(x)", "zip(x, x * 2)", "range(k + 1)", "pairs",
+                           "reversed(range(n))"])
+            if it == "pairs":
+                head = "for %s, g_%s in tnp.stack([x, x * 2], axis=1):" % (v, v)
+                use = "s = s + %s * g_%s" % (v, v)
+            elif it == "x":
                 head, use = "for %s in x:" % v, "s = s + %s" % v
             elif it.startswith("enumerate"):
                 head, use = "for %s, e_%s in enumerate(x):" % (v, v), "s = s + e_%s * %s" % (v, v)
@@ -111,10 +117,16 @@ class _Gen:
         return out
 
     def program(self):
-        body = ["def prog(x, n, k):", "    s = 0.0", "    c = 0", "    z = 0.0"]
+        body = _HELPERS + ["def prog(x, n, k):", "    s = 0.0", "    c = 0", "    z = 0.0"]
         body += self.block(0, False, 1)
         body.append("    return " + self.ret_expr())
         return "\n".join(body) + "\n"
+
+
+# a recursive helper (its base case a Python value; a traced `if` inside)
+_HELPERS = ["def halve(v, d):", "    if d <= 0:", "        return v",
+            "    if v > 1.0:", "        return halve(v * 0.5, d - 1)",
+            "    return halve(v + 0.5, d - 1)", ""]
 
 
 def program(seed):

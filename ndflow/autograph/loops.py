@@ -90,7 +90,7 @@ def _int_arg(a, what):
         raise TypeError(f"'{type(a).__name__}' object cannot be interpreted as an integer "
                         f"({what})")
     a = a if isinstance(a, ndarray) else tnp.asarray(a)
-    if a.ndim != 0 or np.dtype(a.dtype).kind not in "biu":
+    if a.ndim != 0 or np.dtype(a.dtype).kind not in "iu":
         raise TypeError(f"only integer scalar arrays can be converted to a scalar index "
                         f"({what}: shape {tuple(a.shape)}, dtype {np.dtype(a.dtype).name})")
     if np.dtype(a.dtype) == np.uint64:

@@ -318,6 +318,12 @@ def lower_returns(fdef):
                 ast.Assign(targets=[_name(AG + "_retval", ast.Store())],
                            value=_call("undefined", [_const("the return value")]))]
         fdef.body = [_at(s, fdef.body[0]) for s in init] + fdef.body
+
+
+def normalize_returns(fdef):
+    """Every `if` holding a `return` returns on all its paths (the rest of the block is copied
+    into its branches). After break/continue are lowered: a loop's `else` holding a `return`
+    has become `if not <break flag>: ...` by then."""
     conditional = any(isinstance(n, ast.If) and _has_return([n]) for n in _walk_scope(fdef.body))
     if conditional:
         if not _always_returns(fdef.body):
@@ -764,6 +770,7 @@ def convert_scope(fdef, filename, top=True):
     fdef.body = walrus.lower_block(fdef.body)
     lower_returns(fdef)
     fdef.body = [x for s in fdef.body for x in _aslist(_BreakContinue().visit(s))]
+    normalize_returns(fdef)
     _live_block(fdef.body, set())
     st = _Statements(filename, _Scope(fdef))
     fdef.body = st.block(fdef.body)
