@@ -6,6 +6,7 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core import tree
 from ..graph import control as C
+from ..graph.trace import trace_body
 from .values import (tnp, Undefined, _value, _is_variable, is_traced, _pred, _own,
                      _changed_in_place, _write_back, _tensorlike, _same_static, _NeedValue,
                      _placeholder, _shown, _RETVAL, _PY_NUMBERS)
@@ -47,11 +48,10 @@ def assert_(test, msg, loc):
             m = msg()
             raise AssertionError(m) if m is not None else AssertionError()
         return
-    from ..graph.control import assert_that
     m = msg()
     text = "assertion failed at %s" % loc if m is None else "%s (assertion at %s)" % (
         m if not isinstance(m, ndarray) else "assertion failed", loc)
-    assert_that(_value(test), text)
+    C.assert_that(_value(test), text)
 
 
 # ------------------------------------------------------------------ conditionals
@@ -78,7 +78,6 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
                                  params, inplace))
             break
         except _NeedValue as e:
-            from ..graph.trace import trace_body
             other = true_fn if e.other == "true" else false_fn
             def probe(other=other, k=e.k):
                 # (its own objects for the branch to change in place, as _branch gives it)

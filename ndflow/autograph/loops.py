@@ -9,6 +9,8 @@ import numpy as np
 from ..core.ndarray import ndarray, TracingError, _user_line
 from ..core import tree
 from ..graph import control as C
+from ..graph.function import shape
+from ..graph.trace import trace_body
 from ..numpy._core import checked
 from .values import (tnp, Undefined, _value, is_traced, _pred, _changed_in_place, _write_back,
                      _tensorlike, _same_static, _placeholder, _shown, _PY_NUMBERS)
@@ -182,13 +184,11 @@ def _staged_rows(xs, extra_test, body, vals, names, targets, loc):
         # a known number of rows and no break: one scan (its gradient is a reverse scan)
         return _staged_loop(None, body, vals, names, loc, "for", rows=xs, targets=targets)
     if n is None:
-        from ..graph.function import shape
         n = shape(xs, out_type=np.int64)[0]
     return _counted_loop(n, lambda i: xs[i], extra_test, body, vals, names, targets, loc)
 
 
 def _staged_items(it, extra_test, body, vals, names, targets, loc):
-    from ..graph.function import shape
     xs = [it.x] if isinstance(it, TensorEnumerate) else it.xs
     for x in xs:
         if x.ndim == 0:
@@ -387,7 +387,6 @@ def _probe(body, structs, traced):
     """The loop variables the body gives back, from one trace of the body that is then thrown
     away; the leaves at `traced` {(k, j): (shape, dtype)} are symbolic inputs, the others
     are passed as they are."""
-    from ..graph.trace import trace_body
     pos = list(traced)
 
     def run(*xs):

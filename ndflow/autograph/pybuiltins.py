@@ -21,7 +21,9 @@ import numpy as np
 from ..core.ndarray import ndarray, TracingError, _user_line
 from ..core import dtypes as _dt
 from ..graph import control as C
+from ..graph.function import shape
 from ..numpy._core import checked
+from . import conversion
 from .values import tnp, _value, is_traced, _pred
 
 _NO_DEFAULT = object()
@@ -33,7 +35,6 @@ def _length(x):
         raise TypeError("len() of unsized object")
     if x.shape[0] is not None:
         return x.shape[0]
-    from ..graph.function import shape
     return shape(x, out_type=np.int64)[0]
 
 
@@ -116,9 +117,7 @@ def _extreme(name, better, args, kwargs):
     if kwargs:
         raise TypeError(f"{what} got an unexpected keyword argument {next(iter(kwargs))!r}")
     if key is not None:
-        from .operators import call
-        user_key = key
-        key = lambda v: call(user_key, (v,))          # noqa: E731  (converted, as a call)
+        key = conversion.convert(key, warn=False)      # (converted, as a call is)
     if len(args) > 1:
         if default is not _NO_DEFAULT:
             raise TypeError(f"Cannot specify a default for {what} with multiple positional "

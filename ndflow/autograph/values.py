@@ -6,7 +6,7 @@ A value is *traced* when it is symbolic (inside `nf.function`) or batched (insid
 """
 import numpy as np
 
-from ..core.ndarray import ndarray, static_size as _static_size
+from ..core.ndarray import ndarray, symbolic, static_size as _static_size
 from ..core import tree
 from ..core.state import STATE
 from ..core.variable import VariableBase
@@ -94,7 +94,6 @@ def _own(x):
     t = STATE.traces[-1] if STATE.traces else None
     if t is None or not getattr(t, "is_graph", False) or x._t is t:
         return x
-    from ..core.ndarray import symbolic
     return symbolic(t, t.to_var(x))
 
 

@@ -262,6 +262,10 @@ def size(a, axis=None):
     if n is not None:
         return n
     from ..graph.function import shape as _run_time_shape
-    from .reductions import prod
     s = _run_time_shape(a, out_type=np.int64)
-    return prod(s) if axis is None else s[operator.index(axis)]
+    if axis is not None:
+        return s[operator.index(axis)]
+    n = 1
+    for i, d in enumerate(a.shape):         # (the known sizes stay constants)
+        n = n * (s[i] if d is None else d)
+    return n
