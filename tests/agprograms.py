@@ -73,7 +73,7 @@ class _Gen:
         pad = "    " * indent
         choices = ["simple", "simple"]
         if depth < 3:
-            choices += ["if", "for", "while"]
+            choices += ["if", "for", "while", "block"]
         if in_loop:
             choices += ["break", "continue"]
         choices += ["return"]
@@ -84,6 +84,15 @@ class _Gen:
             # under a condition (an unconditional jump leaves dead code after it)
             jump = kind if kind != "return" else "return " + self.ret_expr()
             return [pad + "if %s:" % self.cond(), pad + "    " + jump]
+        if kind == "block":
+            # a with / try block (jumps out of it run its exit / finally first)
+            inner = self.block(depth + 1, in_loop, indent + 1)
+            if r.random() < 0.5:
+                return [pad + "with contextlib.nullcontext():"] + inner
+            tail = [pad + "finally:", pad + "    c = c + 1"] if r.random() < 0.5 else \
+                [pad + "except ZeroDivisionError:", pad + "    c = c - 1", pad + "else:",
+                 pad + "    s = s + 0.5"]
+            return [pad + "try:"] + inner + tail
         if kind == "if":
             out = [pad + "if %s:" % self.cond()] + self.block(depth + 1, in_loop, indent + 1)
             if r.random() < 0.5:
@@ -124,7 +133,7 @@ class _Gen:
 
 
 # a recursive helper (its base case a Python value; a traced `if` inside)
-_HELPERS = ["def halve(v, d):", "    if d <= 0:", "        return v",
+_HELPERS = ["import contextlib", "", "def halve(v, d):", "    if d <= 0:", "        return v",
             "    if v > 1.0:", "        return halve(v * 0.5, d - 1)",
             "    return halve(v + 0.5, d - 1)", ""]
 

@@ -8,6 +8,8 @@ oracle: Python decides every condition on eager arrays), errors included:
 - recursion, returns of any structure from loops, assignment expressions, loop targets of
   loops that ran no iteration.
 """
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
@@ -467,6 +469,80 @@ def _ret_python_loop_traced_if(x):
 ])
 def test_return_of_any_structure_from_inside_loops(fn, args):
     assert_agrees(fn, *args)
+
+
+def _brk_in_try(xs):
+    t = 0.0
+    for row in xs:
+        try:
+            if tnp.sum(row) > 1:
+                break
+            t = t + tnp.sum(row)
+        finally:
+            t = t + 0.5
+    return t
+
+
+def _cont_in_try_else(xs):
+    t = 0.0
+    for row in xs:
+        try:
+            if tnp.sum(row) > 1:
+                continue
+        except ValueError:
+            pass
+        else:
+            t = t + 1
+    return t
+
+
+def _ret_in_with(x):
+    with contextlib.nullcontext():
+        with contextlib.nullcontext():
+            if tnp.sum(x) > 1:
+                return x
+        x = x + 1
+    return x * 10
+
+
+def _ret_in_try(x):
+    try:
+        if tnp.sum(x) > 1:
+            return x * 2
+        y = x + 1
+    except ZeroDivisionError:
+        return x
+    else:
+        y = y * 3
+    finally:
+        z = 1
+    return y - z
+
+
+def _ret_from_while_true(x):
+    while True:
+        x = x * 2
+        if tnp.sum(x) > 10:
+            return x
+
+
+@pytest.mark.parametrize("fn", [_brk_in_try, _cont_in_try_else])
+def test_break_and_continue_inside_try_blocks(fn):
+    # the statements after a jump inside the block are skipped (they ran: silently wrong)
+    for rows in ([[0.0, 0.5], [1.0, 2.0], [0.1, 0.1]], [[0.0, 0.1]], [[5.0, 5.0]]):
+        assert_agrees(fn, tnp.asarray(rows))
+
+
+@pytest.mark.parametrize("fn", [_ret_in_with, _ret_in_try, _ret_from_while_true])
+def test_returns_inside_with_try_and_endless_loops(fn):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # converted, not run as written
+        f = nf.function(fn)
+        for x in ([1.0, 2.0], [0.1, 0.2], [-3.0, 0.5]):
+            if fn is _ret_from_while_true and x[0] < 0:
+                continue
+            assert_agrees(fn, tnp.asarray(x), compiled=f)
 
 
 def test_returns_of_different_structures_under_a_traced_condition_are_a_clear_error():

@@ -63,10 +63,14 @@ def if_exp(test, body, orelse, loc):
 
 def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
     """The converted `if`: `true_fn(*inits)` or `false_fn(*inits)`, each returning the values
-    of `outs` (or, with `returns`, the function's return value)."""
+    of `outs` (or, with `returns` True, the function's return value). With `returns` "guard"
+    the `if` is `if not <return flag>:` (the rest of a block after a `return`): its false
+    branch is the path that returns, where the variables it leaves undefined are never read."""
     if not is_traced(test):
         return true_fn(*inits) if test else false_fn(*inits)
     pred = _pred(test, "`if`", loc)
+    guard = returns == "guard"
+    returns = returns is True
     names = ["the return value"] if returns else list(outs)
     fill = {}       # k -> zeros standing for an internal variable a branch leaves undefined
     for _ in range(len(names) + 1):
@@ -75,7 +79,7 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
             res = C.cond(pred, _branch(true_fn, "true", inits, names, returns, fill, got, loc,
                                        params, inplace),
                          _branch(false_fn, "false", inits, names, returns, fill, got, loc,
-                                 params, inplace))
+                                 params, inplace, guard))
             break
         except _NeedValue as e:
             other = true_fn if e.other == "true" else false_fn
@@ -105,7 +109,8 @@ def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
     return tuple(vals)
 
 
-def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace=None):
+def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace=None,
+            returning=False):
     def run():
         own = [_own(x) for x in inits]
         start = [x._v if isinstance(x, ndarray) else None for x in own]
@@ -128,7 +133,7 @@ def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace
         for k, (name, v) in enumerate(zip(names, vals)):
             if isinstance(v, Undefined):
                 # (a return value no `return` gave yet: its return flag is false on that path)
-                if name.startswith("_nfag") or v.name == _RETVAL:
+                if name.startswith("_nfag") or v.name == _RETVAL or returning:
                     if k not in fill:
                         raise _NeedValue(k, "false" if which == "true" else "true")
                     v = _placeholder(*fill[k])

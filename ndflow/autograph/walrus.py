@@ -17,16 +17,11 @@ condition becomes `nf.cond`: a name assigned in one branch only must then have a
 before, as for any `if`). Comprehensions keep Python's meaning (their loops run in Python).
 """
 import ast
-import itertools
 
-AG = "_nfag"
-_ids = itertools.count(1)
+from .astutil import AG, _fresh
+
 _NESTED = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _fresh(kind):
-    return "%s_%s_%d" % (AG, kind, next(_ids))
 
 
 def _store(name):
