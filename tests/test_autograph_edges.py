@@ -662,3 +662,22 @@ def test_generated_source_of_a_program_compiles_and_converts():
     assert "def prog(" in code
     g = compile_program(src)
     assert g is not fn and nf.autograph.to_code(g) == code
+
+
+def _relu(v):
+    if v > 0:
+        return v
+    return v * 0
+
+
+def test_functions_given_to_map_and_reduce_are_converted():
+    import functools
+
+    def mapped(x):
+        return list(map(_relu, x))
+
+    def reduced(x):
+        return functools.reduce(lambda a, b: a if a > b else b, x)
+    for x in ([1.0, -2.0, 0.0], [-0.0, 3.0, np.nan]):
+        assert_agrees(mapped, tnp.asarray(x))
+        assert_agrees(reduced, tnp.asarray(x))

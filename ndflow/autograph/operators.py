@@ -4,6 +4,7 @@ meaning for Python values and becomes a control-flow primitive (`nf.cond`, `nf.w
 `pybuiltins.py`; calls of functions are here.
 """
 import builtins
+import functools
 import threading
 
 from ..core.ndarray import _user_line
@@ -22,7 +23,7 @@ def _hofs():
     from ..vectorize import batching as B
     return {C.cond: (1, 2), C.switch_case: (), C.while_loop: (0, 1), C.fori_loop: (2,),
             C.scan: (0,), C.scan_carry: (0,), B.vectorized_map: (0,), B.vmap: (0,),
-            B.map_fn: (0,)}
+            B.map_fn: (0,), functools.reduce: (0,)}
 
 
 _HOFS = None
@@ -36,6 +37,9 @@ def call(f, args, kwargs=None):
     kwargs = kwargs or {}
     if f is builtins.range and not kwargs:
         return range_(f, *args)
+    if f is builtins.map and args and callable(args[0]):
+        # (the function map calls is user code too)
+        args = (conversion.convert(args[0], warn=False),) + tuple(args[1:])
     if (f is builtins.enumerate or f is builtins.zip) and any(
             isinstance(a, TensorRange) for a in args):
         args = [a.array() if isinstance(a, TensorRange) else a for a in args]
