@@ -255,53 +255,9 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None, targets=()):
     structure of them); other Python values must stay the same object. Internal variables
     and the loop's `targets` may start undefined (the body's first statements assign a
     target): they start as placeholders of the structure the body gives them."""
-    vals = list(vals)
-    for k, (n, v) in enumerate(zip(names, vals)):
-        if isinstance(v, Undefined) and not n.startswith("_nfag") and n not in targets:
-            raise ValueError(
-                f"variable '{n}' is changed inside the {what} loop at {loc} and used after it "
-                f"(or in the next iteration), but has no value before the loop; a loop over a "
-                f"traced condition needs its initial value: assign it before the loop")
-    structs = [tree.flatten_with_def(v) for v in vals]
-    undefined = [k for k, v in enumerate(vals) if isinstance(v, Undefined)]
-    weak = {}
-    for k, (leaves, _) in enumerate(structs):
-        for j, x in enumerate(leaves):
-            if type(x) in _PY_NUMBERS:
-                weak[(k, j)] = x
-    probe_body = body if rows is None else (lambda *v: body(rows[0], *v))
-    dtypes = {}
-    if weak:
-        # (arrays traced, Python numbers as they are: the dtype the body makes of them)
-        dtypes = _weak_dtypes(_probe(probe_body, structs, {
-            (k, j): (tuple(x.shape), np.dtype(x.dtype)) for k, (leaves, _) in enumerate(structs)
-            for j, x in enumerate(leaves) if isinstance(x, ndarray) and (k, j) not in weak}),
-            structs, weak)
-    init, carried = [], []         # carried: (k, j) of each loop_vars entry
-    for k, (leaves, d) in enumerate(structs):
-        if k in undefined:
-            continue
-        for j, x in enumerate(leaves):
-            if _tensorlike(x):
-                dt = dtypes.get((k, j))
-                init.append(tnp.asarray(x, dtype=dt) if dt is not None or not isinstance(
-                    x, ndarray) else x)
-                carried.append((k, j))
-    if undefined:
-        # internal variables without a value yet (a return value): the structure the body
-        # gives them when every carried value is traced, as in the loop itself
-        outs = _probe(probe_body, structs, {
-            kj: (tuple(x.shape), np.dtype(x.dtype)) for kj, x in zip(carried, init)})
-    for k in undefined:
-        leaves, d = tree.flatten_with_def(outs[k])
-        if len(leaves) == 1 and isinstance(leaves[0], Undefined):
-            continue            # no path of the body gives it a value: it stays undefined
-        vals[k] = _placeholder(leaves, d, arrays=True)
-        structs[k] = tree.flatten_with_def(vals[k])
-        for j, x in enumerate(structs[k][0]):
-            if isinstance(x, ndarray):
-                init.append(x)
-                carried.append((k, j))
+    vals, structs, init, carried = _loop_state(
+        body if rows is None else (lambda *v: body(rows[0], *v)), list(vals), names, loc, what,
+        targets)
 
     def rebuild(xs):
         it = iter(xs)
@@ -331,9 +287,9 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None, targets=()):
                         f"then bound to another value inside the {what} loop at {loc}; assign "
                         f"the new value to a new name instead")
                 inplace.add(k)
-        return checked(out)
+        return checked_out(out)
 
-    def checked(out):
+    def checked_out(out):
         res = []
         for k, (n, v) in enumerate(zip(names, out)):
             leaves, d = tree.flatten_with_def(v)
@@ -376,6 +332,55 @@ def _staged_loop(test, body, vals, names, loc, what, rows=None, targets=()):
             lambda c, x: (run_body(list(c), lambda args: body(x, *args)), ()), list(init), rows)
     return tuple(_write_back(originals, rebuild(res),
                              [k for k in inplace if isinstance(originals[k], ndarray)]))
+
+
+def _loop_state(probe_body, vals, names, loc, what, targets):
+    """(values, their structures, the arrays the loop carries, the (variable, leaf) of each):
+    Python numbers take the dtype the body makes of them, undefined internal variables and
+    targets a placeholder of the structure the body gives them."""
+    for k, (n, v) in enumerate(zip(names, vals)):
+        if isinstance(v, Undefined) and not n.startswith("_nfag") and n not in targets:
+            raise ValueError(
+                f"variable '{n}' is changed inside the {what} loop at {loc} and used after it "
+                f"(or in the next iteration), but has no value before the loop; a loop over a "
+                f"traced condition needs its initial value: assign it before the loop")
+    structs = [tree.flatten_with_def(v) for v in vals]
+    undefined = [k for k, v in enumerate(vals) if isinstance(v, Undefined)]
+    weak = {(k, j): x for k, (leaves, _) in enumerate(structs) for j, x in enumerate(leaves)
+            if type(x) in _PY_NUMBERS}
+    dtypes = {}
+    if weak:
+        # (arrays traced, Python numbers as they are: the dtype the body makes of them)
+        dtypes = _weak_dtypes(_probe(probe_body, structs, {
+            (k, j): (tuple(x.shape), np.dtype(x.dtype)) for k, (leaves, _) in enumerate(structs)
+            for j, x in enumerate(leaves) if isinstance(x, ndarray) and (k, j) not in weak}),
+            structs, weak)
+    init, carried = [], []         # carried: (k, j) of each loop_vars entry
+    for k, (leaves, d) in enumerate(structs):
+        if k in undefined:
+            continue
+        for j, x in enumerate(leaves):
+            if _tensorlike(x):
+                dt = dtypes.get((k, j))
+                init.append(tnp.asarray(x, dtype=dt) if dt is not None or not isinstance(
+                    x, ndarray) else x)
+                carried.append((k, j))
+    if undefined:
+        # internal variables without a value yet (a return value): the structure the body
+        # gives them when every carried value is traced, as in the loop itself
+        outs = _probe(probe_body, structs, {
+            kj: (tuple(x.shape), np.dtype(x.dtype)) for kj, x in zip(carried, init)})
+    for k in undefined:
+        leaves, d = tree.flatten_with_def(outs[k])
+        if len(leaves) == 1 and isinstance(leaves[0], Undefined):
+            continue            # no path of the body gives it a value: it stays undefined
+        vals[k] = _placeholder(leaves, d, arrays=True)
+        structs[k] = tree.flatten_with_def(vals[k])
+        for j, x in enumerate(structs[k][0]):
+            if isinstance(x, ndarray):
+                init.append(x)
+                carried.append((k, j))
+    return vals, structs, init, carried
 
 
 def _describe(s):
