@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from . import numpy as tnp
-from .core.ndarray import ndarray
+from .core.ndarray import ndarray, static_size as _static_size
 from .core.state import STATE
 from .core import dtypes as _dt
 
@@ -83,12 +83,13 @@ def constant(value, dtype=None, shape=None, name=None):
     if shape is not None:
         shape = _shape_list(shape)
         n = int(np.prod(shape, dtype=np.int64))
-        if x.size == n:
+        if _static_size(x) == n:
             x = tnp.reshape(x, shape)
-        elif x.size == 1:
+        elif _static_size(x) == 1:
             x = tnp.broadcast_to(tnp.reshape(x, ()), shape)
         else:
-            raise TypeError(f"nf.constant: expected {n} values for shape {shape}, got {x.size}")
+            raise TypeError(f"nf.constant: expected {n} values for shape {shape}, got "
+                            f"{_static_size(x)}")
     return x
 
 
@@ -258,7 +259,10 @@ def argmin(input, axis=None, output_type=np.int64, name=None):
 
 
 def size(input, out_type=np.int32, name=None):
-    return tnp.asarray(_tensor(input).size, dtype=out_type)
+    """The number of elements as a 0-d `out_type` array, as `tf.size`; inside `nf.function` it
+    is computed at run time where a size is unknown while tracing."""
+    n = tnp.size(_tensor(input))
+    return tnp.asarray(n, dtype=out_type) if not isinstance(n, tnp.ndarray) else n.astype(out_type)
 
 
 def rank(input, name=None):

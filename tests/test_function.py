@@ -503,3 +503,128 @@ def test_compiled_functions_pickle_by_their_python_function():
 
 def lambda_free_square(x):
     return x * x
+
+
+# ================================================================== input_signature binding
+_F32 = np.float32
+
+
+def _spec(shape, dtype=nf.float32):
+    return nf.TensorSpec(shape, dtype)
+
+
+def test_input_signature_binds_keywords_and_defaults_as_python_does():
+    def k(a, b=2.0, *, c=3.0):
+        return a * b + c
+    f = nf.function(k, input_signature=[_spec([]), _spec([])])
+    assert float(f(1.0)) == 5.0                       # b's default, through its spec
+    assert float(f(a=1.0, b=5.0)) == 8.0
+    assert float(f(1.0, b=5.0)) == 8.0
+    assert f(b=_F32(4), a=_F32(2)).dtype == np.float32
+    assert f.experimental_get_tracing_count() == 1
+    with pytest.raises(TypeError, match="'c' not described by the input_signature"):
+        f(1.0, c=4.0)
+    with pytest.raises(TypeError, match="describes 2 arguments, got 3"):
+        f(1.0, 2.0, 3.0)
+    with pytest.raises(TypeError, match="multiple values for argument 'a'"):
+        f(1.0, a=2.0)
+    with pytest.raises(TypeError, match="missing required argument 'b'"):
+        nf.function(lambda a, b: a + b, input_signature=[_spec([]), _spec([])])(1.0)
+    va = nf.function(lambda *xs: xs[0] + xs[1] + xs[2], input_signature=[_spec([])] * 3)
+    assert float(va(1.0, 2.0, 3.0)) == 6.0
+
+
+def test_input_signature_matches_nested_structures():
+    import collections
+    # a TensorSpec takes the whole value: a list of numbers (or of arrays) is one array
+    f = nf.function(lambda v: v * 2, input_signature=[_spec([None])])
+    np.testing.assert_array_equal(f([1, 2, 3]), np.array([2, 4, 6], _F32))
+    np.testing.assert_array_equal(f([tnp.asarray(_F32(1)), tnp.asarray(_F32(2))]), [2, 4])
+    g = nf.function(lambda d: d["a"] + d["b"], input_signature=[{"a": _spec([2]), "b": _spec([])}])
+    np.testing.assert_array_equal(g({"b": 1.0, "a": [1.0, 2.0]}), [2.0, 3.0])
+    with pytest.raises(TypeError, match=r"argument 'd' should be a dict with the keys \['a', 'b'\]"):
+        g({"a": [1.0, 2.0]})
+    P = collections.namedtuple("P", "x y")
+    h = nf.function(lambda p: p.x * p.y, input_signature=[P(_spec([None]), _spec([None]))])
+    np.testing.assert_array_equal(h(P([1.0, 2.0], [3.0, 4.0])), [3.0, 8.0])
+    np.testing.assert_array_equal(h(([1.0, 2.0], [3.0, 4.0])), [3.0, 8.0])
+    pairs = nf.function(lambda ps: ps[0][0] * ps[1], input_signature=[[[_spec([])], _spec([])]])
+    assert float(pairs([[2.0], 3.0])) == 6.0
+    with pytest.raises(TypeError, match=r"argument 'ps'\[0\] should be a sequence of 1 values"):
+        pairs([2.0, 3.0])
+    with pytest.raises(TypeError, match="does not match the input_signature"):
+        h(P([1.0, 2.0], [[3.0, 4.0]]))
+    assert h.experimental_get_tracing_count() == 1
+
+
+def test_input_signature_must_be_made_of_tensor_specs():
+    with pytest.raises(TypeError, match="holds int 3"):
+        nf.function(lambda a: a, input_signature=[3])
+    with pytest.raises(TypeError, match="list or tuple with one entry per argument"):
+        nf.function(lambda a: a, input_signature=_spec([]))
+
+
+def test_input_signature_on_methods_by_keyword():
+    class M(nf.Module):
+        @nf.function(input_signature=[_spec([None])])
+        def __call__(self, x):
+            return x + 1
+    m = M()
+    np.testing.assert_array_equal(m([1.0, 2.0]), [2.0, 3.0])
+    np.testing.assert_array_equal(m(x=[1.0, 2.0]), [2.0, 3.0])
+
+
+def test_spec_without_a_shape_is_one_graph_per_rank():
+    # the sizes of such an argument are unknown in its graph (a graph traced with the first
+    # call's sizes and reused for others gave that call's sizes as constants)
+    f = nf.function(lambda x: tnp.zeros(tnp.size(x)) + x.ndim, input_signature=[_spec(None)])
+    np.testing.assert_array_equal(f(tnp.ones(2, dtype=_F32)), [1.0, 1.0])
+    np.testing.assert_array_equal(f(tnp.ones((2, 2), dtype=_F32)), [2.0] * 4)
+    np.testing.assert_array_equal(f(tnp.ones(3, dtype=_F32)), [1.0] * 3)
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_get_concrete_function_traces_once_and_calls_use_it():
+    traced = []
+
+    def body(x):
+        traced.append(1)
+        return x * 3
+    f = nf.function(body, input_signature=[_spec([None])])
+    c1 = f.get_concrete_function()
+    assert f.get_concrete_function() is c1
+    assert f.get_concrete_function(_spec([None])) is c1
+    f(tnp.ones(4, dtype=_F32))
+    f(tnp.ones(7, dtype=_F32))
+    assert len(traced) == 1 and f.experimental_get_tracing_count() == 1
+    g = nf.function(body)
+    traced.clear()
+    a = g.get_concrete_function(_spec([None]))
+    assert g.get_concrete_function(_spec([None])) is a
+    b = g.get_concrete_function(tnp.ones(3, dtype=_F32))
+    assert g.get_concrete_function(tnp.ones(3, dtype=_F32)) is b and a is not b
+    assert len(traced) == 2
+    with pytest.raises(TypeError, match="has no rank"):
+        nf.function(body, input_signature=[_spec(None)]).get_concrete_function()
+
+
+# ================================================================== sizes unknown while tracing
+def test_sizes_unknown_while_tracing_are_run_time_values():
+    @nf.function(input_signature=[_spec([None, 3])])
+    def sizes(x):
+        return (nf.size(x), x.size, tnp.size(x), tnp.size(x, 0), tnp.size(x, -1), np.size(x),
+                x.nbytes, nf.shape(x), len(x), x.size * 2, tnp.zeros(x.size))
+    for n in (0, 1, 5):
+        x = np.ones((n, 3), _F32)
+        got = sizes(tnp.asarray(x))
+        want = (np.int32(x.size), x.size, x.size, n, 3, x.size, x.nbytes,
+                np.array([n, 3], np.int32), n, 2 * x.size, np.zeros(x.size))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        assert got[0].dtype == np.int32 and got[1].dtype == np.int64 and got[4] == 3
+    assert sizes.experimental_get_tracing_count() == 1
+    # known sizes stay Python ints, eager and traced
+    x = tnp.ones((2, 3))
+    assert (x.size, tnp.size(x), np.size(x), x.nbytes) == (6, 6, 6, 48)
+    assert nf.function(lambda v: v.size + tnp.size(v, 1) * 0)(x) == 6
+    assert nf.size(x).dtype == np.int32 and int(nf.size(x)) == 6

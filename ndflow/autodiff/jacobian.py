@@ -5,7 +5,7 @@ itself recorded by outer tapes and traced inside `nf.function`."""
 import numpy as np
 
 from ..core import tree
-from ..core.ndarray import ndarray, _wrap
+from ..core.ndarray import ndarray, _wrap, static_size
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core.variable import VariableBase
@@ -65,7 +65,7 @@ def jacobian(tape, target, sources, none_if_unconnected, use_pfor):
     """`GradientTape.jacobian` (see there): one array of shape target.shape + source.shape per
     source, with the structure of `sources`."""
     target = _value(target)
-    n = target.size
+    n = static_size(target)
     if n is None:
         raise ValueError("jacobian needs a target of known size")
     shape = tuple(target.shape)

@@ -22,6 +22,7 @@ from . import transformer as T
 _CODE_CACHE = {}                        # original code object -> (factory code, source) | None
 _FN_CACHE = weakref.WeakKeyDictionary()  # original function -> converted function
 _GENERATED = set()        # code objects we compiled (never converted again)
+_TWIN_CODE = {}           # original code object -> the twin's code (named as the original)
 _WARNED = set()
 _NOT_CONVERTED = "__ndflow_do_not_convert__"
 
@@ -153,6 +154,10 @@ def _factory_module(f, fdef):
     """`def _nfag_factory(_nfag, <free vars>): <converted def>; return <name>`."""
     code = f.__code__
     free = list(code.co_freevars)
+    # the twin is defined inside the factory under a name of its own: under the user's name it
+    # would be a local of the factory, and a recursive call (a global or closure name in the
+    # original) would find the factory's cell instead of the function the user's name holds
+    fdef.name = T.AG + "_fn"
     fdef.decorator_list = []
     # the twin gets the original's default values (evaluating them again here could not see
     # the names they were made from)
@@ -187,7 +192,10 @@ def _converted_code(f):
     if hit is None:
         fdef = _parse(f)
         mod, params = _factory_module(f, fdef)
-        source = ast.unparse(fdef)
+        inner = fdef.name
+        fdef.name = code.co_name if code.co_name.isidentifier() else "_nfag_lambda"
+        source = ast.unparse(fdef)           # (to_code shows the user's name)
+        fdef.name = inner
         compiled = compile(mod, code.co_filename, "exec")
         _collect_codes(compiled)
         hit = _CODE_CACHE[code] = (compiled, params, source)
@@ -203,7 +211,13 @@ def _build(f):
     cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
     cells[T.AG] = types.CellType(operators)
     closure = tuple(cells[n] for n in inner.__code__.co_freevars)
-    g = types.FunctionType(inner.__code__, f.__globals__, f.__name__, f.__defaults__, closure)
+    code = _TWIN_CODE.get(f.__code__)
+    if code is None:
+        # the user's name in tracebacks (the twin is compiled as _nfag_fn)
+        code = _TWIN_CODE[f.__code__] = inner.__code__.replace(
+            co_name=f.__code__.co_name, co_qualname=f.__code__.co_qualname)
+        _GENERATED.add(code)
+    g = types.FunctionType(code, f.__globals__, f.__name__, f.__defaults__, closure)
     g.__kwdefaults__ = f.__kwdefaults__
     g.__qualname__ = f.__qualname__
     g.__doc__ = f.__doc__

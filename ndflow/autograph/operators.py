@@ -1,89 +1,21 @@
-"""What converted code calls: each construct keeps Python's meaning for Python values and
-becomes a control-flow primitive (`nf.cond`, `nf.while_loop`, `nf.scan`) for traced ones.
-
-A value is *traced* when it is symbolic (inside `nf.function`) or batched (inside
-`vectorized_map`); eager arrays decide in Python, as they would without conversion. Every
-function takes `loc`, the user's 'file:line' of the statement, for its error messages.
+"""What converted code calls (the module is `_nfag` there): each construct keeps Python's
+meaning for Python values and becomes a control-flow primitive (`nf.cond`, `nf.while_loop`,
+`nf.scan`) for traced ones. The constructs live in `conditionals.py`, `loops.py` and
+`pybuiltins.py`; calls of functions are here.
 """
 import builtins
+import functools
+import threading
 
-import numpy as np
-
-from ..core.ndarray import ndarray
-from ..core import tree
+from ..core.ndarray import _user_line
 from ..core.state import STATE
-from ..core.variable import VariableBase
 from ..graph import control as C
-from . import conversion
-
-
-class _LazyTnp:
-    def __getattr__(self, name):
-        import ndflow.numpy as m
-        return getattr(m, name)
-
-
-tnp = _LazyTnp()
-_PY_NUMBERS = (bool, int, float, complex)
-
-
-# ------------------------------------------------------------------ undefined variables
-class Undefined:
-    """The value of a variable that has none yet (assigned in a branch or loop not run)."""
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return "<undefined %s>" % self.name
-
-    def _fail(self, *args, **kwargs):
-        raise UnboundLocalError(f"local variable '{self.name}' referenced before assignment")
-
-    __getattr__ = __call__ = __bool__ = __iter__ = __len__ = __getitem__ = _fail
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
-    __rtruediv__ = __matmul__ = __rmatmul__ = __neg__ = __lt__ = __le__ = __gt__ = _fail
-    __ge__ = __index__ = __int__ = __float__ = __array__ = _fail
-
-
-def undefined(name):
-    return Undefined(name)
-
-
-def ld(scope, name):
-    """`name`'s value in `scope` (a `locals()`), or an `Undefined` marker."""
-    try:
-        return scope[name]
-    except KeyError:
-        return Undefined(name)
-
-
-# ------------------------------------------------------------------ predicates
-def _value(x):
-    return x.value() if isinstance(x, VariableBase) else x
-
-
-def _is_variable(x):
-    return isinstance(x, VariableBase)
-
-
-def is_traced(x):
-    x = _value(x)
-    return isinstance(x, ndarray) and x._t is not None
-
-
-def _pred(x, what, loc):
-    """A traced condition as a boolean scalar (a number is true when nonzero, as `bool()`)."""
-    x = _value(x)
-    if x.size is not None and x.size != 1 or x.size is None:
-        raise ValueError(f"the condition of {what} at {loc} must be a scalar (one element) to "
-                         f"decide; got shape {tuple(x.shape)} (use tnp.any / tnp.all)")
-    if x.ndim:
-        x = tnp.reshape(x, ())
-    if x.dtype != np.bool_:
-        x = x != 0
-    return x
+from . import conversion, pybuiltins
+# the names converted code calls (`_nfag.if_stmt` ...)
+from .values import undefined, ld, is_traced  # noqa: F401
+from .conditionals import and_, or_, not_, assert_, if_exp, if_stmt  # noqa: F401
+from .loops import (range_, while_stmt, for_stmt, TensorRange, TensorEnumerate,  # noqa: F401
+                    TensorZip)
 
 
 # ------------------------------------------------------------------ calls
@@ -91,7 +23,7 @@ def _hofs():
     from ..vectorize import batching as B
     return {C.cond: (1, 2), C.switch_case: (), C.while_loop: (0, 1), C.fori_loop: (2,),
             C.scan: (0,), C.scan_carry: (0,), B.vectorized_map: (0,), B.vmap: (0,),
-            B.map_fn: (0,)}
+            B.map_fn: (0,), functools.reduce: (0,)}
 
 
 _HOFS = None
@@ -103,15 +35,24 @@ def call(f, args, kwargs=None):
     functions are converted too."""
     global _HOFS
     kwargs = kwargs or {}
+    if f is builtins.range and not kwargs:
+        return range_(f, *args)
+    if f is builtins.map and args and callable(args[0]):
+        # (the function map calls is user code too)
+        args = (conversion.convert(args[0], warn=False),) + tuple(args[1:])
+    if (f is builtins.enumerate or f is builtins.zip) and any(
+            isinstance(a, TensorRange) for a in args):
+        args = [a.array() if isinstance(a, TensorRange) else a for a in args]
     if (f is builtins.enumerate or f is builtins.zip) and args and \
             all(is_traced(a) for a in (args[:1] if f is builtins.enumerate else args)):
         return TensorEnumerate(args[0], *args[1:], **kwargs) if f is builtins.enumerate \
             else TensorZip(*args, **kwargs)
-    if f is builtins.len and len(args) == 1 and not kwargs and is_traced(args[0]):
-        x = _value(args[0])
-        if x.ndim and x.shape[0] is None and STATE.traces and STATE.traces[-1].is_graph:
-            from ..graph.function import shape
-            return shape(x)[0]
+    try:
+        conv = pybuiltins.CONVERTED.get(f)
+    except TypeError:
+        conv = None
+    if conv is not None and args and (conv[1] is None or conv[1](*args, **kwargs)):
+        return conv[0](*args, **kwargs)
     if type(f) is not type and not isinstance(f, (builtins.type(len),)):
         if _HOFS is None:
             _HOFS = _hofs()
@@ -132,574 +73,54 @@ def call(f, args, kwargs=None):
                 if k in kwargs and callable(kwargs[k]):
                     kwargs[k] = conversion.convert(kwargs[k], warn=False)
             return f(*args, **kwargs)
-        f = conversion.convert(f, warn=False)
+        g = conversion.convert(f, warn=False)
+        if g is not f:
+            # (inline, not a helper: each level of a recursion costs Python frames)
+            code = getattr(g, "__code__", None) or getattr(g, "__func__", g)
+            active = _active()
+            depth = len(STATE.traces)
+            entry = active.get(code)
+            if entry is None:
+                entry = active[code] = [0, depth, depth]
+            entry[0] += 1
+            entry[2] = max(entry[2], depth)
+            try:
+                return g(*args, **kwargs)
+            except RecursionError as e:
+                if entry[0] > 1 or getattr(e, "_nfag_seen", False):
+                    raise
+                raise _recursion_error(g, entry[2] - entry[1]) from None
+            finally:
+                entry[0] -= 1
+                if not entry[0]:
+                    del active[code]
     return f(*args, **kwargs)
 
 
-# ------------------------------------------------------------------ arrays changed in place
-# A traced branch or loop body gets its own array object for each variable it changes, so that
-# `x[i] = v` or `x += y` there change that object (NumPy: in place) without touching the
-# enclosing code's object while the body is traced. When the body gives that same object back
-# changed, the enclosing object takes the result afterwards: every name bound to it sees the
-# change, as in NumPy.
-def _own(x):
-    """`x` as an array object of the innermost trace (the same value), for a body to change."""
-    if not isinstance(x, ndarray):
-        return x
-    t = STATE.traces[-1] if STATE.traces else None
-    if t is None or not getattr(t, "is_graph", False) or x._t is t:
-        return x
-    from ..core.ndarray import symbolic
-    return symbolic(t, t.to_var(x))
+_ACTIVE = threading.local()
 
 
-def _changed_in_place(own, start):
-    return isinstance(own, ndarray) and own._v is not start
+def _active():
+    """converted code object -> [how many of its calls are running, the trace stack's depth
+    at the first, the deepest one a call saw], per thread."""
+    d = getattr(_ACTIVE, "d", None)
+    if d is None:
+        d = _ACTIVE.d = {}
+    return d
 
 
-def _write_back(originals, results, positions):
-    """The enclosing arrays at `positions` take the results (their bodies changed them in
-    place); the results returned are those same objects."""
-    results = list(results)
-    for k in positions:
-        orig = originals[k]
-        orig._rebind(results[k])
-        results[k] = orig
-    return results
-
-
-# ------------------------------------------------------------------ and / or / not
-def and_(*thunks):
-    """`a and b and ...`: Python's for Python values, `logical_and` once a value is traced."""
-    v = thunks[0]()
-    for t in thunks[1:]:
-        if is_traced(v):
-            return tnp.logical_and(_value(v), t())
-        if not v:
-            return v
-        v = t()
-    return v
-
-
-def or_(*thunks):
-    v = thunks[0]()
-    for t in thunks[1:]:
-        if is_traced(v):
-            return tnp.logical_or(_value(v), t())
-        if v:
-            return v
-        v = t()
-    return v
-
-
-def not_(x):
-    if is_traced(x):
-        return tnp.logical_not(_value(x))
-    return not x
-
-
-# ------------------------------------------------------------------ assert
-def assert_(test, msg, loc):
-    if not is_traced(test):
-        if not test:
-            m = msg()
-            raise AssertionError(m) if m is not None else AssertionError()
-        return
-    from ..graph.control import assert_that
-    m = msg()
-    text = "assertion failed at %s" % loc if m is None else "%s (assertion at %s)" % (
-        m if not isinstance(m, ndarray) else "assertion failed", loc)
-    assert_that(_value(test), text)
-
-
-# ------------------------------------------------------------------ conditionals
-def if_exp(test, body, orelse, loc):
-    if not is_traced(test):
-        return body() if test else orelse()
-    return C.cond(_pred(test, "a conditional expression", loc), body, orelse)
-
-
-def _tensorlike(v):
-    return isinstance(v, (ndarray, np.ndarray, np.generic)) or type(v) in _PY_NUMBERS
-
-
-def _same_static(a, b):
-    if a is b:
-        return True
-    if type(a) in _PY_NUMBERS and type(b) is type(a):
-        return a == b
-    return False
-
-
-class _NeedValue(Exception):
-    """An internal variable (a return value set in a loop) has no value in one branch yet."""
-
-    def __init__(self, k, other):
-        self.k, self.other = k, other
-
-
-def if_stmt(test, true_fn, false_fn, inits, params, outs, returns, loc):
-    """The converted `if`: `true_fn(*inits)` or `false_fn(*inits)`, each returning the values
-    of `outs` (or, with `returns`, the function's return value)."""
-    if not is_traced(test):
-        return true_fn(*inits) if test else false_fn(*inits)
-    pred = _pred(test, "`if`", loc)
-    names = ["the return value"] if returns else list(outs)
-    fill = {}       # k -> zeros standing for an internal variable a branch leaves undefined
-    for _ in range(len(names) + 1):
-        got, inplace = {}, {}
-        try:
-            res = C.cond(pred, _branch(true_fn, "true", inits, names, returns, fill, got, loc,
-                                       params, inplace),
-                         _branch(false_fn, "false", inits, names, returns, fill, got, loc,
-                                 params, inplace))
-            break
-        except _NeedValue as e:
-            from ..graph.trace import trace_body
-            other = true_fn if e.other == "true" else false_fn
-            _, leaves, _ = trace_body(lambda: _value(list(other(*inits))[e.k]), [], "probe")
-            v = leaves[0] if isinstance(leaves[0], ndarray) else tnp.asarray(leaves[0])
-            fill[e.k] = (tuple(0 if d is None else d for d in v.shape), np.dtype(v.dtype))
-    res = list(res) if isinstance(res, (list, tuple)) else [res]
-    it = iter(res)
-    vals = []
-    for (d, lt), (_, lf) in zip(got["true"], got["false"]):
-        leaves = []
-        for a, b in zip(lt, lf):
-            r = next(it)
-            leaves.append(a if _same_static(a, b) else r if (
-                _tensorlike(a) or _tensorlike(b) or _is_variable(a)) else a)
-        vals.append(tree.unflatten(d, leaves))
-    if returns:
-        return vals[0]
-    changed = set().union(*inplace.values()) if inplace else set()
-    if changed:
-        originals = [inits[params.index(n)] for n in names]
-        vals = _write_back(originals, vals, [k for k in changed
-                                             if isinstance(originals[k], ndarray)])
-    return tuple(vals)
-
-
-def _branch(fn, which, inits, names, returns, fill, got, loc, params=(), inplace=None):
-    def run():
-        own = [_own(x) for x in inits]
-        start = [x._v if isinstance(x, ndarray) else None for x in own]
-        r = fn(*own)
-        vals = [r] if returns else list(r)
-        for p, o, s0, x in zip(params, own, start, inits):
-            if o is x:
-                continue
-            k = names.index(p) if p in names and not returns else None
-            if _changed_in_place(o, s0):
-                if k is None or vals[k] is not o:
-                    raise ValueError(
-                        f"variable '{p}' is changed in place (x[...] = v, x += v) and then "
-                        f"bound to another value inside a branch of the `if` at {loc}; "
-                        f"assign the new value to a new name instead")
-                inplace.setdefault(which, set()).add(k)
-            elif k is not None and vals[k] is o:
-                vals[k] = x         # unchanged: the enclosing object itself
-        per, flat = [], []
-        for k, (name, v) in enumerate(zip(names, vals)):
-            if isinstance(v, Undefined):
-                if name.startswith("_nfag"):
-                    if k not in fill:
-                        raise _NeedValue(k, "false" if which == "true" else "true")
-                    v = tnp.zeros(*fill[k])
-                else:
-                    raise ValueError(
-                        f"variable '{name}' is defined in one branch only of the `if` at {loc} "
-                        f"(a traced condition runs both), and is used after it; give it a "
-                        f"value before the `if` or in both branches")
-            leaves, d = tree.flatten_with_def(v)
-            per.append((d, leaves))
-            # a Variable: the same one in both branches stays itself, else its value is read
-            flat += [x if _tensorlike(x) else _value(x) if _is_variable(x) else 0
-                     for x in leaves]
-        got[which] = per
-        if len(got) == 2:
-            _check_branches(got["false"], got["true"], names, loc)
-        return flat
-    return run
-
-
-def _check_branches(f, t, names, loc):
-    for name, (df, lf), (dt, lt) in zip(names, f, t):
-        if df != dt:
-            raise ValueError(f"variable '{name}' has a different structure in the two branches "
-                             f"of the `if` at {loc}: {tree.unflatten(dt, ['*'] * len(lt))} and "
-                             f"{tree.unflatten(df, ['*'] * len(lf))}")
-        for a, b in zip(lt, lf):
-            if _is_variable(a) and _is_variable(b) and a is not b:
-                a, b = _value(a), _value(b)
-            ta, tb = _tensorlike(a), _tensorlike(b)
-            if not ta and not tb:
-                if not _same_static(a, b):
-                    raise ValueError(
-                        f"variable '{name}' is {a!r} in one branch and {b!r} in the other of "
-                        f"the `if` at {loc}; under a traced condition only arrays and numbers "
-                        f"can differ between branches")
-            elif ta != tb:
-                raise TypeError(
-                    f"variable '{name}' is an array in one branch and {type(b if ta else a).__name__}"
-                    f" in the other of the `if` at {loc}")
-            elif type(a) not in _PY_NUMBERS and type(b) not in _PY_NUMBERS:
-                if np.dtype(a.dtype) != np.dtype(b.dtype):
-                    raise TypeError(f"variable '{name}' has dtype {np.dtype(a.dtype).name} in "
-                                    f"the true branch and {np.dtype(b.dtype).name} in the false "
-                                    f"branch of the `if` at {loc}")
-                if len(a.shape) != len(b.shape):
-                    raise ValueError(f"variable '{name}' has shape {list(a.shape)} in the true "
-                                     f"branch and {list(b.shape)} in the false branch of the "
-                                     f"`if` at {loc} (ranks must agree)")
-
-
-# ------------------------------------------------------------------ loops
-class TensorRange:
-    """`range(...)` with a traced bound: iterated by a staged loop."""
-
-    def __init__(self, *args):
-        if len(args) == 1:
-            args = (0, args[0], 1)
-        elif len(args) == 2:
-            args = (args[0], args[1], 1)
-        self.start, self.stop, self.step = [_value(a) for a in args]
-
-
-class TensorEnumerate:
-    """`enumerate(x)` of a traced array: a `for` over it is one staged loop (elsewhere it is
-    Python's enumerate)."""
-
-    def __init__(self, x, start=0):
-        self.x, self.start = _value(x), start
-
-    def __iter__(self):
-        return builtins.enumerate(self.x, self.start)
-
-
-class TensorZip:
-    """`zip(x, y, ...)` of traced arrays: a `for` over it is one staged loop over the rows the
-    arrays have in common (elsewhere it is Python's zip)."""
-
-    def __init__(self, *xs, strict=False):
-        self.xs, self.strict = [_value(x) for x in xs], strict
-
-    def __iter__(self):
-        return builtins.zip(*self.xs, strict=self.strict)
-
-
-def range_(rng, *args):
-    """`range(*args)`; a traced bound gives a `TensorRange` (a loop over it is staged)."""
-    if rng is builtins.range and any(is_traced(a) for a in args):
-        return TensorRange(*args)
-    return rng(*args)
-
-
-def while_stmt(test, body, inits, names, loc):
-    """The converted `while`: Python while the test is a Python value; from the first traced
-    test on, the remaining iterations are one `nf.while_loop`."""
-    vals = tuple(inits)
-    while True:
-        p = test(*vals)
-        if is_traced(p):
-            return _staged_loop(lambda *v: _pred(test(*v), "`while`", loc), body, vals, names,
-                                loc, "while")
-        if not p:
-            return vals
-        vals = tuple(body(*vals))
-
-
-def for_stmt(iterable, extra_test, body, inits, names, targets, loc):
-    """The converted `for`: over a Python iterable (or an eager array) a Python loop (it
-    unrolls while tracing); over a traced array's first axis or a `range` with a traced
-    bound, one staged loop."""
-    vals = tuple(inits)
-    if isinstance(iterable, TensorRange):
-        return _staged_range(iterable, extra_test, body, vals, names, targets, loc)
-    if is_traced(iterable):
-        return _staged_rows(_value(iterable), extra_test, body, vals, names, targets, loc)
-    if isinstance(iterable, (TensorEnumerate, TensorZip)):
-        return _staged_items(iterable, extra_test, body, vals, names, loc)
-    for item in iterable:
-        if extra_test is not None:
-            t = extra_test(*vals)
-            if is_traced(t):
-                # a break under a traced condition: the rest of the iterations run only while
-                # it has not happened
-                vals = tuple(if_stmt(t, lambda *v, item=item: body(item, *v), lambda *v: v,
-                                     vals, names, names, False, loc))
-                continue
-            if not t:
-                break
-        vals = tuple(body(item, *vals))
-    return vals
-
-
-def _staged_range(r, extra_test, body, vals, names, targets, loc):
-    start, stop, step = r.start, r.stop, r.step
-    for what, v in (("start", start), ("stop", stop), ("step", step)):
-        v = np.asarray(v) if not isinstance(v, ndarray) else v
-        if np.dtype(v.dtype).kind not in "iub":
-            raise TypeError(f"range() {what} must be an integer, got dtype {v.dtype} at {loc}")
-    dt = np.result_type(*[np.dtype(v.dtype) for v in (start, stop, step)
-                          if isinstance(v, (ndarray, np.ndarray, np.generic))])
-    i0 = tnp.asarray(start, dtype=dt)
-
-    def cond(i, *v):
-        if isinstance(step, int):
-            go = i < stop if step > 0 else i > stop
-        else:
-            go = tnp.where(step > 0, i < stop, i > stop)
-        if extra_test is not None:
-            go = tnp.logical_and(go, extra_test(*v))
-        return go
-
-    def step_fn(i, *v):
-        return (i + step,) + tuple(body(i, *v))
-
-    vals = _fill_targets(vals, names, targets, (i0,))
-    out = _staged_loop(cond, step_fn, (i0,) + tuple(vals), ("the loop counter",) + tuple(names),
-                       loc, "for")
-    return out[1:]
-
-
-def _staged_rows(xs, extra_test, body, vals, names, targets, loc):
-    if xs.ndim == 0:
-        raise TypeError(f"iteration over a 0-d array at {loc}")
-    n = xs.shape[0]
-    if n == 0:
-        return vals             # no iteration, as in Python
-    vals = _fill_targets(vals, names, targets, (xs[0],))
-    if n is not None and extra_test is None:
-        # a known number of rows and no break: one scan (its gradient is a reverse scan)
-        return _staged_loop(None, body, vals, names, loc, "for", rows=xs)
-    if n is None:
-        from ..graph.function import shape
-        n = shape(xs, out_type=np.int64)[0]
-    i0 = tnp.asarray(0, dtype=np.int64)
-
-    def cond(i, *v):
-        go = i < n
-        if extra_test is not None:
-            go = tnp.logical_and(go, extra_test(*v))
-        return go
-
-    def step_fn(i, *v):
-        return (i + 1,) + tuple(body(xs[i], *v))
-
-    out = _staged_loop(cond, step_fn, (i0,) + tuple(vals), ("the loop counter",) + tuple(names),
-                       loc, "for")
-    return out[1:]
-
-
-def _staged_items(it, extra_test, body, vals, names, loc):
-    from ..graph.function import shape
-    xs = [it.x] if isinstance(it, TensorEnumerate) else it.xs
-    for x in xs:
-        if x.ndim == 0:
-            raise TypeError(f"iteration over a 0-d array at {loc}")
-    sizes = [x.shape[0] for x in xs]
-    if None not in sizes:
-        if isinstance(it, TensorZip) and it.strict and len(set(sizes)) > 1:
-            raise ValueError(f"zip(strict=True) of arrays of lengths {sizes} at {loc}")
-        n = min(sizes)
-        if n == 0:
-            return vals
+def _recursion_error(g, deeper):
+    name = getattr(g, "__qualname__", g)
+    if deeper > 2:
+        why = (f"{name} calls itself without end while it is traced (from {_user_line()}): "
+               f"AutoGraph unrolls a recursive call at trace time, so its base case must be "
+               f"decided by Python values; under a traced condition both branches are traced, "
+               f"the recursive one too. Write it as a loop (a `while` on the traced condition), "
+               f"or pass the depth as a Python value")
     else:
-        if isinstance(it, TensorZip) and it.strict:
-            raise ValueError(f"zip(strict=True) of arrays whose lengths are unknown while "
-                             f"tracing at {loc}")
-        lens = [shape(x, out_type=np.int64)[0] for x in xs]
-        n = lens[0]
-        for m in lens[1:]:
-            n = tnp.minimum(n, m)
-
-    def item(i):
-        if isinstance(it, TensorEnumerate):
-            return (i + it.start, xs[0][i])
-        return tuple(x[i] for x in xs)
-
-    def cond(i, *v):
-        go = i < n
-        if extra_test is not None:
-            go = tnp.logical_and(go, extra_test(*v))
-        return go
-
-    def step_fn(i, *v):
-        return (i + 1,) + tuple(body(item(i), *v))
-
-    i0 = tnp.asarray(0, dtype=np.int64)
-    out = _staged_loop(cond, step_fn, (i0,) + tuple(vals), ("the loop counter",) + tuple(names),
-                       loc, "for")
-    return out[1:]
-
-
-def _fill_targets(vals, names, targets, like):
-    """A loop target still undefined before a staged loop starts as zeros of an element's
-    shape (as Python, it is only read after the loop when the loop ran)."""
-    vals = list(vals)
-    for k, n in enumerate(names):
-        if n in targets and isinstance(vals[k], Undefined) and like[0] is not None:
-            vals[k] = tnp.zeros_like(like[0])
-    return tuple(vals)
-
-
-def _staged_loop(test, body, vals, names, loc, what, rows=None):
-    """`nf.while_loop` over the loop variables (with `rows`, `nf.scan` over them, the body
-    called as `body(row, *vals)`): arrays and numbers are carried (each variable may be a
-    structure of them); other Python values must stay the same object."""
-    vals = list(vals)
-    for k, (n, v) in enumerate(zip(names, vals)):
-        if isinstance(v, Undefined) and not n.startswith("_nfag"):
-            raise ValueError(
-                f"variable '{n}' is changed inside the {what} loop at {loc} and used after it "
-                f"(or in the next iteration), but has no value before the loop; a loop over a "
-                f"traced condition needs its initial value: assign it before the loop")
-    structs = [tree.flatten_with_def(v) for v in vals]
-    undefined = [k for k, v in enumerate(vals) if isinstance(v, Undefined)]
-    weak = {}
-    for k, (leaves, _) in enumerate(structs):
-        for j, x in enumerate(leaves):
-            if type(x) in _PY_NUMBERS:
-                weak[(k, j)] = x
-    dtypes = {}
-    if weak or undefined:
-        dtypes = _probe(body if rows is None else (lambda *v: body(rows[0], *v)), vals,
-                        structs, weak, undefined, loc)
-    init, carried = [], []         # carried: (k, j) of each loop_vars entry
-    for k, (leaves, d) in enumerate(structs):
-        if k in undefined:
-            continue
-        for j, x in enumerate(leaves):
-            if _tensorlike(x):
-                dt = dtypes.get((k, j))
-                init.append(tnp.asarray(x, dtype=dt) if dt is not None or not isinstance(
-                    x, ndarray) else x)
-                carried.append((k, j))
-    for k in undefined:
-        s, dt = dtypes[(k, "undefined")]
-        vals[k] = tnp.zeros(tuple(0 if d is None else d for d in s), dtype=dt)
-        structs[k] = ([vals[k]], tree.LEAF)
-        init.append(vals[k])
-        carried.append((k, 0))
-
-    def rebuild(xs):
-        it = iter(xs)
-        per = [list(leaves) for leaves, _ in structs]
-        for (k, j) in carried:
-            per[k][j] = next(it)
-        return [tree.unflatten(d, per[k]) for k, (_, d) in enumerate(structs)]
-
-    def cond_fn(*xs):
-        return test(*rebuild(xs))
-
-    inplace = set()
-
-    def body_fn(*xs):
-        return run_body(list(xs), lambda args: body(*args))
-
-    def run_body(xs, call):
-        # which variables the body changed in place (x[i] = v, x += v) and gave back
-        start = [x._v if isinstance(x, ndarray) else None for x in xs]
-        out = call(rebuild(xs))
-        inplace.clear()
-        for (k, j), x, s0 in zip(carried, xs, start):
-            if structs[k][1] is tree.LEAF and _changed_in_place(x, s0):
-                if out[k] is not x:
-                    raise ValueError(
-                        f"variable '{names[k]}' is changed in place (x[...] = v, x += v) and "
-                        f"then bound to another value inside the {what} loop at {loc}; assign "
-                        f"the new value to a new name instead")
-                inplace.add(k)
-        return checked(out)
-
-    def checked(out):
-        res = []
-        for k, (n, v) in enumerate(zip(names, out)):
-            leaves, d = tree.flatten_with_def(v)
-            if isinstance(v, Undefined) or d != structs[k][1]:
-                raise ValueError(f"variable '{n}' changes its structure inside the {what} loop "
-                                 f"at {loc}: {_describe(structs[k])} before, "
-                                 f"{_describe((leaves, d))} after an iteration")
-            for j, (old, new) in enumerate(zip(structs[k][0], leaves)):
-                if (k, j) not in carried_set:
-                    if not _same_static(old, new):
-                        raise ValueError(
-                            f"variable '{n}' holds the Python value {old!r}, changed to {new!r} "
-                            f"inside the {what} loop at {loc}; a loop over a traced condition "
-                            f"can only change arrays and numbers")
-        for (k, j), x0 in zip(carried, init):
-            new = tree.flatten(out[k])[j]
-            if not _tensorlike(new):
-                raise TypeError(f"variable '{names[k]}' becomes {type(new).__name__} inside the "
-                                f"{what} loop at {loc}; it must stay an array")
-            new = tnp.asarray(new, dtype=x0.dtype) if not isinstance(new, ndarray) else new
-            if new.dtype != x0.dtype:
-                raise TypeError(f"variable '{names[k]}' changes dtype from {x0.dtype.name} to "
-                                f"{new.dtype.name} inside the {what} loop at {loc}; cast it "
-                                f"before the loop or in the loop body")
-            if new.ndim != x0.ndim:
-                raise ValueError(f"variable '{names[k]}' changes shape from {list(x0.shape)} "
-                                 f"to {list(new.shape)} inside the {what} loop at {loc} (its "
-                                 f"rank must stay the same)")
-            res.append(new)
-        return res
-
-    carried_set = set(carried)
-    originals = list(vals)
-    if rows is None:
-        res = C.while_loop(cond_fn, body_fn, list(init))
-    else:
-        res, _ = C.scan_carry(
-            lambda c, x: (run_body(list(c), lambda args: body(x, *args)), ()), list(init), rows)
-    return tuple(_write_back(originals, rebuild(res),
-                             [k for k in inplace if isinstance(originals[k], ndarray)]))
-
-
-def _describe(s):
-    leaves, d = s
-    return repr(tree.unflatten(d, [type(x).__name__ for x in leaves]))
-
-
-def _probe(body, vals, structs, weak, undefined, loc):
-    """Dtypes of loop variables that start as Python numbers (weakly typed: they take the
-    dtype of what the body makes of them, as in eager code) and shapes/dtypes of internal
-    variables that start undefined, from one trace of the body that is then thrown away."""
-    from ..graph.trace import trace_body
-    arrays, pos = [], []
-    for k, (leaves, _) in enumerate(structs):
-        for j, x in enumerate(leaves):
-            if isinstance(x, ndarray) and (k, j) not in weak:
-                arrays.append(x)
-                pos.append((k, j))
-
-    def run(*xs):
-        per = [list(leaves) for leaves, _ in structs]
-        for (k, j), x in zip(pos, xs):
-            per[k][j] = x
-        args = [tree.unflatten(d, per[k]) for k, (_, d) in enumerate(structs)]
-        return list(body(*args))
-
-    _, flat, _ = trace_body(run, [(tuple(a.shape), np.dtype(a.dtype)) for a in arrays],
-                            "probe")
-    it = iter(flat)
-    res = {}
-    for k, (leaves, d) in enumerate(structs):
-        n = len(leaves)
-        got = [next(it, None) for _ in range(max(n, 1) if k in undefined else n)]
-        if k in undefined:
-            v = got[0]
-            if not _tensorlike(v):
-                raise ValueError(f"a loop at {loc} carries a value of type "
-                                 f"{type(v).__name__} it cannot stage")
-            v = tnp.asarray(v) if not isinstance(v, ndarray) else v
-            res[(k, "undefined")] = (tuple(v.shape), np.dtype(v.dtype))
-        for j in range(n):
-            if (k, j) in weak:
-                v = got[j]
-                if isinstance(v, ndarray):
-                    res[(k, j)] = np.dtype(v.dtype)
-                elif type(v) in _PY_NUMBERS:
-                    res[(k, j)] = np.asarray(v).dtype if type(v) is not type(weak[(k, j)]) \
-                        else None
-    return res
+        why = (f"the recursion of {name} is deeper than Python's limit allows while it is "
+               f"traced (from {_user_line()}): converted code takes a few Python frames per "
+               f"level (sys.setrecursionlimit raises the limit)")
+    err = RecursionError(why)
+    err._nfag_seen = True
+    return err

@@ -1,13 +1,9 @@
 """The source-to-source rewrite of AutoGraph: Python control flow -> calls of `operators`.
 
-One function scope is rewritten in four passes over its `ast`:
+One function scope is rewritten in passes over its `ast`:
 
-1. returns: a `return` inside a loop sets a flag and the return value and breaks out; an `if`
-   holding a return gets the rest of its block copied into each branch, so that every `if`
-   either returns on all its paths or on none (an `if` of two returning branches becomes
-   `return if_stmt(...)`);
-2. break / continue: flags, the statements after them guarded by `if not flag`, the loop's test
-   extended with `not break_flag`;
+0. assignment expressions move where converted code binds them (walrus.py);
+1, 2. `return`, `break` and `continue` become flags and guarded statements (jumps.py);
 3. liveness: the variables live after each `if` / loop and at each loop's head (a backward
    pass, conservative: more names is safe, fewer is not);
 4. conversion, innermost first: branches and loop bodies become local functions whose
@@ -19,73 +15,12 @@ tracebacks and `_user_line()` point at the original source.
 """
 import ast
 import copy
-import itertools
 
-AG = "_nfag"                    # the name of the operators module inside converted code
-_counter = itertools.count(1)
-
-
-class Unsupported(Exception):
-    """This source cannot be converted (the function then runs as written)."""
-
-
-def _fresh(kind):
-    return "%s_%s_%d" % (AG, kind, next(_counter))
-
-
-def _name(id_, ctx=None):
-    return ast.Name(id=id_, ctx=ctx or ast.Load())
-
-
-def _ag_attr(attr):
-    return ast.Attribute(value=_name(AG), attr=attr, ctx=ast.Load())
-
-
-def _call(attr, args, keywords=()):
-    return ast.Call(func=_ag_attr(attr), args=list(args), keywords=list(keywords))
-
-
-def _const(v):
-    return ast.Constant(value=v)
-
-
-def _at(new, old):
-    """`new` (and its sub-nodes without a place) at the first line of `old` in the user's
-    source (one line, so a traceback shows the statement's own line)."""
-    for n in ast.walk(new):
-        if isinstance(n, (ast.expr, ast.stmt, ast.arg)) and getattr(n, "lineno", None) is None:
-            _place(n, old)
-    _place(new, old)
-    return new
-
-
-def _place(n, old):
-    n.lineno = getattr(old, "lineno", 1)
-    n.col_offset = getattr(old, "col_offset", 0)
-    n.end_lineno = n.lineno
-    n.end_col_offset = n.col_offset
-
-
-def _tuple(elts, ctx=None):
-    return ast.Tuple(elts=list(elts), ctx=ctx or ast.Load())
-
-
-# ------------------------------------------------------------------ walking one scope
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _walk_scope(node, skip=_SCOPES):
-    """The nodes under `node` (statements or expressions); nested functions, lambdas and
-    classes are yielded but not entered (their names are not this scope's)."""
-    stack = list(node) if isinstance(node, list) else [node]
-    stack.reverse()
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, skip):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(n))))
+from . import walrus
+from .astutil import (AG, Unsupported, _fresh, _name, _call, _const, _at, _tuple,  # noqa: F401
+                      _walk_scope, _SCOPES, _COMPS, _has_return, _not, _aslist, _no_args,
+                      _args)
+from .jumps import lower_returns, normalize_returns, _BreakContinue, _always_returns
 
 
 def _loads(node):
@@ -116,6 +51,39 @@ def _loads_into(n, out):
         return
     for c in ast.iter_child_nodes(n):
         _loads_into(c, out)
+
+
+def _reads_before_binds(node):
+    """(names `node` reads before its own `:=` bind them, names its `:=` bind on every path),
+    in Python's order of evaluation (a walrus target read later in the same expression is the
+    walrus's value, not a value from before)."""
+    gen, bound = set(), set()
+
+    def visit(n, lazy):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load) and n.id not in bound:
+                gen.add(n.id)
+        elif isinstance(n, ast.NamedExpr):
+            visit(n.value, lazy)
+            if not lazy:
+                bound.add(n.target.id)
+        elif isinstance(n, _SCOPES + _COMPS):
+            gen.update(_loads(n) - bound)
+        elif isinstance(n, ast.BoolOp):
+            visit(n.values[0], lazy)
+            for v in n.values[1:]:
+                visit(v, True)
+        elif isinstance(n, ast.IfExp):
+            visit(n.test, lazy)
+            visit(n.body, True)
+            visit(n.orelse, True)
+        else:
+            for c in ast.iter_child_nodes(n):
+                visit(c, lazy)
+    visit(node, False)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        gen.add(node.target.id)
+    return gen, bound
 
 
 def _target_names(t, out):
@@ -150,6 +118,10 @@ def assigned(stmts, local_names=()):
                 out.add((a.asname or a.name).split(".")[0])
         elif isinstance(n, ast.NamedExpr):
             out.add(n.target.id)
+        elif isinstance(n, _COMPS):
+            # `:=` in a comprehension binds the name in the enclosing function
+            out |= {m.target.id for m in _walk_scope([n], _SCOPES)
+                    if isinstance(m, ast.NamedExpr)}
     return out
 
 
@@ -165,225 +137,6 @@ def _defs_bound(stmts):
     return out
 
 
-def _has_at_level(stmts, kinds):
-    """Whether `stmts` hold a statement of `kinds` belonging to this loop level (not inside a
-    nested loop or function)."""
-    for s in stmts:
-        if isinstance(s, kinds):
-            return True
-        if isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
-            if _has_at_level(s.orelse, kinds):
-                return True
-            continue
-        if isinstance(s, _SCOPES):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            if _has_at_level(getattr(s, field, []) or [], kinds):
-                return True
-        for h in getattr(s, "handlers", []) or []:
-            if _has_at_level(h.body, kinds):
-                return True
-        if isinstance(s, ast.Match):
-            for c in s.cases:
-                if _has_at_level(c.body, kinds):
-                    return True
-    return False
-
-
-def _has_return(stmts):
-    return any(isinstance(n, ast.Return) for n in _walk_scope(stmts))
-
-
-# ------------------------------------------------------------------ pass 1: returns
-class _LoopReturns(ast.NodeTransformer):
-    """`return v` inside a loop -> retval = v; ret = True; break (after the innermost loop:
-    `if ret: break` in an outer loop, `if ret: return retval` outside every loop)."""
-
-    def __init__(self):
-        self.depth = 0
-        self.used = False
-
-    def visit_FunctionDef(self, node):
-        return node
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
-
-    def _loop(self, node):
-        returns = _has_return(node.body)
-        self.depth += 1
-        node.body = self._block(node.body)
-        self.depth -= 1
-        node.orelse = self._block(node.orelse)
-        if not returns:
-            return node
-        after = (ast.Break() if self.depth else
-                 ast.Return(value=_name(AG + "_retval")))
-        guard = _at(ast.If(test=_name(AG + "_ret"), body=[_at(after, node)], orelse=[]), node)
-        return [node, guard]
-
-    visit_For = visit_While = _loop
-
-    def _block(self, stmts):
-        out = []
-        for s in stmts:
-            r = self.visit(s)
-            out.extend(r if isinstance(r, list) else [r])
-        return out
-
-    def visit_Return(self, node):
-        if not self.depth:
-            return node
-        self.used = True
-        val = node.value if node.value is not None else _const(None)
-        return [_at(ast.Assign(targets=[_name(AG + "_retval", ast.Store())], value=val), node),
-                _at(ast.Assign(targets=[_name(AG + "_ret", ast.Store())], value=_const(True)),
-                    node),
-                _at(ast.Break(), node)]
-
-
-def _continue_after_if(block):
-    """Copy what follows an `if` that may return into both of its branches, so the `if`
-    returns on every path (the rest of the function runs inside the branch that falls
-    through)."""
-    out = []
-    for i, s in enumerate(block):
-        if isinstance(s, ast.Return):
-            out.append(s)
-            return out
-        if isinstance(s, ast.If) and _has_return([s]):
-            rest = block[i + 1:]
-            s.body = _continue_after_if(s.body + copy.deepcopy(rest))
-            s.orelse = _continue_after_if(s.orelse + copy.deepcopy(rest))
-            out.append(s)
-            return out
-        out.append(s)
-    return out
-
-
-def _always_returns(block):
-    if not block:
-        return False
-    last = block[-1]
-    if isinstance(last, (ast.Return, ast.Raise)):
-        return True
-    if isinstance(last, ast.If):
-        return _always_returns(last.body) and _always_returns(last.orelse)
-    return False
-
-
-def lower_returns(fdef):
-    lr = _LoopReturns()
-    fdef.body = lr._block(fdef.body)
-    if lr.used:
-        init = [ast.Assign(targets=[_name(AG + "_ret", ast.Store())], value=_const(False)),
-                ast.Assign(targets=[_name(AG + "_retval", ast.Store())],
-                           value=_call("undefined", [_const("the return value")]))]
-        fdef.body = [_at(s, fdef.body[0]) for s in init] + fdef.body
-    conditional = any(isinstance(n, ast.If) and _has_return([n]) for n in _walk_scope(fdef.body))
-    if conditional:
-        if not _always_returns(fdef.body):
-            fdef.body.append(_at(ast.Return(value=_const(None)), fdef.body[-1]))
-        fdef.body = _continue_after_if(fdef.body)
-
-
-# ------------------------------------------------------------------ pass 2: break / continue
-def _not(name):
-    return ast.UnaryOp(op=ast.Not(), operand=_name(name))
-
-
-class _BreakContinue(ast.NodeTransformer):
-    def visit_FunctionDef(self, node):
-        return node
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
-
-    def _loop(self, node):
-        node.body = [self.visit(s) for s in node.body]
-        node.body = [x for s in node.body for x in (s if isinstance(s, list) else [s])]
-        node.orelse = [x for s in node.orelse for x in _aslist(self.visit(s))]
-        has_b = _has_at_level(node.body, ast.Break)
-        has_c = _has_at_level(node.body, ast.Continue)
-        if not (has_b or has_c):
-            return node
-        brk = _fresh("brk") if has_b else None
-        cnt = _fresh("cnt") if has_c else None
-        flags = [f for f in (brk, cnt) if f]
-        body = _replace_jumps(node.body, brk, cnt)
-        body = _guard(body, flags, node)
-        if cnt:
-            body = [_at(ast.Assign(targets=[_name(cnt, ast.Store())], value=_const(False)),
-                        node)] + body
-        node.body = body
-        pre, post = [], []
-        if brk:
-            pre.append(_at(ast.Assign(targets=[_name(brk, ast.Store())], value=_const(False)),
-                           node))
-            if isinstance(node, ast.While):
-                node.test = _at(ast.BoolOp(op=ast.And(), values=[_not(brk), node.test]),
-                                node.test)
-            else:
-                node._nfag_extra_test = brk
-            if node.orelse:
-                post.append(_at(ast.If(test=_not(brk), body=node.orelse, orelse=[]), node))
-                node.orelse = []
-        return pre + [node] + post
-
-    visit_For = visit_While = _loop
-
-
-def _aslist(x):
-    return x if isinstance(x, list) else [x]
-
-
-def _replace_jumps(stmts, brk, cnt):
-    out = []
-    for s in stmts:
-        if isinstance(s, ast.Break):
-            out.append(_at(ast.Assign(targets=[_name(brk, ast.Store())], value=_const(True)), s))
-        elif isinstance(s, ast.Continue):
-            out.append(_at(ast.Assign(targets=[_name(cnt, ast.Store())], value=_const(True)), s))
-        elif isinstance(s, (ast.For, ast.While, ast.AsyncFor)) or isinstance(s, _SCOPES):
-            out.append(s)      # their own break/continue (already lowered) are theirs
-        else:
-            for field in ("body", "orelse", "finalbody"):
-                if getattr(s, field, None):
-                    setattr(s, field, _replace_jumps(getattr(s, field), brk, cnt))
-            for h in getattr(s, "handlers", []) or []:
-                h.body = _replace_jumps(h.body, brk, cnt)
-            out.append(s)
-    return out
-
-
-def _sets_flag(s, flags):
-    for n in _walk_scope([s]):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and \
-                isinstance(n.targets[0], ast.Name) and n.targets[0].id in flags:
-            return True
-    return False
-
-
-def _guard(stmts, flags, loc):
-    """After a statement that may set a jump flag, the rest of the block runs only when no
-    flag is set."""
-    out = []
-    for i, s in enumerate(stmts):
-        if isinstance(s, ast.If) and _sets_flag(s, flags):
-            s.body = _guard(s.body, flags, loc)
-            s.orelse = _guard(s.orelse, flags, loc)
-        out.append(s)
-        if _sets_flag(s, flags) and i + 1 < len(stmts):
-            rest = _guard(stmts[i + 1:], flags, loc)
-            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
-                    and s.targets[0].id in flags:
-                return out          # unconditional jump: the rest never runs
-            test = (_not(flags[0]) if len(flags) == 1 else
-                    ast.UnaryOp(op=ast.Not(), operand=ast.BoolOp(
-                        op=ast.Or(), values=[_name(f) for f in flags])))
-            out.append(_at(ast.If(test=test, body=rest, orelse=[]), stmts[i + 1]))
-            return out
-    return out
-
-
 # ------------------------------------------------------------------ pass 3: liveness
 def _live_block(stmts, live_out):
     live = set(live_out)
@@ -395,7 +148,8 @@ def _live_block(stmts, live_out):
 def _live_stmt(s, out):
     if isinstance(s, ast.If):
         s._nfag_live_out = set(out)
-        return _loads(s.test) | _live_block(s.body, out) | _live_block(s.orelse, out)
+        gen, bound = _reads_before_binds(s.test)
+        return gen | ((_live_block(s.body, out) | _live_block(s.orelse, out)) - bound)
     if isinstance(s, ast.While):
         s._nfag_live_out = set(out)
         head = set(out) | _loads(s.test)
@@ -448,8 +202,7 @@ def _live_stmt(s, out):
         gen = _loads(s)
         kill = {s.name}
     else:
-        gen = _loads(s)
-        kill = set()
+        gen, kill = _reads_before_binds(s)
         if isinstance(s, ast.Assign):
             for t in s.targets:
                 _target_names(t, kill)
@@ -475,11 +228,11 @@ class _Expressions(ast.NodeTransformer):
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
-        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
-            return node
+        if any(isinstance(n, ast.NamedExpr) for v in node.values[1:] for n in ast.walk(v)):
+            return node     # (left by walrus.py: in a comprehension, Python's meaning)
         fn = "and_" if isinstance(node.op, ast.And) else "or_"
-        thunks = [ast.Lambda(args=_no_args(), body=v) for v in node.values]
-        return _at(_call(fn, thunks), node)
+        thunks = [ast.Lambda(args=_no_args(), body=v) for v in node.values[1:]]
+        return _at(_call(fn, [node.values[0]] + thunks), node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
@@ -489,8 +242,9 @@ class _Expressions(ast.NodeTransformer):
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
-        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
-            return node
+        if any(isinstance(n, ast.NamedExpr) for b in (node.body, node.orelse)
+               for n in ast.walk(b)):
+            return node     # (left by walrus.py: in a comprehension, Python's meaning)
         return _at(_call("if_exp", [node.test, ast.Lambda(args=_no_args(), body=node.body),
                                     ast.Lambda(args=_no_args(), body=node.orelse),
                                     self.loc(node)]), node)
@@ -513,16 +267,6 @@ class _Expressions(ast.NodeTransformer):
         return node      # converted as a scope of its own
 
     visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
-
-
-def _no_args():
-    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                         kwarg=None, defaults=[])
-
-
-def _args(names):
-    return ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None,
-                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
 
 
 def _fdef(name, params, body, at):
@@ -614,11 +358,12 @@ class _Statements:
         if not returns and _has_return(s.body + s.orelse):
             raise Unsupported(f"line {s.lineno}: a `return` inside an `if` that does not return "
                               f"on every path (inside `with` or `try`)")
+        # (before the branches are converted: converting a loop moves its `else` out of it)
+        defs = _defs_bound(s.body + s.orelse)
+        params = sorted(assigned(s.body + s.orelse, self.scope.locals) - defs)
         test = self.expr(s.test)
         body = self.block(s.body)
         orelse = self.block(s.orelse)
-        defs = _defs_bound(s.body + s.orelse)
-        params = sorted(assigned(s.body + s.orelse, self.scope.locals) - defs)
         if returns:
             outs = []
         else:
@@ -630,7 +375,8 @@ class _Statements:
         call = _call("if_stmt", [test, _name(tname), _name(fname),
                                  _tuple([_ld(n, self.scope) for n in params]),
                                  _tuple([_const(n) for n in params]),
-                                 _tuple([_const(n) for n in outs]), _const(returns),
+                                 _tuple([_const(n) for n in outs]),
+                                 _const("guard" if getattr(s, "_nfag_guard", False) else returns),
                                  self.loc(s)])
         result = [_fdef(tname, params, body, s), _fdef(fname, params, orelse, s)]
         if returns:
@@ -720,8 +466,10 @@ def convert_scope(fdef, filename, top=True):
             for m in n.body:
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     convert_scope(m, filename, False)
+    fdef.body = walrus.lower_block(fdef.body)
     lower_returns(fdef)
     fdef.body = [x for s in fdef.body for x in _aslist(_BreakContinue().visit(s))]
+    normalize_returns(fdef)
     _live_block(fdef.body, set())
     st = _Statements(filename, _Scope(fdef))
     fdef.body = st.block(fdef.body)

@@ -45,6 +45,17 @@ class SpecializationError(TracingError):
         self.site, self.observed = site, observed
 
 
+def static_size(x):
+    """The number of elements of the array `x` known while tracing: an int, or None where a
+    size is unknown (inside `nf.function`; `x.size` is then the run-time value)."""
+    n = 1
+    for d in x.shape:
+        if d is None:
+            return None
+        n *= d
+    return n
+
+
 def _wrap(buf, dev=None):
     """The one constructor of an eager array: `buf` (a NumPy or CuPy array or NumPy scalar) on
     `dev` (None: the default device, which the eager door's plain route checks for)."""
@@ -185,7 +196,11 @@ class _FlatIter:
         return iter(_tnp.ravel(self.base))
 
     def __len__(self):
-        return self.base.size
+        n = static_size(self.base)
+        if n is None:
+            raise TracingError(f"len() of the flat view of an array whose size is unknown while "
+                               f"tracing (at {_user_line()}); use tnp.size(x)")
+        return n
 
     def __getitem__(self, key):
         return _tnp.ravel(self.base)[key]
@@ -248,12 +263,11 @@ class ndarray:
 
     @property
     def size(self):
-        s = 1
-        for d in self.shape:
-            if d is None:
-                return None
-            s *= d
-        return s
+        """The number of elements: an int; inside `nf.function`, where a size is unknown while
+        tracing (None in `.shape`), its run-time value, a 0-d int64 array (as `tnp.size`).
+        Library code that needs what is known while tracing uses `static_size(x)`."""
+        n = static_size(self)
+        return n if n is not None else _tnp.size(self)
 
     @property
     def itemsize(self):
@@ -261,8 +275,7 @@ class ndarray:
 
     @property
     def nbytes(self):
-        n = self.size
-        return None if n is None else n * self.dtype.itemsize
+        return self.size * self.dtype.itemsize
 
     @property
     def device(self):

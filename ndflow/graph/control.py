@@ -22,7 +22,7 @@ that assigns Variables (each would run again to be differentiated): a clear erro
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ..core.ndarray import ndarray
+from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.state import STATE
 from ..core import tree, dtypes as _dt
 from ..core.variable import VariableBase
@@ -292,7 +292,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
 
 def _concrete_scalar(x, fn, arg):
     v = np.asarray(x.numpy() if isinstance(x, ndarray) else x)
-    if v.size != 1:
+    if _static_size(v) != 1:
         raise ValueError(f"{fn}: {arg} must be a scalar, got shape {v.shape}")
     return v.reshape(())
 

@@ -16,39 +16,14 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dispatch as _door
 from ..core.dispatch import plain as _plain
-from ..core import tree, dtypes as _dt
+from ..core import tree
 from ..core.variable import VariableBase
 from .trace import GraphTrace, restore_fields
 from .ir import format_graph
 from . import passes as _passes
 from . import debug as _dbg
 from .codegen import generate, node_for_exception
-
-
-class TensorSpec:
-    """Shape (None = any size) and dtype of an `nf.function` argument."""
-
-    def __init__(self, shape=None, dtype=np.float32, name=None):
-        self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)
-        self.dtype = _dt.canonical(dtype)
-        self.name = name
-
-    def is_compatible_with(self, x):
-        s = tuple(x.shape)
-        if np.dtype(x.dtype) != self.dtype:
-            return False
-        if self.shape is None:
-            return True
-        return len(s) == len(self.shape) and all(a is None or a == b for a, b in zip(self.shape, s))
-
-    def __repr__(self):
-        return "TensorSpec(shape=%s, dtype=%s, name=%r)" % (self.shape, self.dtype.name, self.name)
-
-    def __eq__(self, o):
-        return isinstance(o, TensorSpec) and (self.shape, self.dtype) == (o.shape, o.dtype)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype))
+from .signature import TensorSpec, Signature
 
 
 def _is_array_like(x):
@@ -499,7 +474,10 @@ class Function:
     def __init__(self, fn, input_signature=None, reduce_retracing=False, jit_compile=None,
                  autograph=True, name=None):
         self._fn = fn
-        self._sig = None if input_signature is None else list(input_signature)
+        self._name = name or getattr(fn, "__name__", "function")
+        self._binder = None if input_signature is None else \
+            Signature(input_signature, fn, self._name)
+        self._sig = None if input_signature is None else self._binder.specs
         self._reduce_retracing = reduce_retracing
         self._cache = collections.OrderedDict()   # full key -> ConcreteFunction (LRU)
         # (shape, dtype, shape, dtype, ...) of positional eager arrays -> that signature's
@@ -517,7 +495,6 @@ class Function:
         self._tracing_count = 0
         self._autograph = autograph
         self._converted = None     # the AutoGraph twin of fn, made at the first trace
-        self._name = name or getattr(fn, "__name__", "function")
         self._instances = weakref.WeakKeyDictionary()
         # the wrapped object's attributes, but never over this one's own: wrapping another
         # nf.function (nf.jit(nf.grad(nf.jit(f)))) would copy its _fn, _cache... over these
@@ -638,9 +615,9 @@ class Function:
         if STATE.traces:
             # inside another trace or a vectorized_map: trace into the same graph / batch
             return self._traced_fn()(*args, **kwargs)
-        raw = args
+        raw, raw_kw = args, kwargs
         if self._sig is not None:
-            args = self._check_signature(args)
+            args, kwargs = self._check_signature(args, kwargs), {}
         if STATE.tapes and self._watched_input(args, kwargs):
             # an outer tape must see every operation: run the Python function op by op
             return self._fn(*args, **kwargs)
@@ -654,7 +631,7 @@ class Function:
                     # creation ops placed there), as a device scope around the call would
                     from ..backends.device import device as _scope
                     with _scope(x._dev):
-                        return self._call(raw, kwargs)
+                        return self._call(raw, raw_kw)
         if key is UNCACHEABLE:
             if not self._warned_unhashable:
                 self._warned_unhashable = True
@@ -666,8 +643,7 @@ class Function:
             return self._run(None, self._trace(args, kwargs, leaves, d),
                              *self._buffers(leaves), args, kwargs, leaves, d)[1]
         if self._sig is not None:
-            key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
-                                              for x, p in zip(leaves, key[1])),)
+            key = self._binder.key(key, leaves)
         cf = self._lookup(key, args, kwargs, leaves, d)
         bufs, targets = self._buffers(leaves)
         if "time" in _dbg.FLAGS:
@@ -676,7 +652,7 @@ class Function:
             _dbg.log("nf.function %r: call %.1f us" % (self._name, (time.perf_counter() - t0) * 1e6))
             return out
         cf, out = self._run(key, cf, bufs, targets, args, kwargs, leaves, d)
-        if (_plain() and not kwargs and len(bufs) == len(raw)
+        if (_plain() and not raw_kw and len(bufs) == len(raw)
                 and not cf.writeback
                 and all((type(a) is ndarray and a._dev is None) or type(a) is np.ndarray
                         for a in raw)
@@ -794,71 +770,55 @@ class Function:
                 return True
         return bool(STATE.tapes)
 
-    def _check_signature(self, args):
-        from .. import numpy as tnp
-        flat_sig = tree.flatten(self._sig)
-        flat_args, d = tree.flatten_with_def(tuple(args))
-        if len(flat_args) != len(flat_sig):
-            raise TypeError(f"{self._name}: expected {len(flat_sig)} arguments matching the "
-                            f"input_signature, got {len(flat_args)}")
-        out = []
-        for x, s in zip(flat_args, flat_sig):
-            x = self._conform(x, s, tnp)
-            if not s.is_compatible_with(x):
-                raise TypeError(f"{self._name}: argument of shape {tuple(x.shape)} and dtype "
-                                f"{x.dtype.name} does not match the input_signature {s}")
-            out.append(x)
-        return tree.unflatten(d, out)
-
-    def _conform(self, x, s, tnp):
-        """`x` as an array for TensorSpec `s`, never silently cast (as TensorFlow): an array
-        (ndflow, NumPy, a NumPy scalar, a Variable's value) must have the spec's dtype; Python
-        data converts only where its values are kept (ints into a float spec, not floats into
-        an int spec; an int that does not fit is an error)."""
-        conv = getattr(x, "_ndflow_array_", None)
-        if conv is not None:
-            x = conv()
-        if isinstance(x, (ndarray, np.ndarray, np.generic)):
-            if np.dtype(x.dtype) != s.dtype:
-                raise TypeError(f"{self._name}: argument of dtype {np.dtype(x.dtype).name} does "
-                                f"not match the input_signature {s} (no implicit cast; "
-                                f"convert it with nf.cast or .astype)")
-            return x if isinstance(x, ndarray) else tnp.asarray(x)
-        try:
-            probe = np.asarray(x)
-        except Exception as e:
-            raise TypeError(f"{self._name}: argument {x!r} cannot be converted for the "
-                            f"input_signature {s}: {e}") from None
-        src, dst = probe.dtype, s.dtype
-        ok = src.kind == dst.kind or (src.kind in "iu" and dst.kind in "iufc") or \
-            (src.kind == "f" and dst.kind == "c") or (src.kind == "b" and dst.kind == "b")
-        if not ok or src.kind not in "biufc":
-            raise TypeError(f"{self._name}: argument {x!r} (Python data of dtype {src.name}) "
-                            f"does not match the input_signature {s}")
-        with np.errstate(all="ignore"):
-            conv = probe.astype(dst)
-        lost = (dst.kind in "iu" and not np.array_equal(conv.astype(src), probe)) or \
-            (dst.kind in "fc" and bool(np.any(np.isfinite(probe) & ~np.isfinite(conv))))
-        if lost:
-            raise ValueError(f"{self._name}: argument {x!r} does not fit the dtype "
-                             f"{dst.name} of the input_signature {s}")
-        return tnp.asarray(conv)
+    def _check_signature(self, args, kwargs=None):
+        """The call's arguments as the input_signature describes them (signature.py)."""
+        return self._binder.canonical(args, kwargs)
 
     def get_concrete_function(self, *args, **kwargs):
-        if not args and self._sig is not None:
-            args = tuple(self._sig)
-        if any(isinstance(a, TensorSpec) for a in tree.flatten(args)):
-            leaves, d = tree.flatten_with_def((args, kwargs))
-            return self._trace(args, kwargs, leaves, d)
+        """The graph for these arguments (arrays, or TensorSpecs; none: the input_signature's),
+        traced once: later calls with the same arguments or the same specs return the same
+        ConcreteFunction, as TensorFlow's does, and calls of the function use it."""
         if self._sig is not None:
-            args = self._check_signature(args)
+            if not args and not kwargs:
+                args = tuple(self._sig)
+            elif not any(isinstance(a, TensorSpec) for a in tree.flatten((args, kwargs))):
+                args, kwargs = self._check_signature(args, kwargs), {}
+        leaves, d = tree.flatten_with_def((args, kwargs))
+        if any(isinstance(a, TensorSpec) for a in leaves):
+            for a in leaves:
+                if isinstance(a, TensorSpec) and a.shape is None:
+                    raise TypeError(f"{self._name}.get_concrete_function: {a} has no rank; "
+                                    f"ndflow traces arrays of a known rank (give its shape, "
+                                    f"with None for the sizes that vary)")
+            key = self._spec_key(args, kwargs, leaves, d)
+            if key is UNCACHEABLE:
+                return self._trace(args, kwargs, leaves, d)
+            return self._lookup(key, args, kwargs, leaves, d)
         key, leaves, d = self._key(args, kwargs)
         if key is UNCACHEABLE:
             return self._trace(args, kwargs, leaves, d)
         if self._sig is not None:
-            key = ("sig",) + key[2:] + (tuple(("T", x.dtype) if isinstance(x, (ndarray, np.ndarray)) else p
-                                              for x, p in zip(leaves, key[1])),)
+            key = self._binder.key(key, leaves)
         return self._lookup(key, args, kwargs, leaves, d)
+
+    def _spec_key(self, args, kwargs, leaves, d):
+        """The cache key of a trace for TensorSpecs: under the input_signature the key of the
+        calls it serves; otherwise one of its own (shapes with their None sizes)."""
+        state = (STATE.promotion, STATE.prefer_float32, STATE.device, STATE.check_numerics)
+        if self._sig is not None and args == tuple(self._sig) and not kwargs:
+            return ("sig",) + state + (tuple(("T", s.dtype) for s in leaves),)
+        parts = []
+        for x in leaves:
+            if isinstance(x, TensorSpec):
+                parts.append(("S", x.shape, x.dtype))
+            elif isinstance(x, (ndarray, np.ndarray)):
+                parts.append(("A", tuple(x.shape), np.dtype(x.dtype)))
+            else:
+                k = _value_key(x)
+                if k is UNCACHEABLE:
+                    return UNCACHEABLE
+                parts.append(k)
+        return ("spec", repr(d), tuple(parts)) + state
 
     def _trace(self, args, kwargs, leaves, d, shapes=None, assume=None):
         self._tracing_count += 1
@@ -899,9 +859,12 @@ class Function:
             k = 0
             for x in leaves:
                 if isinstance(x, (ndarray, np.ndarray)) or isinstance(x, TensorSpec):
-                    if sig_leaves is not None and k < len(sig_leaves) and sig_leaves[k].shape is not None:
+                    if sig_leaves is not None and k < len(sig_leaves):
                         spec = sig_leaves[k]
-                        sym.append(trace.new_input(spec.shape, spec.dtype))
+                        # (a spec without a shape: its rank, every size unknown)
+                        sym.append(trace.new_input(
+                            spec.shape if spec.shape is not None else (None,) * len(x.shape),
+                            spec.dtype))
                     elif isinstance(x, TensorSpec):
                         sym.append(trace.new_input(x.shape, x.dtype))
                     elif shapes is not None:

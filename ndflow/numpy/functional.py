@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from ..core.ndarray import ndarray, TracingError
+from ..core.ndarray import ndarray, TracingError, static_size as _static_size
 from ..core import dtypes as _dt
 from ._core import asarray
 from .manipulation import moveaxis, broadcast_to, expand_dims, stack, reshape
@@ -162,9 +162,9 @@ class vectorize:
         arrs = [asarray(a) for a in vargs]
         bs = list(broadcast_arrays(*arrs)) if len(arrs) > 1 else arrs
         shape = tuple(bs[0].shape)
-        if self.otypes is None and any(a.size == 0 for a in arrs):
+        if self.otypes is None and any(_static_size(a) == 0 for a in arrs):
             raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
-        if bs[0].size == 0:
+        if _static_size(bs[0]) == 0:
             outs = [_empty(shape, t) for t in self.otypes]
             return outs[0] if len(outs) == 1 else tuple(outs)
         known = None not in shape

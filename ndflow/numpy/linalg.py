@@ -22,6 +22,7 @@ import numpy as _np
 from numpy.linalg import LinAlgError
 
 from ..core.ndarray import ndarray as _ndarray
+from ..core.ndarray import static_size as _static_size
 from ..core.primitive import bind as _bind, composite as _composite
 from ..core.state import STATE as _STATE
 from ..core import dtypes as _dt
@@ -382,7 +383,7 @@ def tensorsolve(a, b, axes=None):
     prod = 1
     for k in oldshape:
         prod *= k
-    if a.size != prod ** 2:
+    if _static_size(a) != prod ** 2:
         raise LinAlgError("Input arrays must satisfy the requirement "
                           "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
     x = solve(_man.reshape(a, (prod, prod)), _man.ravel(b))
@@ -732,7 +733,7 @@ def cond(x, p=None):
     """Condition number: largest/smallest singular value (p None, 2, -2: the inverse ratio) or
     norm(x, p) * norm(inv(x), p); NaN from a singular matrix becomes inf, as NumPy."""
     x = _asarray(x)
-    if x.ndim >= 2 and x.size == 0 and 0 in x.shape[-2:]:
+    if x.ndim >= 2 and _static_size(x) == 0 and 0 in x.shape[-2:]:
         raise LinAlgError("cond is not defined on empty arrays")
     with _np.errstate(all="ignore"):
         if p is None or (not isinstance(p, str) and p in (2, -2)):

@@ -3,7 +3,7 @@ import operator
 
 import numpy as np
 
-from ..core.ndarray import ndarray
+from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
@@ -250,5 +250,22 @@ def ndim(a):
 
 
 def size(a, axis=None):
+    """The number of elements (along `axis`), as `numpy.size`: an int; inside `nf.function`,
+    where it is unknown while tracing (input_signature with None sizes), its run-time value,
+    a 0-d int64 array (as TensorFlow's NumPy API).
+
+    >>> tnp.size(tnp.ones((2, 3))), tnp.size(tnp.ones((2, 3)), axis=-1)
+    (6, 3)
+    """
     a = asarray(a)
-    return a.size if axis is None else a.shape[axis]
+    n = _static_size(a) if axis is None else a.shape[operator.index(axis)]
+    if n is not None:
+        return n
+    from ..graph.function import shape as _run_time_shape
+    s = _run_time_shape(a, out_type=np.int64)
+    if axis is not None:
+        return s[operator.index(axis)]
+    n = 1
+    for i, d in enumerate(a.shape):         # (the known sizes stay constants)
+        n = n * (s[i] if d is None else d)
+    return n

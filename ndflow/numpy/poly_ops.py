@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ..core.primitive import bind
+from ..core.ndarray import static_size as _static_size
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, linalg as L
 from ._core import asarray
@@ -361,7 +362,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         raise ValueError("expected deg >= 0")
     if xv.ndim != 1:
         raise TypeError("expected 1D vector for x")
-    if xv.size == 0:
+    if _static_size(xv) == 0:
         raise TypeError("expected non-empty vector for x")
     if yv.ndim < 1 or yv.ndim > 2:
         raise TypeError("expected 1D or 2D array for y")

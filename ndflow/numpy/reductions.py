@@ -3,7 +3,7 @@ import builtins
 
 import numpy as np
 
-from ..core.ndarray import ndarray
+from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R
@@ -178,7 +178,7 @@ def _arg(prim, npf):
         a = asarray(a)
         if legacy_0d(axis, a.ndim):       # NumPy's legacy 0-d rule: as axis=None
             axis = None
-        if (a.size == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
+        if (_static_size(a) == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
         if axis is None:
             r = bind(prim, reshape(a, (-1,)), axis=0, keepdims=False)

@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from ..core.ndarray import ndarray
+from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E, indexing as I
@@ -170,7 +170,7 @@ def ix_(*args):
         new = asarray(a)
         if new.ndim != 1:
             raise ValueError("Cross index must be 1 dimensional")
-        if new.size == 0 and not isinstance(a, ndarray) and not isinstance(a, np.ndarray):
+        if _static_size(new) == 0 and not isinstance(a, ndarray) and not isinstance(a, np.ndarray):
             new = new.astype(np.intp)
         if new.dtype == np.bool_:
             new = _nonzero1(new, "ix_")
@@ -470,7 +470,7 @@ def copyto(dst, src, casting="same_kind", where=True):
 
 
 def _flat_size(a):
-    n = a.size
+    n = _static_size(a)
     if n is None:
         from ..graph.function import shape as dynamic_shape
         from .reductions import prod
@@ -569,7 +569,7 @@ def place(arr, mask, vals):
     if m.dtype != np.bool_:
         m = m != 0
     v = ravel(asarray(vals))
-    if arr.size is not None and m.shape[0] is not None and m.shape[0] != arr.size:
+    if _static_size(arr) is not None and m.shape[0] is not None and m.shape[0] != _static_size(arr):
         raise ValueError("place: mask and data must be the same size")
     from .shaping import _nonzero1
     pos = _nonzero1(m, "place")
@@ -606,10 +606,10 @@ def putmask(a, mask, values):
     m = asarray(mask)
     if m.dtype != np.bool_:
         m = m != 0
-    if a.size is not None and m.size is not None and m.size != a.size:
+    if None not in (_static_size(a), _static_size(m)) and _static_size(m) != _static_size(a):
         raise ValueError("putmask: mask and data must be the same size")
     v = asarray(values)
-    if v.size == 0:
+    if _static_size(v) == 0:
         return None
     if a.ndim == 0:
         vv = ravel(v)[0]
@@ -638,11 +638,11 @@ def fill_diagonal(a, val, wrap=False):
         raise ValueError("fill_diagonal needs the array's shape, unknown while tracing")
     if a.ndim == 2:
         step = a.shape[1] + 1
-        end = a.size if wrap else a.shape[1] * a.shape[1]
+        end = _static_size(a) if wrap else a.shape[1] * a.shape[1]
     else:
         if len(set(a.shape)) != 1:
             raise ValueError("All dimensions of input must be of equal length")
         step = 1 + int(np.cumprod(a.shape[:-1]).sum())
-        end = a.size
-    idx = np.arange(0, min(end, a.size), step, dtype=np.intp)
+        end = _static_size(a)
+    idx = np.arange(0, min(end, _static_size(a)), step, dtype=np.intp)
     put(a, asarray(idx), val)

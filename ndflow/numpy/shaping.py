@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ..core.ndarray import ndarray, TracingError
+from ..core.ndarray import ndarray, TracingError, static_size as _static_size
 from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
@@ -223,7 +223,7 @@ def repeat(a, repeats, axis=None):
                         f"the rule 'safe'")
     if r.ndim > 1:
         raise ValueError("repeats must be a scalar or a 1-d array")
-    if r.size == 1:
+    if _static_size(r) == 1:
         k = int(r.reshape(()))
         if k < 0:
             raise ValueError("negative dimensions are not allowed")
@@ -536,7 +536,7 @@ def insert(arr, obj, values, axis=None):
     v = asarray(values)
     if v.dtype != a.dtype:
         v = bind(E.convert_p, v, dtype=a.dtype)
-    if indices.size == 1:
+    if _static_size(indices) == 1:
         index = int(indices.reshape(()))
         if n is not None:
             if index < -n or index > n:
@@ -552,7 +552,7 @@ def insert(arr, obj, values, axis=None):
         # a negative position (size unknown while tracing) slices the same as NumPy's index + N
         return concatenate([A.slice_axis(a, axis, None, index), v,
                             A.slice_axis(a, axis, index, None)], axis=axis)
-    if indices.size == 0 and not isinstance(obj, (np.ndarray, ndarray)):
+    if _static_size(indices) == 0 and not isinstance(obj, (np.ndarray, ndarray)):
         indices = indices.astype(np.intp)
     if indices.dtype.kind not in "iu":
         raise IndexError("arrays used as indices must be of integer (or boolean) type")
@@ -668,10 +668,10 @@ def _value_pairs(x, nd):
         return _pairs(np.array(x), nd, python=True)
     from .manipulation import broadcast_to
     v = asarray(x)
-    if v.ndim < 3 and v.size == 1:
+    if v.ndim < 3 and _static_size(v) == 1:
         v = ravel(v)
         return [(v[0], v[0])] * nd
-    if v.ndim < 3 and v.size == 2 and tuple(v.shape) != (2, 1):
+    if v.ndim < 3 and _static_size(v) == 2 and tuple(v.shape) != (2, 1):
         v = ravel(v)
         return [(v[0], v[1])] * nd
     b = broadcast_to(v, (nd, 2))
@@ -734,7 +734,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
             if b or a:
                 x = _pad_constant(x, ax, b, a, vb, va)
         return x
-    if x.size == 0:
+    if _static_size(x) == 0:
         for ax, (b, a) in enumerate(widths):
             if x.shape[ax] == 0 and (b or a):
                 raise ValueError(f"can't extend empty axis {ax} using modes other than "

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..core.ndarray import ndarray
+from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
@@ -725,7 +725,7 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
         w = _weights_are_valid(asarray(weights), a, axes)
         w = checked(w, M.less(w, 0), ValueError, "Weights must be non-negative.")
         w = broadcast_to(w, a.shape) if None not in a.shape else w
-    if nan and None not in a.shape and a.size == 0 and weights is None:
+    if nan and None not in a.shape and _static_size(a) == 0 and weights is None:
         # NumPy answers an empty array with nanmean's answer (NaN, q's shape left out)
         r = nanmean(a, axis=axis, keepdims=keepdims is True)
         return _out(r, out)

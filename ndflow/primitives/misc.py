@@ -100,7 +100,8 @@ runtime_warning_p.batch = _warn_batch
 # The error is a parameter by name (a saved model holds data, not classes); the names are the
 # exceptions NumPy's value checks raise.
 ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, ZeroDivisionError,
-                                  RuntimeError, OverflowError, np.linalg.LinAlgError)}
+                                  RuntimeError, OverflowError, np.linalg.LinAlgError,
+                                  UnboundLocalError)}
 
 
 def error_name(error):

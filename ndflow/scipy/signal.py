@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 
+from ..core.ndarray import static_size as _static_size
 from .. import numpy as tnp
 
 __all__ = ["convolve", "correlate"]
@@ -30,8 +31,8 @@ def _empty(name, in1, in2, method):
     if in1.ndim == 1:
         first, second = ("first array argument", "second array argument") if (
             name == "correlate" and method == "direct") else ("a", "v")
-        raise ValueError(f"{first if in1.size == 0 else second} cannot be empty")
-    if in2.size == 0:
+        raise ValueError(f"{first if _static_size(in1) == 0 else second} cannot be empty")
+    if _static_size(in2) == 0:
         raise ValueError(f"{name}: in2 is empty, so no element of the result is defined")
 
 
@@ -70,14 +71,14 @@ def convolve(in1, in2, mode="full", method="auto"):
     _check("convolve", in1, in2, mode, method)
     if in1.ndim == 0:
         return in1 * in2
-    if in1.size == 0 or in2.size == 0:
+    if _static_size(in1) == 0 or _static_size(in2) == 0:
         _empty("convolve", in1, in2, method)
     if mode == "valid":
         ok1 = _valid_order(in1, in2)
         if not ok1:
             in1, in2 = in2, in1
     # loop over the smaller operand's elements
-    big, small = (in1, in2) if in1.size >= in2.size else (in2, in1)
+    big, small = (in1, in2) if _static_size(in1) >= _static_size(in2) else (in2, in1)
     full = _full_convolve(big, small)
     if mode == "full":
         return full
