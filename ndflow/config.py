@@ -10,6 +10,9 @@ from .graph.function import (set_function_cache_size, get_function_cache_size,  
 
 
 class experimental:  # noqa: N801  (TensorFlow's namespace)
+    """TensorFlow's `tf.config.experimental` names that programs call: `set_memory_growth` is
+    accepted and does nothing (ndflow allocates as NumPy and CuPy do, as needed).
+    """
     @staticmethod
     def set_memory_growth(device, enable):
         return None

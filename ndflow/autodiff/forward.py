@@ -336,7 +336,15 @@ def _assemble(rows, row_sizes, row_shapes, col_shapes, row_major):
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian of `fun` by forward mode, as `jax.jacfwd`: one JVP per input element,
     vectorized with `vectorized_map`. Each output leaf gets the structure of the differentiated
-    argument(s), blocks of shape `out.shape + in.shape`."""
+    argument(s), blocks of shape `out.shape + in.shape`.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> nf.jacfwd(lambda x: x ** 2)(tnp.asarray([1., 2.]))
+    array([[2., 0.],
+           [0., 4.]], dtype=float64)
+    """
     from ..vectorize.batching import vectorized_map
 
     @functools.wraps(fun, updated=())
@@ -406,7 +414,14 @@ def hessian(fun, argnums=0, has_aux=False):
 
 def stop_gradient(x, name=None):
     """`x`, as a constant to every differentiation (tapes and forward accumulators), as
-    `tf.stop_gradient` / `jax.lax.stop_gradient`. Accepts a nested structure."""
+    `tf.stop_gradient` / `jax.lax.stop_gradient`. Accepts a nested structure.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> nf.grad(lambda x: x * nf.stop_gradient(x))(tnp.asarray(3.))
+    array(3., dtype=float64)
+    """
     def one(a):
         from .. import numpy as tnp
         return bind(stop_gradient_p, a if isinstance(a, ndarray) else tnp.asarray(a))
