@@ -60,7 +60,7 @@ _ELSEWHERE = {
 _OTHER_PLACES = {
     "ndflow": ("ndflow.math", "ndflow.nn", "ndflow.numpy"),
     "ndflow.math": ("ndflow", "ndflow.nn", "ndflow.numpy"),
-    "ndflow.nn": ("ndflow.math", "ndflow"),
+    "ndflow.nn": ("ndflow", "ndflow.math"),
     "ndflow.numpy": ("ndflow",),
 }
 

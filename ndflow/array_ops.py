@@ -643,9 +643,9 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
         raise TypeError("nf.clip_by_global_norm: t_list must be a list or tuple of arrays")
     ts = [None if t is None else _tensor(t) for t in t_list]
     n = global_norm(ts) if use_norm is None else _tensor(use_norm)
-    c = _operand(clip_norm)
-    # infinity - infinity: NaN scales every entry when the norm is infinite
-    scale = c * tnp.minimum(1.0 / n, 1.0 / tnp.asarray(c, dtype=n.dtype)) + (n - n)
+    c = tnp.asarray(clip_norm, dtype=n.dtype)
+    # NaN scales every entry when the norm is infinite (or NaN); a zero norm scales by 1
+    scale = tnp.where(tnp.isfinite(n), c / tnp.maximum(n, c), tnp.full_like(n, np.nan))
     return [None if t is None else t * scale.astype(t.dtype) for t in ts], n
 
 

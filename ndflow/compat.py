@@ -462,15 +462,6 @@ def argmin(input, axis=None, output_type=np.int64, name=None):
 
 
 def size(input, out_type=np.int32, name=None):
-    """The number of elements of `input` as a 0-d array (int32 unless `out_type`), as
-    `tf.size`.
-
-    Examples
-    --------
-    >>> import ndflow as nf
-    >>> nf.size(nf.zeros([2, 3]))
-    array(6, dtype=int32)
-    """
     return tnp.asarray(_tensor(input).size, dtype=out_type)
 
 

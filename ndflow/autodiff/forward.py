@@ -336,15 +336,7 @@ def _assemble(rows, row_sizes, row_shapes, col_shapes, row_major):
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian of `fun` by forward mode, as `jax.jacfwd`: one JVP per input element,
     vectorized with `vectorized_map`. Each output leaf gets the structure of the differentiated
-    argument(s), blocks of shape `out.shape + in.shape`.
-
-    Examples
-    --------
-    >>> import ndflow as nf, ndflow.numpy as tnp
-    >>> nf.jacfwd(lambda x: x ** 2)(tnp.asarray([1., 2.]))
-    array([[2., 0.],
-           [0., 4.]], dtype=float64)
-    """
+    argument(s), blocks of shape `out.shape + in.shape`."""
     from ..vectorize.batching import vectorized_map
 
     @functools.wraps(fun, updated=())

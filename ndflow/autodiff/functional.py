@@ -52,15 +52,7 @@ def _check_grad_input(x, name):
 def value_and_grad(fun, argnums=0, has_aux=False):
     """f -> (value, gradient of the scalar value w.r.t. the argnums arguments), as
     `jax.value_and_grad`: the value must be a real scalar (TypeError otherwise), and each
-    differentiated argument gets its own gradient even when the same array is passed twice.
-
-    Examples
-    --------
-    >>> import ndflow as nf, ndflow.numpy as tnp
-    >>> loss, g = nf.value_and_grad(lambda w: tnp.sum(w * w))(tnp.asarray([1., -3.]))
-    >>> loss, g
-    (array(10., dtype=float64), array([ 2., -6.], dtype=float64))
-    """
+    differentiated argument gets its own gradient even when the same array is passed twice."""
     @functools.wraps(fun, updated=())
     def wrapped(*args, **kwargs):
         from .. import numpy as tnp
@@ -91,20 +83,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
 
 def grad(fun, argnums=0, has_aux=False):
-    """f -> the function computing the gradient of the scalar f with respect to argument
-    `argnums` (an int, or a tuple for a tuple of gradients), as `jax.grad`; with `has_aux`, f
-    returns `(value, aux)` and the new function `(gradient, aux)`. The TensorFlow way is
-    `nf.GradientTape`.
-
-    Examples
-    --------
-    >>> import ndflow as nf, ndflow.numpy as tnp
-    >>> df = nf.grad(lambda x: tnp.sum(x ** 3))
-    >>> df(tnp.asarray([1., 2.]))
-    array([ 3., 12.], dtype=float64)
-    >>> nf.grad(lambda x, y: x * y, argnums=(0, 1))(tnp.asarray(2.), tnp.asarray(5.))
-    (array(5., dtype=float64), array(2., dtype=float64))
-    """
+    """f -> gradient of f (scalar-valued) w.r.t. argument `argnums`."""
     vg = value_and_grad(fun, argnums, has_aux)
 
     @functools.wraps(fun, updated=())

@@ -24,16 +24,7 @@ from .codegen import generate, node_for_exception
 
 
 class TensorSpec:
-    """Shape (None = any size) and dtype of an `nf.function` argument, as `tf.TensorSpec`: an
-    `input_signature` of TensorSpecs makes one graph serve every call that fits it.
-
-    Examples
-    --------
-    >>> import ndflow as nf
-    >>> spec = nf.TensorSpec([None, 3], nf.float32)
-    >>> spec.is_compatible_with(nf.zeros([5, 3])), spec.is_compatible_with(nf.zeros([5, 4]))
-    (True, False)
-    """
+    """Shape (None = any size) and dtype of an `nf.function` argument."""
 
     def __init__(self, shape=None, dtype=np.float32, name=None):
         self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)

@@ -433,13 +433,5 @@ def ndim(a):
 
 
 def size(a, axis=None):
-    """The number of elements of `a` (along `axis` when given), as `numpy.size`.
-
-    Examples
-    --------
-    >>> import ndflow.numpy as tnp
-    >>> tnp.size(tnp.ones((2, 3))), tnp.size(tnp.ones((2, 3)), axis=1)
-    (6, 3)
-    """
     a = asarray(a)
     return a.size if axis is None else a.shape[axis]

@@ -59,18 +59,7 @@ def _sum_kernel(a, axis=None, dtype=None, out=None, keepdims=False, initial=None
 @composite(_sum_kernel, "sum",
            ("out", "initial", "where"), adapt=False)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Sum of array elements over the given axes, as `numpy.sum` (small integers are summed in
-    int64, as NumPy; `initial` and `where` as NumPy's). A 0-d array where NumPy gives a scalar.
-
-    Examples
-    --------
-    >>> import ndflow.numpy as tnp
-    >>> a = tnp.asarray([[1., 2.], [3., 4.]])
-    >>> tnp.sum(a)
-    array(10., dtype=float64)
-    >>> tnp.sum(a, axis=0, keepdims=True)
-    array([[4., 6.]], dtype=float64)
-    """
+    """Sum of array elements over the given axes, as `numpy.sum`."""
     if (type(a) is ndarray and axis is None and dtype is None and out is None and not keepdims
             and initial is None and where is None and a._dev is None
             and (lane := STATE.lane) is not None and a._v.dtype.kind in "fc"):
