@@ -223,6 +223,17 @@ def rsqrt(x, name=None):
     return 1 / tnp.sqrt(_tensor(x))
 
 
+def _arrays(x, y):
+    """x and y as arrays: a Python number takes the dtype NEP 50 gives it beside the other
+    operand (TensorFlow converts it to that operand's dtype), Python data alone TF's dtypes."""
+    x, y = _operand(x), _operand(y)
+    if isinstance(x, tnp.ndarray) and not isinstance(y, tnp.ndarray):
+        return x, tnp.asarray(y, dtype=tnp.result_type(x, y))
+    if isinstance(y, tnp.ndarray) and not isinstance(x, tnp.ndarray):
+        return tnp.asarray(x, dtype=tnp.result_type(x, y)), y
+    return _tensor(x), _tensor(y)
+
+
 def divide_no_nan(x, y, name=None):
     """x / y, but 0 where y == 0 (even if x is 0, infinite or NaN), as `tf.math.divide_no_nan`.
     The gradient is 0 there too.
@@ -233,7 +244,7 @@ def divide_no_nan(x, y, name=None):
     >>> nf.math.divide_no_nan([1., 2.], [0., 4.])
     array([0. , 0.5], dtype=float32)
     """
-    x, y = _operand(x), _tensor(y)
+    x, y = _arrays(x, y)
     zero = y == 0
     # the division by a safe denominator: no inf or NaN reaches the gradient of the kept branch
     q = tnp.true_divide(x, tnp.where(zero, tnp.ones_like(y), y))
@@ -256,7 +267,7 @@ def multiply_no_nan(x, y, name=None):
     >>> nf.math.multiply_no_nan([float("inf"), 2.], [0., 3.])
     array([0., 6.], dtype=float32)
     """
-    x, y = _tensor(x), _operand(y)
+    x, y = _arrays(x, y)
     zero = tnp.equal(y, 0)
     xs = tnp.where(zero & ~tnp.isfinite(x), tnp.zeros_like(x), x)
     p = xs * y
@@ -264,6 +275,15 @@ def multiply_no_nan(x, y, name=None):
     # a constant to differentiation, so the derivative in y stays x
     fix = stop_gradient(tnp.where(zero, -p, tnp.full_like(p, -0.0)))
     return p + fix
+
+
+def _zero_where_x_is(x, y, fn, neutral):
+    """fn(x, y), but 0 where x == 0; there y is replaced by `neutral` first, so no inf or NaN
+    reaches the kept branch's gradient."""
+    x, y = _arrays(x, y)
+    zero = x == 0
+    r = fn(x, tnp.where(zero, tnp.full_like(y, neutral), y))
+    return tnp.where(zero, tnp.zeros_like(r), r)
 
 
 def xlogy(x, y, name=None):
@@ -276,26 +296,17 @@ def xlogy(x, y, name=None):
     >>> nf.math.xlogy([0., 2.], [0., 1.])
     array([0., 0.], dtype=float32)
     """
-    x, y = _tensor(x), _operand(y)
-    zero = x == 0
-    r = x * tnp.log(tnp.where(zero, tnp.ones_like(y), y))
-    return tnp.where(zero, tnp.zeros_like(r), r)
+    return _zero_where_x_is(x, y, lambda a, b: a * tnp.log(b), 1)
 
 
 def xlog1py(x, y, name=None):
     """x * log1p(y), but 0 where x == 0, as `tf.math.xlog1py`."""
-    x, y = _tensor(x), _operand(y)
-    zero = x == 0
-    r = x * tnp.log1p(tnp.where(zero, tnp.zeros_like(y), y))
-    return tnp.where(zero, tnp.zeros_like(r), r)
+    return _zero_where_x_is(x, y, lambda a, b: a * tnp.log1p(b), 0)
 
 
 def xdivy(x, y, name=None):
     """x / y, but 0 where x == 0, as `tf.math.xdivy`."""
-    x, y = _tensor(x), _operand(y)
-    zero = x == 0
-    r = tnp.true_divide(x, tnp.where(zero, tnp.ones_like(y), y))
-    return tnp.where(zero, tnp.zeros_like(r), r)
+    return _zero_where_x_is(x, y, tnp.true_divide, 1)
 
 
 # ------------------------------------------------------------------ reductions

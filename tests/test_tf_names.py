@@ -152,6 +152,13 @@ def test_no_nan_functions():
     np.testing.assert_allclose(nf.math.xlog1py([0., 2.], [-1., 1.]).numpy(), [0, 2 * np.log(2)],
                                rtol=1e-6)
     np.testing.assert_array_equal(nf.math.reciprocal_no_nan([0., 4.]).numpy(), [0, 0.25])
+    # a Python number beside an array takes its dtype (TF converts it; NEP 50 keeps it weak)
+    half = tnp.asarray([0.0, 2.0], dtype=tnp.float16)
+    for f in (nf.math.xlogy, nf.math.xdivy, nf.math.xlog1py, nf.math.multiply_no_nan,
+              nf.math.divide_no_nan):
+        with np.errstate(all="ignore"):
+            assert f(half, 3.0).dtype == np.float16 and f(3.0, half).dtype == np.float16, f
+            assert f([1.0], 3.0).dtype == np.float32, f
 
 
 def _grads(f, *xs):
