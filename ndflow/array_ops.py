@@ -108,6 +108,8 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
            [3]], dtype=int32)
     """
     p, idx = _tensor(params), _indices(indices, "nf.gather")
+    if p.ndim == 0:
+        raise ValueError("nf.gather: params must have at least one axis, got a 0-d array")
     bd = operator.index(batch_dims)
     if bd < 0:
         bd += idx.ndim

@@ -319,6 +319,8 @@ def test_gather_refuses_what_tensorflow_refuses():
         nf.gather([1., 2., 3.], [3])
     with pytest.raises(TypeError, match="integers"):
         nf.gather([1., 2.], [0.5])
+    with pytest.raises(ValueError, match="at least one axis"):
+        nf.gather(1.0, [0])
     f = nf.function(lambda p, i: nf.gather(p, i))
     assert f(tnp.asarray([1., 2.]), tnp.asarray([1])).numpy().tolist() == [2.0]
     with pytest.raises(nf.errors.InvalidArgumentError):
