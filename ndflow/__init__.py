@@ -31,7 +31,7 @@ _LAZY = {
     "config": (".config", None), "test": (".test", None), "nn": (".nn", None),
     "losses": (".losses", None), "random": (".random", None), "debugging": (".debugging", None),
     "errors": (".errors", None), "optimizers": (".train.optimizers", None),
-    "initializers": (".train.initializers", None),
+    "initializers": (".train.initializers", None), "math": (".math", None),
     # saved_model (nf.saved_model.save / load), onnx (export; the onnx package itself is
     # imported only by export), summary (TensorBoard event files written by ndflow itself),
     # distribute (strategies; mpi4py and dask load on first use), scipy (special, stats,
@@ -54,21 +54,36 @@ for _mod, _names in (
                     "reduce_min reduce_prod reduce_any reduce_all matmul reshape transpose "
                     "concat stack unstack tile square squeeze expand_dims argmax argmin ones "
                     "zeros fill ones_like zeros_like range identity py_function add_n abs exp "
-                    "log sqrt maximum minimum where clip_by_value one_hot size rank")):
+                    "log sqrt maximum minimum where clip_by_value one_hot size rank"),
+        (".array_ops", "gather gather_nd scatter_nd tensor_scatter_nd_update "
+                       "tensor_scatter_nd_add tensor_scatter_nd_sub boolean_mask sequence_mask "
+                       "reverse split slice pad sort argsort unique roll repeat broadcast_to "
+                       "meshgrid eye linspace einsum clip_by_norm clip_by_global_norm "
+                       "global_norm norm executing_eagerly is_tensor newaxis"),
+        # the tf.math functions TensorFlow also has at the top level (tf.add, tf.sigmoid ...)
+        (".math", "add subtract multiply divide truediv floordiv truncatemod scalar_mul pow "
+                  "negative sign sin cos tan sinh cosh asin acos atan asinh acosh atanh atan2 "
+                  "tanh sigmoid floor round equal not_equal less less_equal greater "
+                  "greater_equal logical_and logical_or logical_not cumsum "
+                  "reduce_logsumexp")):
     for _n in _names.split():
         _LAZY[_n] = (_mod, _n)
 del _mod, _names, _n
 
-# `from ndflow import *` gives what it gave when everything was imported eagerly
+# `from ndflow import *` gives what it gave when everything was imported eagerly; of the
+# names added since, not those that would hide Python's own (`round`, `pow`, `slice`, `math`)
 __all__ = sorted((set(n for n in globals() if not n.startswith("_")) | set(_LAZY))
-                 - {"saved_model", "onnx", "summary", "distribute", "scipy"})
+                 - {"saved_model", "onnx", "summary", "distribute", "scipy"}
+                 - {"math", "round", "pow", "slice"})
 
 
 def __getattr__(name):
+    import importlib
     where = _LAZY.get(name)
     if where is None:
-        raise AttributeError(f"module 'ndflow' has no attribute {name!r}")
-    import importlib
+        # a TensorFlow name ndflow spells otherwise: the error says where to look
+        hints = importlib.import_module("._hints", __name__)
+        raise AttributeError(hints.missing(__name__, name))
     value = importlib.import_module(where[0], __name__)
     if where[1] is not None:
         value = getattr(value, where[1])

@@ -29,6 +29,9 @@ def explain(fn):
 
 
 class experimental:  # noqa: N801  (TensorFlow's namespace)
+    """TensorFlow's `tf.config.experimental` names that programs call: `set_memory_growth` is
+    accepted and does nothing (ndflow allocates as NumPy and CuPy do, as needed).
+    """
     @staticmethod
     def set_memory_growth(device, enable):
         return None

@@ -10,6 +10,8 @@ operation; with it off the code is unchanged).
 import re
 import sys
 
+import numpy as np
+
 from .core.ndarray import ndarray
 from .core.primitive import bind
 from .core.state import STATE
@@ -81,7 +83,17 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
     are, other values and structures holding arrays as `pprint` shows them.
 
     `output_stream`: `sys.stderr` (default), `sys.stdout`, `'file://<path>'` (appended) or a
-    `logging` function such as `logging.info`."""
+    `logging` function such as `logging.info`.
+
+    Examples
+    --------
+    >>> import sys, ndflow as nf, ndflow.numpy as tnp
+    >>> nf.print("x =", tnp.arange(10), output_stream=sys.stdout)
+    x = [0 1 2 ... 7 8 9]
+    >>> f = nf.function(lambda x: nf.print("running with", x, output_stream=sys.stdout))
+    >>> f(tnp.asarray([1, 2]))
+    running with [1 2]
+    """
     stream = _stream_name(output_stream)
     if summarize is None:
         summarize = 3
@@ -110,7 +122,18 @@ def print_(*inputs, output_stream=None, summarize=3, sep=" ", end="\n", name=Non
 def check_numerics(tensor, message, name=None):
     """`tensor` itself, after checking that it holds no NaN or infinity; otherwise raises
     `nf.errors.InvalidArgumentError` with `message` (`tf.debugging.check_numerics`). Inside
-    `nf.function` the check runs at every call. Its gradient checks the gradient too."""
+    `nf.function` the check runs at every call. Its gradient checks the gradient too.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> nf.debugging.check_numerics(tnp.asarray([1., 2.]), "fine")
+    array([1., 2.], dtype=float64)
+    >>> nf.debugging.check_numerics(tnp.asarray([1., float("nan")]), "loss")
+    Traceback (most recent call last):
+    ...
+    ndflow.core.errors.InvalidArgumentError: loss : Tensor had NaN values
+    """
     from . import numpy as tnp
     x = tensor if isinstance(tensor, ndarray) else tnp.asarray(tensor)
     return bind(check_numerics_p, x, message=str(message))
@@ -155,6 +178,29 @@ def assert_equal(x, y, message=None, summarize=None, name=None):
     broadcast_shapes(tuple(x.shape), tuple(y.shape), what="assert_equal: x and y")
     bind(_assert_equal_p, x, y, message="" if message is None else str(message),
          summarize=3 if summarize is None else int(summarize))
+
+
+def _index_range_write(indices, size, what):
+    idx = np.asarray(indices)
+    out = (idx < 0) if size < 0 else (idx < 0) | (idx >= size)
+    bad = np.argwhere(out) if idx.size else ()
+    if len(bad):
+        pos = tuple(int(i) for i in bad[0])
+        bound = "a size unknown while tracing" if size < 0 else size
+        raise InvalidArgumentError(f"{what}: indices[{','.join(map(str, pos))}] = {idx[pos]} "
+                                   f"is not in [0, {bound})")
+
+
+# TensorFlow refuses negative and too large indices (on CPU) where NumPy wraps negative ones:
+# TF-style indexing functions check with this, eagerly now and compiled at every call
+_index_range_p = sink_primitive("assert_index_range", _index_range_write)
+
+
+def _check_index_range(indices, size, what):
+    """Raise `InvalidArgumentError` unless every entry of the integer array `indices` is in
+    [0, size), as TensorFlow's gather/scatter do on CPU (NumPy would wrap negative ones).
+    `size` None (unknown while tracing): only negative entries are refused here."""
+    bind(_index_range_p, indices, size=-1 if size is None else int(size), what=str(what))
 
 
 def enable_check_numerics(stack_height_limit=30, path_length_limit=50):

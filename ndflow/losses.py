@@ -21,12 +21,29 @@ def _pair(y_true, y_pred):
 
 
 def mean_squared_error(y_true, y_pred):
-    """mean((y_pred - y_true) ** 2) over the last axis."""
+    """mean((y_pred - y_true) ** 2) over the last axis, as `keras.losses.mean_squared_error`
+    (also `MSE`, `mse`): one loss per example.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> nf.losses.mean_squared_error([[0., 1.], [1., 1.]], [[1., 1.], [1., 1.]])
+    array([0.5, 0. ], dtype=float32)
+    """
     t, p = _pair(y_true, y_pred)
     return tnp.mean(tnp.square(p - t), axis=-1)
 
 
 def mean_absolute_error(y_true, y_pred):
+    """mean(|y_pred - y_true|) over the last axis, as `keras.losses.mean_absolute_error` (also
+    `MAE`, `mae`): one loss per example.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> nf.losses.mean_absolute_error([[0., 1.]], [[1., 3.]])
+    array([1.5], dtype=float32)
+    """
     t, p = _pair(y_true, y_pred)
     return tnp.mean(tnp.absolute(p - t), axis=-1)
 

@@ -19,7 +19,8 @@ LAYERS = [
     ("libraries", ["ndflow.train", "ndflow.scipy", "ndflow.summary", "ndflow.saved_model",
                    "ndflow.onnx", "ndflow.distribute", "ndflow.utils", "ndflow.compat",
                    "ndflow.config", "ndflow.debugging", "ndflow.errors", "ndflow.losses",
-                   "ndflow.nn", "ndflow.random", "ndflow.test"]),
+                   "ndflow.nn", "ndflow.random", "ndflow.test", "ndflow.math",
+                   "ndflow.array_ops", "ndflow._hints"]),
     ("api", ["ndflow", "ndflow.tour", "ndflow.examples"]),
 ]
 

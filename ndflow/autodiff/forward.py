@@ -426,7 +426,14 @@ def hessian(fun, argnums=0, has_aux=False):
 
 def stop_gradient(x, name=None):
     """`x`, as a constant to every differentiation (tapes and forward accumulators), as
-    `tf.stop_gradient` / `jax.lax.stop_gradient`. Accepts a nested structure."""
+    `tf.stop_gradient` / `jax.lax.stop_gradient`. Accepts a nested structure.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> nf.grad(lambda x: x * nf.stop_gradient(x))(tnp.asarray(3.))
+    array(3., dtype=float64)
+    """
     def one(a):
         return bind(stop_gradient_p, a if isinstance(a, ndarray) else tnp.asarray(a))
     return tree.map_structure(one, x)

@@ -197,7 +197,17 @@ def custom_gradient(f=None):
     gradients (one per input, None for none, each of its input's shape), as
     `tf.custom_gradient`. When `f` reads Variables, `grad_fn(*upstream, variables=...)` gets
     them and returns `(input gradients, variable gradients)`, and tapes get both. The forward
-    pass is not recorded."""
+    pass is not recorded.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> @nf.custom_gradient
+    ... def clipped_identity(x):
+    ...     return x, lambda dy: tnp.clip(dy, -1., 1.)
+    >>> nf.grad(lambda x: tnp.sum(5. * clipped_identity(x)))(tnp.asarray([1., 2.]))
+    array([1., 1.], dtype=float64)
+    """
     if f is None:
         return custom_gradient
     name = getattr(f, "__name__", repr(f))

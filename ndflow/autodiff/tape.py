@@ -42,6 +42,20 @@ def live_tapes():
 
 
 class UnconnectedGradients(enum.Enum):
+    """What `GradientTape.gradient` returns for a source the target does not depend on, as
+    `tf.UnconnectedGradients`: `NONE` (None, the default) or `ZERO` (zeros of the source's
+    shape).
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> x, y = tnp.asarray(1.), tnp.asarray(2.)
+    >>> with nf.GradientTape() as tape:
+    ...     tape.watch([x, y])
+    ...     z = x * 3.
+    >>> tape.gradient(z, y, unconnected_gradients=nf.UnconnectedGradients.ZERO)
+    array(0., dtype=float64)
+    """
     NONE = "none"
     ZERO = "zero"
 

@@ -154,12 +154,32 @@ def _gpus():
 
 
 def list_physical_devices(device_type=None):
+    """The machine's devices (`device_type` 'CPU' or 'GPU' to filter), as
+    `tf.config.list_physical_devices`: one CPU, and each GPU CuPy sees.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> nf.config.list_physical_devices("CPU")
+    [PhysicalDevice(name='/physical_device:CPU:0', device_type='CPU')]
+    """
     devs = [PhysicalDevice("/physical_device:CPU:0", "CPU")]
     devs += [PhysicalDevice("/physical_device:GPU:%d" % d.index, "GPU") for d in _gpus()]
     return [d for d in devs if device_type is None or d.device_type == device_type.upper()]
 
 
 def list_logical_devices(device_type=None):
+    """The devices operations can be placed on (`device_type` to filter), as
+    `tf.config.list_logical_devices`: the logical CPUs (one unless
+    `set_logical_device_configuration` made more) and the GPUs. Their names are what
+    `nf.device` takes.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> nf.config.list_logical_devices("CPU")[0].name
+    '/device:CPU:0'
+    """
     devs = [LogicalDevice("/device:%s:%d" % (d.device_type, d.index), d.device_type)
             for d in _cpu_devices + _gpus()]
     return [d for d in devs if device_type is None or d.device_type == device_type.upper()]
@@ -182,6 +202,9 @@ def set_logical_device_configuration(device, logical_devices):
 
 
 def get_logical_device_configuration(device):
+    """The logical device configurations of `device` (one per logical CPU), as
+    `tf.config.get_logical_device_configuration`.
+    """
     return [LogicalDeviceConfiguration() for _ in _cpu_devices]
 
 
@@ -258,11 +281,21 @@ def _place(spec):
 
 @contextlib.contextmanager
 def device(spec):
-    """Place the operations of this scope (and the arrays they create) on `spec`.
+    """Place the operations of this scope (and the arrays they create) on `spec`, as
+    `tf.device`.
 
     Accepts TensorFlow's spellings: 'CPU:0', '/device:GPU:0', '/GPU:0', a LogicalDevice, or None
     (no change). A GPU this machine lacks means the CPU, with a warning, while soft device
-    placement is on (the default; `nf.config.set_soft_device_placement`)."""
+    placement is on (the default; `nf.config.set_soft_device_placement`).
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> with nf.device("CPU:0"):
+    ...     x = tnp.ones(2)
+    >>> x.device
+    '/job:localhost/replica:0/task:0/device:CPU:0'
+    """
     if spec is None:
         yield
         return

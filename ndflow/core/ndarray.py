@@ -240,7 +240,30 @@ class TensorShape(tuple):
 class ndarray:
     """An n-dimensional array on a device: eager, symbolic inside `nf.function`, or batched
     inside `nf.vectorized_map`. NumPy's semantics; `.numpy()` gives the NumPy array (zero-copy on
-    CPU)."""
+    CPU).
+
+    Made by `ndflow.numpy` functions (`tnp.asarray`, `tnp.zeros` ...), never by calling the class
+    as NumPy users rarely do. It has NumPy's attributes and methods (`shape`, `dtype`, `T`,
+    `sum`, `reshape`, indexing, assignment into elements, operators) and TensorFlow's
+    (`numpy()`, `device`). Reductions give 0-d arrays where NumPy gives scalars; `float(x)`,
+    `int(x)` and `x.item()` give Python numbers. NumPy functions accept it (`np.sum(x)` runs
+    ndflow's, staying differentiable), and `np.asarray(x)` gives its values.
+
+    Examples
+    --------
+    >>> import numpy as np, ndflow.numpy as tnp
+    >>> x = tnp.asarray([[1, 2], [3, 4]])
+    >>> x.shape, x.dtype
+    ((2, 2), dtype('int64'))
+    >>> x.T @ x
+    array([[10, 14],
+           [14, 20]], dtype=int64)
+    >>> x[0, 1] = 7
+    >>> x.sum(axis=0), float(x.max())
+    (array([ 4, 11], dtype=int64), 7.0)
+    >>> type(x.numpy()), np.sum(x)
+    (<class 'numpy.ndarray'>, array(15, dtype=int64))
+    """
     __slots__ = ("_v", "_t", "_dev", "_tid", "_aux", "__weakref__")
     __array_priority__ = 100.0
 

@@ -55,6 +55,17 @@ def set_debug(*flags):
 
 
 def get_debug():
+    """The debug outputs now on (a sorted tuple of 'graph', 'opt', 'code', 'time', 'verify' ...),
+    as set by `set_debug` or NDFLOW_DEBUG.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> previous = nf.config.set_debug("graph")
+    >>> nf.config.get_debug()
+    ('graph',)
+    >>> _ = nf.config.set_debug(*previous)
+    """
     return tuple(sorted(FLAGS))
 
 

@@ -345,6 +345,15 @@ def set_function_cache_size(n):
 
 
 def get_function_cache_size():
+    """How many traced graphs each `nf.function` keeps (the oldest is dropped beyond it); set with
+    `set_function_cache_size`.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> nf.config.get_function_cache_size() > 0
+    True
+    """
     return _DEFAULT_CACHE_SIZE
 
 
@@ -957,7 +966,39 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     optimized graph. Random ops draw fresh numbers and Variables are read and written at every
     call. With `autograph=True` (the default) `if`, `while` and `for` on traced values become
     `nf.cond` / `nf.while_loop` (see `ndflow.autograph`); `autograph=False` traces the function
-    as written."""
+    as written.
+
+    Parameters
+    ----------
+    func : callable, optional
+        The Python function (omitted when used as ``@nf.function(...)``).
+    input_signature : list of TensorSpec, optional
+        Fixes the arguments' shapes (None: any size) and dtypes: one trace serves them all.
+    autograph : bool, optional
+        Convert Python control flow on traced values (default True).
+    jit_compile : bool, optional
+        True allows rewrites that may round differently within a documented bound (as XLA's
+        fast paths); the default gives NumPy's bits.
+    reduce_retracing : bool, optional
+        Generalize shapes after a retrace instead of tracing every new shape.
+
+    Returns
+    -------
+    Function
+        A callable with the signature of `func`; `get_concrete_function` gives its graphs.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> @nf.function
+    ... def f(x):
+    ...     return tnp.sum(x * x)
+    >>> f(tnp.asarray([1., 2.]))
+    array(5., dtype=float64)
+    >>> g = nf.function(lambda x: x + 1, input_signature=[nf.TensorSpec([None], nf.int32)])
+    >>> g(nf.constant([1, 2, 3]))
+    array([2, 3, 4], dtype=int32)
+    """
     if experimental_relax_shapes is not None:
         reduce_retracing = experimental_relax_shapes
 
@@ -991,8 +1032,16 @@ shape_p.batch = _shape_batch
 
 
 def shape(x, out_type=np.int32):
-    """The shape as an int32 array; inside `nf.function` it is computed at run time, so unknown
-    (None) sizes are available."""
+    """The shape of `x` as an int32 array (`out_type` otherwise), as `tf.shape`; inside
+    `nf.function` it is computed at run time, so sizes unknown while tracing (None) are
+    available. (`x.shape` gives the static shape, a tuple.)
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> nf.shape(nf.zeros([2, 3]))
+    array([2, 3], dtype=int32)
+    """
     from .. import numpy as tnp
     x = tnp.asarray(x) if not isinstance(x, ndarray) else x
     return bind(shape_p, x, out_type=np.dtype(out_type))

@@ -143,10 +143,11 @@ __all__ = sorted((set(n for n in globals() if not n.startswith("_")) | set(_LAZY
 
 def __getattr__(name):
     # tnp.random imports numpy.random (its bit generators), which `import numpy` does not
+    import importlib
     where = _LAZY.get(name, False)
     if where is False:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+        # TensorFlow's names tried on tnp: the error says how NumPy spells them
+        raise AttributeError(importlib.import_module("._tfnames", __name__).missing(name))
     if where is None:
         return importlib.import_module("." + name, __name__)    # sets the attribute itself
     if where == "..":

@@ -33,7 +33,19 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """Convert to an ndflow array, as `numpy.asarray`: `copy=None` copies only when needed (an
     array of the requested dtype is returned as is, a NumPy array's buffer is shared),
     `copy=True` always copies, `copy=False` never does (ValueError where it would be needed);
-    with `device`, on that device."""
+    with `device`, on that device.
+
+    Examples
+    --------
+    >>> import numpy as np, ndflow.numpy as tnp
+    >>> tnp.asarray([1, 2])
+    array([1, 2], dtype=int64)
+    >>> n = np.zeros(2)
+    >>> a = tnp.asarray(n)            # shares the NumPy array's memory, as numpy.asarray
+    >>> n[0] = 5
+    >>> a
+    array([5., 0.], dtype=float64)
+    """
     if device is not None:
         return on_device(device, asarray, a, dtype, copy=copy)
     if dtype is not None:
@@ -82,7 +94,17 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
     """An ndflow array from `object`, as `numpy.array`: a copy by default (also of a NumPy or
-    ndflow array); `copy=None` copies only when needed, `copy=False` never (ValueError)."""
+    ndflow array); `copy=None` copies only when needed, `copy=False` never (ValueError).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.array([[1, 2], [3, 4]], dtype=tnp.float32)
+    array([[1., 2.],
+           [3., 4.]], dtype=float32)
+    >>> tnp.array(1.5, ndmin=2)
+    array([[1.5]], dtype=float64)
+    """
     out = asarray(object, dtype, copy=copy)
     if ndmin > out.ndim:
         from .manipulation import expand_dims

@@ -51,19 +51,65 @@ def _place_dev(buf):
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
     """A new array of zeros, as `numpy.zeros` (float64 by default; float32 with prefer_float32).
-    Inside `nf.function` the sizes may be traced values (e.g. from `nf.shape(x)`)."""
+    Inside `nf.function` the sizes may be traced values (e.g. from `nf.shape(x)`).
+
+    Parameters
+    ----------
+    shape : int or sequence of int
+        The shape of the new array.
+    dtype : dtype, optional
+        float64 by default (float32 after
+        ``nf.experimental_enable_numpy_behavior(prefer_float32=True)``).
+    order, like : ignored
+        Accepted for NumPy compatibility (ndflow arrays are C-ordered).
+    device : str, optional
+        A device name ("CPU:0", "GPU:0") to create the array on.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.zeros((2, 3))
+    array([[0., 0., 0.],
+           [0., 0., 0.]], dtype=float64)
+    >>> tnp.zeros(2, dtype=tnp.int32)
+    array([0, 0], dtype=int32)
+    """
     if device is not None:
         return _on(device, zeros, shape, dtype)
     return _constant_filled(shape, 0, _dtype(dtype), "zeros")
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    """A new array of ones, as `numpy.ones` (float64 by default; float32 with prefer_float32).
+    Sizes may be traced values inside `nf.function`; `order` and `like` are accepted and ignored.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.ones((2, 2), dtype=tnp.float32)
+    array([[1., 1.],
+           [1., 1.]], dtype=float32)
+    """
     if device is not None:
         return _on(device, ones, shape, dtype)
     return _constant_filled(shape, 1, _dtype(dtype), "ones")
 
 
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
+    """A new array of `shape`, as `numpy.empty`, except that it holds zeros: NumPy leaves the memory
+    uninitialized, ndflow fills it, so a program never reads leftover values (and traced and
+    eager runs agree).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.empty(3)
+    array([0., 0., 0.], dtype=float64)
+    """
     if device is not None:
         return _on(device, empty, shape, dtype)
     return _constant_filled(shape, 0, _dtype(dtype), "zeros")
@@ -100,7 +146,17 @@ def _broadcast_fill(value, s):
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     """A new array of `shape` filled with `fill_value`, as `numpy.full` (an array fill value
     broadcasts). Differentiable in an ndflow-array fill value: its gradient is the cotangent
-    summed over the copies."""
+    summed over the copies.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.full((2, 2), 7)
+    array([[7, 7],
+           [7, 7]], dtype=int64)
+    >>> tnp.full(3, [1., 2., 3.])
+    array([1., 2., 3.], dtype=float64)
+    """
     if device is not None:
         return _on(device, full, shape, fill_value, dtype)
     s = _runtime_shape(shape)
@@ -150,24 +206,61 @@ def _like(a, dtype, shape, prim, fill=None):
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Zeros with the shape and dtype of `a` (unless `dtype` or `shape` is given), as
+    `numpy.zeros_like`; `order` and `subok` are accepted and ignored.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.zeros_like(tnp.arange(3))
+    array([0, 0, 0], dtype=int64)
+    """
     if device is not None:
         return _on(device, zeros_like, a, dtype, shape=shape)
     return _like(a, dtype, shape, E.zeros_like_p)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """Ones with the shape and dtype of `a` (unless `dtype` or `shape` is given), as
+    `numpy.ones_like`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.ones_like(tnp.zeros((1, 2), dtype=tnp.float32))
+    array([[1., 1.]], dtype=float32)
+    """
     if device is not None:
         return _on(device, ones_like, a, dtype, shape=shape)
     return _like(a, dtype, shape, E.ones_like_p)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """An array with the shape and dtype of `prototype`, as `numpy.empty_like`, holding zeros
+    (NumPy leaves it uninitialized; see `empty`).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.empty_like(tnp.ones(2))
+    array([0., 0.], dtype=float64)
+    """
     if device is not None:
         return _on(device, empty_like, prototype, dtype, shape=shape)
     return _like(prototype, dtype, shape, E.zeros_like_p)
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """An array with the shape and dtype of `a` (unless `dtype` or `shape` is given), filled with
+    `fill_value`, as `numpy.full_like`. The fill value is cast to the dtype (so 2.5 in an integer
+    array becomes 2, as in NumPy); an ndflow-array fill value is differentiable.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.full_like(tnp.arange(3), 2.5)
+    array([2, 2, 2], dtype=int64)
+    """
     if device is not None:
         return _on(device, full_like, a, fill_value, dtype, shape=shape)
     if isinstance(fill_value, ndarray):
@@ -186,7 +279,17 @@ def _scalar_arg(v):
 def arange(start=None, /, stop=None, step=None, dtype=None, *, device=None, like=None, **kw):
     """Evenly spaced values in [start, stop), as `numpy.arange` (int64 for integer arguments):
     `arange(stop)`, `arange(start, stop[, step])`, `arange(stop, step=s)`, `arange(stop=n)`;
-    `start=` by name needs `stop`, as in NumPy."""
+    `start=` by name needs `stop`, as in NumPy. Inside `nf.function` the bounds may be traced
+    values (the length is then known only when the graph runs).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.arange(4)
+    array([0, 1, 2, 3], dtype=int64)
+    >>> tnp.arange(1, 2, 0.25)
+    array([1.  , 1.25, 1.5 , 1.75], dtype=float64)
+    """
     named_start = "start" in kw
     if named_start:
         if start is not None:
@@ -270,7 +373,16 @@ def _stack1(n):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     """Evenly spaced numbers over [start, stop], as `numpy.linspace` (NumPy's formula, so the
-    values are NumPy's): differentiable in `start` and `stop`, also array endpoints."""
+    values are NumPy's): differentiable in `start` and `stop`, also array endpoints.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.linspace(0, 1, 5)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float64)
+    >>> tnp.linspace(0, 1, 4, endpoint=False, retstep=True)
+    (array([0.  , 0.25, 0.5 , 0.75], dtype=float64), array(0.25, dtype=float64))
+    """
     if device is not None and not retstep:
         return _on(device, linspace, start, stop, num, endpoint, False, dtype, axis)
     from .math import where_, floor
@@ -363,17 +475,47 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
+    """A 2-d array with ones on the `k`-th diagonal and zeros elsewhere, as `numpy.eye` (`N` rows,
+    `M` columns, `M` = `N` by default).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.eye(2, 3, k=1)
+    array([[0., 1., 0.],
+           [0., 0., 1.]], dtype=float64)
+    """
     if device is not None:
         return _on(device, eye, N, M, k, dtype)
     return _make("eye", N, M, k, dtype=_dtype(dtype))
 
 
 def identity(n, dtype=None, *, like=None):
+    """The `n` x `n` identity matrix, as `numpy.identity`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.identity(2, dtype=tnp.int32)
+    array([[1, 0],
+           [0, 1]], dtype=int32)
+    """
     return eye(n, dtype=dtype)
 
 
 def copy(a, order="K", subok=False):
-    """A copy of `a`; inside a device scope the copy is placed on that device (TF's tnp.copy)."""
+    """A copy of `a`, as `numpy.copy`; inside a device scope (`with nf.device("GPU:0")`) the copy is
+    placed on that device, as TensorFlow's `tnp.copy`. Differentiable.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.arange(3)
+    >>> b = tnp.copy(a)
+    >>> b[0] = 7
+    >>> a, b
+    (array([0, 1, 2], dtype=int64), array([7, 1, 2], dtype=int64))
+    """
     a = asarray(a)
     target = STATE.scope
     if a._t is None and target is not None:
@@ -384,6 +526,14 @@ def copy(a, order="K", subok=False):
 
 
 def asanyarray(a, dtype=None, order=None, *, like=None):
+    """`a` as an ndflow array, as `numpy.asanyarray` (= `asarray`: ndflow has no array subclasses).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.asanyarray([1, 2])
+    array([1, 2], dtype=int64)
+    """
     return asarray(a, dtype)
 
 
@@ -407,6 +557,16 @@ def _astype(x, dtype, copy=True):
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
+    """`x` converted to `dtype`, as the Array API's (and NumPy 2's) `astype`: a new array unless
+    `copy=False` and the dtype already matches. Floats to integers truncate toward zero; with
+    `device`, the result is on that device.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.astype(tnp.asarray([1.7, -1.7]), tnp.int32)
+    array([ 1, -1], dtype=int32)
+    """
     if device is not None:
         return _on(device, astype, x, dtype, copy=copy)
     return _astype(asarray(x), dtype, copy)

@@ -307,7 +307,19 @@ _mut.VIEWS.update({
 
 
 def take(a, indices, axis=None, out=None, mode=None):
-    """Take elements along an axis, as `numpy.take` (mode 'raise' checks bounds eagerly)."""
+    """Take elements along an axis (from the flattened array when `axis` is None), as
+    `numpy.take` (mode 'raise' checks bounds eagerly). Differentiable in `a`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.asarray([[1, 2], [3, 4]])
+    >>> tnp.take(a, [0, 3])
+    array([1, 4], dtype=int64)
+    >>> tnp.take(a, [1], axis=1)
+    array([[2],
+           [4]], dtype=int64)
+    """
     a = asarray(a)
     idx = asarray(indices)
     if idx.dtype.kind not in "iu":
@@ -338,7 +350,17 @@ def take(a, indices, axis=None, out=None, mode=None):
 
 
 def take_along_axis(arr, indices, axis=-1):
-    """`numpy.take_along_axis` as one integer-array gather (so it differentiates and batches)."""
+    """`numpy.take_along_axis` as one integer-array gather (so it differentiates and batches):
+    ``out[..., i, ...] = arr[..., indices[..., i, ...], ...]`` along `axis`, e.g. with the
+    result of `argsort`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.asarray([[10, 30, 20]])
+    >>> tnp.take_along_axis(a, tnp.argsort(a, axis=1), axis=1)
+    array([[10, 20, 30]], dtype=int64)
+    """
     a = asarray(arr)
     idx = asarray(indices)
     if axis is None:
@@ -360,6 +382,16 @@ def take_along_axis(arr, indices, axis=-1):
 
 
 def nonzero(a):
+    """The indices of the nonzero elements, one int64 array per axis, as `numpy.nonzero` (a
+    ValueError for a 0-d array, as NumPy 2). How many there are depends on the values: inside
+    `nf.function` it is known only when the graph runs.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.nonzero(tnp.asarray([[0, 3], [4, 0]]))
+    (array([0, 1], dtype=int64), array([1, 0], dtype=int64))
+    """
     a = asarray(a)
     if a.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
@@ -367,8 +399,26 @@ def nonzero(a):
 
 
 def argwhere(a):
+    """The indices of the nonzero elements, one row per element, as `numpy.argwhere` (shape
+    (number of nonzero elements, a.ndim)).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.argwhere(tnp.asarray([[0, 3], [4, 0]]))
+    array([[0, 1],
+           [1, 0]], dtype=int64)
+    """
     return stack(nonzero(a), axis=-1) if asarray(a).ndim else asarray(np.argwhere(asarray(a).numpy()))
 
 
 def flatnonzero(a):
+    """The indices of the nonzero elements of `a` flattened, as `numpy.flatnonzero`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.flatnonzero(tnp.asarray([[0, 3], [4, 0]]))
+    array([1, 2], dtype=int64)
+    """
     return nonzero(ravel(a))[0]

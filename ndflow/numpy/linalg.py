@@ -305,7 +305,16 @@ def _ops_zeros_like(a):
 # ------------------------------------------------------------------ inverses and solvers
 @_composite(_np.linalg.inv, "linalg.inv", adapt=False)
 def inv(a):
-    """Inverse of each matrix; LinAlgError("Singular matrix") if one is singular."""
+    """Inverse of each matrix (a stack in the leading axes), as `numpy.linalg.inv`;
+    LinAlgError("Singular matrix") if one is singular. Differentiable.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.linalg.inv(tnp.asarray([[2., 0.], [0., 4.]]))
+    array([[0.5 , 0.  ],
+           [0.  , 0.25]], dtype=float64)
+    """
     a = _prep(a)
     _assert_stacked_square(a)
     return _bind(_D.inv_p, a)
@@ -313,8 +322,15 @@ def inv(a):
 
 @_composite(_np.linalg.det, "linalg.det", adapt=False)
 def det(a):
-    """Determinant of each matrix (LU). Its gradient uses the inverse: at a singular matrix it
-    raises LinAlgError."""
+    """Determinant of each matrix (LU), as `numpy.linalg.det`. Its gradient uses the inverse: at
+    a singular matrix it raises LinAlgError.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.linalg.det(tnp.asarray([[1., 2.], [3., 4.]]))
+    array(-2., dtype=float64)
+    """
     a = _prep(a)
     _assert_stacked_square(a)
     return _bind(_D.det_p, a)
@@ -330,8 +346,16 @@ def slogdet(a):
 
 @_composite(_np.linalg.solve, "linalg.solve", adapt=False)
 def solve(a, b):
-    """x with a @ x = b. As NumPy 2, b is a vector only when it is 1-D ((..., M, M), (M,) ->
-    (..., M)); otherwise a stack of matrices (..., M, K) broadcast against a."""
+    """x with a @ x = b, as `numpy.linalg.solve`. As NumPy 2, b is a vector only when it is 1-D
+    ((..., M, M), (M,) -> (..., M)); otherwise a stack of matrices (..., M, K) broadcast
+    against a. Differentiable in both.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.linalg.solve(tnp.asarray([[2., 0.], [0., 4.]]), tnp.asarray([2., 2.]))
+    array([1. , 0.5], dtype=float64)
+    """
     a, b = _asarray(a), _asarray(b)
     _assert_stacked_square(a)
     d = _result_dtype(a, b)
@@ -611,7 +635,16 @@ def _abs2(x):
 @_composite(_np.linalg.norm, "linalg.norm", adapt=False)
 def norm(x, ord=None, axis=None, keepdims=False):
     """Matrix or vector norm, as `numpy.linalg.norm` (every `ord`). Gradients are 0, not NaN, at
-    a zero vector/matrix for the 2-norm, Frobenius norm and p-norms with p >= 1."""
+    a zero vector/matrix for the 2-norm, Frobenius norm and p-norms with p >= 1.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.linalg.norm(tnp.asarray([3., 4.]))
+    array(5., dtype=float64)
+    >>> tnp.linalg.norm(tnp.asarray([[1., -2.], [3., 4.]]), ord=1, axis=1)
+    array([3., 7.], dtype=float64)
+    """
     x = _asarray(x)
     if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
         x = _cast(x, _dt.default_float())

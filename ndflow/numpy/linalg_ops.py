@@ -43,7 +43,16 @@ def matmul(x1, x2, /, out=None, **kw):
 
 
 def dot(a, b, out=None):
-    """`numpy.dot`: matmul for 1-D/2-D, multiply for scalars, last-axis-by-second-to-last else."""
+    """`numpy.dot`: matmul for 1-D/2-D, multiply for scalars, last-axis-by-second-to-last else.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.dot(tnp.asarray([1., 2.]), tnp.asarray([3., 4.]))
+    array(11., dtype=float64)
+    >>> tnp.dot(tnp.asarray([[1, 2], [3, 4]]), tnp.asarray([1, 1]))
+    array([3, 7], dtype=int64)
+    """
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         from .math import multiply
@@ -57,6 +66,15 @@ def dot(a, b, out=None):
 
 
 def vdot(a, b):
+    """The dot product of `a` and `b` flattened, the first conjugated, as `numpy.vdot` (a 0-d
+    array; NumPy gives a scalar).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.vdot(tnp.asarray([1j, 2]), tnp.asarray([1j, 3]))
+    array(7.+0.j, dtype=complex128)
+    """
     from .manipulation import ravel
     from .math import conjugate
     a, b = ravel(asarray(a)), ravel(asarray(b))
@@ -66,6 +84,15 @@ def vdot(a, b):
 
 
 def inner(a, b):
+    """The inner product over the last axes of `a` and `b` (a product for a scalar operand), as
+    `numpy.inner`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.inner(tnp.asarray([[1, 2], [3, 4]]), tnp.asarray([1, 10]))
+    array([21, 43], dtype=int64)
+    """
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         from .math import multiply
@@ -76,6 +103,16 @@ def inner(a, b):
 
 
 def outer(a, b, out=None):
+    """The outer product of `a` and `b` (each flattened): ``out[i, j] = a[i] * b[j]``, as
+    `numpy.outer`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.outer(tnp.asarray([1, 2]), tnp.asarray([1, 10, 100]))
+    array([[  1,  10, 100],
+           [  2,  20, 200]], dtype=int64)
+    """
     from .manipulation import ravel, reshape
     from .math import multiply
     a, b = ravel(asarray(a)), ravel(asarray(b))
@@ -83,6 +120,18 @@ def outer(a, b, out=None):
 
 
 def tensordot(a, b, axes=2):
+    """Sum of products over the last `axes` axes of `a` and the first of `b` (or over the axis
+    lists `axes = (a_axes, b_axes)`), as `numpy.tensordot`. Differentiable in both.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.ones((2, 3, 4))
+    >>> tnp.tensordot(a, tnp.ones((3, 4, 5))).shape
+    (2, 5)
+    >>> tnp.tensordot(a, tnp.ones((4, 3)), axes=([1, 2], [1, 0])).shape
+    (2,)
+    """
     a, b = asarray(a), asarray(b)
     if isinstance(axes, (int, np.integer)):
         ax_a = list(range(a.ndim - axes, a.ndim))
@@ -173,7 +222,17 @@ def _from_sublists(subscripts, operands):
 def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
     """Einstein summation, as `numpy.einsum`, with subscripts as a string or in the sublist
     form `einsum(a, [0, 1], b, [1, 2], [0, 2])`; multi-operand contraction orders come from
-    opt_einsum (cached per subscripts and shapes). Differentiable in every operand."""
+    opt_einsum (cached per subscripts and shapes). Differentiable in every operand.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.asarray([[1., 2.], [3., 4.]])
+    >>> tnp.einsum("ij,ij->i", a, a)
+    array([ 5., 25.], dtype=float64)
+    >>> tnp.einsum("ii", a)
+    array(5., dtype=float64)
+    """
     subscripts, operands = _from_sublists(subscripts, operands)
     ops = [asarray(o) for o in operands]
     d = _dt.result_type(*ops) if dtype is None else _dt.canonical(dtype)

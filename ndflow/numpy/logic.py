@@ -18,7 +18,14 @@ def _as_bool(r):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b| elementwise (infinities equal to themselves), as
-    `numpy.isclose`."""
+    `numpy.isclose`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.isclose(tnp.asarray([1.0, 1.1, float("nan")]), 1.0)
+    array([ True, False, False], dtype=bool)
+    """
     from .math import less_equal, absolute, isfinite, equal, isnan, subtract
     x = a if type(a) in (int, float, complex) else asarray(a)
     y = b if type(b) in (int, float, complex) else asarray(b)
@@ -45,7 +52,14 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Whether all elements are close (see `isclose`), as `numpy.allclose`."""
+    """Whether all elements are close (see `isclose`), as `numpy.allclose`: a Python bool.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.allclose(tnp.asarray([1.0, 2.0]), [1.0, 2.0 + 1e-9])
+    True
+    """
     from .reductions import all as all_
     return _as_bool(all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 

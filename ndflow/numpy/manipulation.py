@@ -26,7 +26,17 @@ def _reshape_kernel(a, /, shape=None, order="C", *, newshape=None, copy=None):
 
 @composite(_reshape_kernel, "reshape", {"order": "C"}, adapt=False)
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
-    """Gives a new shape to an array without changing its data, as `numpy.reshape`."""
+    """Gives a new shape to an array without changing its data, as `numpy.reshape` (a view when
+    NumPy's would be one; one entry may be -1). Inside `nf.function` the shape may hold traced
+    sizes (from `nf.shape(x)`).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.reshape(tnp.arange(6), (2, -1))
+    array([[0, 1, 2],
+           [3, 4, 5]], dtype=int64)
+    """
     if shape is None:
         shape = newshape
     if order not in ("C", "A"):
@@ -66,12 +76,30 @@ def _reshape_runtime(a, shape):
 
 
 def ravel(a, order="C"):
+    """The elements of `a` as a 1-d array (a view when possible), as `numpy.ravel`; `order='F'`
+    reads them column by column.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.ravel(tnp.asarray([[1, 2], [3, 4]]))
+    array([1, 2, 3, 4], dtype=int64)
+    """
     return reshape(a, (-1,), order=order)
 
 
 @composite(np.transpose, "transpose", adapt=False)
 def transpose(a, axes=None):
-    """Permute the axes (reverse them by default), as `numpy.transpose`."""
+    """Permute the axes (reverse them by default), as `numpy.transpose`; a view.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.transpose(tnp.ones((1, 2, 3))).shape
+    (3, 2, 1)
+    >>> tnp.transpose(tnp.ones((1, 2, 3)), (1, 0, 2)).shape
+    (2, 1, 3)
+    """
     a = asarray(a)
     n = a.ndim
     if axes is None:
@@ -89,10 +117,29 @@ permute_dims = transpose
 
 
 def matrix_transpose(x):
+    """`x` with its last two axes swapped (a stack of transposed matrices), as the Array API's
+    `matrix_transpose` (NumPy 2's `numpy.matrix_transpose`).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.matrix_transpose(tnp.ones((5, 2, 3))).shape
+    (5, 3, 2)
+    """
     return swapaxes(x, -1, -2)
 
 
 def swapaxes(a, axis1, axis2):
+    """`a` with axes `axis1` and `axis2` interchanged, as `numpy.swapaxes`; a view.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.swapaxes(tnp.asarray([[1, 2, 3]]), 0, 1)
+    array([[1],
+           [2],
+           [3]], dtype=int64)
+    """
     a = asarray(a)
     n = a.ndim
     i, j = norm_axis(axis1, n), norm_axis(axis2, n)
@@ -102,6 +149,17 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
+    """`a` with the axes `source` moved to the positions `destination` (the others keep their
+    order), as `numpy.moveaxis`; a view.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.moveaxis(tnp.zeros((3, 4, 5)), 0, -1).shape
+    (4, 5, 3)
+    >>> tnp.moveaxis(tnp.zeros((3, 4, 5)), [0, 1], [-1, -2]).shape
+    (5, 4, 3)
+    """
     a = asarray(a)
     n = a.ndim
     src = norm_axes(source, n)
@@ -116,7 +174,17 @@ def moveaxis(a, source, destination):
 
 @composite(np.expand_dims, "expand_dims", adapt=False)
 def expand_dims(a, axis):
-    """Insert size-1 axes at `axis`, as `numpy.expand_dims`."""
+    """Insert size-1 axes at `axis` (an int or a tuple of positions in the result), as
+    `numpy.expand_dims`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.expand_dims(tnp.asarray([1, 2]), 0)
+    array([[1, 2]], dtype=int64)
+    >>> tnp.expand_dims(tnp.asarray([1, 2]), (0, 2)).shape
+    (1, 2, 1)
+    """
     a = asarray(a)
     axes = norm_axes(axis, a.ndim + (1 if isinstance(axis, int) else len(axis)))
     return bind(S.expand_dims_p, a, axes=tuple(sorted(axes)))
@@ -124,6 +192,19 @@ def expand_dims(a, axis):
 
 @composite(np.squeeze, "squeeze", adapt=False)
 def squeeze(a, axis=None):
+    """`a` without axes of size 1 (only those in `axis` when given; a ValueError if one of them
+    is not of size 1), as `numpy.squeeze`. Inside `nf.function`, sizes unknown while tracing
+    need an explicit `axis`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> x = tnp.zeros((1, 3, 1))
+    >>> tnp.squeeze(x).shape
+    (3,)
+    >>> tnp.squeeze(x, axis=0).shape
+    (3, 1)
+    """
     a = asarray(a)
     if axis is None:
         if None in a.shape:
@@ -138,6 +219,16 @@ def squeeze(a, axis=None):
 
 
 def broadcast_to(array, shape):
+    """`array` broadcast to `shape`, as `numpy.broadcast_to`: a read-only view (writing into it
+    raises, as in NumPy). Differentiable: the gradient sums over the broadcast axes.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.broadcast_to(tnp.asarray([1, 2]), (2, 2))
+    array([[1, 2],
+           [1, 2]], dtype=int64)
+    """
     a = asarray(array)
     shape = shape_arg(shape, "broadcast_to")
     if isinstance(shape, RuntimeShape):
@@ -148,10 +239,30 @@ def broadcast_to(array, shape):
 
 
 def broadcast_shapes_(*shapes):
+    """The shape that arrays of the given shapes broadcast to, as `numpy.broadcast_shapes` (a
+    ValueError when they do not broadcast).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.broadcast_shapes((2, 1), (3,))
+    (2, 3)
+    """
     return broadcast_shapes(*[_shape_arg(s) for s in shapes])
 
 
 def broadcast_arrays(*args):
+    """The arguments broadcast against each other, as `numpy.broadcast_arrays` (a tuple of
+    read-only views).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a, b = tnp.broadcast_arrays(tnp.asarray([[1], [2]]), tnp.asarray([3, 4]))
+    >>> b
+    array([[3, 4],
+           [3, 4]], dtype=int64)
+    """
     arrs = [asarray(a) for a in args]
     shape = broadcast_shapes(*[a.shape for a in arrs])
     if None in shape:
@@ -172,7 +283,19 @@ def _common(arrays):
 
 
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """Join arrays along an existing axis, as `numpy.concatenate`."""
+    """Join arrays along an existing axis, as `numpy.concatenate` (`axis=None` joins them
+    flattened; dtypes promote as in NumPy).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.asarray([[1, 2]])
+    >>> tnp.concatenate([a, a], axis=0)
+    array([[1, 2],
+           [1, 2]], dtype=int64)
+    >>> tnp.concatenate([a, a], axis=None)
+    array([1, 2, 1, 2], dtype=int64)
+    """
     if isinstance(arrays, ndarray):
         arrays = list(arrays)
     if not len(arrays):
@@ -207,7 +330,15 @@ concat = concatenate
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """Join arrays along a new axis, as `numpy.stack`."""
+    """Join arrays of one shape along a new axis, as `numpy.stack`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.stack([tnp.asarray([1, 2]), tnp.asarray([3, 4])], axis=1)
+    array([[1, 3],
+           [2, 4]], dtype=int64)
+    """
     arrs = _common(list(arrays))
     if not arrs:
         raise ValueError("need at least one array to stack")
@@ -220,20 +351,55 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
+    """Join arrays along the first axis, 1-d arrays as rows, as `numpy.vstack`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.vstack([tnp.asarray([1, 2]), tnp.asarray([3, 4])])
+    array([[1, 2],
+           [3, 4]], dtype=int64)
+    """
     return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
+    """Join arrays along the second axis (the first for 1-d arrays), as `numpy.hstack`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.hstack([tnp.asarray([1, 2]), tnp.asarray([3])])
+    array([1, 2, 3], dtype=int64)
+    """
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, axis=0 if arrs[0].ndim == 1 else 1, dtype=dtype)
 
 
 def atleast_1d(*arys):
+    """Each argument as an array with at least one axis (0-d arrays become shape (1,)), as
+    `numpy.atleast_1d`; one array for one argument, else a tuple.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.atleast_1d(3.0)
+    array([3.], dtype=float64)
+    """
     res = [reshape(a, (1,)) if asarray(a).ndim == 0 else asarray(a) for a in arys]
     return res[0] if len(res) == 1 else tuple(res)
 
 
 def atleast_2d(*arys):
+    """Each argument as an array with at least two axes (a 1-d array becomes one row), as
+    `numpy.atleast_2d`; one array for one argument, else a tuple.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.atleast_2d(tnp.asarray([1, 2])).shape
+    (1, 2)
+    """
     res = []
     for a in arys:
         a = asarray(a)
@@ -242,10 +408,27 @@ def atleast_2d(*arys):
 
 
 def shape(a):
+    """The shape of `a` as a tuple, as `numpy.shape` (entries None for sizes unknown while
+    tracing; `nf.shape` gives them at run time).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.shape([[1, 2, 3]])
+    (1, 3)
+    """
     return tuple(asarray(a).shape)
 
 
 def ndim(a):
+    """The number of axes of `a`, as `numpy.ndim`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.ndim([[1, 2, 3]])
+    2
+    """
     return asarray(a).ndim
 
 

@@ -327,7 +327,17 @@ def iscomplexobj(x):
 
 
 def round(a, decimals=0, out=None):
-    """Round half to even, as `numpy.round`; zero gradient almost everywhere."""
+    """Round to `decimals` places, halves to even, as `numpy.round` (also `around`); zero
+    gradient almost everywhere.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.round(tnp.asarray([0.5, 1.5, 2.5]))
+    array([0., 2., 2.], dtype=float64)
+    >>> tnp.round(tnp.asarray([1.234, 5.678]), 1)
+    array([1.2, 5.7], dtype=float64)
+    """
     a = asarray(a)
     if decimals == 0:
         return _finish(rint(a) if a.dtype.kind in "fc" or a.dtype == _dt.BFLOAT16 else a, out)
@@ -344,7 +354,17 @@ around = round
 
 
 def where_(condition, x=None, y=None, /):
-    """`numpy.where`: choose from `x` where `condition`, else `y`; with one argument, `nonzero`."""
+    """`numpy.where`: choose from `x` where `condition`, else `y` (broadcasting, NumPy's dtype
+    promotion); with one argument, `nonzero`. Differentiable in `x` and `y` (each gets the
+    gradient where it was chosen).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> x = tnp.asarray([-2., 3.])
+    >>> tnp.where(x > 0, x, 0.)
+    array([0., 3.], dtype=float64)
+    """
     if x is None and y is None:
         return nonzero(condition)
     if x is None or y is None:
@@ -391,7 +411,14 @@ _NO_BOUND = object()
 def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND, **kw):
     """`numpy.clip` (also the Array API's `clip(x, /, min=None, max=None)`) as
     maximum/minimum, so the gradient is 1 inside the interval, 0 outside; with neither bound,
-    a copy of `a`. NumPy's keyword names `a_min`/`a_max` are accepted too."""
+    a copy of `a`. NumPy's keyword names `a_min`/`a_max` are accepted too.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.clip(tnp.asarray([-2., 0.5, 3.]), -1, 1)
+    array([-1. ,  0.5,  1. ], dtype=float64)
+    """
     if a_min is not _NO_BOUND:
         if min is not None:
             raise ValueError("Passed more than one argument for the lower bound (min and "

@@ -281,7 +281,16 @@ class _Sampler:
                                                ("right", right)))
 
     def uniform(self, low=0.0, high=1.0, size=None):
-        """Uniform on [low, high); differentiable in low and high (low + (high - low) * u)."""
+        """Uniform on [low, high), as `numpy.random.uniform` (the same values for the same seed);
+        differentiable in low and high (low + (high - low) * u).
+
+        Examples
+        --------
+        >>> import ndflow.numpy as tnp
+        >>> tnp.random.seed(0)
+        >>> tnp.random.uniform(-1., 1., size=2)
+        array([0.09762701, 0.43037873], dtype=float64)
+        """
         if not self._reparam((low, high)):
             return self._draw("uniform", size, (("low", low), ("high", high)))
         from .math import add, multiply, subtract
@@ -420,7 +429,17 @@ class RandomState(_Sampler):
         return self._draw("random_sample", args if args else None)
 
     def randn(self, *args):
-        """Standard normal samples of shape `args` (a 0-d array for none)."""
+        """Standard normal samples of shape `args`, as `numpy.random.randn` (the same values for the
+        same seed); a 0-d array for no arguments (NumPy: a float). Inside `nf.function` new
+        samples are drawn at every call.
+
+        Examples
+        --------
+        >>> import ndflow.numpy as tnp
+        >>> tnp.random.seed(0)
+        >>> tnp.random.randn(2, 2).shape
+        (2, 2)
+        """
         return self._draw("standard_normal", args if args else None)
 
     def random_sample(self, size=None):
@@ -670,7 +689,16 @@ _rand = RandomState.__new__(RandomState)
 
 
 def seed(seed=None):
-    """Seed the global stream, as `numpy.random.seed` (also `nf.random.set_seed`)."""
+    """Seed the global stream, as `numpy.random.seed` (also `nf.random.set_seed`): the draws that
+    follow are NumPy's for the same seed.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.random.seed(0)
+    >>> tnp.random.randn(2)
+    array([1.76405235, 0.40015721], dtype=float64)
+    """
     Rp.seed(seed)
 
 

@@ -104,7 +104,14 @@ def E_where(c, x, y):
            np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims), "prod",
            ("out", "initial", "where"), adapt=False)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Product of array elements over the given axes, as `numpy.prod`."""
+    """Product of array elements over the given axes, as `numpy.prod`.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.prod(tnp.asarray([[1., 2.], [3., 4.]]), axis=1)
+    array([ 2., 12.], dtype=float64)
+    """
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)
@@ -141,7 +148,12 @@ def _extremum(prim, npf, name):
         r = bind(prim, a, axes=axes, keepdims=bool(keepdims))
         return _out((maximum if name == "maximum" else minimum)(r, init), out)
     f.__name__ = "max" if name == "maximum" else "min"
-    f.__doc__ = f"The {name} along the given axes, as `numpy.{f.__name__}`."
+    f.__doc__ = (f"The {name} along the given axes, as `numpy.{f.__name__}` (NaN propagates;\n"
+                 f"`initial` and `where` as NumPy's). Differentiable: the gradient goes to the\n"
+                 f"elements equal to the result, shared among ties.\n\nExamples\n--------\n"
+                 f">>> import ndflow.numpy as tnp\n"
+                 f">>> tnp.{f.__name__}(tnp.asarray([[1., 4.], [3., 2.]]), axis=1)\n"
+                 f"array([{'4., 3.' if name == 'maximum' else '1., 2.'}], dtype=float64)\n")
     return composite(lambda a, axis=None, out=None, keepdims=False, initial=None, where=None:
                      npf(a, axis=axis, keepdims=keepdims), f.__name__,
                      ("out", "initial", "where"), adapt=False)(f)
@@ -163,7 +175,12 @@ def _bool_reduce(prim, npf):
             a = _masked(a, where, npf is np.all)
         return _out(bind(prim, a, axes=axes, keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
-    f.__doc__ = f"`numpy.{npf.__name__}` along the given axes."
+    f.__doc__ = (f"`numpy.{npf.__name__}` along the given axes: whether {npf.__name__} of the "
+                 f"elements are true (nonzero).\n\nExamples\n--------\n"
+                 f">>> import ndflow.numpy as tnp\n"
+                 f">>> tnp.{npf.__name__}(tnp.asarray([[True, False], [True, True]]), axis=1)\n"
+                 f"array([{' True,  True' if npf is np.any else 'False,  True'}], "
+                 f"dtype=bool)\n")
     return composite(lambda a, axis=None, out=None, keepdims=False, *, where=None:
                      npf(a, axis=axis, keepdims=keepdims), npf.__name__, ("out", "where"),
                      adapt=False)(f)
@@ -187,7 +204,11 @@ def _arg(prim, npf):
             return _out(r, out)
         return _out(bind(prim, a, axis=norm_axis(int(axis), a.ndim), keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
-    f.__doc__ = f"`numpy.{npf.__name__}`: the index of the extremum (int64; no gradient)."
+    f.__doc__ = (f"`numpy.{npf.__name__}`: the index of the extremum, the first among ties "
+                 f"(int64; of the flattened array when `axis` is None; no gradient).\n\n"
+                 f"Examples\n--------\n>>> import ndflow.numpy as tnp\n"
+                 f">>> tnp.{npf.__name__}(tnp.asarray([[1, 4], [3, 2]]), axis=1)\n"
+                 f"array([{'1, 0' if npf is np.argmax else '0, 1'}], dtype=int64)\n")
     return composite(lambda a, axis=None, out=None, *, keepdims=False:
                      npf(a, axis=axis, keepdims=keepdims), npf.__name__, ("out",),
                      adapt=False)(f)
@@ -211,7 +232,16 @@ def _count(a, axes):
            np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims), "mean", ("out", "where"),
            adapt=False)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Arithmetic mean, as `numpy.mean` (integers average in float64)."""
+    """Arithmetic mean, as `numpy.mean` (integers average in float64).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.mean(tnp.asarray([1, 2]))
+    array(1.5, dtype=float64)
+    >>> tnp.mean(tnp.asarray([[1., 2.], [3., 4.]]), axis=1)
+    array([1.5, 3.5], dtype=float64)
+    """
     a = asarray(a)
     if dtype is not None:
         d = _dt.canonical(dtype)
@@ -250,7 +280,14 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """Variance, as `numpy.var` (two-pass: mean first, for accuracy); `where` masks elements,
     `mean` supplies a precomputed mean (keepdims-shaped), `correction` is ddof's Array-API
-    name."""
+    name.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.var(tnp.asarray([[1., 2.], [3., 4.]]), axis=0, ddof=1)
+    array([2., 2.], dtype=float64)
+    """
     a = asarray(a)
     if correction is not None:
         if ddof != 0:
@@ -295,7 +332,14 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     """Standard deviation, as `numpy.std` (the square root of `var`, same arguments).
 
     Where the variance is 0 std is not differentiable (like a norm at 0); its gradient there is
-    the subgradient 0, as `linalg.norm`'s at 0 (JAX and TensorFlow give NaN)."""
+    the subgradient 0, as `linalg.norm`'s at 0 (JAX and TensorFlow give NaN).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.std(tnp.asarray([1., 3.]))
+    array(1., dtype=float64)
+    """
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
     return _out(_std_from_var(v), out)
 
@@ -308,5 +352,15 @@ def _std_from_var(v):
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
+    """The number of nonzero elements (along `axis`), as `numpy.count_nonzero`; int64 (a 0-d
+    array where NumPy gives an int).
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> x = tnp.asarray([[0, 3], [4, 5]])
+    >>> tnp.count_nonzero(x), tnp.count_nonzero(x, axis=0)
+    (array(3, dtype=int64), array([1, 2], dtype=int64))
+    """
     a = asarray(a)
     return sum(bind(E.ne_p, a, bind(E.zeros_like_p, a)), axis=axis, keepdims=keepdims)

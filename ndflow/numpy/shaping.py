@@ -97,7 +97,18 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def split(ary, indices_or_sections, axis=0):
-    """Split into equal sub-arrays or at split points, as `numpy.split`."""
+    """Split into equal sub-arrays or at split points, as `numpy.split`: an integer `n` gives `n`
+    equal pieces (a ValueError if the size does not divide), a list gives the positions where
+    pieces start. (TensorFlow's `nf.split` takes piece sizes.)
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.split(tnp.arange(6), 3)
+    [array([0, 1], dtype=int64), array([2, 3], dtype=int64), array([4, 5], dtype=int64)]
+    >>> tnp.split(tnp.arange(6), [1, 4])
+    [array([0], dtype=int64), array([1, 2, 3], dtype=int64), array([4, 5], dtype=int64)]
+    """
     a = asarray(ary)
     idx = A.static_ints(indices_or_sections, "indices_or_sections")
     if np.ndim(idx) == 0:

@@ -78,8 +78,19 @@ def _argsort_kernel(a, axis=-1, kind=None, order=None, *, stable=None, descendin
 
 @composite(_sort_kernel, "sort", {"order": None, "descending": False}, adapt=False)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
-    """Sorted copy, as `numpy.sort`; `descending=True` as the Array API's `sort`. Differentiable (the cotangent of each sorted position goes to the
-    element that landed there)."""
+    """Sorted copy, as `numpy.sort`; `descending=True` as the Array API's `sort`. Differentiable
+    (the cotangent of each sorted position goes to the element that landed there). NaN sorts
+    last, as in NumPy.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.sort(tnp.asarray([[3, 1], [0, 2]]))
+    array([[1, 3],
+           [0, 2]], dtype=int64)
+    >>> tnp.sort(tnp.asarray([3., float("nan"), 1.]), descending=True)
+    array([nan,  3.,  1.], dtype=float64)
+    """
     if descending:
         from .shaping import flip
         if axis is None:
@@ -94,7 +105,16 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """Indices that sort `a`, as `numpy.argsort` (int64; no gradient; stable unless asked
     otherwise); `descending=True` as the Array API's `argsort`, equal elements keeping their
-    order."""
+    order.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.argsort(tnp.asarray([3, 1, 2]))
+    array([1, 2, 0], dtype=int64)
+    >>> tnp.argsort(tnp.asarray([1, 3, 3]), descending=True)
+    array([1, 2, 0], dtype=int64)
+    """
     if descending:
         # the stable ascending order of the reversed array, reversed, counted from the end:
         # largest first with ties in their original order
@@ -294,7 +314,18 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
            equal_nan=True, sorted=True):
     """Sorted unique elements, as `numpy.unique` (always sorted: NumPy's `sorted=False` only
     permits an arbitrary order). The values are gathered from the input, so they carry
-    gradients."""
+    gradients. The number of values depends on the data: inside `nf.function` it is known
+    only when the graph runs.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.unique(tnp.asarray([3, 1, 3, 2]))
+    array([1, 2, 3], dtype=int64)
+    >>> values, counts = tnp.unique(tnp.asarray([3, 1, 3, 2]), return_counts=True)
+    >>> counts
+    array([1, 1, 2], dtype=int64)
+    """
     values, index, inverse, counts = _unique_parts(ar, axis, equal_nan)
     if axis is None and return_inverse:
         inverse = _inverse_shape(inverse, ar)

@@ -74,8 +74,18 @@ def _scan(prim, npf, a, axis, dtype, out):
 
 @composite(np.cumsum, compose_if=("out",), adapt=False)
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Cumulative sum, as `numpy.cumsum` (small integers accumulate in int64); its gradient is
-    the reversed cumulative sum of the cotangent."""
+    """Cumulative sum, as `numpy.cumsum` (flattened when `axis` is None; small integers
+    accumulate in int64); its gradient is the reversed cumulative sum of the cotangent.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> tnp.cumsum(tnp.asarray([[1, 2], [3, 4]]))
+    array([ 1,  3,  6, 10], dtype=int64)
+    >>> tnp.cumsum(tnp.asarray([[1, 2], [3, 4]]), axis=0)
+    array([[1, 2],
+           [4, 6]], dtype=int64)
+    """
     return _scan(C.cumsum_p, np.cumsum, a, axis, dtype, out)
 
 

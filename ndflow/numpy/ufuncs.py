@@ -20,6 +20,7 @@ import functools
 import operator
 
 import numpy as np
+from ._ufunc_docs import ufunc_doc   # (data: the texts of tnp.add, tnp.exp ...)
 
 from ..core.ndarray import ndarray
 from ..core.primitive import bind, Composite
@@ -89,8 +90,7 @@ class ufunc:
         self.identity = np_ufunc.identity
         self.signature = np_ufunc.signature
         self._reorderable = self.identity is not None or self.__name__ in _REORDERABLE_NO_IDENTITY
-        self.__doc__ = doc or (f"`numpy.{self.__name__}` on ndflow arrays: elementwise, "
-                               f"differentiable where NumPy's result is a float.")
+        self.__doc__ = doc or ufunc_doc(self.__name__)
         if self.signature is None:
             # the kernel is exactly what `__call__`'s eager branch runs on the buffers
             self.composite = Composite(self.__name__, np_ufunc, self._compose_call)

@@ -162,7 +162,24 @@ def save(obj, export_dir, signatures=None, options=None):
     directory `export_dir`, as `tf.saved_model.save` (see the module docstring for what is
     saved and the format). Raises TypeError naming the primitive, parameter and line when a
     graph holds something that is not data (a `numpy_function`'s Python function, a draw from
-    a user-held random stream)."""
+    a user-held random stream).
+
+    Examples
+    --------
+    >>> import ndflow as nf, tempfile
+    >>> class Scale(nf.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.w = nf.Variable(3.0)
+    ...     @nf.function(input_signature=[nf.TensorSpec([None], nf.float32)])
+    ...     def __call__(self, x):
+    ...         return x * self.w
+    >>> path = tempfile.mkdtemp()
+    >>> nf.saved_model.save(Scale(), path)
+    >>> restored = nf.saved_model.load(path)
+    >>> restored(nf.constant([1., 2.]))
+    array([3., 6.], dtype=float32)
+    """
     export_dir = os.fspath(export_dir)
     enc = Encoder()
     attrs = {}

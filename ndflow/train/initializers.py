@@ -315,6 +315,16 @@ def serialize(initializer):
 
 
 def deserialize(config):
+    """The initializer a `serialize` dict describes (`{'class_name': ..., 'config': ...}`), as
+    `keras.initializers.deserialize`; a ValueError for an unknown class name.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> init = nf.initializers.deserialize({"class_name": "Constant", "config": {"value": 2.0}})
+    >>> init([2])
+    array([2., 2.], dtype=float32)
+    """
     cls = _BY_NAME.get(config["class_name"])
     if cls is None:
         raise ValueError(f"Unknown initializer: {config['class_name']!r}")

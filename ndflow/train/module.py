@@ -3,6 +3,27 @@ from .variable import Variable
 
 
 class Module:
+    """A container that finds the Variables of an object tree, as `tf.Module`: subclass it and
+    keep Variables (and other Modules, in attributes, lists, tuples and dicts) as attributes;
+    `variables`, `trainable_variables` and `submodules` collect them (each once, in attribute
+    order), for optimizers and `nf.train.Checkpoint`.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> class Dense(nf.Module):
+    ...     def __init__(self, n_in, n_out):
+    ...         super().__init__()
+    ...         self.w = nf.Variable(nf.ones([n_in, n_out]))
+    ...         self.b = nf.Variable(nf.zeros([n_out]), trainable=False)
+    ...     def __call__(self, x):
+    ...         return nf.matmul(x, self.w) + self.b
+    >>> layer = Dense(2, 3)
+    >>> layer(nf.constant([[1., 2.]]))
+    array([[3., 3., 3.]], dtype=float32)
+    >>> len(layer.variables), len(layer.trainable_variables)
+    (2, 1)
+    """
     def __init__(self, name=None):
         self._name = name or type(self).__name__
 

@@ -222,7 +222,19 @@ def _clip_by_norm(g, clip):
 
 class SGD(Optimizer):
     """Gradient descent with optional (Nesterov) momentum, as `keras.optimizers.SGD`:
-    `m = momentum * m - lr * g; var += m` (Nesterov: `var += momentum * m - lr * g`)."""
+    `m = momentum * m - lr * g; var += m` (Nesterov: `var += momentum * m - lr * g`).
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> w = nf.Variable([1., 2.])
+    >>> opt = nf.optimizers.SGD(learning_rate=0.1)
+    >>> with nf.GradientTape() as tape:
+    ...     loss = nf.reduce_sum(w * w)
+    >>> _ = opt.apply_gradients([(tape.gradient(loss, w), w)])
+    >>> w.numpy()
+    array([0.8, 1.6], dtype=float32)
+    """
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
                  clipnorm=None, clipvalue=None, global_clipnorm=None, name="SGD", **kwargs):
@@ -255,7 +267,20 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma & Ba), as `keras.optimizers.Adam`: epsilon is added to sqrt(v) and the bias
     corrections go into the step size, `lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)`. With
-    `amsgrad`, the running maximum of v is used."""
+    `amsgrad`, the running maximum of v is used.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> w = nf.Variable([1., -1.])
+    >>> opt = nf.optimizers.Adam(learning_rate=0.1)
+    >>> for _ in range(3):
+    ...     with nf.GradientTape() as tape:
+    ...         loss = nf.reduce_sum(w * w)
+    ...     _ = opt.apply_gradients([(tape.gradient(loss, w), w)])
+    >>> w.numpy()                  # each step moves about learning_rate towards 0
+    array([ 0.70158863, -0.70158863], dtype=float32)
+    """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,

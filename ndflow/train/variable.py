@@ -1,4 +1,5 @@
 """`nf.Variable`: mutable state that tapes watch and `nf.function` reads and writes by reference."""
+import inspect
 import sys
 import threading
 
@@ -115,7 +116,36 @@ class _VariableMeta(type):
 
 class Variable(VariableBase, metaclass=_VariableMeta):
     """A mutable array, as `tf.Variable`: `assign`, `assign_add`, `assign_sub`, `read_value`.
-    Operations on it use its current value; tapes watch trainable Variables they see read."""
+    Operations on it use its current value; tapes watch trainable Variables they see read.
+
+    Parameters
+    ----------
+    initial_value : array_like or callable
+        The first value (a callable is called); Python data gets TensorFlow's dtypes (2.0 is
+        float32). The Variable keeps a copy.
+    trainable : bool, optional
+        Whether tapes watch it automatically (default True).
+    name : str, optional
+        Its name; `v.name` is ``name + ":0"`` as in TensorFlow.
+    dtype : dtype, optional
+        Convert the initial value to it.
+    shape : optional
+        Accepted for TensorFlow compatibility; the shape is the initial value's.
+
+    Examples
+    --------
+    >>> import ndflow as nf
+    >>> v = nf.Variable([1., 2.])
+    >>> v
+    <nf.Variable 'Variable:0' shape=(2,) dtype=float32, numpy=array([1., 2.], dtype=float32)>
+    >>> _ = v.assign_add([10., 10.])
+    >>> v.numpy()
+    array([11., 12.], dtype=float32)
+    >>> with nf.GradientTape() as tape:
+    ...     loss = nf.reduce_sum(v * v)
+    >>> tape.gradient(loss, v)
+    array([22., 24.], dtype=float32)
+    """
 
     _counter = 0
 
@@ -141,6 +171,10 @@ class Variable(VariableBase, metaclass=_VariableMeta):
         Variable._counter += 1
         self._name = name or "Variable"
         self._unique = "%s:%d" % (self._name, Variable._counter)
+
+    # what `help(nf.Variable)` and `inspect.signature` show: these parameters, not the
+    # (*args, **kwargs) of the metaclass's creator hook
+    __signature__ = inspect.Signature(list(inspect.signature(__init__).parameters.values())[1:])
 
     # ------------------------------------------------------------------ reading
     @property

@@ -2,6 +2,7 @@
 down carrying the batch axis `_aux`; unbatched values pass through untouched. Each primitive's
 `batch` rule maps (values, batch axes) to (value, batch axis) by binding primitives one level
 down, so inside `nf.function` batching produces one graph."""
+import functools
 import warnings
 import weakref
 
@@ -224,13 +225,32 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
     As in TensorFlow, `fn` runs converted by AutoGraph: an `if` or `while` on a per-example
     value decides per example (`ndflow.autograph`).
 
-    Primitives without a batching rule run in a loop (with a warning naming them)."""
+    Primitives without a batching rule run in a loop (with a warning naming them).
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> x = tnp.asarray([[1., 2.], [3., 4.]])
+    >>> nf.vectorized_map(lambda row: tnp.dot(row, row), x)
+    array([ 5., 25.], dtype=float64)
+    >>> nf.vectorized_map(lambda pair: pair[0] * pair[1], (x, tnp.asarray([10., 100.])))
+    array([[ 10.,  20.],
+           [300., 400.]], dtype=float64)
+    """
     return _batch_call(convert(fn, warn=False), (elems,), 0, 0)
 
 
 def vmap(fn, in_axes=0, out_axes=0):
     """JAX-style: `vmap(f, in_axes, out_axes)(*args)` maps over the given argument axes
-    (None = not mapped)."""
+    (None = not mapped); the same machinery as `nf.vectorized_map`.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> nf.vmap(lambda a, b: a * b, in_axes=(0, None))(tnp.asarray([1., 2.]), tnp.asarray(3.))
+    array([3., 6.], dtype=float64)
+    """
+    @functools.wraps(fn)
     def wrapped(*args):
         ax = in_axes if not isinstance(in_axes, list) else tuple(in_axes)
         if isinstance(ax, tuple) and len(ax) != len(args):
@@ -249,7 +269,14 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     Why a loop and not `vectorized_map` where every primitive could batch: a batched body
     changes the order of floating-point sums (one batched matrix product instead of one per
     element), so results would differ from eager map_fn in the last bits; map_fn keeps them
-    identical. Use `nf.vectorized_map` for the vectorized version."""
+    identical. Use `nf.vectorized_map` for the vectorized version.
+
+    Examples
+    --------
+    >>> import ndflow as nf, ndflow.numpy as tnp
+    >>> nf.map_fn(lambda row: tnp.max(row), tnp.asarray([[1, 5], [7, 2]]))
+    array([5, 7], dtype=int64)
+    """
     from .. import numpy as tnp
     leaves, d = tree.flatten_with_def(elems)
     leaves = [tnp.asarray(x) for x in leaves]
