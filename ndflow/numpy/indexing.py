@@ -11,6 +11,7 @@ from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray
+from ._axes import clipmode
 
 _SLICE_ALL = ("s", None, None, None)
 
@@ -330,6 +331,7 @@ _mut.VIEWS.update({
 
 def take(a, indices, axis=None, out=None, mode=None):
     """Take elements along an axis, as `numpy.take` (mode 'raise' checks bounds eagerly)."""
+    mode = clipmode(mode)
     a = asarray(a)
     idx = asarray(indices)
     if idx.dtype.kind not in "iu":

@@ -212,7 +212,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     idx = [_int_index(i) for i in multi_index]
     if len(idx) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    modes = (A.clipmode(mode),) * len(dims) if not isinstance(mode, (tuple, list)) \
+        else tuple(A.clipmode(m) for m in mode)
     if order not in ("C", "F"):
         raise ValueError("only 'C' or 'F' order is permitted")
     strides = [1] * len(dims)
@@ -225,10 +226,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
             i = i % d
         elif m == "clip":
             i = clip(i, 0, d - 1)
-        elif m == "raise":
-            i = checked(i, (i < 0) | (i >= d), ValueError, "invalid entry in coordinates array")
         else:
-            raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {m!r})")
+            i = checked(i, (i < 0) | (i >= d), ValueError, "invalid entry in coordinates array")
         term = i * st if st != 1 else i
         out = term if out is None else out + term
     return out
@@ -323,6 +322,7 @@ def choose(a, choices, out=None, mode="raise"):
     """Pick from `choices[a[i]][i]` with everything broadcast, as `numpy.choose` (one gather;
     differentiable in the choices)."""
     from .math import clip
+    mode = A.clipmode(mode)
     idx = asarray(a)
     if idx.dtype.kind not in "iub":
         raise TypeError(f"Cannot cast array data from {idx.dtype!r} to dtype('int64') according "
@@ -337,10 +337,8 @@ def choose(a, choices, out=None, mode="raise"):
         idx = idx % n
     elif mode == "clip":
         idx = clip(idx, 0, n - 1)
-    elif mode == "raise":
-        idx = checked(idx, (idx < 0) | (idx >= n), ValueError, "invalid entry in choice array")
     else:
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        idx = checked(idx, (idx < 0) | (idx >= n), ValueError, "invalid entry in choice array")
     from .indexing import take_along_axis
     r = take_along_axis(stack(chs), expand_dims(idx.astype(np.intp), 0), axis=0)
     r = bind(S.squeeze_p, r, axes=(0,))
@@ -498,6 +496,7 @@ def put(a, ind, v, mode="raise"):
         return _into_numpy("put", a, ind, v, mode=mode)
     if not isinstance(a, ndarray):
         raise TypeError("put: first argument must be an ndflow array")
+    mode = A.clipmode(mode)
     idx = ravel(_int_index(ind, "only integer indices may be used with put"))
     vals = ravel(asarray(v))
     if vals.shape[0] == 0 or idx.shape[0] == 0:
@@ -507,15 +506,13 @@ def put(a, ind, v, mode="raise"):
         idx = idx % size
     elif mode == "clip":
         idx = clip(idx, 0, size - 1)
-    elif mode == "raise":
+    else:
         if idx._t is None and not isinstance(size, ndarray):
             iv = idx.numpy()
             bad = iv[(iv < -size) | (iv >= size)]
             if bad.size:
                 raise IndexError(f"index {bad[0]} is out of bounds for axis 0 with size {size}")
         idx = idx % size
-    else:
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     if vals.shape[0] != idx.shape[0]:
         n = vals.shape[0]
         if idx.shape[0] is not None and n is not None:

@@ -19,7 +19,8 @@ from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
 from ..primitives._util import norm_axis, norm_axes, legacy_0d
 from ._core import asarray, checked
-from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
+from .reductions import (max as _max, min as _min, argmax as _argmax, argmin as _argmin,
+                         _divide_into)
 from . import math as M
 from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
                            broadcast_to, transpose)
@@ -792,9 +793,11 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
     return _prod(_replace_nan(a, 1)[0], axis, dtype, out, keepdims, initial, where)
 
 
-def _divide_keep(tot, cnt):
-    """tot / cnt in tot's dtype (NumPy's `_divide_by_count` divides into tot)."""
-    return _cast(M.true_divide(tot, cnt), tot.dtype)
+def _inexact_dtype(dtype):
+    """NumPy's nanmean/nanvar check for an array with NaNs to ignore: the sums must be inexact
+    (on every path: it depends on dtypes only)."""
+    if dtype is not None and not _inexact(_dt.canonical(dtype)):
+        raise TypeError("If a is inexact, then dtype must be inexact")
 
 
 @composite(np.nanmean, compose_if=("out",))
@@ -804,10 +807,11 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     arr, mask = _replace_nan(a, 0)
     if mask is None:
         return _mean(arr, axis, dtype, out, keepdims, where=where)
+    _inexact_dtype(dtype)
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, keepdims, where=where)
     tot = _sum(arr, axis, dtype, None, keepdims, where=where)
-    return _out(_warn_where(_divide_keep(tot, cnt), M.equal(cnt, 0), "Mean of empty slice"),
+    return _out(_warn_where(_divide_into(tot, cnt), M.equal(cnt, 0), "Mean of empty slice"),
                 out)
 
 
@@ -823,12 +827,13 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     arr, mask = _replace_nan(a, 0)
     if mask is None:
         return _var(arr, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
+    _inexact_dtype(dtype)
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, True, where=where)
     if mean is not None:
         avg = asarray(mean)
     else:
-        avg = _divide_keep(_sum(arr, axis, dtype, None, True, where=where), cnt)
+        avg = _divide_into(_sum(arr, axis, dtype, None, True, where=where), cnt)
     dev = M.where_(mask, _cast(0, arr.dtype), _cast(M.subtract(arr, avg), arr.dtype))
     sq = M.real(M.multiply(dev, M.conjugate(dev))) if dev.dtype.kind == "c" else \
         M.multiply(dev, dev)
@@ -837,7 +842,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         cnt = _sum(valid, axis, np.int64, None, False, where=where)
     dof = M.subtract(cnt, ddof)
     v = _warn_where(v, M.less_equal(dof, 0), "Degrees of freedom <= 0 for slice.")
-    v = _divide_keep(v, dof)
+    v = _divide_into(v, dof)
     return _out(M.where_(M.less_equal(dof, 0), _cast(np.nan, v.dtype), v), out)
 
 
