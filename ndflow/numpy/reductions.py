@@ -8,7 +8,7 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..core.state import STATE
 from ..primitives import elementwise as E, reduction as R
-from ..primitives._util import norm_axes, norm_axis, legacy_0d
+from ..primitives._util import norm_axes, norm_axis, legacy_0d, c_axis
 from ._core import asarray
 
 _new = object.__new__
@@ -17,9 +17,7 @@ _new = object.__new__
 def _axes(a, axis, legacy=False):
     """The normalised axes; `legacy`: the function is one of NumPy's ufunc reductions, which
     take the integer axis 0 or -1 on a 0-d array (as axis=None; see `legacy_0d`)."""
-    if isinstance(axis, ndarray):
-        axis = int(axis)
-    return norm_axes(axis, a.ndim, allow_0d_legacy=legacy)
+    return norm_axes(axis, a.ndim, allow_0d_legacy=legacy, ufunc=True)
 
 
 def _masked(a, where, fill):
@@ -191,7 +189,7 @@ def _arg(prim, npf):
         a = asarray(a)
         if legacy_0d(axis, a.ndim):       # NumPy's legacy 0-d rule: as axis=None
             axis = None
-        if (a.size == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
+        if (a.size == 0) if axis is None else (a.shape[norm_axis(c_axis(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
         if axis is None:
             from .manipulation import reshape
@@ -199,7 +197,7 @@ def _arg(prim, npf):
             if keepdims:
                 r = reshape(r, (1,) * a.ndim)
             return _out(r, out)
-        return _out(bind(prim, a, axis=norm_axis(int(axis), a.ndim), keepdims=bool(keepdims)), out)
+        return _out(bind(prim, a, axis=norm_axis(c_axis(axis), a.ndim), keepdims=bool(keepdims)), out)
     f.__name__ = npf.__name__
     f.__doc__ = f"`numpy.{npf.__name__}`: the index of the extremum (int64; no gradient)."
     return composite(lambda a, axis=None, out=None, *, keepdims=False:

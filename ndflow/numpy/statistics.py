@@ -17,7 +17,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
-from ..primitives._util import norm_axis, norm_axes, legacy_0d
+from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
 from ._core import asarray, checked
 from .reductions import (max as _max, min as _min, argmax as _argmax, argmin as _argmin,
                          _divide_into)
@@ -68,7 +68,7 @@ def _scan(prim, npf, a, axis, dtype, out):
     x = asarray(a)
     if axis is None or legacy_0d(axis, x.ndim):     # NumPy's legacy 0-d rule: as axis=None
         x, axis = ravel(x), 0
-    axis = norm_axis(operator.index(axis), x.ndim)
+    axis = norm_axis(c_axis(axis), x.ndim)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(x.dtype)
     return _out(bind(prim, _cast(x, d), axis=axis), out)
 
@@ -95,7 +95,7 @@ def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
         if a.ndim > 1:
             raise ValueError("axis must be specified for multi-dimensional arrays.")
         axis = 0
-    axis = norm_axis(operator.index(axis), a.ndim)
+    axis = norm_axis(c_axis(axis), a.ndim)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     r = bind(prim, _cast(a, d), axis=axis)
     if include_initial:
@@ -298,7 +298,7 @@ def _gradient_axis(f, axis, h, edge_order):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral by the composite trapezoidal rule, as `numpy.trapezoid`."""
     y = asarray(y)
-    axis = norm_axis(axis, y.ndim)
+    axis = norm_axis(c_axis(axis), y.ndim)
     if x is None:
         d = dx
     else:
