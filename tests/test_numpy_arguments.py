@@ -38,7 +38,8 @@ _MODE_FAMILY = {
 
 
 @pytest.mark.parametrize("name", list(_MODE_FAMILY))
-@pytest.mark.parametrize("mode", _MODES, ids=repr)
+@pytest.mark.parametrize("mode", _MODES,
+                         ids=[repr(m) if not type(m) is object else "object" for m in _MODES])
 def test_clip_mode_is_parsed_as_numpy_does(name, mode):
     fn = _MODE_FAMILY[name]
     if name == "take" and isinstance(mode, int) and mode == 7:
@@ -62,3 +63,63 @@ def test_put_clip_mode(mode):
         _same(g, w)
     else:
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+# ------------------------------------------------------------------ out=
+_X = np.arange(6.0).reshape(2, 3)
+# name -> (fn(module, x, out), the result's shape)
+_OUT_FAMILY = {
+    "sum": (lambda m, x, o: m.sum(x, axis=0, out=o), (3,)),
+    "mean": (lambda m, x, o: m.mean(x, axis=0, out=o), (3,)),
+    "var": (lambda m, x, o: m.var(x, axis=0, out=o), (3,)),
+    "std": (lambda m, x, o: m.std(x, axis=0, out=o), (3,)),
+    "prod": (lambda m, x, o: m.prod(x, axis=0, out=o), (3,)),
+    "max": (lambda m, x, o: m.max(x, axis=0, out=o), (3,)),
+    "any": (lambda m, x, o: m.any(x, axis=0, out=o), (3,)),
+    "ptp": (lambda m, x, o: m.ptp(x, axis=0, out=o), (3,)),
+    "argmax": (lambda m, x, o: m.argmax(x, axis=0, out=o), (3,)),
+    "cumsum": (lambda m, x, o: m.cumsum(x, axis=0, out=o), (2, 3)),
+    "cumprod": (lambda m, x, o: m.cumprod(x, axis=1, out=o), (2, 3)),
+    "nansum": (lambda m, x, o: m.nansum(x, axis=0, out=o), (3,)),
+    "nanmean": (lambda m, x, o: m.nanmean(x, axis=0, out=o), (3,)),
+    "median": (lambda m, x, o: m.median(x, axis=0, out=o), (3,)),
+    "percentile": (lambda m, x, o: m.percentile(x, 50, axis=0, out=o), (3,)),
+    "trace": (lambda m, x, o: m.trace(x, out=o), ()),
+    "take": (lambda m, x, o: m.take(x, [0, 1], out=o), (2,)),
+    "compress": (lambda m, x, o: m.compress([1, 0], x, axis=0, out=o), (1, 3)),
+    "choose": (lambda m, x, o: m.choose([0, 1, 0], [x[0], x[1]], out=o), (3,)),
+    "concatenate": (lambda m, x, o: m.concatenate([x, x], out=o), (4, 3)),
+    "clip": (lambda m, x, o: m.clip(x, 1, 2, out=o), (2, 3)),
+    "around": (lambda m, x, o: m.around(x, out=o), (2, 3)),
+    "round": (lambda m, x, o: m.round(x, 1, out=o), (2, 3)),
+    "isposinf": (lambda m, x, o: m.isposinf(x, out=o), (2, 3)),
+    "matmul": (lambda m, x, o: m.matmul(x, x.T, out=o), (2, 2)),
+    "vecdot": (lambda m, x, o: m.vecdot(x, x, out=o), (2,)),
+    "einsum": (lambda m, x, o: m.einsum("ij,kj->ik", x, x, out=o), (2, 2)),
+}
+
+
+def _outs(shape):
+    """Out arrays of other shapes (larger, smaller, a leading 1, a trailing 1) and dtypes."""
+    return [((2,) + shape, np.float64), (shape[1:] if shape else (1,), np.float64),
+            ((1,) + shape, np.float64), (shape[:-1] + (1,) if shape else (1, 1), np.float64)] + \
+        [(shape, d) for d in (np.float64, np.int64, np.float32, np.complex128, np.bool_)]
+
+
+@pytest.mark.parametrize("name", list(_OUT_FAMILY))
+def test_out_is_validated_as_numpy_does(name):
+    """Every function taking out= (one helper, ndflow/numpy/_outarg.py): a shape NumPy
+    refuses is its ValueError (not a broadcasting write), a dtype it refuses its TypeError
+    (UFuncTypeError for ufuncs), eagerly and compiled; accepted ones hold NumPy's values."""
+    fn, shape = _OUT_FAMILY[name]
+    for oshape, dt in _outs(shape):
+        want_out = np.zeros(oshape, dt)
+        want = _outcome(lambda: fn(np, _X, want_out))
+        got_out = tnp.zeros(oshape, dt)
+        _same(_outcome(lambda: fn(tnp, tnp.asarray(_X), got_out)), want)
+        if not isinstance(want, type):
+            np.testing.assert_array_equal(got_out.numpy(), want_out)
+
+        def compiled(x):
+            return fn(tnp, x, tnp.zeros(oshape, dt))
+        _same(_outcome(lambda: nf.function(compiled)(tnp.asarray(_X))), want)

@@ -11,6 +11,7 @@ from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ._core import asarray
+from ._outarg import write_out as _write_out
 from ._axes import clipmode
 
 _SLICE_ALL = ("s", None, None, None)
@@ -383,10 +384,7 @@ def take(a, indices, axis=None, out=None, mode=None):
             bad = v.max() if v.max() >= n else v.min()
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
     r = bind(I.getitem_p, a, idx, spec=(_SLICE_ALL,) * axis + (("a",),))
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, casting="out_safe")
 
 
 def take_along_axis(arr, indices, axis=-1):

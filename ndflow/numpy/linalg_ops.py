@@ -8,6 +8,7 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
 from ._core import asarray, ufunc_operands
+from ._outarg import write_out as _write_out
 
 _ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
 _ASCII_LOWERCASE = _ASCII_LETTERS[:26]
@@ -36,10 +37,7 @@ def matmul(x1, x2, /, out=None, **kw):
         b = b if b.dtype == d else bind(E.convert_p, b, dtype=d)
     a, b = ufunc_operands(np.matmul, a, b)
     r = bind(L.matmul_p, a, b)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, broadcast=True, casting=casting, ufunc=np.matmul)
 
 
 def dot(a, b, out=None):
@@ -185,10 +183,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
             raise ValueError(f"einsum: operand with shape {tuple(op.shape)} has {op.ndim} "
                              f"dimensions but subscripts {s!r} name {len(s)}")
     r = bind(L.einsum_p, *ops, subscripts=sub)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, casting=kw.get("casting", "safe"))
 
 
 # ------------------------------------------------------------------ kron, cross

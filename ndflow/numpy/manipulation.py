@@ -9,6 +9,7 @@ from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
 from ..primitives._util import norm_axes, norm_axis, broadcast_shapes, c_axis
 from ._core import asarray
+from ._outarg import write_out as _write_out
 from ._dynshape import shape_arg, RuntimeShape
 
 
@@ -203,10 +204,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         r = arrs[0]
         return bind(E.copy_p, r) if r is arrays[0] else r     # a new array, as NumPy's
     r = bind(S.concatenate_p, *arrs, axis=axis)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, casting=casting)
 
 
 concat = concatenate

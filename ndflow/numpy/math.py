@@ -15,6 +15,7 @@ from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
 from ._core import as_operand, asarray, same_loop
+from ._outarg import write_out as _write_out
 from ..primitives import linalg as L
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
                      REDUCE_ALL, REDUCE_ANY, SCAN_SUM, SCAN_PROD, SCAN_MAX, SCAN_MIN)
@@ -22,13 +23,10 @@ from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN
 _LN2 = _math.log(2.0)
 
 
-def _finish(res, out):
-    if out is None:
-        return res
-    if isinstance(out, tuple):
-        out = out[0]
-    out[...] = res
-    return out
+def _finish(res, out, ufunc=None, same_size=False):
+    """The result written into `out` as a ufunc's (NumPy implements the callers with one)."""
+    return _write_out(res, out, broadcast=True, casting="same_kind", ufunc=ufunc,
+                     same_size=same_size)
 
 
 def _p1(prim):
@@ -348,14 +346,15 @@ def round(a, decimals=0, out=None):
     """Round half to even, as `numpy.round`; zero gradient almost everywhere."""
     a = asarray(a)
     if decimals == 0:
-        return _finish(rint(a) if a.dtype.kind in "fc" or a.dtype == _dt.BFLOAT16 else a, out)
+        return _finish(rint(a) if a.dtype.kind in "fc" or a.dtype == _dt.BFLOAT16 else a, out,
+                       np.rint, True)
     f = 10.0 ** decimals
     if a.dtype.kind in "iu":
         if decimals >= 0:
             return a
         f = 10 ** (-decimals)
-        return _finish(multiply(floor_divide(add(a, f // 2), f), f), out)
-    return _finish(true_divide(rint(multiply(a, f)), f), out)
+        return _finish(multiply(floor_divide(add(a, f // 2), f), f), out, np.multiply, True)
+    return _finish(true_divide(rint(multiply(a, f)), f), out, np.true_divide, True)
 
 
 around = round
@@ -425,12 +424,12 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
     r = asarray(a) if type(a) is not ndarray else a
     if min is None and max is None:
         from .creation import copy
-        return _finish(copy(r), out)
+        return _finish(copy(r), out, np.clip)
     if min is not None:
         r = maximum(r, min)
     if max is not None:
         r = minimum(r, max)
-    return _finish(r, out)
+    return _finish(r, out, np.clip)
 
 
 # ------------------------------------------------------------------ generalized ufuncs
@@ -467,7 +466,7 @@ def _vecdot(x1, x2, /, out=None, *, axis=-1, **kwargs):
     if a.dtype.kind == "c":
         a = conjugate(a)
     r = squeeze(_mm(expand_dims(a, -2), expand_dims(b, -1)), (-2, -1))
-    return _finish(r, out)
+    return _finish(r, out, getattr(np, "vecdot", None))
 
 
 def _matvec(x1, x2, /, out=None, **kwargs):
@@ -478,7 +477,7 @@ def _matvec(x1, x2, /, out=None, **kwargs):
     if a.ndim < 2 or b.ndim < 1:
         raise ValueError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got shapes "
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
-    return _finish(squeeze(_mm(a, expand_dims(b, -1)), -1), out)
+    return _finish(squeeze(_mm(a, expand_dims(b, -1)), -1), out, getattr(np, "matvec", None))
 
 
 def _vecmat(x1, x2, /, out=None, **kwargs):
@@ -491,7 +490,7 @@ def _vecmat(x1, x2, /, out=None, **kwargs):
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
     if a.dtype.kind == "c":
         a = conjugate(a)
-    return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
+    return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out, getattr(np, "vecmat", None))
 
 
 # (prim: `_Generalized.__call__`'s tape lane binds it, as `_matmul`'s does)

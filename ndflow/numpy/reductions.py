@@ -10,6 +10,7 @@ from ..core.state import STATE
 from ..primitives import elementwise as E, reduction as R
 from ..primitives._util import norm_axes, norm_axis, legacy_0d, c_axis
 from ._core import asarray
+from ._outarg import write_out as _write_out
 
 _new = object.__new__
 
@@ -97,10 +98,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def _out(r, out):
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out)
 
 
 def E_where(c, x, y):
@@ -196,8 +194,9 @@ def _arg(prim, npf):
             r = bind(prim, reshape(a, (-1,)), axis=0, keepdims=False)
             if keepdims:
                 r = reshape(r, (1,) * a.ndim)
-            return _out(r, out)
-        return _out(bind(prim, a, axis=norm_axis(c_axis(axis), a.ndim), keepdims=bool(keepdims)), out)
+            return _write_out(r, out, casting="out_safe")
+        return _write_out(bind(prim, a, axis=norm_axis(c_axis(axis), a.ndim),
+                              keepdims=bool(keepdims)), out, casting="out_safe")
     f.__name__ = npf.__name__
     f.__doc__ = f"`numpy.{npf.__name__}`: the index of the extremum (int64; no gradient)."
     return composite(lambda a, axis=None, out=None, *, keepdims=False:
@@ -338,7 +337,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     Where the variance is 0 std is not differentiable (like a norm at 0); its gradient there is
     the subgradient 0, as `linalg.norm`'s at 0 (JAX and TensorFlow give NaN)."""
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
-    return _out(_std_from_var(v), out)
+    # (NumPy's sqrt writes into out: a ufunc's casting)
+    return _write_out(_std_from_var(v), out, casting="same_kind", ufunc=np.sqrt)
 
 
 def _std_from_var(v):

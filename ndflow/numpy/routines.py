@@ -16,6 +16,7 @@ from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray, checked
+from ._outarg import write_out as _write_out
 from . import _axes as A
 from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack
 
@@ -342,14 +343,9 @@ def choose(a, choices, out=None, mode="raise"):
     from .indexing import take_along_axis
     r = take_along_axis(stack(chs), expand_dims(idx.astype(np.intp), 0), axis=0)
     r = bind(S.squeeze_p, r, axes=(0,))
-    return _finish(r, out)
-
-
-def _finish(r, out):
-    if out is None:
-        return r
-    out[...] = r
-    return out
+    if out is not None and isinstance(out, ndarray) and tuple(out.shape) != tuple(r.shape):
+        raise TypeError("choose: invalid shape for output array.")      # (NumPy's type)
+    return _write_out(r, out)
 
 
 def compress(condition, a, axis=None, out=None):
@@ -369,7 +365,7 @@ def compress(condition, a, axis=None, out=None):
     if idx._t is None and n is not None and idx.size and int(idx.numpy().max()) >= n:
         raise IndexError(f"index {int(idx.numpy().max())} is out of bounds for axis {axis} with "
                          f"size {n}")
-    return _finish(A.gather(x, idx, axis), out)
+    return _write_out(A.gather(x, idx, axis), out, casting="out_safe")
 
 
 def extract(condition, arr):

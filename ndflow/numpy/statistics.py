@@ -19,6 +19,7 @@ from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
 from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
 from ._core import asarray, checked
+from ._outarg import write_out as _write_out
 from .reductions import (max as _max, min as _min, argmax as _argmax, argmin as _argmin,
                          _divide_into)
 from . import math as M
@@ -35,10 +36,7 @@ def _cast(x, d):
 
 
 def _out(r, out):
-    if out is None:
-        return r
-    out[...] = r
-    return out
+    return _write_out(r, out)
 
 
 def _sum_dtype(d):
@@ -319,8 +317,9 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """Range (maximum - minimum) along an axis, as `numpy.ptp`."""
     from .reductions import max as _max, min as _min
     a = asarray(a)
-    return _out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
-                           _min(a, axis=axis, keepdims=keepdims)), out)
+    return _write_out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
+                                _min(a, axis=axis, keepdims=keepdims)), out,
+                     casting="same_kind", ufunc=np.subtract)
 
 
 # ------------------------------------------------------------------ averages
@@ -738,7 +737,8 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
         r = _quantile_core(x, qa, method, weak_q, nan)
     if keepdims is True:
         r = _keepdims(r, raxes, qa.ndim)
-    return _out(r, out)
+    # (NumPy's last step is a ufunc writing into out)
+    return _write_out(r, out, broadcast=True, casting="same_kind", ufunc=np.add)
 
 
 @composite(np.quantile, compose_if=("out", "interpolation"))
@@ -811,8 +811,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, keepdims, where=where)
     tot = _sum(arr, axis, dtype, None, keepdims, where=where)
-    return _out(_warn_where(_divide_into(tot, cnt), M.equal(cnt, 0), "Mean of empty slice"),
-                out)
+    return _write_out(_warn_where(_divide_into(tot, cnt), M.equal(cnt, 0),
+                                 "Mean of empty slice"), out, casting="same_kind")
 
 
 @composite(np.nanvar, compose_if=("out",))
