@@ -123,3 +123,44 @@ def test_out_is_validated_as_numpy_does(name):
         def compiled(x):
             return fn(tnp, x, tnp.zeros(oshape, dt))
         _same(_outcome(lambda: nf.function(compiled)(tnp.asarray(_X))), want)
+
+
+# ------------------------------------------------------------------ other arguments
+_I8 = np.array([1, 2, 3], np.int8)
+_F = np.arange(6.0).reshape(2, 3)
+_MISC = {
+    # clip: NumPy 2's grammar (both positional bounds or neither; keywords min/max)
+    "clip-one-positional": lambda m: m.clip(m.asarray(_F), 2),
+    "clip-a_max-only": lambda m: m.clip(m.asarray(_F), a_max=1),
+    "clip-min-keyword": lambda m: m.clip(m.asarray(_F), min=1),
+    "clip-both-forms": lambda m: m.clip(m.asarray(_F), 0, 1, min=1),
+    "clip-none": lambda m: m.clip(m.asarray(_F), None, None),
+    "clip-method-one": lambda m: m.asarray(_F).clip(1),
+    "clip-method-max": lambda m: m.asarray(_F).clip(max=1),
+    # clip: Python ints outside an integer dtype's range
+    **{f"clip-int8-{lo}-{hi}": (lambda lo, hi: lambda m: m.clip(m.asarray(_I8), lo, hi))(lo, hi)
+       for lo, hi in [(300, 400), (-300, 300), (0, 300), (None, 300), (300, None),
+                      (None, -300), (5, 300), (-300, -1)]},
+    **{f"clip-uint8-{lo}-{hi}": (lambda lo, hi: lambda m: m.clip(
+        m.asarray(_I8.astype(np.uint8)), lo, hi))(lo, hi)
+       for lo, hi in [(-300, -1), (-1, 2), (-300, None)]},
+    # tensordot's axes
+    "tensordot-repeated": lambda m: m.tensordot(m.asarray(_F), m.asarray(_F), ([0, 0], [0, 0])),
+    "tensordot-counts": lambda m: m.tensordot(m.asarray(_F), m.asarray(_F), ([0, 1], [0])),
+    "tensordot-out-of-range": lambda m: m.tensordot(m.asarray(_F), m.asarray(_F), ([5], [0])),
+    "tensordot-negative": lambda m: m.tensordot(m.asarray(_F), m.asarray(_F), ([-1], [-1])),
+    # reshape without a shape
+    "reshape-missing": lambda m: m.reshape(m.asarray(_F)),
+    "reshape-method-missing": lambda m: m.asarray(_F[:1, :1]).reshape(),
+    "reshape-method-empty-tuple": lambda m: m.asarray(_F[:1, :1]).reshape(()),
+    # trim_zeros of empty input
+    "trim_zeros-empty": lambda m: m.trim_zeros(m.asarray(np.array([]))),
+    "trim_zeros-empty-list": lambda m: m.trim_zeros([]),
+    "trim_zeros-zeros": lambda m: m.trim_zeros(m.asarray(np.zeros(3))),
+}
+
+
+@pytest.mark.parametrize("name", list(_MISC))
+def test_argument_grammar_as_numpy(name):
+    fn = _MISC[name]
+    _same(_outcome(lambda: fn(tnp)), _outcome(lambda: fn(np)))

@@ -7,6 +7,7 @@ import numpy as np
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
+from ..primitives._util import norm_axis
 from ._core import asarray, ufunc_operands
 from ._outarg import write_out as _write_out
 
@@ -89,8 +90,13 @@ def tensordot(a, b, axes=2):
         ax_a, ax_b = axes
         ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
         ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
-        ax_a = [x % a.ndim for x in ax_a]
-        ax_b = [x % b.ndim for x in ax_b]
+        # (NumPy's errors: an axis out of range, unequal counts, an axis given twice)
+        ax_a = [norm_axis(x, a.ndim) for x in ax_a]
+        ax_b = [norm_axis(x, b.ndim) for x in ax_b]
+        if len(ax_a) != len(ax_b):
+            raise ValueError("shape-mismatch for sum")
+        if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
+            raise ValueError("duplicate axes are not allowed in tensordot")
     letters = iter(_ASCII_LETTERS)
     la = [next(letters) for _ in range(a.ndim)]
     lb = [next(letters) for _ in range(b.ndim)]

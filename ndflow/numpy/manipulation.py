@@ -22,6 +22,8 @@ def _shape_arg(shape):
 def _reshape_kernel(a, /, shape=None, order="C", *, newshape=None, copy=None):
     # the array's own method: np.reshape's dispatch layers cost more than the reshape
     s = newshape if shape is None else shape
+    if s is None:       # (ndarray.reshape(None) would keep the shape)
+        raise TypeError("reshape() missing 1 required positional argument: 'shape'")
     return a.reshape(s) if type(a) is np.ndarray else np.reshape(a, s)
 
 
@@ -29,6 +31,8 @@ def _reshape_kernel(a, /, shape=None, order="C", *, newshape=None, copy=None):
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     """Gives a new shape to an array without changing its data, as `numpy.reshape`."""
     if shape is None:
+        if newshape is None:
+            raise TypeError("reshape() missing 1 required positional argument: 'shape'")
         shape = newshape
     if order not in ("C", "A"):
         a = asarray(a)

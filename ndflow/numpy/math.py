@@ -407,21 +407,35 @@ def _cast_operand(o, d):
 _NO_BOUND = object()
 
 
-def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND, **kw):
-    """`numpy.clip` (also the Array API's `clip(x, /, min=None, max=None)`) as
-    maximum/minimum, so the gradient is 1 inside the interval, 0 outside; with neither bound,
-    a copy of `a`. NumPy's keyword names `a_min`/`a_max` are accepted too."""
-    if a_min is not _NO_BOUND:
-        if min is not None:
-            raise ValueError("Passed more than one argument for the lower bound (min and "
-                             "a_min); pass only one of them.")
-        min = a_min
-    if a_max is not _NO_BOUND:
-        if max is not None:
-            raise ValueError("Passed more than one argument for the upper bound (max and "
-                             "a_max); pass only one of them.")
-        max = a_max
+def _clip_bounds(a_min, a_max, min, max):
+    """NumPy 2's clip arguments: both of `a_min`, `a_max` (positional or by keyword) or
+    neither, then the Array API's keywords `min`, `max` (each optional)."""
+    if a_min is _NO_BOUND and a_max is _NO_BOUND:
+        return (None if min is _NO_BOUND else min), (None if max is _NO_BOUND else max)
+    if a_min is _NO_BOUND or a_max is _NO_BOUND:
+        raise TypeError("clip() missing 1 required positional argument: "
+                        f"{'a_min' if a_min is _NO_BOUND else 'a_max'!r}")
+    if min is not _NO_BOUND or max is not _NO_BOUND:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+                         "are provided is forbidden.")
+    return a_min, a_max
+
+
+def clip(a, a_min=_NO_BOUND, a_max=_NO_BOUND, out=None, *, min=_NO_BOUND, max=_NO_BOUND,
+         **kw):
+    """`numpy.clip` as maximum/minimum, so the gradient is 1 inside the interval, 0 outside;
+    with neither bound, a copy of `a`. As NumPy 2: `clip(a, lo, hi)` (both bounds, None for
+    none) or the Array API's keywords `clip(a, min=lo, max=hi)`; `clip(a, lo)` is NumPy's
+    TypeError. A Python-int bound outside an integer array's range that cannot clip (a lower
+    bound below it, an upper one above) is ignored, as NumPy."""
+    min, max = _clip_bounds(a_min, a_max, min, max)
     r = asarray(a) if type(a) is not ndarray else a
+    if r.dtype.kind in "iu":
+        info = np.iinfo(r.dtype)
+        if type(min) is int and min < info.min:
+            min = None
+        if type(max) is int and max > info.max:
+            max = None
     if min is None and max is None:
         from .creation import copy
         return _finish(copy(r), out, np.clip)

@@ -613,6 +613,8 @@ def trim_zeros(filt, trim="fb", axis=None):
     from .reductions import any as any_, argmax
     nz = not_equal(x, 0) if x.dtype != np.bool_ else x
     for ax in axes:
+        if x.shape[ax] == 0:
+            continue        # nothing to trim (NumPy returns the empty array)
         others = tuple(i for i in range(x.ndim) if i != ax)
         m = any_(nz, axis=others) if others else nz
         i = A.iota(x, ax)
