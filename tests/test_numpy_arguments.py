@@ -164,3 +164,17 @@ _MISC = {
 def test_argument_grammar_as_numpy(name):
     fn = _MISC[name]
     _same(_outcome(lambda: fn(tnp)), _outcome(lambda: fn(np)))
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64, np.int8, np.int32,
+                                np.uint8, np.bool_])
+@pytest.mark.parametrize("kw", [{}, {"period": 5}, {"discont": 2, "period": 6},
+                                {"period": 4.0}])
+def test_unwrap_dtype_and_values_as_numpy(dt, kw):
+    """unwrap's result dtype is that of the differences and the period (an integer array with
+    an integer period stays integer), eagerly and compiled."""
+    v = np.array([0, 4, 9, 1, 7], dtype=dt) if dt is not np.bool_ else \
+        np.array([0, 1, 1, 0, 1], bool)
+    want = _outcome(lambda: np.unwrap(v, **kw))
+    _same(_outcome(lambda: tnp.unwrap(tnp.asarray(v), **kw)), want)
+    _same(_outcome(lambda: nf.function(lambda a: tnp.unwrap(a, **kw))(tnp.asarray(v))), want)

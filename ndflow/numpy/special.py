@@ -46,24 +46,32 @@ def i0(x):
 
 def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     """Unwrap by changing deltas larger than `discont` to their `period` complement, as
-    `numpy.unwrap`."""
+    `numpy.unwrap`: the result's dtype is that of the differences and `period` (an integer
+    array with an integer period stays integer, its half-period rounded down)."""
     from .statistics import diff, cumsum
     from .math import remainder, where_ as where, absolute, logical_and, less
     from .manipulation import concatenate, moveaxis
     p = asarray(p)
-    if p.dtype.kind not in "fc":
-        p = p.astype(np.float64)
     if discont is None:
         discont = period / 2
     x = moveaxis(p, axis, -1)
     dd = diff(x, axis=-1)
-    high = period / 2
-    ddmod = remainder(dd + high, period) - high
-    # NumPy maps -period/2 back to +period/2 where the step was positive
-    ddmod = where(logical_and(ddmod == -high, dd > 0), high, ddmod)
+    dtype = np.result_type(dd.dtype, period)
+    if dtype.kind in "iu":
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    # (dd - low, as NumPy: a negative Python int is an unsigned array's OverflowError)
+    low = -high
+    ddmod = remainder(dd - low, period) + low
+    if ambiguous:
+        # NumPy maps -period/2 back to +period/2 where the step was positive
+        ddmod = where(logical_and(ddmod == low, dd > 0), high, ddmod)
     correction = ddmod - dd
-    correction = where(less(absolute(dd), discont), 0.0, correction)
-    fixed = concatenate([x[..., :1], x[..., 1:] + cumsum(correction, axis=-1)], axis=-1)
+    correction = where(less(absolute(dd), discont), 0, correction)
+    rest = x[..., 1:] + cumsum(correction, axis=-1)
+    fixed = concatenate([x[..., :1].astype(dtype), rest.astype(dtype)], axis=-1)
     return moveaxis(fixed, -1, axis)
 
 
