@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
 
 import ndflow as nf
 import ndflow.numpy as tnp
@@ -665,3 +666,72 @@ def test_nn_activations_curvature_at_zero():
                          (nf.nn.gelu, 2 / np.sqrt(2 * np.pi), 1e-4)):
         h = float(nf.hessian(lambda x: f(x))(tnp.asarray(0.0)).numpy())
         np.testing.assert_allclose(h, want, rtol=tol)
+
+
+# ------------------------------------------------------------------ power at zero
+def _poly_grads(x, c, ks, kind):
+    """d/dx sum_j c_j x**k_j by every path: tape, compiled tape, forward mode, the per-example
+    gradients of vectorized_map, and d2 (nested tapes)."""
+    def exps(v):
+        if kind == "int":
+            return [int(k) for k in ks]
+        if kind == "float":
+            return [float(k) for k in ks]
+        if kind == "array":               # a traced exponent when compiled
+            return [tnp.full_like(v, k) for k in ks]
+        return [tnp.asarray(np.float64(k)) for k in ks]
+
+    def poly(v):
+        return sum(cj * tnp.power(v, k) for cj, k in zip(c, exps(v)))
+
+    def loss(v):
+        return tnp.sum(poly(v))
+
+    xs = tnp.asarray(x)
+    out = {"tape": nf.grad(loss)(xs), "function": nf.function(nf.grad(loss))(xs),
+           "vmap": nf.vectorized_map(nf.grad(loss), xs)}
+    out["forward"] = nf.jvp(poly, (xs,), (tnp.ones_like(xs),))[1]
+    out = {k: np.asarray(v.numpy()) for k, v in out.items()}
+    out["second"] = _hess_diag(loss, x)[1]      # x's elements are independent: the diagonal
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, -1.25, 2.0, 1e-3]), min_size=1, max_size=5),
+       st.lists(st.integers(0, 3), min_size=1, max_size=4),
+       st.sampled_from(["int", "float", "array", "0-d"]))
+def test_power_gradient_at_zero_is_the_polynomial_derivative(x, ks, kind):
+    """d/dx x**0 = 0 everywhere, x = 0 included (0 * x**-1 would be 0 * inf = NaN there), as
+    autograd and JAX define it: sum(c * x**k) over k = 0.. differentiates as the polynomial,
+    with an integer, a float, a 0-d or a traced array exponent, on every path; its second
+    derivative too."""
+    x = np.asarray(x)
+    c = [1.0 + j for j in range(len(ks))]
+    want = sum(cj * k * x ** max(k - 1, 0) for cj, k in zip(c, ks) if k)
+    want2 = sum(cj * k * (k - 1) * x ** max(k - 2, 0) for cj, k in zip(c, ks) if k > 1)
+    want, want2 = want + 0 * x, want2 + 0 * x
+    got = _poly_grads(x, c, ks, kind)
+    for path in ("tape", "function", "vmap", "forward"):
+        np.testing.assert_allclose(got[path], want, rtol=1e-12, atol=0, err_msg=path)
+    np.testing.assert_allclose(got["second"], want2, rtol=1e-12, atol=0, err_msg="second")
+    # and the central difference where the polynomial is smooth (everywhere)
+    num = (sum(cj * (x + H) ** k for cj, k in zip(c, ks))
+           - sum(cj * (x - H) ** k for cj, k in zip(c, ks))) / (2 * H)
+    np.testing.assert_allclose(got["tape"], num, rtol=1e-6, atol=1e-8)
+
+
+def test_power_gradient_in_the_exponent_at_zero():
+    """d/dy 0**y: 0 for y > 0 (0**y is 0 around y), and the rule's 0 (JAX's log(1) * ans)
+    at y = 0; log(x) * x**y elsewhere; NaN for x < 0 (log of a negative number)."""
+    x = np.array([0.0, 0.0, -0.0, 2.0, -2.0])
+    y = np.array([0.5, 0.0, 2.0, 1.5, 2.0])
+    gx, gy = _grad(lambda a, b: tnp.sum(a ** b), x, y)
+    with np.errstate(all="ignore"):
+        want = np.log(np.where(x > 0, x, 1)) * x ** y
+    want[x < 0] = np.nan
+    np.testing.assert_array_equal(gy, want)
+    np.testing.assert_array_equal(gx, [np.inf, 0.0, -0.0, 1.5 * 2 ** 0.5, -4.0])
+    f = nf.function(lambda a, b: nf.grad(lambda u, v: tnp.sum(u ** v), argnums=(0, 1))(a, b))
+    got = [g.numpy() for g in f(tnp.asarray(x), tnp.asarray(y))]
+    np.testing.assert_array_equal(got[0], gx)
+    np.testing.assert_array_equal(got[1], gy)

@@ -514,6 +514,8 @@ class ndarray:
     # (sort, partition, put, fill, resize) write through item assignment, so eagerly they
     # change the buffer (views see it) and under a tape or trace they rebind the array.
     def reshape(self, *shape, order="C", copy=None):
+        if not shape:       # (NumPy's error; an empty tuple is the 0-d shape)
+            raise TypeError("reshape() takes exactly 1 argument (0 given)")
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
         return _tnp.reshape(self, shape, order=order)
@@ -593,7 +595,7 @@ class ndarray:
                         where=where, mean=mean, correction=correction)
 
     def clip(self, min=None, max=None, out=None, **kwargs):
-        return _tnp.clip(self, min, max, out=out, **kwargs)
+        return _tnp.clip(self, min=min, max=max, out=out, **kwargs)
 
     def dot(self, b, out=None):
         return _tnp.dot(self, b, out=out)

@@ -669,6 +669,26 @@ def _scan_length(xs, length):
     return length if not xs else xs[0].shape[0]
 
 
+def _zero_step_shapes(body, consts, carry, xs):
+    """The shapes of the body's results for a scan of zero steps (the body never runs): its
+    shape rules applied to the run-time shapes of its inputs (an element of xs: xs's shape
+    without the leading 0), so a size unknown while tracing is the one a step would have given;
+    the traced shapes where a rule cannot say."""
+    g = body.graph
+    ins = [Aval(np.shape(a), np.asarray(a).dtype) for a in list(consts) + list(carry)] + \
+        [Aval(np.shape(x)[1:], np.asarray(x).dtype) for x in xs]
+    env = {v.id: a for v, a in zip(g.inputs, ins)}
+    env.update((c.id, c) for c in g.consts)
+    try:
+        for n in g.nodes:
+            outs = n.prim.abstract(*[env[v.id] for v in n.inputs], **n.params)
+            for o, a in zip(n.outputs, outs if n.prim.multiple_results else (outs,)):
+                env[o.id] = a
+        return [tuple(env[o.id].shape) for o in g.outputs]
+    except Exception:   # noqa: BLE001 -- a rule that needs values, or an effect without one
+        return [tuple(s) for s, _ in body.out_avals]
+
+
 def _scan_impl(*args, body, n_consts, n_carry, length, reverse, record):
     consts = args[:n_consts]
     carry = args[n_consts:n_consts + n_carry]
@@ -689,8 +709,9 @@ def _scan_impl(*args, body, n_consts, n_carry, length, reverse, record):
         for buf, y in zip(ys, out[n_carry:]):
             buf[i] = y
     if ys is None:
+        shapes = _zero_step_shapes(body, consts, carry, xs)
         ys = [np.zeros((0,) + tuple(0 if d is None else d for d in s), d2)
-              for s, d2 in body.out_avals[n_carry:]]
+              for s, (_, d2) in zip(shapes[n_carry:], body.out_avals[n_carry:])]
     res = tuple(carry) + tuple(ys[:ny])
     if record:
         init = args[n_consts:n_consts + n_carry]
@@ -811,7 +832,9 @@ def scan_carry(f, init, xs, length=None, reverse=False, name="scan"):
         raise ValueError(f"{name}: give xs or length")
     c_leaves, c_def = tree.flatten_with_def(init)
     c_leaves = [_as_array(c) for c in c_leaves]
-    if not STATE.traces:
+    if not STATE.traces and n:
+        # (zero steps: the traced path below, so the stacked results have the body's
+        # structure, shapes and dtypes with a leading 0, as compiled)
         carry = tree.unflatten(c_def, c_leaves)
         ys = []
         order = range(n - 1, -1, -1) if reverse else range(n)
@@ -821,8 +844,6 @@ def scan_carry(f, init, xs, length=None, reverse=False, name="scan"):
             ys.append(y)
         if reverse:
             ys.reverse()
-        if not ys:
-            return carry, None
         y_leaves = [tree.flatten(y) for y in ys]
         y_def = tree.flatten_with_def(ys[0])[1]
         stacked = [tnp.stack([_as_array(y[k]) for y in y_leaves]) for k in range(len(y_leaves[0]))]
@@ -892,9 +913,7 @@ def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True,
 
     _, ys = scan_carry(step, init, tree.unflatten(e_def, rest), reverse=reverse, name=name)
     if initializer is None:
-        f_leaves, f_def = tree.flatten_with_def(init)
-        if ys is None:
-            return tree.unflatten(f_def, [tnp.expand_dims(_as_array(v), 0) for v in f_leaves])
+        f_leaves = tree.flatten(init)
         y_leaves = tree.flatten(ys)
         joined = [tnp.concatenate([ys_k, tnp.expand_dims(_as_array(v).astype(ys_k.dtype), 0)])
                   if reverse else

@@ -111,3 +111,23 @@ def static_ints(v, what):
                             f"concrete array), not a traced value")
         v = v.numpy()
     return v
+
+
+def clipmode(mode):
+    """NumPy's clip-mode argument (take, put, choose, ravel_multi_index) as 'raise', 'wrap' or
+    'clip': None is 'raise', bytes are decoded, NumPy's integer codes are accepted (0 'clip', 1
+    'wrap', 2 'raise'); any other string or integer is NumPy's ValueError, any other type its
+    TypeError."""
+    if mode is None:
+        return "raise"
+    if isinstance(mode, bytes):
+        mode = mode.decode("latin-1")
+    if isinstance(mode, str):
+        if mode in ("raise", "wrap", "clip"):
+            return mode
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    if isinstance(mode, (int, np.integer)) and not isinstance(mode, (bool, np.bool_)):
+        if 0 <= int(mode) <= 2:
+            return ("clip", "wrap", "raise")[int(mode)]
+        raise ValueError("integer clipmode must be RAISE, WRAP, or CLIP")
+    raise TypeError("clipmode not understood")

@@ -9,9 +9,11 @@ from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
-from ..primitives._util import norm_axis, legacy_0d
+from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ..primitives.shape import expand_dims_p, squeeze_p
 from ._core import asarray
+from ._outarg import write_out as _write_out
+from ._axes import clipmode
 from .creation import arange
 from .manipulation import ravel, reshape, stack
 # (graph.static and graph.function, the compiler's, load on first use, when a trace needs them;
@@ -41,14 +43,13 @@ def _split_index(x, key):
         elif k is Ellipsis:
             entries.append(("e",))
         elif isinstance(k, slice):
-            entries.append(("s",) + tuple(None if v is None else _slice_part(v)
-                                          for v in (k.start, k.stop, k.step)))
+            entries.append(("s", k))        # (its bounds are read in order, below)
         elif isinstance(k, (bool, np.bool_)):
             entries.append(("b", asarray(k)))
         elif isinstance(k, (int, np.integer)):
             entries.append(("i", int(k)))
         else:
-            arr = asarray(k) if not isinstance(k, (list, tuple)) or len(k) else asarray(k, np.intp)
+            arr = _index_array(k)
             if arr.dtype == _dt.BOOL:
                 entries.append(("b", arr))
             elif arr.dtype.kind in "iu":
@@ -57,8 +58,8 @@ def _split_index(x, key):
                 else:
                     entries.append(("a", arr))
             else:
-                raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
-                                 "(`None`) and integer or boolean arrays are valid indices")
+                raise IndexError(_NOT_AN_INDEX if not isinstance(k, (np.ndarray, ndarray)) else
+                                 "arrays used as indices must be of integer (or boolean) type")
     if sum(1 for e in entries if e[0] == "e") > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(e[1].ndim if e[0] == "b" else 1 for e in entries if e[0] in "siab")
@@ -85,6 +86,14 @@ def _split_index(x, key):
             arrays.extend(idx)
             pos += mask.ndim
         else:
+            if k == "s":
+                # NumPy reads the entries in order: an integer out of bounds before a later
+                # slice's bad bound, the bound before a later integer's
+                e = ("s",) + tuple(None if v is None else _slice_part(v)
+                                   for v in (e[1].start, e[1].stop, e[1].step))
+            elif k == "i" and shape[pos] is not None and not -shape[pos] <= e[1] < shape[pos]:
+                raise IndexError(f"index {e[1]} is out of bounds for axis {pos - len(inserted)} "
+                                 f"with size {shape[pos]}")
             spec.append(e if k != "a" else ("a",))
             if k == "a":
                 arrays.append(e[1])
@@ -94,15 +103,35 @@ def _split_index(x, key):
     return x, tuple(spec), arrays, tuple(inserted)
 
 
+_NOT_AN_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                 "integer or boolean arrays are valid indices")
+
+
+def _index_array(k):
+    """An index entry that is not a scalar, slice, None or Ellipsis, as an array: NumPy's
+    IndexError for anything that is not an integer or boolean array (a string, a dict, an
+    object array) on every path (not asarray's TypeError)."""
+    if isinstance(k, (list, tuple)) and not len(k):
+        return asarray(k, np.intp)
+    if isinstance(k, (str, bytes, dict, set)):
+        raise IndexError(_NOT_AN_INDEX)
+    try:
+        return asarray(k)
+    except TypeError:       # (a ragged list is NumPy's ValueError, as asarray's)
+        raise IndexError(_NOT_AN_INDEX if not isinstance(k, np.ndarray) else
+                         "arrays used as indices must be of integer (or boolean) type") from None
+
+
 def _mask_indices(mask, x, shape, pos, n_inserted):
     """nonzero(mask) for a mask indexing axes pos.. of an array of `shape`: NumPy's IndexError
-    when their sizes differ (checked now where both are known, else when the graph runs)."""
+    when their sizes differ (checked now where both are known, else when the graph runs;
+    a mask axis of size 0 is not checked)."""
     unknown = False
     for j, m in enumerate(mask.shape):
         d = shape[pos + j]
         if d is None or m is None:
             unknown = True
-        elif d != m:
+        elif d != m and m != 0:     # (NumPy does not compare a mask axis of size 0)
             raise IndexError(f"boolean index did not match indexed array along axis "
                              f"{pos + j - n_inserted}; size of axis is {d} but size of "
                              f"corresponding boolean axis is {m}")
@@ -320,6 +349,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     array([[2],
            [4]], dtype=int64)
     """
+    mode = clipmode(mode)
     a = asarray(a)
     idx = asarray(indices)
     if idx.dtype.kind not in "iu":
@@ -327,7 +357,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     if axis is None or legacy_0d(axis, a.ndim):      # NumPy's legacy 0-d rule
         a = ravel(a)
         axis = 0
-    axis = norm_axis(axis, a.ndim)
+    axis = norm_axis(c_axis(axis), a.ndim)
     n = a.shape[axis]
     if n is None and mode in ("wrap", "clip"):    # unknown while tracing: the size at run time
         from ..graph.function import shape as _dyn_shape
@@ -343,10 +373,7 @@ def take(a, indices, axis=None, out=None, mode=None):
             bad = v.max() if v.max() >= n else v.min()
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
     r = bind(I.getitem_p, a, idx, spec=(_SLICE_ALL,) * axis + (("a",),))
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, casting="out_safe")
 
 
 def take_along_axis(arr, indices, axis=-1):
@@ -400,7 +427,8 @@ def nonzero(a):
 
 def argwhere(a):
     """The indices of the nonzero elements, one row per element, as `numpy.argwhere` (shape
-    (number of nonzero elements, a.ndim)).
+    (number of nonzero elements, a.ndim); a 0-d input: 1 or 0 rows of no columns, on every
+    path).
 
     Examples
     --------
@@ -409,7 +437,11 @@ def argwhere(a):
     array([[0, 1],
            [1, 0]], dtype=int64)
     """
-    return stack(nonzero(a), axis=-1) if asarray(a).ndim else asarray(np.argwhere(asarray(a).numpy()))
+    a = asarray(a)
+    if a.ndim == 0:
+        rows = stack(nonzero(reshape(a, (1,))), axis=-1)
+        return rows[:, :0]
+    return stack(nonzero(a), axis=-1)
 
 
 def flatnonzero(a):

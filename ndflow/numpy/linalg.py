@@ -30,6 +30,7 @@ from ..primitives import linalg_decomp as _D, elementwise as _E
 from ..primitives.indexing import iota_p as _iota_p
 from ..primitives._util import norm_axis as _norm_axis
 from ._core import asarray as _asarray
+from ._outarg import write_out as _write_out
 from . import linalg_ops as _ops
 from . import manipulation as _man
 from . import math as _m
@@ -234,10 +235,7 @@ def multi_dot(arrays, *, out=None):
         result = result[0, 0]
     elif first == 1 or last == 1:
         result = _man.ravel(result)
-    if out is not None:
-        out[...] = result
-        return out
-    return result
+    return _write_out(result, out)
 
 
 def _chain_order(arrays):

@@ -7,7 +7,9 @@ import numpy as np
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
+from ..primitives._util import norm_axis
 from ._core import asarray, ufunc_operands
+from ._outarg import write_out as _write_out
 
 _ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
 _ASCII_LOWERCASE = _ASCII_LETTERS[:26]
@@ -36,10 +38,7 @@ def matmul(x1, x2, /, out=None, **kw):
         b = b if b.dtype == d else bind(E.convert_p, b, dtype=d)
     a, b = ufunc_operands(np.matmul, a, b)
     r = bind(L.matmul_p, a, b)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, broadcast=True, casting=casting, ufunc=np.matmul)
 
 
 def dot(a, b, out=None):
@@ -140,8 +139,13 @@ def tensordot(a, b, axes=2):
         ax_a, ax_b = axes
         ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
         ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
-        ax_a = [x % a.ndim for x in ax_a]
-        ax_b = [x % b.ndim for x in ax_b]
+        # (NumPy's errors: an axis out of range, unequal counts, an axis given twice)
+        ax_a = [norm_axis(x, a.ndim) for x in ax_a]
+        ax_b = [norm_axis(x, b.ndim) for x in ax_b]
+        if len(ax_a) != len(ax_b):
+            raise ValueError("shape-mismatch for sum")
+        if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
+            raise ValueError("duplicate axes are not allowed in tensordot")
     letters = iter(_ASCII_LETTERS)
     la = [next(letters) for _ in range(a.ndim)]
     lb = [next(letters) for _ in range(b.ndim)]
@@ -244,10 +248,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
             raise ValueError(f"einsum: operand with shape {tuple(op.shape)} has {op.ndim} "
                              f"dimensions but subscripts {s!r} name {len(s)}")
     r = bind(L.einsum_p, *ops, subscripts=sub)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, casting=kw.get("casting", "safe"))
 
 
 # ------------------------------------------------------------------ kron, cross

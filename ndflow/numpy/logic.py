@@ -9,6 +9,7 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core import dtypes as _dt
 from ._core import asarray
+from ._outarg import write_out as _write_out
 
 
 def _as_bool(r):
@@ -145,10 +146,7 @@ def _inf_sign(x, positive, out):
                         f"be ambiguous.")
     s = signbit(a)
     r = logical_and(isinf(a), logical_not(s) if positive else s)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, broadcast=True, casting="same_kind", ufunc=np.logical_and)
 
 
 def isposinf(x, out=None):

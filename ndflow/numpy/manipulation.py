@@ -7,8 +7,9 @@ from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
-from ..primitives._util import norm_axes, norm_axis, broadcast_shapes
+from ..primitives._util import norm_axes, norm_axis, broadcast_shapes, c_axis
 from ._core import asarray
+from ._outarg import write_out as _write_out
 from ._dynshape import shape_arg, RuntimeShape
 
 
@@ -21,6 +22,8 @@ def _shape_arg(shape):
 def _reshape_kernel(a, /, shape=None, order="C", *, newshape=None, copy=None):
     # the array's own method: np.reshape's dispatch layers cost more than the reshape
     s = newshape if shape is None else shape
+    if s is None:       # (ndarray.reshape(None) would keep the shape)
+        raise TypeError("reshape() missing 1 required positional argument: 'shape'")
     return a.reshape(s) if type(a) is np.ndarray else np.reshape(a, s)
 
 
@@ -38,6 +41,8 @@ def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
            [3, 4, 5]], dtype=int64)
     """
     if shape is None:
+        if newshape is None:
+            raise TypeError("reshape() missing 1 required positional argument: 'shape'")
         shape = newshape
     if order not in ("C", "A"):
         a = asarray(a)
@@ -162,6 +167,9 @@ def moveaxis(a, source, destination):
     """
     a = asarray(a)
     n = a.ndim
+    if source is None or destination is None:   # (not "every axis": NumPy's TypeError)
+        raise TypeError("moveaxis: 'source' and 'destination' must be integers or sequences "
+                        "of integers, not None")
     src = norm_axes(source, n)
     dst = norm_axes(destination, n)
     if len(src) != len(dst):
@@ -186,7 +194,9 @@ def expand_dims(a, axis):
     (1, 2, 1)
     """
     a = asarray(a)
-    axes = norm_axes(axis, a.ndim + (1 if isinstance(axis, int) else len(axis)))
+    if not isinstance(axis, (tuple, list)):      # NumPy: anything else is one axis
+        axis = (axis,)
+    axes = norm_axes(axis, a.ndim + len(axis))
     return bind(S.expand_dims_p, a, axes=tuple(sorted(axes)))
 
 
@@ -212,7 +222,8 @@ def squeeze(a, axis=None):
                              f"axes have size 1 is not known while tracing; pass `axis`")
         axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
     else:
-        axes = norm_axes(axis, a.ndim, allow_0d_legacy=True)   # NumPy's legacy 0-d rule
+        # NumPy's legacy 0-d rule; a ufunc-like axis (an integer or a tuple)
+        axes = norm_axes(axis, a.ndim, allow_0d_legacy=True, ufunc=True)
     if not axes:
         return a
     return bind(S.squeeze_p, a, axes=axes)
@@ -315,15 +326,12 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
                 "all the input arrays must have same number of dimensions, but the array at "
                 f"index 0 has {arrs[0].ndim} dimension(s) and the array at index {i} has "
                 f"{a.ndim} dimension(s)")
-    axis = norm_axis(axis, arrs[0].ndim)
+    axis = norm_axis(c_axis(axis), arrs[0].ndim)
     if len(arrs) == 1:
         r = arrs[0]
         return bind(E.copy_p, r) if r is arrays[0] else r     # a new array, as NumPy's
     r = bind(S.concatenate_p, *arrs, axis=axis)
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out, casting=casting)
 
 
 concat = concatenate

@@ -14,6 +14,7 @@ from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
+from ._outarg import write_out as _write_out
 from ..primitives import linalg as L
 from ._core import as_operand, asarray, ufunc_operands, _scalar
 from .creation import copy
@@ -26,13 +27,10 @@ from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN
 _LN2 = _math.log(2.0)
 
 
-def _finish(res, out):
-    if out is None:
-        return res
-    if isinstance(out, tuple):
-        out = out[0]
-    out[...] = res
-    return out
+def _finish(res, out, ufunc=None, same_size=False):
+    """The result written into `out` as a ufunc's (NumPy implements the callers with one)."""
+    return _write_out(res, out, broadcast=True, casting="same_kind", ufunc=ufunc,
+                     same_size=same_size)
 
 
 def _p1(prim):
@@ -340,14 +338,15 @@ def round(a, decimals=0, out=None):
     """
     a = asarray(a)
     if decimals == 0:
-        return _finish(rint(a) if a.dtype.kind in "fc" or a.dtype == _dt.BFLOAT16 else a, out)
+        return _finish(rint(a) if a.dtype.kind in "fc" or a.dtype == _dt.BFLOAT16 else a, out,
+                       np.rint, True)
     f = 10.0 ** decimals
     if a.dtype.kind in "iu":
         if decimals >= 0:
             return a
         f = 10 ** (-decimals)
-        return _finish(multiply(floor_divide(add(a, f // 2), f), f), out)
-    return _finish(true_divide(rint(multiply(a, f)), f), out)
+        return _finish(multiply(floor_divide(add(a, f // 2), f), f), out, np.multiply, True)
+    return _finish(true_divide(rint(multiply(a, f)), f), out, np.true_divide, True)
 
 
 around = round
@@ -408,10 +407,27 @@ def _cast_operand(o, d):
 _NO_BOUND = object()
 
 
-def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND, **kw):
-    """`numpy.clip` (also the Array API's `clip(x, /, min=None, max=None)`) as
-    maximum/minimum, so the gradient is 1 inside the interval, 0 outside; with neither bound,
-    a copy of `a`. NumPy's keyword names `a_min`/`a_max` are accepted too.
+def _clip_bounds(a_min, a_max, min, max):
+    """NumPy 2's clip arguments: both of `a_min`, `a_max` (positional or by keyword) or
+    neither, then the Array API's keywords `min`, `max` (each optional)."""
+    if a_min is _NO_BOUND and a_max is _NO_BOUND:
+        return (None if min is _NO_BOUND else min), (None if max is _NO_BOUND else max)
+    if a_min is _NO_BOUND or a_max is _NO_BOUND:
+        raise TypeError("clip() missing 1 required positional argument: "
+                        f"{'a_min' if a_min is _NO_BOUND else 'a_max'!r}")
+    if min is not _NO_BOUND or max is not _NO_BOUND:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+                         "are provided is forbidden.")
+    return a_min, a_max
+
+
+def clip(a, a_min=_NO_BOUND, a_max=_NO_BOUND, out=None, *, min=_NO_BOUND, max=_NO_BOUND,
+         **kw):
+    """`numpy.clip` as maximum/minimum, so the gradient is 1 inside the interval, 0 outside;
+    with neither bound, a copy of `a`. As NumPy 2: `clip(a, lo, hi)` (both bounds, None for
+    none) or the Array API's keywords `clip(a, min=lo, max=hi)`; `clip(a, lo)` is NumPy's
+    TypeError. A Python-int bound outside an integer array's range that cannot clip (a lower
+    bound below it, an upper one above) is ignored, as NumPy.
 
     Examples
     --------
@@ -419,24 +435,21 @@ def clip(a, /, min=None, max=None, out=None, *, a_min=_NO_BOUND, a_max=_NO_BOUND
     >>> tnp.clip(tnp.asarray([-2., 0.5, 3.]), -1, 1)
     array([-1. ,  0.5,  1. ], dtype=float64)
     """
-    if a_min is not _NO_BOUND:
-        if min is not None:
-            raise ValueError("Passed more than one argument for the lower bound (min and "
-                             "a_min); pass only one of them.")
-        min = a_min
-    if a_max is not _NO_BOUND:
-        if max is not None:
-            raise ValueError("Passed more than one argument for the upper bound (max and "
-                             "a_max); pass only one of them.")
-        max = a_max
+    min, max = _clip_bounds(a_min, a_max, min, max)
     r = asarray(a) if type(a) is not ndarray else a
+    if r.dtype.kind in "iu":
+        info = np.iinfo(r.dtype)
+        if type(min) is int and min < info.min:
+            min = None
+        if type(max) is int and max > info.max:
+            max = None
     if min is None and max is None:
-        return _finish(copy(r), out)
+        return _finish(copy(r), out, np.clip)
     if min is not None:
         r = maximum(r, min)
     if max is not None:
         r = minimum(r, max)
-    return _finish(r, out)
+    return _finish(r, out, np.clip)
 
 
 # ------------------------------------------------------------------ generalized ufuncs
@@ -457,7 +470,7 @@ def _vecdot(x1, x2, /, out=None, *, axis=-1, **kwargs):
     if a.dtype.kind == "c":
         a = conjugate(a)
     r = squeeze(_mm(expand_dims(a, -2), expand_dims(b, -1)), (-2, -1))
-    return _finish(r, out)
+    return _finish(r, out, getattr(np, "vecdot", None))
 
 
 def _matvec(x1, x2, /, out=None, **kwargs):
@@ -466,7 +479,7 @@ def _matvec(x1, x2, /, out=None, **kwargs):
     if a.ndim < 2 or b.ndim < 1:
         raise ValueError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got shapes "
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
-    return _finish(squeeze(_mm(a, expand_dims(b, -1)), -1), out)
+    return _finish(squeeze(_mm(a, expand_dims(b, -1)), -1), out, getattr(np, "matvec", None))
 
 
 def _vecmat(x1, x2, /, out=None, **kwargs):
@@ -477,7 +490,7 @@ def _vecmat(x1, x2, /, out=None, **kwargs):
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
     if a.dtype.kind == "c":
         a = conjugate(a)
-    return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out)
+    return _finish(squeeze(_mm(expand_dims(a, -2), b), -2), out, getattr(np, "vecmat", None))
 
 
 # (prim: the eager door's plain route runs np.matmul, the composite's kernel, and its tape

@@ -7,21 +7,20 @@ from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R
-from ..primitives._util import norm_axes, norm_axis, legacy_0d
+from ..primitives._util import norm_axes, norm_axis, legacy_0d, c_axis
 from ..primitives.misc import runtime_warning_p
 from ._core import asarray
+from ._outarg import write_out as _write_out
 from .manipulation import broadcast_to, reshape
-from .math import (add, imag, maximum, minimum, multiply, real, sqrt, square, true_divide,
-                   where_)
+from .math import (add, imag, maximum, minimum, multiply, real, sqrt, square, subtract,
+                   true_divide, where_)
 
 
 
 def _axes(a, axis, legacy=False):
     """The normalised axes; `legacy`: the function is one of NumPy's ufunc reductions, which
     take the integer axis 0 or -1 on a 0-d array (as axis=None; see `legacy_0d`)."""
-    if isinstance(axis, ndarray):
-        axis = int(axis)
-    return norm_axes(axis, a.ndim, allow_0d_legacy=legacy)
+    return norm_axes(axis, a.ndim, allow_0d_legacy=legacy, ufunc=True)
 
 
 def _masked(a, where, fill):
@@ -90,10 +89,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def _out(r, out):
-    if out is not None:
-        out[...] = r
-        return out
-    return r
+    return _write_out(r, out)
 
 
 def E_where(c, x, y):
@@ -195,14 +191,15 @@ def _arg(prim, npf):
         a = asarray(a)
         if legacy_0d(axis, a.ndim):       # NumPy's legacy 0-d rule: as axis=None
             axis = None
-        if (_static_size(a) == 0) if axis is None else (a.shape[norm_axis(int(axis), a.ndim)] == 0):
+        if (_static_size(a) == 0) if axis is None else (a.shape[norm_axis(c_axis(axis), a.ndim)] == 0):
             raise ValueError(f"attempt to get {npf.__name__} of an empty sequence")
         if axis is None:
             r = bind(prim, reshape(a, (-1,)), axis=0, keepdims=False)
             if keepdims:
                 r = reshape(r, (1,) * a.ndim)
-            return _out(r, out)
-        return _out(bind(prim, a, axis=norm_axis(int(axis), a.ndim), keepdims=bool(keepdims)), out)
+            return _write_out(r, out, casting="out_safe")
+        return _write_out(bind(prim, a, axis=norm_axis(c_axis(axis), a.ndim),
+                              keepdims=bool(keepdims)), out, casting="out_safe")
     f.__name__ = npf.__name__
     f.__doc__ = (f"`numpy.{npf.__name__}`: the index of the extremum, the first among ties "
                  f"(int64; of the flattened array when `axis` is None; no gradient).\n\n"
@@ -228,11 +225,48 @@ def _count(a, axes):
     return n
 
 
+def _items(a, axis, axes, keepdims, where):
+    """NumPy's count of the elements each slice reduces (`_count_reduce_items`): a Python int
+    when the sizes are known and there is no mask, else an int64 array shaped like the
+    reduction's result (the mask broadcast to a's shape and summed; unknown sizes: counted
+    at run time)."""
+    if where is None:
+        n = _count(a, axes)
+        if n is not None:
+            return n
+        ones = bind(E.ones_like_p, bind(E.convert_p, a, dtype=_dt.I64)) if a.dtype != _dt.I64 \
+            else bind(E.ones_like_p, a)
+        return bind(R.reduce_sum_p, ones, axes=axes, keepdims=bool(keepdims))
+    ones = bind(E.ones_like_p, bind(E.convert_p, a, dtype=_dt.I64))
+    return sum(_masked(ones, where, 0), axis=axis, keepdims=keepdims)
+
+
+def _divide_into(s, n):
+    """s / n in s's dtype: NumPy divides a reduction's sum by its count into the sum
+    (`true_divide(s, n, out=s, casting='unsafe')`), so an integer or bool `dtype=` truncates
+    and float16 stays float16. `n` (a count) is exact in NumPy's intp; a Python int is passed
+    as it is only where it is exact in s's dtype (the same bits: one correctly rounded
+    division), else as an int64 array (float64 division, then the cast, as NumPy)."""
+    d = s.dtype
+    if isinstance(n, int) and not (d.kind in "fc" and d.itemsize >= 4 and n <= 1 << 24):
+        n = asarray(n, dtype=_dt.I64)
+    r = true_divide(s, n)
+    return r if r.dtype == d else bind(E.convert_p, r, dtype=d)
+
+
+def _warn_empty(r, n, message):
+    """r, with NumPy's RuntimeWarning where a known count says a slice is empty."""
+    if isinstance(n, int) and n <= 0:
+        return bind(runtime_warning_p, r, message=message)
+    return r
+
+
 @composite(lambda a, axis=None, dtype=None, out=None, keepdims=False, *, where=None:
            np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims), "mean", ("out", "where"),
            adapt=False)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Arithmetic mean, as `numpy.mean` (integers average in float64).
+    """Arithmetic mean, as `numpy.mean` (integers average in float64; a given `dtype` is the
+    dtype of the sum and of the result, so an integer dtype truncates).
 
     Examples
     --------
@@ -243,33 +277,27 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     array([1.5, 3.5], dtype=float64)
     """
     a = asarray(a)
+    half = dtype is None and a.dtype == np.dtype(np.float16)
     if dtype is not None:
         d = _dt.canonical(dtype)
     elif a.dtype.kind in "biu":
         d = _dt.default_float()
-    elif a.dtype == np.dtype(np.float16):
-        # NumPy sums float16 in float32 and rounds the mean back (no overflow on the way)
-        r = mean(bind(E.convert_p, a, dtype=_dt.F32), axis, None, None, keepdims, where=where)
-        return _out(bind(E.convert_p, r, dtype=a.dtype), out)
     else:
-        d = a.dtype
-    if a.dtype != d:
-        a = bind(E.convert_p, a, dtype=d)
+        # NumPy sums float16 in float32 and rounds the mean back (no overflow on the way)
+        d = _dt.F32 if half else a.dtype
     axes = _axes(a, axis)
-    s = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))
-    if where is not None:
-        # the count of each slice is the mask broadcast to a's shape, summed as a is
-        cnt = sum(_masked(bind(E.ones_like_p, a), where, 0), axis=axis, keepdims=keepdims)
-        return _out(true_divide(sum(_masked(a, where, 0), axis=axis, keepdims=keepdims), cnt),
-                    out)
-    n = _count(a, axes)
-    if n is None:
-        ones = bind(E.ones_like_p, a)
-        cnt = bind(R.reduce_sum_p, ones, axes=axes, keepdims=bool(keepdims))
-        return _out(s / cnt, out)
-    if n:
-        return _out(s / n, out)
-    return _out(bind(runtime_warning_p, s * np.nan, message="Mean of empty slice."), out)
+    n = _items(a, axis, axes, keepdims, where)
+    s = sum(a, axis=axis, dtype=d, keepdims=keepdims, where=where)
+    r = _warn_empty(_divide_into(s, n), n, "Mean of empty slice.")
+    if half:
+        r = bind(E.convert_p, r, dtype=a.dtype)
+    return _out(r, out)
+
+
+def _var_dtype(a, dtype):
+    if dtype is not None:
+        return _dt.canonical(dtype)
+    return _dt.default_float() if a.dtype.kind in "biu" else None
 
 
 @composite(lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -280,7 +308,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """Variance, as `numpy.var` (two-pass: mean first, for accuracy); `where` masks elements,
     `mean` supplies a precomputed mean (keepdims-shaped), `correction` is ddof's Array-API
-    name.
+    name. As NumPy, a given `dtype` is the dtype of both sums and of the result (the
+    deviations keep the promotion of the array and its mean).
 
     Examples
     --------
@@ -293,31 +322,24 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
+    d = _var_dtype(a, dtype)
+    axes = _axes(a, axis)
     if mean is not None:
         m = asarray(mean)
     else:
-        # NumPy's var sums in the array's own dtype, float16 too (unlike its mean)
-        m = _mean(a, axis, a.dtype if dtype is None and a.dtype == np.dtype(np.float16)
-                  else dtype, keepdims=True, where=where)
-    dev = a - m
+        # (NumPy's var sums in the array's own dtype, float16 too, unlike its mean)
+        m = _divide_into(sum(a, axis=axis, dtype=d, keepdims=True, where=where),
+                         _items(a, axis, axes, True, where))
+    dev = subtract(a, m)
     # |dev|**2 as NumPy forms it for complex (re**2 + im**2, no square root): the same values,
     # and a gradient that is 0, not NaN, where a deviation is 0 (a size-1 complex input)
     sq = square(real(dev)) + square(imag(dev)) if dev.dtype.kind == "c" else square(dev)
-    axes = _axes(a, axis)
-    s = sum(sq, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    if where is not None:
-        w = asarray(where)
-        ones = bind(E.convert_p, bind(E.ones_like_p, a), dtype=_dt.I64) if a.dtype != _dt.I64 \
-            else bind(E.ones_like_p, a)
-        n = sum(E_where(w, ones, 0), axis=axis, keepdims=keepdims)
-        return _out(s / maximum(n - ddof, 0), out)
-    n = _count(a, axes)
-    if n is None:      # unknown while tracing: count at run time
-        n = bind(R.reduce_sum_p, bind(E.ones_like_p, sq), axes=axes, keepdims=bool(keepdims))
-        return _out(s / (n - ddof), out)
-    if n - ddof <= 0:
+    s = sum(sq, axis=axis, dtype=d, keepdims=keepdims, where=where)
+    n = _items(a, axis, axes, keepdims, where)
+    dof = builtins.max(n - ddof, 0) if isinstance(n, int) else maximum(n - ddof, 0)
+    if isinstance(n, int) and n - ddof <= 0:
         s = bind(runtime_warning_p, s, message="Degrees of freedom <= 0 for slice")
-    return _out(s / builtins.max(n - ddof, 0), out)
+    return _out(_divide_into(s, dof), out)
 
 
 _mean = mean
@@ -341,12 +363,21 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     array(1., dtype=float64)
     """
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
-    return _out(_std_from_var(v), out)
+    # (NumPy's sqrt writes into out: a ufunc's casting)
+    return _write_out(_std_from_var(v), out, casting="same_kind", ufunc=np.sqrt)
 
 
 def _std_from_var(v):
     """sqrt(v), differentiated at zero variance with the subgradient 0: std is |x| there, in
-    n dimensions (as linalg.norm at 0), not sqrt's 1/0 times 0 = NaN."""
+    n dimensions (as linalg.norm at 0), not sqrt's 1/0 times 0 = NaN. An integer or bool
+    variance (an integer `dtype=`) gets its square root cast back where NumPy does (a 0-d
+    result); NumPy's `sqrt(v, out=v)` refuses that cast for an array."""
+    if v.dtype.kind in "biu":
+        r = sqrt(v)
+        if v.ndim:
+            # NumPy's own error (a UFuncTypeError, a TypeError), from NumPy itself
+            np.sqrt(np.zeros(1, r.dtype), out=np.zeros(1, v.dtype))
+        return bind(E.convert_p, r, dtype=v.dtype)
     zero = v == 0
     return where_(zero, v, sqrt(where_(zero, 1, v)))
 

@@ -16,6 +16,7 @@ from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axis, legacy_0d
 from ._core import asarray, checked
+from ._outarg import write_out as _write_out
 from . import _axes as A
 from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack
 
@@ -212,7 +213,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     idx = [_int_index(i) for i in multi_index]
     if len(idx) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    modes = (A.clipmode(mode),) * len(dims) if not isinstance(mode, (tuple, list)) \
+        else tuple(A.clipmode(m) for m in mode)
     if order not in ("C", "F"):
         raise ValueError("only 'C' or 'F' order is permitted")
     strides = [1] * len(dims)
@@ -225,10 +227,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
             i = i % d
         elif m == "clip":
             i = clip(i, 0, d - 1)
-        elif m == "raise":
-            i = checked(i, (i < 0) | (i >= d), ValueError, "invalid entry in coordinates array")
         else:
-            raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {m!r})")
+            i = checked(i, (i < 0) | (i >= d), ValueError, "invalid entry in coordinates array")
         term = i * st if st != 1 else i
         out = term if out is None else out + term
     return out
@@ -323,6 +323,7 @@ def choose(a, choices, out=None, mode="raise"):
     """Pick from `choices[a[i]][i]` with everything broadcast, as `numpy.choose` (one gather;
     differentiable in the choices)."""
     from .math import clip
+    mode = A.clipmode(mode)
     idx = asarray(a)
     if idx.dtype.kind not in "iub":
         raise TypeError(f"Cannot cast array data from {idx.dtype!r} to dtype('int64') according "
@@ -337,21 +338,14 @@ def choose(a, choices, out=None, mode="raise"):
         idx = idx % n
     elif mode == "clip":
         idx = clip(idx, 0, n - 1)
-    elif mode == "raise":
-        idx = checked(idx, (idx < 0) | (idx >= n), ValueError, "invalid entry in choice array")
     else:
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        idx = checked(idx, (idx < 0) | (idx >= n), ValueError, "invalid entry in choice array")
     from .indexing import take_along_axis
     r = take_along_axis(stack(chs), expand_dims(idx.astype(np.intp), 0), axis=0)
     r = bind(S.squeeze_p, r, axes=(0,))
-    return _finish(r, out)
-
-
-def _finish(r, out):
-    if out is None:
-        return r
-    out[...] = r
-    return out
+    if out is not None and isinstance(out, ndarray) and tuple(out.shape) != tuple(r.shape):
+        raise TypeError("choose: invalid shape for output array.")      # (NumPy's type)
+    return _write_out(r, out)
 
 
 def compress(condition, a, axis=None, out=None):
@@ -371,7 +365,7 @@ def compress(condition, a, axis=None, out=None):
     if idx._t is None and n is not None and idx.size and int(idx.numpy().max()) >= n:
         raise IndexError(f"index {int(idx.numpy().max())} is out of bounds for axis {axis} with "
                          f"size {n}")
-    return _finish(A.gather(x, idx, axis), out)
+    return _write_out(A.gather(x, idx, axis), out, casting="out_safe")
 
 
 def extract(condition, arr):
@@ -498,6 +492,7 @@ def put(a, ind, v, mode="raise"):
         return _into_numpy("put", a, ind, v, mode=mode)
     if not isinstance(a, ndarray):
         raise TypeError("put: first argument must be an ndflow array")
+    mode = A.clipmode(mode)
     idx = ravel(_int_index(ind, "only integer indices may be used with put"))
     vals = ravel(asarray(v))
     if vals.shape[0] == 0 or idx.shape[0] == 0:
@@ -507,15 +502,13 @@ def put(a, ind, v, mode="raise"):
         idx = idx % size
     elif mode == "clip":
         idx = clip(idx, 0, size - 1)
-    elif mode == "raise":
+    else:
         if idx._t is None and not isinstance(size, ndarray):
             iv = idx.numpy()
             bad = iv[(iv < -size) | (iv >= size)]
             if bad.size:
                 raise IndexError(f"index {bad[0]} is out of bounds for axis 0 with size {size}")
         idx = idx % size
-    else:
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     if vals.shape[0] != idx.shape[0]:
         n = vals.shape[0]
         if idx.shape[0] is not None and n is not None:

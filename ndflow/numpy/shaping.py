@@ -15,7 +15,7 @@ from ..core.ndarray import ndarray, TracingError, static_size as _static_size
 from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
-from ..primitives._util import norm_axis, norm_axes, legacy_0d
+from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
 from ._core import asarray
 from . import _axes as A
 from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_2d,
@@ -112,9 +112,9 @@ def split(ary, indices_or_sections, axis=0):
     a = asarray(ary)
     idx = A.static_ints(indices_or_sections, "indices_or_sections")
     if np.ndim(idx) == 0:
-        sections = int(idx)
         n = a.shape[norm_axis(operator.index(axis), a.ndim)]
-        if n is not None and n % sections:
+        # (NumPy checks the division with the number as given: 1.5 sections do not divide)
+        if n is not None and n % idx:
             raise ValueError("array split does not result in an equal division") from None
     return array_split(a, idx, axis)
 
@@ -219,7 +219,7 @@ def repeat(a, repeats, axis=None):
         x = ravel(x)
         axis = 0
     else:
-        axis = norm_axis(operator.index(axis), x.ndim)
+        axis = norm_axis(c_axis(axis), x.ndim)
     if isinstance(repeats, ndarray) and repeats._t is not None:
         r = repeats if repeats.dtype.kind in "iu" else repeats.astype(np.int64)
         if r.ndim > 1:
@@ -262,6 +262,8 @@ def roll(a, shift, axis=None):
     if axis is None:
         flat = ravel(x)
         return A.reshape_to(roll(flat, shift, 0), x)
+    if isinstance(axis, bool):      # (NumPy's normalize_axis_tuple takes it as 0 or 1)
+        axis = int(axis)
     traced_shift = isinstance(shift, ndarray) and shift._t is not None
     if traced_shift:
         if shift.ndim != 0 or np.ndim(axis) != 0:
@@ -274,7 +276,7 @@ def roll(a, shift, axis=None):
             raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
         totals = {}
         for s, ax in b:
-            ax = norm_axis(int(ax), x.ndim)
+            ax = norm_axis(ax, x.ndim)
             totals[ax] = totals.get(ax, 0) + int(s)
         pairs = sorted(totals.items())
     out = x
@@ -548,6 +550,9 @@ def insert(arr, obj, values, axis=None):
     if v.dtype != a.dtype:
         v = bind(E.convert_p, v, dtype=a.dtype)
     if _static_size(indices) == 1:
+        if indices.dtype.kind not in "iu":     # (NumPy slices at it: not truncated)
+            raise TypeError("slice indices must be integers or None or have an __index__ "
+                            "method")
         index = int(indices.reshape(()))
         if n is not None:
             if index < -n or index > n:
@@ -619,6 +624,8 @@ def trim_zeros(filt, trim="fb", axis=None):
     from .reductions import any as any_, argmax
     nz = not_equal(x, 0) if x.dtype != np.bool_ else x
     for ax in axes:
+        if x.shape[ax] == 0:
+            continue        # nothing to trim (NumPy returns the empty array)
         others = tuple(i for i in range(x.ndim) if i != ax)
         m = any_(nz, axis=others) if others else nz
         i = A.iota(x, ax)

@@ -15,7 +15,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind, composite, to_host as host, host_to_nf as to_nf  # noqa: F401
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
-from ..primitives._util import norm_axis, legacy_0d
+from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ._core import asarray
 
 
@@ -43,7 +43,8 @@ def _axis_and_array(a, axis, legacy=False):
     from .manipulation import ravel
     if axis is None or (legacy and legacy_0d(axis, a.ndim)):
         return ravel(a), 0
-    return a, norm_axis(operator.index(axis), a.ndim)
+    # (argsort and argpartition are C functions: a bool axis is their TypeError)
+    return a, norm_axis(c_axis(axis) if legacy else operator.index(axis), a.ndim)
 
 
 def _kind(kind, stable, default=None):

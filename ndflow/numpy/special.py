@@ -46,25 +46,56 @@ def i0(x):
 
 def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     """Unwrap by changing deltas larger than `discont` to their `period` complement, as
-    `numpy.unwrap`."""
+    `numpy.unwrap`: the result's dtype is that of the differences and `period` (an integer
+    array with an integer period stays integer, its half-period rounded down)."""
     from .statistics import diff, cumsum
     from .math import remainder, where_ as where, absolute, logical_and, less
     from .manipulation import concatenate, moveaxis
     p = asarray(p)
-    if p.dtype.kind not in "fc":
-        p = p.astype(np.float64)
     if discont is None:
         discont = period / 2
     x = moveaxis(p, axis, -1)
     dd = diff(x, axis=-1)
-    high = period / 2
-    ddmod = remainder(dd + high, period) - high
-    # NumPy maps -period/2 back to +period/2 where the step was positive
-    ddmod = where(logical_and(ddmod == -high, dd > 0), high, ddmod)
+    dtype = np.result_type(dd.dtype, period)
+    if dtype.kind in "iu":
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    # (dd - low, as NumPy: a negative Python int is an unsigned array's OverflowError)
+    low = -high
+    ddmod = remainder(dd - low, period) + low
+    if ambiguous:
+        # NumPy maps -period/2 back to +period/2 where the step was positive
+        ddmod = where(logical_and(ddmod == low, dd > 0), high, ddmod)
     correction = ddmod - dd
-    correction = where(less(absolute(dd), discont), 0.0, correction)
-    fixed = concatenate([x[..., :1], x[..., 1:] + cumsum(correction, axis=-1)], axis=-1)
+    correction = where(less(absolute(dd), discont), 0, correction)
+    rest = x[..., 1:] + cumsum(correction, axis=-1)
+    fixed = concatenate([x[..., :1].astype(dtype), rest.astype(dtype)], axis=-1)
     return moveaxis(fixed, -1, axis)
+
+
+def complex_from_parts(re, im, dtype):
+    """re + im*1j of `dtype`, each part exactly (infinities, NaN and signed zeros kept; the
+    arithmetic re + im * 1j would turn an infinite im into a NaN real part): -0.0 + im*1j
+    formed by multiplications whose real part is -0.0 for each sign of im, constants for
+    zeros and non-finite im, added to conj(re) (imaginary part -0.0), since complex addition
+    is exact per part."""
+    from .math import where_ as where, conjugate, isfinite, isnan, signbit, greater
+    from ..primitives import elementwise as E
+    from ..core.primitive import bind
+    dtype = np.dtype(dtype)
+
+    def c(v):
+        return asarray(np.asarray(v, dtype))
+    fin = isfinite(im)
+    imc = bind(E.convert_p, where(fin, im, 0), dtype=dtype)    # (no inf * 0 warnings)
+    w = where(greater(im, 0), imc * c(complex(-0.0, 1.0)), imc * c(complex(0.0, 1.0)))
+    zero = where(signbit(im), c(complex(-0.0, -0.0)), c(complex(-0.0, 0.0)))
+    inf = where(signbit(im), c(complex(-0.0, -np.inf)), c(complex(-0.0, np.inf)))
+    w = where(im == 0, zero, w)
+    w = where(fin, w, where(isnan(im), c(complex(-0.0, np.nan)), inf))
+    return conjugate(bind(E.convert_p, re, dtype=dtype)) + w
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -84,6 +115,17 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise ValueError("fp and xp are not of the same length")
     if xp.shape[0] == 0:
         raise ValueError("array of sample points is empty")
+    if fp.dtype.kind == "c":
+        # NumPy interpolates the real and imaginary parts each as a real interp (an infinite
+        # part stays in its part: inf+0.5j, not complex arithmetic's NaN)
+        from .math import real, imag
+        parts = [interp(x, xp, f(fp), None if left is None else f(asarray(left)),
+                        None if right is None else f(asarray(right)), period)
+                 for f in (real, imag)]
+        if xp.shape[0] > 1:     # a NaN x: NaN + 0j (NumPy's complex loop)
+            from .math import isnan, where_
+            parts[1] = where_(isnan(x), 0.0, parts[1])
+        return complex_from_parts(*parts, np.complex128)      # (NumPy: complex128 always)
     if period is not None:
         if period == 0:
             raise ValueError("period must be a non-zero value")

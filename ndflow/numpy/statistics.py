@@ -17,9 +17,11 @@ from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
-from ..primitives._util import norm_axis, norm_axes, legacy_0d
+from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
 from ._core import asarray, checked
-from .reductions import max as _max, min as _min, argmax as _argmax, argmin as _argmin
+from ._outarg import write_out as _write_out
+from .reductions import (max as _max, min as _min, argmax as _argmax, argmin as _argmin,
+                         _divide_into)
 from . import math as M
 from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
                            broadcast_to, transpose)
@@ -34,10 +36,7 @@ def _cast(x, d):
 
 
 def _out(r, out):
-    if out is None:
-        return r
-    out[...] = r
-    return out
+    return _write_out(r, out)
 
 
 def _sum_dtype(d):
@@ -67,7 +66,7 @@ def _scan(prim, npf, a, axis, dtype, out):
     x = asarray(a)
     if axis is None or legacy_0d(axis, x.ndim):     # NumPy's legacy 0-d rule: as axis=None
         x, axis = ravel(x), 0
-    axis = norm_axis(operator.index(axis), x.ndim)
+    axis = norm_axis(c_axis(axis), x.ndim)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(x.dtype)
     return _out(bind(prim, _cast(x, d), axis=axis), out)
 
@@ -104,7 +103,7 @@ def _cumulative(name, prim, npf, ident, x, axis, dtype, out, include_initial):
         if a.ndim > 1:
             raise ValueError("axis must be specified for multi-dimensional arrays.")
         axis = 0
-    axis = norm_axis(operator.index(axis), a.ndim)
+    axis = norm_axis(c_axis(axis), a.ndim)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     r = bind(prim, _cast(a, d), axis=axis)
     if include_initial:
@@ -307,7 +306,7 @@ def _gradient_axis(f, axis, h, edge_order):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral by the composite trapezoidal rule, as `numpy.trapezoid`."""
     y = asarray(y)
-    axis = norm_axis(axis, y.ndim)
+    axis = norm_axis(c_axis(axis), y.ndim)
     if x is None:
         d = dx
     else:
@@ -328,8 +327,9 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """Range (maximum - minimum) along an axis, as `numpy.ptp`."""
     from .reductions import max as _max, min as _min
     a = asarray(a)
-    return _out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
-                           _min(a, axis=axis, keepdims=keepdims)), out)
+    return _write_out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
+                                _min(a, axis=axis, keepdims=keepdims)), out,
+                     casting="same_kind", ufunc=np.subtract)
 
 
 # ------------------------------------------------------------------ averages
@@ -747,7 +747,8 @@ def _quantile(name, a, q, axis, out, method, keepdims, weights, interpolation, n
         r = _quantile_core(x, qa, method, weak_q, nan)
     if keepdims is True:
         r = _keepdims(r, raxes, qa.ndim)
-    return _out(r, out)
+    # (NumPy's last step is a ufunc writing into out)
+    return _write_out(r, out, broadcast=True, casting="same_kind", ufunc=np.add)
 
 
 @composite(np.quantile, compose_if=("out", "interpolation"))
@@ -802,9 +803,11 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
     return _prod(_replace_nan(a, 1)[0], axis, dtype, out, keepdims, initial, where)
 
 
-def _divide_keep(tot, cnt):
-    """tot / cnt in tot's dtype (NumPy's `_divide_by_count` divides into tot)."""
-    return _cast(M.true_divide(tot, cnt), tot.dtype)
+def _inexact_dtype(dtype):
+    """NumPy's nanmean/nanvar check for an array with NaNs to ignore: the sums must be inexact
+    (on every path: it depends on dtypes only)."""
+    if dtype is not None and not _inexact(_dt.canonical(dtype)):
+        raise TypeError("If a is inexact, then dtype must be inexact")
 
 
 @composite(np.nanmean, compose_if=("out",))
@@ -814,11 +817,12 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     arr, mask = _replace_nan(a, 0)
     if mask is None:
         return _mean(arr, axis, dtype, out, keepdims, where=where)
+    _inexact_dtype(dtype)
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, keepdims, where=where)
     tot = _sum(arr, axis, dtype, None, keepdims, where=where)
-    return _out(_warn_where(_divide_keep(tot, cnt), M.equal(cnt, 0), "Mean of empty slice"),
-                out)
+    return _write_out(_warn_where(_divide_into(tot, cnt), M.equal(cnt, 0),
+                                 "Mean of empty slice"), out, casting="same_kind")
 
 
 @composite(np.nanvar, compose_if=("out",))
@@ -833,12 +837,13 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     arr, mask = _replace_nan(a, 0)
     if mask is None:
         return _var(arr, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
+    _inexact_dtype(dtype)
     valid = M.logical_not(mask)
     cnt = _sum(valid, axis, np.int64, None, True, where=where)
     if mean is not None:
         avg = asarray(mean)
     else:
-        avg = _divide_keep(_sum(arr, axis, dtype, None, True, where=where), cnt)
+        avg = _divide_into(_sum(arr, axis, dtype, None, True, where=where), cnt)
     dev = M.where_(mask, _cast(0, arr.dtype), _cast(M.subtract(arr, avg), arr.dtype))
     sq = M.real(M.multiply(dev, M.conjugate(dev))) if dev.dtype.kind == "c" else \
         M.multiply(dev, dev)
@@ -847,7 +852,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         cnt = _sum(valid, axis, np.int64, None, False, where=where)
     dof = M.subtract(cnt, ddof)
     v = _warn_where(v, M.less_equal(dof, 0), "Degrees of freedom <= 0 for slice.")
-    v = _divide_keep(v, dof)
+    v = _divide_into(v, dof)
     return _out(M.where_(M.less_equal(dof, 0), _cast(np.nan, v.dtype), v), out)
 
 

@@ -1,4 +1,6 @@
 """Shared helpers for rules: shapes with unknown (None) sizes, undoing broadcasting, batch axes."""
+import operator
+
 import numpy as np
 
 from ..core.primitive import Aval, bind
@@ -36,6 +38,8 @@ def broadcast_shapes(*shapes, what="operands"):
 def norm_axis(axis, ndim, name="axis"):
     # a 0-d array has no axes: NumPy's legacy acceptance of axis 0 / -1 there is per function
     # (reductions, argmax, cumsum, argsort... but not mean, sort or flip): see `legacy_0d`
+    # (operator.index: a float, a string or a NumPy bool is NumPy's TypeError, not truncated)
+    axis = operator.index(axis)
     if not -ndim <= axis < ndim:
         from numpy.exceptions import AxisError
         raise AxisError(axis, ndim)
@@ -55,12 +59,29 @@ def legacy_0d(axis, ndim):
         return False
 
 
-def norm_axes(axis, ndim, allow_0d_legacy=False):
+def c_axis(axis):
+    """An axis NumPy's C functions take (ufunc reductions, cumsum, argsort, take, concatenate,
+    repeat ...): an integer (anything with __index__), a Python bool being their TypeError
+    (Python-level functions, `normalize_axis_index`, take it as 0 or 1)."""
+    if isinstance(axis, bool):
+        raise TypeError("'bool' object cannot be interpreted as an integer axis")
+    return operator.index(axis)
+
+
+def norm_axes(axis, ndim, allow_0d_legacy=False, ufunc=False):
+    """The axes as a tuple of non-negative ints. `ufunc`: NumPy's ufunc reductions' parsing
+    (an integer or a tuple of integers; a list, a 1-d array or a bool is a TypeError); else
+    `normalize_axis_tuple`'s (an integer or any sequence of integers)."""
     if axis is None or (allow_0d_legacy and legacy_0d(axis, ndim)):
         return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axis = (int(axis),)
-    out = tuple(norm_axis(int(a), ndim) for a in axis)
+    if ufunc:
+        axis = tuple(c_axis(a) for a in axis) if isinstance(axis, tuple) else (c_axis(axis),)
+    elif not isinstance(axis, (tuple, list)):
+        try:
+            axis = (operator.index(axis),)
+        except TypeError:
+            axis = tuple(axis)      # (not iterable: NumPy's TypeError too)
+    out = tuple(norm_axis(a, ndim) for a in axis)
     if len(set(out)) != len(out):
         raise ValueError("duplicate value in 'axis'")
     return out

@@ -20,10 +20,11 @@ def _scan_batch(prim):
 
 
 def _flipped(fn):
+    # dtype=x.dtype: the rule keeps the dtype (NumPy's own scan widens small integers)
     def impl(x, axis, reverse=False):
         if not reverse:
-            return fn(x, axis=axis)
-        return np.flip(fn(np.flip(x, axis), axis=axis), axis)
+            return fn(x, axis=axis, dtype=x.dtype)
+        return np.flip(fn(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
     return impl
 
 
@@ -162,7 +163,7 @@ cumprod_grad_p = Primitive("cumprod_grad", _cumprod_grad_impl,
 cumprod_grad_p.def_vjp(_cumprod_grad_vjp)
 cumprod_grad_p.batch = _all_front(cumprod_grad_p)
 
-cumprod_p = Primitive("cumprod", lambda x, axis: np.cumprod(x, axis=axis),
+cumprod_p = Primitive("cumprod", lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
                       lambda x, axis: Aval(x.shape, x.dtype))
 cumprod_p.def_vjp(lambda ct, x, out, axis: (bind(cumprod_grad_p, ct, x, out, axis=axis),),
                   uses_out=True)

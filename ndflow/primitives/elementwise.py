@@ -219,8 +219,13 @@ def _div_vjp(ct, x, y, needs=(True, True)):
 
 
 def _pow_vjp(ct, x, y):
-    """d x**y = y x**(y-1) dx + log(x) x**y dy; the y-gradient is 0 where x == 0 (not NaN)."""
-    gx = ct * y * bind(pow_p, x, y - 1)
+    """d x**y = y x**(y-1) dx + log(x) x**y dy; the y-gradient is 0 where x == 0 (not NaN).
+
+    Where y == 0 the x-gradient is y * x**1 = 0 (autograd's and JAX's convention), not
+    0 * x**-1 = 0 * inf = NaN at x = 0: `sum(c * x**k)` over k = 0.. is a polynomial. The
+    select is on y's shape only (a scalar exponent: a 0-d select)."""
+    y1 = bind(select_p, bind(eq_p, y, bind(zeros_like_p, y)), bind(ones_like_p, y), y - 1)
+    gx = ct * y * bind(pow_p, x, y1)
     if np.dtype(y.dtype).kind in "fc":
         zero = bind(zeros_like_p, x)
         if np.dtype(x.dtype).kind == "c":

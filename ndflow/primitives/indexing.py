@@ -383,10 +383,10 @@ def _nonzero_abstract(x, *like, start=0):
 def _nonzero_impl(x, *like, start=0):
     if like:
         # a boolean mask indexing axes start.. of `like`, whose sizes were unknown while
-        # tracing: NumPy's check, at run time
+        # tracing: NumPy's check, at run time (not of a mask axis of size 0, as NumPy)
         for j, m in enumerate(np.shape(x)):
             d = like[0].shape[start + j]
-            if d != m:
+            if d != m and m != 0:
                 raise IndexError(f"boolean index did not match indexed array along axis "
                                  f"{start + j}; size of axis is {d} but size of corresponding "
                                  f"boolean axis is {m}")

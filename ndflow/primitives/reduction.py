@@ -156,7 +156,8 @@ def _sum_to_axes(ct_shape, like_shape, keep, like_keep):
 
 def _sum_to_impl(ct, like, keep=0, like_keep=0):
     axes, target = _sum_to_axes(ct.shape, like.shape, keep, like_keep)
-    r = np.sum(ct, axis=axes, keepdims=True) if axes else ct
+    # dtype=ct.dtype: unbroadcasting keeps the dtype (NumPy's sum widens small integers)
+    r = np.sum(ct, axis=axes, keepdims=True, dtype=ct.dtype) if axes else ct
     return np.reshape(r, ct.shape[:keep] + tuple(target))
 
 
@@ -188,13 +189,13 @@ sum_to_p.batch = _sum_to_batch
 
 
 def _arg_abstract(x, axis, keepdims):
-    return Aval(_reduced_shape(x.shape, (axis,), keepdims), I64)
+    return Aval(_reduced_shape(x.shape, (axis % len(x.shape),), keepdims), I64)
 
 
 def _arg_batch(prim):
     def rule(args, axes, axis, keepdims):
         x = move_to_front(args[0], axes[0])
-        return bind(prim, x, axis=axis + 1, keepdims=keepdims), 0
+        return bind(prim, x, axis=axis % (x.ndim - 1) + 1, keepdims=keepdims), 0
     return rule
 
 

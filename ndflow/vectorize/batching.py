@@ -281,14 +281,20 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     leaves, d = tree.flatten_with_def(elems)
     leaves = [tnp.asarray(x) for x in leaves]
     sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
-    if STATE.traces:
+    if not leaves or any(x.ndim == 0 for x in leaves):
+        # (TensorFlow's error, on every path)
+        raise ValueError("map_fn: elements must be arrays of 1 or more dimensions, not "
+                         f"scalars (got shapes {[tuple(x.shape) for x in leaves]})")
+    n = leaves[0].shape[0]
+    # zero elements: the traced path too (fn traced once gives the results' structure, shapes
+    # and dtypes, stacked with a leading 0, as compiled)
+    if STATE.traces or n == 0:
         from ..graph.control import scan_carry
         _, ys = scan_carry(lambda c, x: (c, fn(x)), (), tree.unflatten(d, leaves),
                            name=name or "map_fn")
         y_leaves, o_def = tree.flatten_with_def(ys)
         stacked = [_cast_to_signature(tnp.asarray(y), sig, k) for k, y in enumerate(y_leaves)]
         return tree.unflatten(o_def, stacked)
-    n = leaves[0].shape[0]
     outs = [fn(tree.unflatten(d, [x[i] for x in leaves])) for i in range(n)]
     o_leaves = [tree.flatten(o) for o in outs]
     o_def = tree.flatten_with_def(outs[0])[1]
