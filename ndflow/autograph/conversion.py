@@ -269,9 +269,7 @@ def convert(f, warn=True):
 
 def to_code(f):
     """The source of `f` as AutoGraph converts it (a string), as `tf.autograph.to_code`."""
-    from ..graph.function import Function
-    if isinstance(f, Function):
-        f = f.python_function
+    f = getattr(f, "python_function", f)      # an nf.function: the function it wraps
     if inspect.ismethod(f):
         f = f.__func__
     if isinstance(f, functools.partial):
