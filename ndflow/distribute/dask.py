@@ -37,7 +37,7 @@ from ..core.ndarray import ndarray
 from ..core import tree
 from ..autodiff.functional import value_and_grad
 from ..graph.function import function, TensorSpec
-from ..vectorize.batching import vectorized_map
+from ..vectorize.mapping import vectorized_map
 
 __all__ = ["meta", "from_array", "map_blocks", "vectorized_map_blocks", "value_and_grad_blocks"]
 
