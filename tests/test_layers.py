@@ -24,7 +24,7 @@ there is one, else of `P`):
     before the layers were split: modules 191, largest import cycle 31, upward imports 1 (six
                                   packages in one layer), function-level imports 665 (503 lines)
     now:                         modules 193, largest import cycle 23, upward imports 7,
-                                 function-level imports 179 pairs, 175 of them in PENDING
+                                 function-level imports 183 pairs, 175 of them in PENDING
 The cycle left is the NumPy layer's own modules (function-level imports among them) joined to
 the compiler by its function-level imports of `graph.function.shape`; once those import
 `graph.static.shape_of`, it is the 12 modules of the NumPy layer's core.
@@ -70,6 +70,20 @@ FUNCTION_LEVEL = {
     "ndflow.backends.device -> ndflow.backends.cupy_backend":
         "`import ndflow` stays fast: the GPU backend brings the CUDA kernel tier (and the "
         "kernel package) only when a GPU is asked for",
+    # the first use of a common name stays fast (measured in a fresh process: at the top, these
+    # made the first nf.Variable ~9x and the first vectorized_map ~8x slower, loading the tape,
+    # the kernel package and the compiler they do not use)
+    "ndflow.train.variable -> ndflow.graph.kernels.pool":
+        "first use: only compiled steps ask for NumPy's error state, the kernel package is "
+        "loaded then",
+    "ndflow.train -> ndflow.train.checkpoint":
+        "first use: nf.Variable without checkpoints (optimizers, the tensor file format)",
+    "ndflow.compat -> ndflow.autodiff.functional":
+        "first use: nf.Variable and nf.math import compat; py_function's numpy_function "
+        "brings the tape",
+    "ndflow.vectorize.mapping -> ndflow.graph.control":
+        "first use: vectorized_map and vmap need no control flow (which brings the compiler); "
+        "a traced map_fn is a scan",
 }
 
 # Packages whose function-level imports wait for a later pass: the most they may have

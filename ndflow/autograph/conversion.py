@@ -227,6 +227,18 @@ def _build(f):
     return g
 
 
+CONVERTS = "__ndflow_converts__"
+
+
+def converts_arguments(*positions):
+    """Decorator: the function arguments at `positions` of the decorated higher-order function
+    are user code, converted by AutoGraph when converted code calls it (as `cond`'s branches)."""
+    def mark(f):
+        setattr(f, CONVERTS, positions)
+        return f
+    return mark
+
+
 def convert(f, warn=True):
     """The converted twin of the Python function `f` (cached), or `f` itself when it is library
     code, marked `do_not_convert`, or its source cannot be converted (then with a warning)."""

@@ -20,19 +20,10 @@ from .loops import (range_, while_stmt, for_stmt, TensorRange, TensorEnumerate, 
 
 # ------------------------------------------------------------------ calls
 # Higher-order functions whose function arguments (at these positions) are user code that
-# converted code hands them: converted too. Functions of higher layers declare theirs with
-# `converts_arguments` (the mapping functions of vectorize/mapping.py).
+# converted code hands them: converted too. Others declare theirs with
+# `conversion.converts_arguments` (the mapping functions of vectorize/mapping.py).
 _HOFS = {C.cond: (1, 2), C.switch_case: (), C.while_loop: (0, 1), C.fori_loop: (2,),
          C.scan: (0,), C.scan_carry: (0,), functools.reduce: (0,)}
-
-
-def converts_arguments(*positions):
-    """Decorator: the function arguments of the decorated higher-order function at
-    `positions` are converted by AutoGraph when converted code calls it."""
-    def mark(f):
-        f.__ndflow_converts__ = positions
-        return f
-    return mark
 
 
 def call(f, args, kwargs=None):
@@ -64,7 +55,7 @@ def call(f, args, kwargs=None):
         except TypeError:
             pos = None
         if pos is None:
-            pos = getattr(f, "__ndflow_converts__", None)
+            pos = getattr(f, conversion.CONVERTS, None)
         if pos is not None:
             args = list(args)
             for i in pos:

@@ -11,7 +11,6 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dtypes as _dt, tree
 from ..core.variable import VariableBase
-from ..graph.kernels.pool import errstate_flags as _errstate_flags
 from .. import numpy as tnp
 from ..numpy._interop import array_function
 from ..compat import _tensor, _is_python_data
@@ -80,7 +79,13 @@ def _calibrate():
 def _errors_may_raise():
     """Whether NumPy's floating-point error state could raise in the middle of a computation
     ('raise' or 'call'), cheaply (`kernels.pool.errstate_flags`)."""
+    global _errstate_flags
+    if _errstate_flags is None:      # only compiled steps ask: the graph package is loaded
+        from ..graph.kernels.pool import errstate_flags as _errstate_flags
     return _errstate_flags()[1]
+
+
+_errstate_flags = None
 
 
 def _graph_trace():

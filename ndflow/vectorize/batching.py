@@ -22,7 +22,7 @@ from ..primitives._util import unsqueeze, unsqueeze_all
 from ..primitives.elementwise import copy_p
 from ..primitives.indexing import getitem
 from ..primitives.shape import moveaxis, concatenate_p, broadcast_dynamic_p
-from .. import ops
+from ..ops import take, stack, expand_dims, broadcast_to, constant
 
 
 class BatchTrace:
@@ -86,11 +86,11 @@ class BatchTrace:
                       f"it in a loop over the {self.size} examples", stacklevel=4)
         outs = []
         for i in range(self.size):
-            xs = [v if bd is None else ops.take(v, i, bd) for v, bd in zip(vals, axes)]
+            xs = [v if bd is None else take(v, i, bd) for v, bd in zip(vals, axes)]
             outs.append(bind(prim, *xs, **params))
         if prim.multiple_results:
-            return [ops.stack([o[k] for o in outs]) for k in range(len(outs[0]))], 0
-        return ops.stack(outs), 0
+            return [stack([o[k] for o in outs]) for k in range(len(outs[0]))], 0
+        return stack(outs), 0
 
 
 def _require_array(x):
@@ -149,7 +149,7 @@ def _batch_call(fn, args, in_axes, out_axes, convert=None):
         for s, v0, x, ax in mapped:
             if s._v is not v0 or s._t is not trace:
                 backs.append((x, moveaxis(*unsqueeze(s._v, s._aux), ax) if s._t is trace
-                              else ops.expand_dims(s, ax)))
+                              else expand_dims(s, ax)))
         del ins, mapped
         # the results, before arrays written inside get their own values back
         out_leaves, out_def = tree.flatten_with_def(out)
@@ -215,13 +215,13 @@ def _own(v, inputs):
 def _unbatched_output(o, size, ref):
     """`o` repeated along a new leading batch axis (a broadcast view)."""
     if size is not None:
-        return ops.broadcast_to(ops.expand_dims(o, 0), (size,) + tuple(o.shape))
+        return broadcast_to(expand_dims(o, 0), (size,) + tuple(o.shape))
     # the batch size is unknown while tracing (input_signature with None): the size of a
     # mapped input's batch axis, read when the graph runs
     x, ax = ref
     n = getitem(shape_of(x, np.int64), (slice(ax, ax + 1),))
-    shape = bind(concatenate_p, n, ops.constant(np.asarray(o.shape, np.int64)), axis=0)
-    return bind(broadcast_dynamic_p, ops.expand_dims(o, 0), shape,
+    shape = bind(concatenate_p, n, constant(np.asarray(o.shape, np.int64)), axis=0)
+    return bind(broadcast_dynamic_p, expand_dims(o, 0), shape,
                 static=(None,) + tuple(o.shape))
 
 

@@ -6,9 +6,7 @@ import numpy as np
 
 from ..core import tree
 from ..core.state import STATE
-from ..autograph.conversion import convert
-from ..autograph.operators import converts_arguments
-from ..graph.control import scan_carry
+from ..autograph.conversion import convert, converts_arguments
 from .. import numpy as tnp
 from . import batching as B
 
@@ -72,6 +70,9 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     leaves = [tnp.asarray(x) for x in leaves]
     sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
     if STATE.traces:
+        # (function level: vectorized_map and vmap need neither control flow nor the compiler
+        # it brings; a traced map_fn is a scan)
+        from ..graph.control import scan_carry
         _, ys = scan_carry(lambda c, x: (c, fn(x)), (), tree.unflatten(d, leaves),
                            name=name or "map_fn")
         y_leaves, o_def = tree.flatten_with_def(ys)
