@@ -47,7 +47,7 @@ for _mod, _names in (
         (".autodiff.functional", "grad value_and_grad custom_gradient numpy_function"),
         (".autodiff.forward", "ForwardAccumulator jvp jacfwd jacrev hessian stop_gradient"),
         (".graph.function", "function jit TensorSpec shape"),
-        (".vectorize.batching", "vectorized_map vmap map_fn"),
+        (".vectorize.mapping", "vectorized_map vmap map_fn"),
         (".graph.control", "cond switch_case while_loop fori_loop scan"),
         (".train.variable", "Variable"), (".train.module", "Module"),
         (".compat", "constant convert_to_tensor cast reduce_sum reduce_mean reduce_max "

@@ -600,6 +600,7 @@ def py_function(func, inp, Tout, name=None):
     called on the ndarrays (so tapes see its ndflow operations); inside `nf.function` it runs at
     every call of the compiled function (via `nf.numpy_function`), with ndarray arguments.
     Results are converted to `Tout` (a dtype or a list of dtypes)."""
+    # (function level: nf.Variable and nf.math import this module; the tape need not come)
     from .autodiff.functional import numpy_function
     if not STATE.traces:
         xs = [x if isinstance(x, ndarray) else tnp.asarray(x) for x in inp]

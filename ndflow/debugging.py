@@ -18,6 +18,9 @@ from .core.state import STATE
 from .core.errors import InvalidArgumentError  # noqa: F401  (nf.debugging's error type)
 from .primitives.host import print_p, sink_primitive, format_tensor
 from .primitives.misc import check_numerics_p
+from .train.variable import Variable
+from . import numpy as tnp
+from .primitives._util import broadcast_shapes
 
 __all__ = ["check_numerics", "enable_check_numerics", "disable_check_numerics",
            "assert_equal", "assert_all_finite", "print_"]
@@ -41,7 +44,6 @@ class _Slot:
 
 
 def _is_tensor(x):
-    from .train.variable import Variable
     return isinstance(x, (ndarray, Variable))
 
 
@@ -134,7 +136,6 @@ def check_numerics(tensor, message, name=None):
     ...
     ndflow.core.errors.InvalidArgumentError: loss : Tensor had NaN values
     """
-    from . import numpy as tnp
     x = tensor if isinstance(tensor, ndarray) else tnp.asarray(tensor)
     return bind(check_numerics_p, x, message=str(message))
 
@@ -171,8 +172,6 @@ def assert_equal(x, y, message=None, summarize=None, name=None):
     """Raise `nf.errors.InvalidArgumentError` unless `x == y` everywhere (with broadcasting),
     as `tf.debugging.assert_equal`: eagerly now, inside `nf.function` at every call. Shapes
     that do not broadcast are an error when known (ValueError), as in TensorFlow."""
-    from . import numpy as tnp
-    from .primitives._util import broadcast_shapes
     x = x if isinstance(x, ndarray) else tnp.asarray(x)
     y = y if isinstance(y, ndarray) else tnp.asarray(y)
     broadcast_shapes(tuple(x.shape), tuple(y.shape), what="assert_equal: x and y")

@@ -1,12 +1,12 @@
 """`nf.test`: numerical gradient checking, as `tf.test.compute_gradient`."""
 import numpy as np
+from . import numpy as tnp
+from .autodiff.tape import GradientTape
 
 
 def compute_gradient(f, x, delta=None):
     """(theoretical, numerical) Jacobians of `f` at the list of arrays `x`, each of shape
     (y_size, x_size); numerical ones by central differences in float64."""
-    from . import numpy as tnp
-    from .autodiff.tape import GradientTape
     xs = [tnp.asarray(v) for v in x]
     theo, num = [], []
     for i, xi in enumerate(xs):

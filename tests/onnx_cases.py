@@ -23,7 +23,7 @@ from ndflow.primitives import elementwise as E, reduction as R, misc as M, shape
 from ndflow.primitives import indexing as I, linalg as L, linalg_decomp as LD, cumulative as C
 from ndflow.primitives import sorting as So, random as Rn
 from ndflow.graph import control as Cf
-from ndflow.graph.function import shape_p
+from ndflow.graph.static import shape_p
 from ndflow.train.variable import read_var_p, assign_var_p
 
 BF16 = D._load_bfloat16()

@@ -430,8 +430,8 @@ def test_stop_gradient():
 def test_tape_jacobians_honour_experimental_use_pfor(method, monkeypatch):
     import ndflow.vectorize.batching as batching
     calls = []
-    real = batching.vectorized_map
-    monkeypatch.setattr(batching, "vectorized_map",
+    real = batching.batch_map
+    monkeypatch.setattr(batching, "batch_map",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     x = tnp.asarray([[1.0, 2.0], [3.0, 4.0]])
     results = []

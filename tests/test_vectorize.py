@@ -261,3 +261,30 @@ def test_per_example_gradients_with_unknown_sizes_everywhere():
     loop = [per_example(tnp.asarray(X[i]), tnp.asarray(B)) for i in range(4)]
     np.testing.assert_allclose(gx.numpy(), np.stack([g[0].numpy() for g in loop]), rtol=1e-12)
     np.testing.assert_allclose(gb.numpy(), np.stack([g[1].numpy() for g in loop]), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ layers: who converts Python data
+def test_public_maps_convert_python_data_the_numpy_way():
+    # nf.vmap / nf.vectorized_map / nf.map_fn (vectorize/mapping.py) convert NumPy arrays and
+    # Python numbers as tnp.asarray does (lists are structures, as in TensorFlow); a Python
+    # number the function returns is an array with NumPy's dtype, repeated along the batch
+    got = nf.vmap(lambda a, b: a * b, in_axes=(0, None))(np.array([1.0, 2.0]), 3.0)
+    np.testing.assert_array_equal(got.numpy(), np.array([3.0, 6.0]))
+    assert got.dtype == np.float64
+    got = nf.vectorized_map(lambda r: 2, np.array([[1, 2], [3, 4], [5, 6]]))
+    np.testing.assert_array_equal(got.numpy(), np.full(3, 2))
+    assert got.dtype == tnp.asarray(2).dtype
+    got = nf.map_fn(lambda r: r.sum(), np.array([[1, 2], [3, 4]], np.int32))
+    np.testing.assert_array_equal(got.numpy(), np.array([3, 7]))
+    assert got.dtype == np.array([[1, 2]], np.int32).sum(axis=1).dtype
+
+
+def test_batching_interpreter_takes_arrays_only():
+    # the interpreter below the NumPy layer has no NumPy-style conversion: a clear TypeError
+    from ndflow.vectorize import batching
+    with pytest.raises(TypeError, match="got a ndarray where an ndflow array is needed"):
+        batching.vmap(lambda r: r)(np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="got a float where an ndflow array is needed"):
+        batching.vmap(lambda r: 1.5)(tnp.ones(2))
+    np.testing.assert_array_equal(batching.batch_map(lambda r: r * r, tnp.asarray([1., 2.])).numpy(),
+                                  np.array([1., 4.]))

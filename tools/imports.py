@@ -1,7 +1,8 @@
 """ndflow's module import graph: every import (top-level and inside functions) between ndflow
 modules, each module's layer, the upward imports and the largest import cycle.
 
-    python tools/imports.py [ROOT] [-v]     counts; -v also lists the cycle and the upward edges
+    python tools/imports.py [ROOT] [-v]     counts; -v also lists the cycle, the upward edges and
+                                            the function-level imports (importer -> imported)
 
 `tests/test_layers.py` uses the same functions, so the numbers here are the ones it enforces.
 """
@@ -11,11 +12,22 @@ import sys
 
 # Layers, lowest first: a module may import from its own layer or a lower one (docs/architecture.md).
 # A package not named here (a new one) has no layer, and tests/test_layers.py fails until it gets one.
+# A module is placed by the longest prefix that names it, so one package can span two layers:
+# graph/ holds the interpreter's IR and tracer (below the NumPy layer, which traces shapes with
+# it) and the compiler (above it); autodiff/ holds the tape (below) and the user-facing
+# transformations that convert Python data with the NumPy API (forward mode, custom_gradient,
+# numpy_function: above).
 LAYERS = [
     ("core", ["ndflow.core"]),
-    ("primitives", ["ndflow.primitives"]),
-    ("transformations", ["ndflow.numpy", "ndflow.autodiff", "ndflow.graph", "ndflow.vectorize",
-                         "ndflow.autograph", "ndflow.backends"]),
+    ("primitives", ["ndflow.primitives", "ndflow.ops"]),
+    # the kernel tiers run fused regions on the backends' buffers; graph.debug is the parsed
+    # NDFLOW_DEBUG switch they read (it imports nothing of ndflow)
+    ("backends", ["ndflow.backends", "ndflow.graph.kernels", "ndflow.graph.debug"]),
+    ("interpreters", ["ndflow.graph.ir", "ndflow.graph.dot", "ndflow.graph.trace",
+                      "ndflow.graph.static", "ndflow.vectorize", "ndflow.autodiff"]),
+    ("numpy", ["ndflow.numpy"]),
+    ("compiler", ["ndflow.graph", "ndflow.autograph", "ndflow.autodiff.forward",
+                  "ndflow.autodiff.functional", "ndflow.vectorize.mapping"]),
     ("libraries", ["ndflow.train", "ndflow.scipy", "ndflow.summary", "ndflow.saved_model",
                    "ndflow.onnx", "ndflow.distribute", "ndflow.utils", "ndflow.compat",
                    "ndflow.config", "ndflow.debugging", "ndflow.errors", "ndflow.losses",
@@ -64,28 +76,49 @@ def _owner(target, mods):
     return target
 
 
-def edges(root):
-    """importer -> set of imported ndflow modules. `from P import n` imports the module P.n when
-    there is one, else (a name defined in P) the module P; imports anywhere in the file count."""
+def _imports(root):
+    """(importer, imported ndflow module, line, inside a function) for every import in every
+    module. `from P import n` imports the module P.n when there is one, else (a name defined in
+    P) the module P."""
     mods = modules(root)
-    out = {m: set() for m in mods}
+    found = []
     for m, path in mods.items():
         with open(path, encoding="utf-8") as fh:
             tree = ast.parse(fh.read(), path)
         is_pkg = path.endswith("__init__.py")
-        for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = _absolute(m, is_pkg, node.level, node.module)
-                targets = [base + "." + a.name if base + "." + a.name in mods else base
-                           for a in node.names]
-            for t in targets:
-                t = _owner(t, mods)
-                if t and t != m:
-                    out[m].add(t)
+        work = [(tree, False)]
+        while work:
+            node, in_function = work.pop()
+            for child in ast.iter_child_nodes(node):
+                targets = []
+                if isinstance(child, ast.Import):
+                    targets = [a.name for a in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    base = _absolute(m, is_pkg, child.level, child.module)
+                    targets = [base + "." + a.name if base + "." + a.name in mods else base
+                               for a in child.names]
+                for t in targets:
+                    t = _owner(t, mods)
+                    if t and t != m:
+                        found.append((m, t, child.lineno, in_function))
+                work.append((child, in_function or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))))
+    return mods, found
+
+
+def edges(root):
+    """importer -> set of imported ndflow modules; imports anywhere in the file count."""
+    mods, found = _imports(root)
+    out = {m: set() for m in mods}
+    for m, t, _, _ in found:
+        out[m].add(t)
     return out
+
+
+def function_level(root):
+    """Sorted "importer -> imported" strings for imports of ndflow modules inside functions
+    (one per pair, however many functions repeat it)."""
+    return sorted({"%s -> %s" % (m, t) for m, t, _, inside in _imports(root)[1] if inside})
 
 
 def upward(graph):
@@ -137,11 +170,12 @@ def main(argv):
     root = next((a for a in argv if not a.startswith("-")), ".")
     graph = edges(root)
     cycle, up = largest_cycle(graph), upward(graph)
-    print("modules %d, largest import cycle %d, upward imports %d"
-          % (len(graph), len(cycle), len(up)))
+    print("modules %d, largest import cycle %d, upward imports %d, function-level imports %d"
+          % (len(graph), len(cycle), len(up), len(function_level(root))))
     if "-v" in argv:
         print("cycle:", " ".join(cycle))
         print("\n".join(up))
+        print("function-level:\n" + "\n".join(function_level(root)))
 
 
 if __name__ == "__main__":

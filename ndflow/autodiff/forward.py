@@ -31,7 +31,7 @@ from ..primitives import elementwise as E, shape as S
 from ..primitives.indexing import getitem
 from ..primitives.misc import stop_gradient_p
 from ..vectorize import batching
-from .jacobian import constant, reshape
+from ..ops import constant, reshape
 from .tape import GradientTape, UnconnectedGradients
 from .functional import numpy_call, to_numpy
 
@@ -375,7 +375,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
 
         if sum(sizes) == 0:
             raise ValueError("jacfwd: the differentiated inputs are empty")
-        t_out, aux = batching.vectorized_map(push, basis)
+        t_out, aux = batching.batch_map(push, basis)
         o_leaves, o_def = tree.flatten_with_def(t_out)
         blocks = _assemble(o_leaves, sizes, None, [x.shape for x in leaves], row_major=False)
         jac = tree.unflatten(o_def, [tree.unflatten(in_def, b) for b in blocks])
@@ -409,7 +409,7 @@ def jacrev(fun, argnums=0, has_aux=False):
             return tape.gradient(o_leaves, leaves, output_gradients=list(cts),
                                  unconnected_gradients="zero")
 
-        rows = batching.vectorized_map(pull, basis)
+        rows = batching.batch_map(pull, basis)
         blocks = _assemble(rows, sizes, [o.shape for o in o_leaves], None, row_major=True)
         jac = tree.unflatten(o_def, [tree.unflatten(in_def, b) for b in blocks])
         return (jac, aux) if has_aux else jac

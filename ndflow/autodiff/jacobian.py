@@ -5,33 +5,19 @@ itself recorded by outer tapes and traced inside `nf.function`."""
 import numpy as np
 
 from ..core import tree
-from ..core.ndarray import ndarray, _wrap, static_size
+from ..core.ndarray import ndarray, static_size
 from ..core.primitive import bind
-from ..core.state import STATE
 from ..core.variable import VariableBase
 from ..primitives import elementwise as E, shape as S
 from ..primitives.indexing import getitem
+from ..ops import constant, reshape, stack
 from ..vectorize import batching
-
-
-def constant(buf):
-    """A host buffer as an array where the NumPy layer would create it (a device scope's
-    device: the copy's kernel runs there)."""
-    return _wrap(buf) if STATE.device is None else bind(E.copy_p, _wrap(buf))
 
 
 def _value(x):
     if isinstance(x, VariableBase):
         return x.value()
     return x if isinstance(x, ndarray) else constant(np.asarray(x))
-
-
-def reshape(x, shape):
-    return bind(S.reshape_p, x, shape=tuple(shape))
-
-
-def _stack(xs):
-    return bind(S.concatenate_p, *[bind(S.expand_dims_p, x, axes=(0,)) for x in xs], axis=0)
 
 
 def rows(tape, target, sources, basis, none_if_unconnected, use_pfor):
@@ -48,10 +34,10 @@ def rows(tape, target, sources, basis, none_if_unconnected, use_pfor):
                 for g, s in zip(gs, sources)]
 
     if use_pfor:
-        out = batching.vectorized_map(one, basis)
+        out = batching.batch_map(one, basis)
     else:
         per = [one(getitem(basis, (i,))) for i in range(basis.shape[0])]
-        out = [_stack([p[j] for p in per]) if per else
+        out = [stack([p[j] for p in per]) if per else
                constant(np.zeros((0,) + tuple(s.shape), s.dtype))
                for j, s in enumerate(sources)]
     if not tape._persistent:

@@ -227,6 +227,18 @@ def _build(f):
     return g
 
 
+CONVERTS = "__ndflow_converts__"
+
+
+def converts_arguments(*positions):
+    """Decorator: the function arguments at `positions` of the decorated higher-order function
+    are user code, converted by AutoGraph when converted code calls it (as `cond`'s branches)."""
+    def mark(f):
+        setattr(f, CONVERTS, positions)
+        return f
+    return mark
+
+
 def convert(f, warn=True):
     """The converted twin of the Python function `f` (cached), or `f` itself when it is library
     code, marked `do_not_convert`, or its source cannot be converted (then with a warning)."""
@@ -269,9 +281,7 @@ def convert(f, warn=True):
 
 def to_code(f):
     """The source of `f` as AutoGraph converts it (a string), as `tf.autograph.to_code`."""
-    from ..graph.function import Function
-    if isinstance(f, Function):
-        f = f.python_function
+    f = getattr(f, "python_function", f)      # an nf.function: the function it wraps
     if inspect.ismethod(f):
         f = f.__func__
     if isinstance(f, functools.partial):

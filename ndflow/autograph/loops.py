@@ -9,7 +9,7 @@ import numpy as np
 from ..core.ndarray import ndarray, TracingError, _user_line
 from ..core import tree
 from ..graph import control as C
-from ..graph.function import shape
+from ..graph.static import shape_of
 from ..graph.trace import trace_body
 from ..numpy._core import checked
 from .values import (tnp, Undefined, _value, is_traced, _pred, _changed_in_place, _write_back,
@@ -184,7 +184,7 @@ def _staged_rows(xs, extra_test, body, vals, names, targets, loc):
         # a known number of rows and no break: one scan (its gradient is a reverse scan)
         return _staged_loop(None, body, vals, names, loc, "for", rows=xs, targets=targets)
     if n is None:
-        n = shape(xs, out_type=np.int64)[0]
+        n = shape_of(xs, out_type=np.int64)[0]
     return _counted_loop(n, lambda i: xs[i], extra_test, body, vals, names, targets, loc)
 
 
@@ -204,7 +204,7 @@ def _staged_items(it, extra_test, body, vals, names, targets, loc):
         if n == 0:
             return vals
     else:
-        lens = [shape(x, out_type=np.int64)[0] for x in xs]
+        lens = [shape_of(x, out_type=np.int64)[0] for x in xs]
         n = lens[0]
         for m in lens[1:]:
             n = tnp.minimum(n, m)

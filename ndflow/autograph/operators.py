@@ -19,21 +19,17 @@ from .loops import (range_, while_stmt, for_stmt, TensorRange, TensorEnumerate, 
 
 
 # ------------------------------------------------------------------ calls
-def _hofs():
-    from ..vectorize import batching as B
-    return {C.cond: (1, 2), C.switch_case: (), C.while_loop: (0, 1), C.fori_loop: (2,),
-            C.scan: (0,), C.scan_carry: (0,), B.vectorized_map: (0,), B.vmap: (0,),
-            B.map_fn: (0,), functools.reduce: (0,)}
-
-
-_HOFS = None
+# Higher-order functions whose function arguments (at these positions) are user code that
+# converted code hands them: converted too. Others declare theirs with
+# `conversion.converts_arguments` (the mapping functions of vectorize/mapping.py).
+_HOFS = {C.cond: (1, 2), C.switch_case: (), C.while_loop: (0, 1), C.fori_loop: (2,),
+         C.scan: (0,), C.scan_carry: (0,), functools.reduce: (0,)}
 
 
 def call(f, args, kwargs=None):
     """`f(*args, **kwargs)`, with `f` converted when it is user code (recursively, as
     TensorFlow's AutoGraph does); the functions given to ndflow's control-flow and mapping
     functions are converted too."""
-    global _HOFS
     kwargs = kwargs or {}
     if f is builtins.range and not kwargs:
         return range_(f, *args)
@@ -54,12 +50,12 @@ def call(f, args, kwargs=None):
     if conv is not None and args and (conv[1] is None or conv[1](*args, **kwargs)):
         return conv[0](*args, **kwargs)
     if type(f) is not type and not isinstance(f, (builtins.type(len),)):
-        if _HOFS is None:
-            _HOFS = _hofs()
         try:
             pos = _HOFS.get(f)
         except TypeError:
             pos = None
+        if pos is None:
+            pos = getattr(f, conversion.CONVERTS, None)
         if pos is not None:
             args = list(args)
             for i in pos:

@@ -21,7 +21,7 @@ import numpy as np
 from ..core.ndarray import ndarray, TracingError, _user_line
 from ..core import dtypes as _dt
 from ..graph import control as C
-from ..graph.function import shape
+from ..graph.static import shape_of
 from ..numpy._core import checked
 from . import conversion
 from .values import tnp, _value, is_traced, _pred
@@ -35,7 +35,7 @@ def _length(x):
         raise TypeError("len() of unsized object")
     if x.shape[0] is not None:
         return x.shape[0]
-    return shape(x, out_type=np.int64)[0]
+    return shape_of(x, out_type=np.int64)[0]
 
 
 def len_(x):

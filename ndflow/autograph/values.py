@@ -10,15 +10,8 @@ from ..core.ndarray import ndarray, symbolic, static_size as _static_size
 from ..core import tree
 from ..core.state import STATE
 from ..core.variable import VariableBase
+from .. import numpy as tnp
 
-
-class _LazyTnp:
-    def __getattr__(self, name):
-        import ndflow.numpy as m
-        return getattr(m, name)
-
-
-tnp = _LazyTnp()
 _PY_NUMBERS = (bool, int, float, complex)
 
 

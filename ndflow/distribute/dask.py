@@ -37,6 +37,7 @@ from ..core.ndarray import ndarray
 from ..core import tree
 from ..autodiff.functional import value_and_grad
 from ..graph.function import function, TensorSpec
+from ..vectorize.mapping import vectorized_map
 
 __all__ = ["meta", "from_array", "map_blocks", "vectorized_map_blocks", "value_and_grad_blocks"]
 
@@ -102,7 +103,6 @@ class _VmapBlock:
         self.__name__ = "vectorized_map-" + getattr(fn, "__name__", "fn")
 
     def _run(self, block):
-        from ..vectorize.batching import vectorized_map
         return vectorized_map(self.fn, block)
 
     def __call__(self, block):

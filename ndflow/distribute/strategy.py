@@ -17,6 +17,9 @@ from ..train.variable import Variable
 from . import collective as _col
 from .collective import LOCAL, ThreadGroup, all_reduce_sum
 from .values import PerReplica, MirroredVariable
+from .. import numpy as tnp
+from ..graph.function import shape
+from ..core.state import STATE
 
 __all__ = ["ReduceOp", "Strategy", "MirroredStrategy", "MultiWorkerMirroredStrategy",
            "ReplicaContext", "InputContext", "InputOptions", "get_strategy",
@@ -111,7 +114,6 @@ class ReplicaContext:
         replicas; every replica gets the result. All leaves travel in one collective.
         Differentiable: the gradient of a SUM is the SUM of the replicas' gradients. MEAN of
         integers gives floats (NumPy's true division)."""
-        from .. import numpy as tnp
         op = _reduce_op(reduce_op)
         leaves, d = tree.flatten_with_def(value)
         arrs = [v.value() if isinstance(v, Variable) else tnp.asarray(v) for v in leaves]
@@ -173,7 +175,6 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
     the replicas' gradients (what `apply_gradients` does) gives the gradient of the mean over
     the global batch. Without `global_batch_size`, it is this replica's batch size times
     `num_replicas_in_sync`."""
-    from .. import numpy as tnp
     loss = tnp.asarray(per_example_loss)
     if sample_weight is not None:
         loss = loss * tnp.asarray(sample_weight, dtype=loss.dtype)
@@ -190,7 +191,6 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
 
 
 def _shape0(x):
-    from ..graph.function import shape
     return shape(x)[0]
 
 
@@ -287,7 +287,6 @@ class Strategy:
             a, kw = self._local_args(args, kwargs, 0)
             with self._in_replica(0):
                 return fn(*a, **kw)
-        from ..core.state import STATE
         if STATE.traces:
             raise NotImplementedError(
                 "strategy.run with several local replicas cannot be called inside nf.function "
@@ -353,7 +352,6 @@ class Strategy:
         total number of elements along it, so uneven batches average correctly). A value that
         is not per-replica is taken as the same on every local replica: MEAN returns it, SUM
         raises a ValueError when there are several local replicas (as TensorFlow)."""
-        from .. import numpy as tnp
         op = _reduce_op(reduce_op)
         leaves, d = tree.flatten_with_def(value)
         out = [self._reduce_one(op, v, axis, tnp) for v in leaves]
@@ -398,7 +396,6 @@ class Strategy:
 
     def gather(self, value, axis):
         """Concatenate a per-replica value along `axis`, in replica order, over all replicas."""
-        from .. import numpy as tnp
         parts = [_dev.to_device(tnp.asarray(p), _dev.DEFAULT)
                  for p in (value.values if isinstance(value, PerReplica) else (value,))]
         local = tnp.concatenate(parts, axis=axis)
@@ -439,7 +436,6 @@ class Strategy:
         d = self._devices[i]
 
         def put(x):
-            from .. import numpy as tnp
             if isinstance(x, (ndarray, np.ndarray)) or np.isscalar(x):
                 return _dev.to_device(tnp.asarray(x), d)
             raise TypeError(f"dataset elements must be arrays or nested structures of arrays, "

@@ -3,6 +3,7 @@ Variable per replica, kept equal by the updates every replica applies)."""
 from ..backends.device import to_device, device_of, device
 from ..train.variable import Variable
 from .collective import LOCAL
+from .. import numpy as tnp
 
 
 class PerReplica:
@@ -63,7 +64,6 @@ class MirroredVariable(Variable):
         if ctx is not None and ctx.strategy is self._strategy:
             self._values[ctx.local_id].assign(value)
         else:
-            from .. import numpy as tnp
             v = tnp.asarray(value, dtype=self.dtype)
             for comp in self._values:
                 # each component gets its own buffer on its own device

@@ -24,6 +24,8 @@ from ..core.errors import nonfinite_error
 from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS, on_device
 from .kernels import numpy_tier as T
 from .kernels.program import Program, Op
+from .ir import set_compiler
+from .passes import optimize, checked_passes
 
 _serial = itertools.count()
 
@@ -298,3 +300,13 @@ def node_for_exception(tb):
             node = lines.get(tb.tb_lineno, node)
         tb = tb.tb_next
     return node
+
+
+def _compile_body(graph, check_numerics):
+    """A sub-graph's body optimized (with the checked passes under check_numerics) and
+    generated: (optimized graph, run)."""
+    optimized = optimize(graph, checked_passes() if check_numerics else None)
+    return optimized, generate(optimized, check_numerics=check_numerics)[0]
+
+
+set_compiler(_compile_body)

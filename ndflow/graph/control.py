@@ -29,15 +29,12 @@ from ..core.variable import VariableBase
 from .ir import eval_graph, without_sinks
 from .trace import trace_body, close, union_captures, forget_assigned
 from ..primitives._util import move_to_front
+from ..primitives.shape import moveaxis
+from ..vectorize.batching import _unbatched_output, vmap
+from ..autodiff.tape import GradientTape
+from .. import numpy as tnp
+from . import codegen  # noqa: F401  (installs the compiler that runs the bodies these ops hold)
 
-
-class _LazyTnp:
-    def __getattr__(self, name):
-        import ndflow.numpy as m
-        return getattr(m, name)
-
-
-tnp = _LazyTnp()
 _PY_SCALARS = (bool, int, float, complex)
 
 
@@ -106,13 +103,11 @@ def _to_batched(x, ax, size, ref):
     """`x` with its batch axis at 0; an unbatched `x` repeated `size` times."""
     if ax is not None:
         return move_to_front(x, ax)
-    from ..vectorize.batching import _unbatched_output
     return _unbatched_output(x, size, ref)
 
 
 def _vmapped(graph, in_axes):
     """A function of (batched) operands running `graph` per example, outputs batched at 0."""
-    from ..vectorize.batching import vmap
     return vmap(lambda *xs: eval_graph(graph, *xs), in_axes=tuple(in_axes))
 
 
@@ -131,7 +126,6 @@ def _batched_body(sub, in_axes, avals):
 def _grads(fn, xs, wrt, cts):
     """VJP of `fn(*xs)` (a list of outputs) at `xs` for the cotangents `cts` of its
     differentiable outputs: gradients for xs[i], i in `wrt` (zeros where unconnected)."""
-    from ..autodiff.tape import GradientTape
     with GradientTape() as tape:
         for i in wrt:
             tape.watch(xs[i])
@@ -793,7 +787,6 @@ def _scan_batch(args, axes, body, n_consts, n_carry, length, reverse, record):
             xs.append(x)
             x_in.append(None)
         else:       # the scanned axis stays first, the batch axis goes second
-            from ..primitives.shape import moveaxis
             xs.append(moveaxis(x, a, 1))
             x_in.append(0)
     in_axes = c_in + [0] * n_carry + x_in

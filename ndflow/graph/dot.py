@@ -18,6 +18,7 @@ import shutil
 import subprocess
 
 import numpy as np
+from .ir import _param
 
 
 def _esc(s):
@@ -30,7 +31,6 @@ def _aval(shape, dtype):
 
 
 def _short_param(v):
-    from .ir import _param
     s = _param(v)
     return s if len(s) <= 40 else s[:37] + "..."
 

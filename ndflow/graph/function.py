@@ -12,7 +12,6 @@ import weakref
 import numpy as np
 
 from ..core.ndarray import ndarray, _wrap, wrap_on, SpecializationError, WRAP_INLINE, _new
-from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core import dispatch as _door
 from ..core.dispatch import plain as _plain
@@ -24,6 +23,12 @@ from . import passes as _passes
 from . import debug as _dbg
 from .codegen import generate, node_for_exception
 from .signature import TensorSpec, Signature
+from .static import shape_of
+from ..autograph.conversion import convert
+from .. import numpy as tnp
+from .dot import render
+from .memory import memory_report
+from ..backends.device import device as _scope
 
 
 def _is_array_like(x):
@@ -278,12 +283,10 @@ class ConcreteFunction:
         """Draw the graph (`to_dot`) into an image file with Graphviz's `dot` program
         (`format`: 'svg', 'png'...; default from the path's extension). Raises RuntimeError
         saying how to install Graphviz when `dot` is missing. Returns the path."""
-        from .dot import render
         return render(self.to_dot(optimized), path, format)
 
     def memory_report(self):
         """Peak live bytes, bytes allocated and reused per call (ndflow/graph/memory.py)."""
-        from .memory import memory_report
         return memory_report(self.graph)
 
     def __str__(self):
@@ -543,7 +546,6 @@ class Function:
         f = self._converted
         if f is None:
             if self._autograph:
-                from ..autograph.conversion import convert
                 f = convert(self._fn)
             else:
                 f = self._fn
@@ -638,7 +640,6 @@ class Function:
                 if type(x) is ndarray and x._dev is not None:
                     # no scope: the graph runs on its inputs' device (constants, results and
                     # creation ops placed there), as a device scope around the call would
-                    from ..backends.device import device as _scope
                     with _scope(x._dev):
                         return self._call(raw, raw_kw)
         if key is UNCACHEABLE:
@@ -854,7 +855,6 @@ class Function:
         return cf
 
     def _trace_once(self, args, kwargs, leaves, d, shapes, mutable, t0, assume=None):
-        from ..core.ndarray import symbolic
         sig_leaves = tree.flatten(self._sig) if self._sig is not None else None
         trace = GraphTrace(self._name)
         # assumptions about values the graph's dtypes depend on (site -> case), filled with
@@ -1011,26 +1011,6 @@ jit = function
 
 
 # ------------------------------------------------------------------ dynamic shape
-def _shape_impl(x, out_type=np.int32):
-    if type(x) is np.ndarray or isinstance(x, np.generic):
-        return np.asarray(np.shape(x), dtype=out_type)
-    # a device buffer: the shape array is made on its device (from metadata, no transfer)
-    return np.asarray(np.shape(x), dtype=out_type, like=x)
-
-
-def _shape_batch(args, axes, out_type=np.int32):
-    from ..numpy import concatenate
-    s = bind(shape_p, args[0], out_type=out_type)
-    bd = axes[0]
-    return concatenate([s[:bd], s[bd + 1:]]), None
-
-
-shape_p = Primitive("shape", _shape_impl,
-                    lambda x, out_type=np.int32: Aval((len(x.shape),), np.dtype(out_type)))
-shape_p.def_vjp(lambda ct, x, out_type=np.int32: (None,))
-shape_p.batch = _shape_batch
-
-
 def shape(x, out_type=np.int32):
     """The shape of `x` as an int32 array (`out_type` otherwise), as `tf.shape`; inside
     `nf.function` it is computed at run time, so sizes unknown while tracing (None) are
@@ -1042,6 +1022,4 @@ def shape(x, out_type=np.int32):
     >>> nf.shape(nf.zeros([2, 3]))
     array([2, 3], dtype=int32)
     """
-    from .. import numpy as tnp
-    x = tnp.asarray(x) if not isinstance(x, ndarray) else x
-    return bind(shape_p, x, out_type=np.dtype(out_type))
+    return shape_of(x if isinstance(x, ndarray) else tnp.asarray(x), out_type)

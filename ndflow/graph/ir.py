@@ -8,6 +8,7 @@ a form a person can follow; `verify` checks it.
 import itertools
 
 from ..core.state import STATE
+from ..core.primitive import bind
 
 _ids = itertools.count()
 
@@ -106,14 +107,10 @@ class SubGraph:
 
     def compile(self):
         if self._run is None:
-            from .passes import optimize, checked_passes
-            from .codegen import generate
             # the optimized graph is kept apart: its fused nodes have no gradient or batching
             # rules, and a rule may re-enter this body after it ran (a saved function
             # differentiated after a call)
-            chk = self.check_numerics
-            self.optimized = optimize(self.graph, checked_passes() if chk else None)
-            self._run = generate(self.optimized, check_numerics=chk)[0]
+            self.optimized, self._run = _COMPILER[0](self.graph, self.check_numerics)
         return self._run
 
     def __call__(self, *bufs):
@@ -122,6 +119,20 @@ class SubGraph:
 
     def __repr__(self):
         return "{%s}" % self.name
+
+
+def _no_compiler(graph, check_numerics):
+    raise RuntimeError("a sub-graph ran before the compiler (ndflow.graph.codegen) was imported")
+
+
+# How a body is optimized and turned into code: (graph, check_numerics) -> (optimized, run).
+# The compiler is a layer above this IR; graph/codegen.py installs it when imported, and every
+# module that runs bodies (control flow, functions, the saved-model loader) imports that.
+_COMPILER = [_no_compiler]
+
+
+def set_compiler(compile_body):
+    _COMPILER[0] = compile_body
 
 
 def without_sinks(sub):
@@ -270,7 +281,6 @@ def eval_graph(g, *args, skip=None):
     """Run `g` by binding its primitives (so the current tapes, traces and batching see every
     operation): how rules re-enter a sub-graph to differentiate or batch it. Nodes whose
     primitive `skip(prim)` accepts are not run: their output is their first input."""
-    from ..core.primitive import bind
     env = {v.id: a for v, a in zip(g.inputs, args)}
     for c in g.consts:
         env[c.id] = c.const

@@ -65,7 +65,6 @@ def _host(buf):
     a device constant (a graph traced for a GPU) is read back here, once, never at run time."""
     if isinstance(buf, (np.ndarray, np.generic)):
         return np.asarray(buf)
-    from ..backends.device import backend_of
     b = backend_of(buf)
     return np.asarray(buf) if b is None else b.to_host(buf)
 
@@ -120,7 +119,6 @@ def constant_folding(g: Graph) -> Graph:
     output (each call must return a fresh array); not a result much larger than its inputs (a
     broadcast would turn a scalar into a big constant). A kernel that fails is left in place, so
     the error is raised when the graph runs, naming the user's line."""
-    from ..core.ndarray import _wrap
     returned = {v.id for v in g.outputs}
     rename = {}
     ren = _renamer(rename)
@@ -163,7 +161,6 @@ def _fold(n):
 
 # ------------------------------------------------------------------ algebraic simplification
 def _prims():
-    from ..primitives import elementwise as E, shape as S
     return E, S
 
 
@@ -366,20 +363,17 @@ def _power_fast_path(dt):
 
 
 def _bshape(a, b):
-    from ..primitives._util import broadcast_shapes
     return broadcast_shapes(a, b)
 
 
 def _filled_const(like, value):
     """A constant of `like`'s shape and dtype filled with `value`: a broadcast view of one
     element, so its size costs no memory."""
-    from ..core.ndarray import _wrap
     buf = np.broadcast_to(np.full((), value, dtype=like.dtype), like.shape)
     return Var(like.shape, like.dtype, kind="c", const=_wrap(buf))
 
 
 def _drop_broadcasts(n, producer, S):
-    from ..primitives._util import broadcast_shapes
     ins = list(n.inputs)
     changed = False
     for i, v in enumerate(ins):
@@ -422,7 +416,6 @@ def layout_choices(g: Graph) -> Graph:
                             of `v @ P` makes; g 1-d, P 2-d, float32/float64: NumPy runs both
                             as the same gemv over P's memory, or the same non-BLAS loop, so
                             the bits are the same; 3 nodes fewer)"""
-    from ..primitives.linalg import matmul_p
     E, S = _prims()
     uses = {}
     for n in g.nodes:
@@ -476,7 +469,6 @@ def _outer_columns(n, producer, uses, rename, E):
     x[..., i, 0] * y[..., 0, j]. Only where the backend's policy says the product pays as
     a region (`policy.columns_as_product`); else None. The column nodes are left to
     dead-code elimination."""
-    from ..primitives.indexing import getitem_p
     out = n.outputs[0]
     if None in out.shape or out.ndim < 3 or n.params.get("axis") not in (-1, out.ndim - 1) \
             or len(n.inputs) < 2:
@@ -537,7 +529,6 @@ def _vector_matrix(n, producer, uses, matmul_p, S):
 
 def _matmul_layout(n, nodes, consts, E, S):
     """Append a cheaper form of matmul node `n` to `nodes`; False when there is none."""
-    from ..primitives.linalg import matmul_p
     a, b = n.inputs
     out = n.outputs[0]
     if None in a.shape or None in b.shape or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype:
@@ -546,7 +537,6 @@ def _matmul_layout(n, nodes, consts, E, S):
     if a.shape[-1] == 1 and b.shape[-2] == 1 and out.shape[-1] >= OUTER_MIN \
             and a.ndim + b.ndim > 4 and kind in "biuf":
         if kind == "f":
-            from ..core.ndarray import _wrap
             prod = Var(out.shape, out.dtype)
             nodes.append(Node(E.mul_p, (a, b), {}, (prod,), n.loc))
             zero = Var((), out.dtype, kind="c", const=_wrap(np.zeros((), out.dtype)))
@@ -616,6 +606,12 @@ PASSES = [constant_folding, inline_constant_branches, algebraic_simplification, 
 # are written into dead buffers; both last, on the simplified graph
 from .fusion import elementwise_fusion  # noqa: E402
 from .memory import reuse_buffers, output_aliasing, own_outputs  # noqa: E402
+from ..backends.device import backend_of
+from ..core.ndarray import _wrap
+from ..primitives import elementwise as E, shape as S
+from ..primitives._util import broadcast_shapes
+from ..primitives.linalg import matmul_p
+from ..primitives.indexing import getitem_p
 PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..core.ndarray import ndarray
 from ..core import tree, dtypes as _dt
+from .. import numpy as tnp
 
 
 class TensorSpec:
@@ -151,7 +152,6 @@ def conform(x, s, name):
     (ndflow, NumPy, a NumPy scalar, a Variable's value) must have the spec's dtype; Python
     data converts only where its values are kept (ints into a float spec, not floats into
     an int spec; an int that does not fit is an error)."""
-    from .. import numpy as tnp
     conv = getattr(x, "_ndflow_array_", None)
     if conv is not None:
         x = conv()

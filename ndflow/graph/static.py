@@ -6,8 +6,39 @@ with only `s[0]` unknown is a reshape with one unknown size, as it would be with
 import numpy as np
 
 from ..core.ndarray import ndarray
+from ..core.primitive import Primitive, Aval, bind
+from ..primitives.elementwise import convert_p
+from ..primitives.indexing import getitem_p
+from ..primitives.shape import concatenate_p
 
 _MAX_NODES = 64       # values made of more operations are treated as unknown
+
+
+# `nf.shape` (graph/function.py): the shape as an array, computed at run time, so sizes unknown
+# while tracing are available
+def _shape_impl(x, out_type=np.int32):
+    if type(x) is np.ndarray or isinstance(x, np.generic):
+        return np.asarray(np.shape(x), dtype=out_type)
+    # a device buffer: the shape array is made on its device (from metadata, no transfer)
+    return np.asarray(np.shape(x), dtype=out_type, like=x)
+
+
+def _shape_batch(args, axes, out_type=np.int32):
+    s = bind(shape_p, args[0], out_type=out_type)
+    bd = axes[0]
+    return bind(concatenate_p, s[:bd], s[bd + 1:], axis=0), None
+
+
+shape_p = Primitive("shape", _shape_impl,
+                    lambda x, out_type=np.int32: Aval((len(x.shape),), np.dtype(out_type)))
+shape_p.def_vjp(lambda ct, x, out_type=np.int32: (None,))
+shape_p.batch = _shape_batch
+
+
+def shape_of(x, out_type=np.int32):
+    """The shape of the array `x` as an array of `out_type`, computed at run time (`nf.shape`
+    for an ndflow array)."""
+    return bind(shape_p, x, out_type=np.dtype(out_type))
 
 
 def static_value(x):
@@ -55,13 +86,11 @@ def _eval(trace, var, budget):
     if node is None:
         return None
     prim = node.prim
-    from .function import shape_p
     if prim is shape_p:
         src = node.inputs[0]
         if None in src.shape:
             return None
         return np.asarray(src.shape, dtype=node.params.get("out_type", np.int32))
-    from ..primitives.indexing import getitem_p
     if prim is getitem_p and len(node.inputs) == 1:
         src_node, _ = _producer(trace, node.inputs[0])
         if src_node is not None and src_node.prim is shape_p:
@@ -102,9 +131,6 @@ def shape_entry_of(x):
     t = getattr(x, "_t", None)
     if t is None or not getattr(t, "is_graph", False):
         return None
-    from .function import shape_p
-    from ..primitives.indexing import getitem_p
-    from ..primitives.elementwise import convert_p
     var = x._v
     for _ in range(2):
         node, _k = _producer(t, var)

@@ -12,6 +12,8 @@ from ..core.mutation import alias
 from ..core import tree
 from ..core.variable import VariableBase
 from .ir import Graph, Node, Var, SubGraph
+from ..core.primitive import bind
+from ..primitives.elementwise import copy_p
 
 _levels = itertools.count(1)
 
@@ -100,7 +102,6 @@ class GraphTrace:
                 return None
             need.add(id(n))
             stack.extend(n.inputs)
-        from ..core.primitive import bind
         vals = {}
         kept = []
         saved = STATE.traces
@@ -252,7 +253,6 @@ def close(trace, outputs, inputs=None):
         if v.kind == "c":
             # a fresh array at every run, as the body makes one when it runs eagerly (a
             # constant's buffer returned to the caller could be changed in place)
-            from ..primitives.elementwise import copy_p
             v = trace.process(copy_p, [o], {})._v
         outs.append(v)
     g.outputs = outs

@@ -2,6 +2,8 @@
 interp. Composed of ndflow operations, so they differentiate, trace and batch."""
 import numpy as np
 
+from ..core.primitive import bind
+from ..primitives import elementwise as E
 from ._core import asarray
 
 
@@ -82,8 +84,6 @@ def complex_from_parts(re, im, dtype):
     zeros and non-finite im, added to conj(re) (imaginary part -0.0), since complex addition
     is exact per part."""
     from .math import where_ as where, conjugate, isfinite, isnan, signbit, greater
-    from ..primitives import elementwise as E
-    from ..core.primitive import bind
     dtype = np.dtype(dtype)
 
     def c(v):

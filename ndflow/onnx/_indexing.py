@@ -4,7 +4,7 @@ data without arithmetic, so they are exact by construction; what they must get r
 shapes (empty arrays, unknown sizes read at run time) and its indices (negative, clamped)."""
 import numpy as np
 
-from ..graph.function import shape_p
+from ..graph.static import shape_p
 from ..primitives import shape as S, indexing as I
 from ._emit import _BIG, _SMALL
 

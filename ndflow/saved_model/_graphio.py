@@ -31,6 +31,13 @@ from ..core.primitive import REGISTRY
 from ..graph.ir import Graph, Node, Var, SubGraph
 from ..train.variable import Variable
 from . import _policy
+# modules that `import ndflow` leaves for first use but whose primitives a saved graph may hold
+# (summary writes, all-reduces, control flow, shape, custom gradients and numpy_function,
+# Variable reads and writes, sorting, matrix decompositions, checks): imported for REGISTRY
+from .. import summary, distribute, debugging  # noqa: F401
+from ..primitives import sorting, linalg_decomp  # noqa: F401
+from ..graph import control, function  # noqa: F401
+from ..autodiff import functional  # noqa: F401
 
 
 FORMAT = "ndflow.saved_model"
@@ -143,14 +150,6 @@ class Encoder:
 
 
 def _primitive_table():
-    # modules that `import ndflow` leaves for first use but whose primitives a saved graph
-    # may hold (summary writes, all-reduces, control flow, shape, custom gradients and
-    # numpy_function, Variable reads and writes, sorting, matrix decompositions, checks)
-    from .. import summary, distribute, debugging  # noqa: F401
-    from ..primitives import sorting, linalg_decomp  # noqa: F401
-    from ..graph import control, function  # noqa: F401
-    from ..autodiff import functional  # noqa: F401
-    from ..train import variable  # noqa: F401
     table = {}
     for p in REGISTRY:
         table.setdefault(p.name, {})[bool(p.effect)] = p

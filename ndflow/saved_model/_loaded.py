@@ -11,6 +11,8 @@ from ..graph.trace import innermost_graph_trace
 from ..train.variable import Variable, read_var_p, assign_var_p
 from ..train.module import Module
 from ._graphio import FormatError
+from ..core.primitive import bind
+from .. import numpy as tnp
 
 
 def _assigned_in(node):
@@ -29,7 +31,6 @@ def _run_graph(g, args):
     """Evaluate `g` by binding its primitives (so tapes, traces and batching see each one).
     Variable reads and writes go through the Variables, as the traced Python code did, so a
     tape watches trainable Variables the graph reads."""
-    from ..core.primitive import bind
     env = {v.id: a for v, a in zip(g.inputs, args)}
     for c in g.consts:
         env[c.id] = c.const
@@ -61,7 +62,6 @@ class _LoadedFunction:
     """One saved concrete function, ready to call (an `nf.function` over its graph)."""
 
     def __init__(self, name, graph, specs, in_def, out_def, out_consts):
-        from .. import numpy as tnp
         self.name = name
         self.graph = graph
         self.input_signature = tree.unflatten(in_def, specs)

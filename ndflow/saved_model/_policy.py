@@ -26,6 +26,11 @@ from ..primitives.host import print_p, _LOG_LEVELS
 from ..primitives.misc import check_numerics_p
 from ..primitives.random import random_draw_p
 from ..train.variable import Variable, read_var_p, assign_var_p
+# the modules that own the primitives _rules names (the loader's primitive table imports them too)
+from .. import summary, debugging
+from ..graph import control
+from ..autodiff import functional
+from ..distribute import collective
 
 # RandomState/Generator methods a graph may never call: they change or expose the stream's
 # state, or permute an array in place
@@ -109,11 +114,6 @@ _RULES = None
 def _rules():
     global _RULES
     if _RULES is None:
-        # the modules that own these primitives; the loader's primitive table imports them too
-        from .. import summary, debugging
-        from ..graph import control
-        from ..autodiff import functional
-        from ..distribute import collective
         global _SAMPLERS
         _SAMPLERS = _samplers()
         _RULES = {

@@ -16,6 +16,7 @@ import numpy as np
 from .. import numpy as tnp
 from ..autodiff.forward import stop_gradient
 from . import special as sp
+from ..numpy._core import checked
 
 __all__ = ["norm", "multivariate_normal", "t", "gamma", "beta", "poisson", "bernoulli", "binom",
            "dirichlet", "laplace", "cauchy", "expon", "uniform"]
@@ -410,7 +411,6 @@ def _dirichlet_logpdf(x, alpha):
     """Dirichlet(alpha) log density; x's FIRST axis is the component axis (K or K-1 entries,
     the last one then 1 - sum), as `scipy.stats.dirichlet.logpdf`, with SciPy's checks of the
     parameters and of x (ValueError; at every call of a compiled function too)."""
-    from ..numpy._core import checked
     x, alpha = tnp.asarray(x), tnp.asarray(alpha)
     if alpha.dtype.kind != "f":
         alpha = alpha.astype(np.float64)

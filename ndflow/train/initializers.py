@@ -103,7 +103,6 @@ class _Random(Initializer):
     def _stream(self):
         # a fresh generator per call: a seeded initializer repeats its values (Keras); unseeded
         # ones draw from the global stream (nf.random.set_seed makes them reproducible)
-        from .. import numpy as tnp
         return tnp.random if self.seed is None else tnp.random.default_rng(self.seed)
 
     def _normal(self, shape, dtype, mean, stddev):

@@ -11,6 +11,8 @@ import re
 from .variable import Variable
 from . import schedules  # noqa: F401  (nf.optimizers.schedules)
 from .schedules import LearningRateSchedule
+from .. import numpy as tnp
+from ..autodiff.tape import GradientTape
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "schedules"]
 
@@ -114,7 +116,6 @@ class Optimizer:
         key = (id(var), name)
         s = self._slots.get(key)
         if s is None:
-            from .. import numpy as tnp
             pending = self._deferred_slots.pop(key, None)
             # a checkpoint restored before this slot existed gave its value (deferred
             # restoration, as TensorFlow): start from it instead of `initial`
@@ -147,7 +148,6 @@ class Optimizer:
 
     # ------------------------------------------------------------------ applying
     def _clip(self, grads):
-        from .. import numpy as tnp
         if self.clipnorm is not None and self.clipnorm > 0:
             return [_clip_by_norm(g, self.clipnorm) for g in grads]
         if self.global_clipnorm is not None and self.global_clipnorm > 0:
@@ -160,7 +160,6 @@ class Optimizer:
 
     def apply_gradients(self, grads_and_vars, name=None):
         """Update each Variable with its gradient; pairs with a None gradient are skipped."""
-        from .. import numpy as tnp
         pairs = list(grads_and_vars)
         for _, v in pairs:
             if not isinstance(v, Variable):
@@ -188,7 +187,6 @@ class Optimizer:
 
     def minimize(self, loss, var_list, tape=None):
         """Compute the gradients of `loss` (a callable) and apply them."""
-        from ..autodiff.tape import GradientTape
         var_list = list(var_list() if callable(var_list) else var_list)
         with GradientTape() as t:
             value = loss() if callable(loss) else loss
@@ -215,7 +213,6 @@ class Optimizer:
 
 def _clip_by_norm(g, clip):
     """g * clip / max(||g||, clip); a zero gradient stays zero (no 0/0)."""
-    from .. import numpy as tnp
     norm = tnp.sqrt(tnp.sum(tnp.square(g)))
     return g * (clip / tnp.maximum(norm, clip))
 
@@ -293,7 +290,6 @@ class Adam(Optimizer):
         return [("m", 0.0), ("v", 0.0)] + ([("v_hat", 0.0)] if self.amsgrad else [])
 
     def _update(self, g, v, lr):
-        from .. import numpy as tnp
         m = self._slot(v, "m")
         s = self._slot(v, "v")
         t = (self.iterations.value() + 1).astype(v.dtype)
@@ -351,7 +347,6 @@ class RMSprop(Optimizer):
             + ([("momentum", 0.0)] if self.momentum > 0 else [])
 
     def _update(self, g, v, lr):
-        from .. import numpy as tnp
         rho = self.rho
         ms = self._slot(v, "velocity")
         ms_new = ms.value() * rho + tnp.square(g) * (1 - rho)
@@ -396,7 +391,6 @@ class Adagrad(Optimizer):
         return [("accumulator", self.initial_accumulator_value)]
 
     def _update(self, g, v, lr):
-        from .. import numpy as tnp
         acc = self._slot(v, "accumulator", self.initial_accumulator_value)
         acc_new = acc.value() + tnp.square(g)
         acc.assign(acc_new)

@@ -5,11 +5,15 @@ import threading
 
 import numpy as np
 
-from ..core.ndarray import ndarray, symbolic, _wrap, wrap_on, _new, WRAP_INLINE
+from ..core.ndarray import (ndarray, symbolic, _wrap, wrap_on, _new, WRAP_INLINE, TracingError,
+                            _user_line)
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
-from ..core import dtypes as _dt
+from ..core import dtypes as _dt, tree
 from ..core.variable import VariableBase
+from .. import numpy as tnp
+from ..numpy._interop import array_function
+from ..compat import _tensor, _is_python_data
 
 
 def _read_impl(var=None):
@@ -150,8 +154,6 @@ class Variable(VariableBase, metaclass=_VariableMeta):
     _counter = 0
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, shape=None):
-        from .. import numpy as tnp
-        from ..compat import _tensor
         if callable(initial_value):
             initial_value = initial_value()
         # Python data: TF's dtypes (2.0 -> float32); a buffer of its own (never the NumPy array
@@ -211,7 +213,6 @@ class Variable(VariableBase, metaclass=_VariableMeta):
         """The current value as a NumPy array. Not inside `nf.function`: the value there is
         the one at each call, unknown while tracing (TensorFlow raises too)."""
         if _graph_trace() is not None:
-            from ..core.ndarray import TracingError, _user_line
             raise TracingError(
                 f"Variable.numpy() inside nf.function (at {_user_line()}): the value is read at "
                 f"each call and is not known while tracing; use the Variable (or "
@@ -282,7 +283,6 @@ class Variable(VariableBase, metaclass=_VariableMeta):
         ...
         TypeError: Variable 'Variable:0' (int32): cannot assign a Python float, 2.5; convert it to int32 explicitly
         """
-        from .. import numpy as tnp
         v = _convert(self, value)
         if tuple(v.shape) != tuple(self.shape) and None not in v.shape:
             raise ValueError(f"Cannot assign value of shape {tuple(v.shape)} to a Variable of "
@@ -337,8 +337,6 @@ class Variable(VariableBase, metaclass=_VariableMeta):
     def __array_function__(self, func, types, args, kwargs):
         # np.sum(v), np.linalg.norm(v): ndflow's function on the Variable's value (a read the
         # tape sees), not NumPy's on a host copy that would drop the gradient
-        from ..core import tree
-        from ..numpy._interop import array_function
         read = lambda x: x.value() if isinstance(x, Variable) else x  # noqa: E731
         return array_function(func, tree.map_structure(read, list(args)),
                               {k: tree.map_structure(read, v) for k, v in kwargs.items()})
@@ -373,8 +371,6 @@ def _lost(src, dst, kind):
 
 def _convert(var, value):
     """`value` as an ndarray of `var`'s dtype, by `Variable.assign`'s rules."""
-    from .. import numpy as tnp
-    from ..compat import _is_python_data
     target = var.dtype
     if isinstance(value, Variable):
         value = value.value()

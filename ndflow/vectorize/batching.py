@@ -1,7 +1,11 @@
 """The batching interpreter. A batched value is an ndarray whose `_v` is the value one level
 down carrying the batch axis `_aux`; unbatched values pass through untouched. Each primitive's
 `batch` rule maps (values, batch axes) to (value, batch axis) by binding primitives one level
-down, so inside `nf.function` batching produces one graph."""
+down, so inside `nf.function` batching produces one graph.
+
+This module sits below the NumPy API (which batches with `vmap`): it takes ndflow arrays and
+builds arrays with `ndflow.ops`. `nf.vectorized_map`, `nf.vmap` and `nf.map_fn`
+(vectorize/mapping.py) convert Python data and AutoGraph-convert the function first."""
 import functools
 import warnings
 import weakref
@@ -13,8 +17,12 @@ from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import tree
 from ..graph.trace import next_level, save_fields, restore_fields
-from ..autograph.conversion import convert
+from ..graph.static import shape_of
 from ..primitives._util import unsqueeze, unsqueeze_all
+from ..primitives.elementwise import copy_p
+from ..primitives.indexing import getitem
+from ..primitives.shape import moveaxis, concatenate_p, broadcast_dynamic_p
+from ..ops import take, stack, expand_dims, broadcast_to, constant
 
 
 class BatchTrace:
@@ -70,7 +78,6 @@ class BatchTrace:
         return symbolic(self, v, ax)
 
     def _loop(self, prim, vals, axes, params):
-        from .. import numpy as tnp
         if self.size is None:
             raise ValueError(f"vectorized_map: primitive '{prim.name}' has no batching rule, and "
                              f"the batch size is unknown while tracing, so it cannot run in a "
@@ -79,15 +86,24 @@ class BatchTrace:
                       f"it in a loop over the {self.size} examples", stacklevel=4)
         outs = []
         for i in range(self.size):
-            xs = [v if bd is None else tnp.take(v, i, axis=bd) for v, bd in zip(vals, axes)]
+            xs = [v if bd is None else take(v, i, bd) for v, bd in zip(vals, axes)]
             outs.append(bind(prim, *xs, **params))
         if prim.multiple_results:
-            return [tnp.stack([o[k] for o in outs]) for k in range(len(outs[0]))], 0
-        return tnp.stack(outs), 0
+            return [stack([o[k] for o in outs]) for k in range(len(outs[0]))], 0
+        return stack(outs), 0
 
 
-def _batch_call(fn, args, in_axes, out_axes):
-    from .. import numpy as tnp
+def _require_array(x):
+    raise TypeError(f"batching: got a {type(x).__name__} where an ndflow array is needed (the "
+                    f"mapped inputs and the results of the function); nf.vmap and "
+                    f"nf.vectorized_map convert Python data")
+
+
+def _batch_call(fn, args, in_axes, out_axes, convert=None):
+    """`fn` called once on `args` batched along `in_axes`; its results batched along
+    `out_axes`. `convert` makes arrays of Python data among the mapped inputs and the results
+    (None: they must be arrays)."""
+    convert = convert or _require_array
     leaves, d = tree.flatten_with_def(args)
     ax_leaves = _broadcast_axes(in_axes, args, len(leaves))
     size = None
@@ -97,7 +113,7 @@ def _batch_call(fn, args, in_axes, out_axes):
         if ax is None:
             conv.append(x)
             continue
-        x = tnp.asarray(x) if not isinstance(x, ndarray) else x
+        x = convert(x) if not isinstance(x, ndarray) else x
         if x.ndim == 0:
             raise ValueError("vectorized_map: cannot map over a scalar (0-d) input")
         n = x.shape[ax]
@@ -132,8 +148,8 @@ def _batch_call(fn, args, in_axes, out_axes):
         backs = []
         for s, v0, x, ax in mapped:
             if s._v is not v0 or s._t is not trace:
-                backs.append((x, tnp.moveaxis(*unsqueeze(s._v, s._aux), ax) if s._t is trace
-                              else tnp.expand_dims(tnp.asarray(s), ax)))
+                backs.append((x, moveaxis(*unsqueeze(s._v, s._aux), ax) if s._t is trace
+                              else expand_dims(s, ax)))
         del ins, mapped
         # the results, before arrays written inside get their own values back
         out_leaves, out_def = tree.flatten_with_def(out)
@@ -144,13 +160,13 @@ def _batch_call(fn, args, in_axes, out_axes):
                 res.append(None)      # e.g. a gradient that does not exist: None, as unmapped
                 continue
             if isinstance(o, ndarray) and o._t is trace:
-                v = _own(tnp.moveaxis(*unsqueeze(o._v, o._aux), ax if ax is not None else 0),
+                v = _own(moveaxis(*unsqueeze(o._v, o._aux), ax if ax is not None else 0),
                          leaves)
             else:
-                o = tnp.asarray(o)
+                o = o if isinstance(o, ndarray) else convert(o)
                 v = _unbatched_output(o, size, ref)
                 if ax not in (None, 0):
-                    v = tnp.moveaxis(v, 0, ax)
+                    v = moveaxis(v, 0, ax)
             res.append(v)
         out_leaves = o = None      # written arrays the function returns may die now
     finally:
@@ -188,7 +204,6 @@ def _own(v, inputs):
     examples, stacked, never share memory with the inputs (a per-example view, `x[1:]`, or the
     identity, would otherwise hand out the caller's buffer). While tracing: a copy, which the
     compiler drops where the value turns out fresh (passes.layout_choices)."""
-    from ..primitives.elementwise import copy_p
     if v._t is not None:
         return bind(copy_p, v)
     for x in inputs:
@@ -198,16 +213,16 @@ def _own(v, inputs):
 
 
 def _unbatched_output(o, size, ref):
-    """`o` repeated along a new leading batch axis."""
-    from .. import numpy as tnp
+    """`o` repeated along a new leading batch axis (a broadcast view)."""
     if size is not None:
-        return tnp.broadcast_to(tnp.expand_dims(o, 0), (size,) + tuple(o.shape))
-    # the batch size is unknown while tracing (input_signature with None): take it from a mapped
-    # input at run time, as a (size, 1, ...) mask that `where` broadcasts against `o`
+        return broadcast_to(expand_dims(o, 0), (size,) + tuple(o.shape))
+    # the batch size is unknown while tracing (input_signature with None): the size of a
+    # mapped input's batch axis, read when the graph runs
     x, ax = ref
-    x = tnp.moveaxis(x, ax, 0)
-    mask = tnp.any(tnp.zeros_like(x, dtype=bool), axis=tuple(range(1, x.ndim)))
-    return tnp.where(tnp.reshape(mask, (-1,) + (1,) * o.ndim), o, o)
+    n = getitem(shape_of(x, np.int64), (slice(ax, ax + 1),))
+    shape = bind(concatenate_p, n, constant(np.asarray(o.shape, np.int64)), axis=0)
+    return bind(broadcast_dynamic_p, expand_dims(o, 0), shape,
+                static=(None,) + tuple(o.shape))
 
 
 def _broadcast_axes(axes, struct, n):
@@ -219,35 +234,33 @@ def _broadcast_axes(axes, struct, n):
     return leaves
 
 
-def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
-    """Map `fn` over the first axis of `elems` (a nested structure), vectorized: `fn` runs once
-    on batched values, as `tf.vectorized_map`. Tapes inside `fn` give per-example gradients.
-    As in TensorFlow, `fn` runs converted by AutoGraph: an `if` or `while` on a per-example
-    value decides per example (`ndflow.autograph`).
-
-    Primitives without a batching rule run in a loop (with a warning naming them).
+def batch_map(fn, elems):
+    """`fn` mapped over the first axis of the arrays `elems` (a nested structure) in one
+    batched call: `nf.vectorized_map` for library functions (the tape's Jacobian rows, forward
+    mode's pushes), which AutoGraph leaves as they are, on arrays.
 
     Examples
     --------
-    >>> import ndflow as nf, ndflow.numpy as tnp
-    >>> x = tnp.asarray([[1., 2.], [3., 4.]])
-    >>> nf.vectorized_map(lambda row: tnp.dot(row, row), x)
-    array([ 5., 25.], dtype=float64)
-    >>> nf.vectorized_map(lambda pair: pair[0] * pair[1], (x, tnp.asarray([10., 100.])))
-    array([[ 10.,  20.],
-           [300., 400.]], dtype=float64)
+    >>> import ndflow.numpy as tnp
+    >>> from ndflow.vectorize.batching import batch_map
+    >>> batch_map(lambda row: row * row, tnp.asarray([[1., 2.], [3., 4.]]))
+    array([[ 1.,  4.],
+           [ 9., 16.]], dtype=float64)
     """
-    return _batch_call(convert(fn, warn=False), (elems,), 0, 0)
+    return _batch_call(fn, (elems,), 0, 0)
 
 
-def vmap(fn, in_axes=0, out_axes=0):
-    """JAX-style: `vmap(f, in_axes, out_axes)(*args)` maps over the given argument axes
-    (None = not mapped); the same machinery as `nf.vectorized_map`.
+def vmap(fn, in_axes=0, out_axes=0, *, convert=None):
+    """`vmap(f, in_axes, out_axes)(*args)` maps over the given argument axes (None = not
+    mapped), on arrays: the NumPy layer's batched loops use it. `convert` makes arrays of Python
+    data among the mapped inputs and the results (`nf.vmap`, vectorize/mapping.py, passes the
+    NumPy API's `asarray`); None: a TypeError names what is not an array.
 
     Examples
     --------
-    >>> import ndflow as nf, ndflow.numpy as tnp
-    >>> nf.vmap(lambda a, b: a * b, in_axes=(0, None))(tnp.asarray([1., 2.]), tnp.asarray(3.))
+    >>> import ndflow.numpy as tnp
+    >>> from ndflow.vectorize.batching import vmap
+    >>> vmap(lambda a, b: a * b, in_axes=(0, None))(tnp.asarray([1., 2.]), tnp.asarray(3.))
     array([3., 6.], dtype=float64)
     """
     @functools.wraps(fn)
@@ -255,58 +268,5 @@ def vmap(fn, in_axes=0, out_axes=0):
         ax = in_axes if not isinstance(in_axes, list) else tuple(in_axes)
         if isinstance(ax, tuple) and len(ax) != len(args):
             raise ValueError(f"vmap in_axes has {len(ax)} entries for {len(args)} arguments")
-        return _batch_call(fn, args, ax, out_axes)
+        return _batch_call(fn, args, ax, out_axes, convert)
     return wrapped
-
-
-def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
-           infer_shape=True, name=None, fn_output_signature=None):
-    """Apply `fn` to each element along the first axis, one at a time, and stack the results,
-    as `tf.map_fn`. Eager: a Python loop. Traced (inside `nf.function` or `vectorized_map`):
-    one `scan` op whose body is `fn` traced once, not one copy of `fn` per element; its
-    gradient is the scan's (a reverse scan).
-
-    Why a loop and not `vectorized_map` where every primitive could batch: a batched body
-    changes the order of floating-point sums (one batched matrix product instead of one per
-    element), so results would differ from eager map_fn in the last bits; map_fn keeps them
-    identical. Use `nf.vectorized_map` for the vectorized version.
-
-    Examples
-    --------
-    >>> import ndflow as nf, ndflow.numpy as tnp
-    >>> nf.map_fn(lambda row: tnp.max(row), tnp.asarray([[1, 5], [7, 2]]))
-    array([5, 7], dtype=int64)
-    """
-    from .. import numpy as tnp
-    leaves, d = tree.flatten_with_def(elems)
-    leaves = [tnp.asarray(x) for x in leaves]
-    sig = tree.flatten(fn_output_signature) if fn_output_signature is not None else None
-    if not leaves or any(x.ndim == 0 for x in leaves):
-        # (TensorFlow's error, on every path)
-        raise ValueError("map_fn: elements must be arrays of 1 or more dimensions, not "
-                         f"scalars (got shapes {[tuple(x.shape) for x in leaves]})")
-    n = leaves[0].shape[0]
-    # zero elements: the traced path too (fn traced once gives the results' structure, shapes
-    # and dtypes, stacked with a leading 0, as compiled)
-    if STATE.traces or n == 0:
-        from ..graph.control import scan_carry
-        _, ys = scan_carry(lambda c, x: (c, fn(x)), (), tree.unflatten(d, leaves),
-                           name=name or "map_fn")
-        y_leaves, o_def = tree.flatten_with_def(ys)
-        stacked = [_cast_to_signature(tnp.asarray(y), sig, k) for k, y in enumerate(y_leaves)]
-        return tree.unflatten(o_def, stacked)
-    outs = [fn(tree.unflatten(d, [x[i] for x in leaves])) for i in range(n)]
-    o_leaves = [tree.flatten(o) for o in outs]
-    o_def = tree.flatten_with_def(outs[0])[1]
-    stacked = []
-    for k in range(len(o_leaves[0])):
-        s = tnp.stack([tnp.asarray(o[k]) for o in o_leaves])
-        stacked.append(_cast_to_signature(s, sig, k))
-    return tree.unflatten(o_def, stacked)
-
-
-def _cast_to_signature(s, sig, k):
-    if sig is not None and k < len(sig) and sig[k] is not None:
-        dt = sig[k].dtype if hasattr(sig[k], "is_compatible_with") else np.dtype(sig[k])
-        s = s.astype(dt) if s.dtype != dt else s
-    return s
