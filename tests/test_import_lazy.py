@@ -9,8 +9,10 @@ import ndflow as nf
 
 LAZY = ["numpy.random", "ndflow.numpy.random", "ndflow.summary", "ndflow.saved_model",
         "ndflow.onnx", "ndflow.distribute", "ndflow.train.checkpoint", "ndflow.scipy",
-        # the transformations and training above the NumPy layer
-        "ndflow.autodiff", "ndflow.graph", "ndflow.graph.function", "ndflow.graph.control",
+        # the transformations and training above the NumPy layer (graph/static.py, run-time
+        # shapes without the compiler, sits below it and loads with it)
+        "ndflow.autodiff", "ndflow.graph.trace", "ndflow.graph.ir", "ndflow.graph.function",
+        "ndflow.graph.control",
         "ndflow.vectorize", "ndflow.autograph", "ndflow.train", "ndflow.compat", "ndflow.nn",
         "ndflow.losses", "ndflow.random", "ndflow.debugging", "ndflow.config", "ndflow.test",
         # the less used parts of the NumPy layer

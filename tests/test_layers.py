@@ -23,11 +23,9 @@ there is one, else of `P`):
     when this test was written:  modules 123, largest import cycle 69 modules, upward imports 18
     before the layers were split: modules 191, largest import cycle 31, upward imports 1 (six
                                   packages in one layer), function-level imports 665 (503 lines)
-    now:                         modules 193, largest import cycle 23, upward imports 7,
-                                 function-level imports 183 pairs, 175 of them in PENDING
-The cycle left is the NumPy layer's own modules (function-level imports among them) joined to
-the compiler by its function-level imports of `graph.function.shape`; once those import
-`graph.static.shape_of`, it is the 12 modules of the NumPy layer's core.
+    now:                         modules 194, largest import cycle 13, upward imports 1,
+                                 function-level imports 414 lines, most of them in PENDING
+The cycle left is the NumPy layer's own modules, joined by function-level imports among them.
 """
 import importlib.util
 import os
@@ -41,19 +39,10 @@ _spec = importlib.util.spec_from_file_location("_ndflow_tools_imports",
 imports = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(imports)
 
-_SHAPE = ("the run-time shape of a value traced with unknown sizes: nf.shape, a compiler-layer "
-          "function converting Python data; pending: graph.static.shape_of (the interpreter "
-          "layer's) serves arrays")
 UPWARD = {
     # gradient rules of the decompositions composed with the NumPy layer (tnp.matmul, where,
     # conj ...) rather than primitives: `ndflow.ops` (or primitive binds) would remove it
     "ndflow.primitives.linalg_decomp -> ndflow.numpy",
-    "ndflow.numpy._axes -> ndflow.graph.function",          # _SHAPE
-    "ndflow.numpy.fft -> ndflow.graph.function",            # _SHAPE
-    "ndflow.numpy.indexing -> ndflow.graph.function",       # _SHAPE
-    "ndflow.numpy.manipulation -> ndflow.graph.function",   # _SHAPE
-    "ndflow.numpy.routines -> ndflow.graph.function",       # _SHAPE
-    "ndflow.numpy.statistics -> ndflow.graph.function",     # _SHAPE
 }
 
 # Function-level imports of ndflow modules that stay, and why.

@@ -6,6 +6,7 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core.primitive import bind
 from ..primitives import shape as S, indexing as I, elementwise as E, reduction as R
+from ..graph.static import shape_of as _shape_of
 from ._core import asarray
 
 SLICE_ALL = ("s", None, None, None)
@@ -20,8 +21,7 @@ def dim(x, axis):
     unknown while tracing."""
     n = x.shape[axis]
     if n is None:
-        from ..graph.function import shape as dynamic_shape
-        n = dynamic_shape(x, out_type=np.int64)[axis]
+        n = _shape_of(x, out_type=np.int64)[axis]
     return n
 
 

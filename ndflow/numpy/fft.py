@@ -19,6 +19,7 @@ from ..core.primitive import bind
 from ..primitives import fft as F
 from ..primitives import elementwise as E
 from ..primitives._util import norm_axis
+from ..graph.static import shape_of as _shape_of
 from ._core import asarray
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
@@ -330,9 +331,8 @@ def _roll_half(x, axis, inverse):
         # a size known at run time only: gather with indices computed then
         from .indexing import take
         from .manipulation import reshape
-        from ..graph.function import shape as _dyn_shape
         from ..primitives.indexing import iota_p
-        size = _dyn_shape(x, out_type=np.int64)[axis]
+        size = _shape_of(x, out_type=np.int64)[axis]
         shift = size // 2 if inverse else -(size // 2)
         return take(x, reshape(bind(iota_p, x, axis=axis), (-1,)) + shift, axis=axis,
                     mode="wrap")

@@ -11,6 +11,7 @@ from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ..primitives.shape import expand_dims_p, squeeze_p
+from ..graph.static import shape_of as _shape_of
 from ._core import asarray
 from ._outarg import write_out as _write_out
 from ._axes import clipmode
@@ -360,8 +361,7 @@ def take(a, indices, axis=None, out=None, mode=None):
     axis = norm_axis(c_axis(axis), a.ndim)
     n = a.shape[axis]
     if n is None and mode in ("wrap", "clip"):    # unknown while tracing: the size at run time
-        from ..graph.function import shape as _dyn_shape
-        n = _dyn_shape(a, out_type=np.int64)[axis]
+        n = _shape_of(a, out_type=np.int64)[axis]
     if mode == "wrap":
         idx = idx % n
     elif mode == "clip":

@@ -8,6 +8,7 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
 from ..primitives._util import norm_axes, norm_axis, broadcast_shapes, c_axis
+from ..graph.static import shape_of as _shape_of
 from ._core import asarray
 from ._outarg import write_out as _write_out
 from ._dynshape import shape_arg, RuntimeShape
@@ -452,8 +453,7 @@ def size(a, axis=None):
     n = _static_size(a) if axis is None else a.shape[operator.index(axis)]
     if n is not None:
         return n
-    from ..graph.function import shape as _run_time_shape
-    s = _run_time_shape(a, out_type=np.int64)
+    s = _shape_of(a, out_type=np.int64)
     if axis is not None:
         return s[operator.index(axis)]
     n = 1

@@ -15,6 +15,7 @@ from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axis, legacy_0d
+from ..graph.static import shape_of as _shape_of
 from ._core import asarray, checked
 from ._outarg import write_out as _write_out
 from . import _axes as A
@@ -466,9 +467,8 @@ def copyto(dst, src, casting="same_kind", where=True):
 def _flat_size(a):
     n = _static_size(a)
     if n is None:
-        from ..graph.function import shape as dynamic_shape
         from .reductions import prod
-        n = prod(dynamic_shape(a, out_type=np.int64))
+        n = prod(_shape_of(a, out_type=np.int64))
     return n
 
 

@@ -18,6 +18,7 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, reduction as R, cumulative as C, sorting as S
 from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
+from ..graph.static import shape_of as _shape_of
 from ._core import asarray, checked
 from ._outarg import write_out as _write_out
 from .reductions import (max as _max, min as _min, argmax as _argmax, argmin as _argmin,
@@ -57,8 +58,7 @@ def _size_of(x, axis):
     n = x.shape[axis]
     if n is not None:
         return n
-    from ..graph.function import shape as _dyn_shape
-    return _dyn_shape(x, out_type=np.int64)[axis]
+    return _shape_of(x, out_type=np.int64)[axis]
 
 
 # ------------------------------------------------------------------ cumulative
