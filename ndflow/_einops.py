@@ -11,6 +11,9 @@ import importlib.abc
 import importlib.util
 import sys
 
+from . import numpy as tnp
+from .core.ndarray import ndarray
+
 _WATCHED = "einops._backends"
 # the backend class, held: einops finds it through `__subclasses__`, which holds it weakly
 BACKEND = None
@@ -18,10 +21,7 @@ BACKEND = None
 
 def _define():
     global BACKEND
-    from einops._backends import AbstractBackend
-
-    from . import numpy as tnp
-    from .core.ndarray import ndarray
+    from einops._backends import AbstractBackend     # (einops is imported by now)
 
     class NdflowBackend(AbstractBackend):
         framework_name = "ndflow"
