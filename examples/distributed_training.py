@@ -4,9 +4,11 @@
     python examples/distributed_training.py --mirrored            # 2 replicas on 2 logical CPUs
     python examples/distributed_training.py --single              # one device, the reference
 
-Each run prints its final loss; all three print the same (up to float rounding), because each
-global batch is split among the replicas and `apply_gradients` sums their gradients. Worker 0
-writes a checkpoint to ./distributed_ckpt; a later run of any kind resumes from it.
+Each run starts from the same initial weights and prints its final loss; all three print the
+same (up to float rounding), because each global batch is split among the replicas and
+`apply_gradients` sums their gradients. Worker 0 writes a checkpoint to ./distributed_ckpt
+(`--ckpt-dir DIR` for another place); `--resume` continues from the latest one there (of a run
+of any kind) instead of starting afresh.
 """
 import sys
 
@@ -66,9 +68,11 @@ def main(argv):
 
     x, y = digits(GLOBAL_BATCH * STEPS)
     batches = [(x[i:i + GLOBAL_BATCH], y[i:i + GLOBAL_BATCH]) for i in range(0, len(x), GLOBAL_BATCH)]
+    ckpt_dir = argv[argv.index("--ckpt-dir") + 1] if "--ckpt-dir" in argv else "distributed_ckpt"
     manager = nf.train.CheckpointManager(nf.train.Checkpoint(model=model, optimizer=opt),
-                                         "distributed_ckpt", max_to_keep=2)
-    if manager.restore_or_initialize():
+                                         ckpt_dir, max_to_keep=2)
+    # a fresh start unless asked: runs of the three modes one after another compare equal
+    if "--resume" in argv and manager.restore_or_initialize():
         print("resumed from", manager.latest_checkpoint)
     for batch in strategy.experimental_distribute_dataset(batches):
         loss = strategy.reduce(nf.distribute.ReduceOp.SUM, strategy.run(step, args=batch),

@@ -12,6 +12,9 @@ from .core.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint1
                           uint64, float16, float32, float64, complex64, complex128)
 # device placement hooks itself into core's eager path when imported: it stays eager
 from .backends.device import device  # noqa: F401
+# einops' main entry takes ndflow arrays once einops is imported (einops itself stays unloaded)
+from . import _einops
+_einops.install()
 
 if _os.environ.get("NDFLOW_DEBUG"):
     # parsed (and a typo reported) at import, as before; unset, parsing it changes nothing

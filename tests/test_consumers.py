@@ -183,10 +183,6 @@ def test_einops_array_api_entry():
     np.testing.assert_array_equal(got.numpy(), einops.reduce(a, "b (h w) -> b h", "max", h=3))
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="einops' own design: its main entry dispatches on a fixed list of "
-                          "frameworks ('Tensor type unknown to einops'); ndflow arrays work "
-                          "through einops.array_api (test above)")
 def test_einops_main_entry():
     einops = pytest.importorskip("einops")
     a = np.arange(24.0).reshape(2, 12)

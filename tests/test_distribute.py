@@ -1,6 +1,8 @@
 """nf.distribute in one process: MirroredStrategy on two logical CPUs against one device, the
 tf.distribute API (scope, run, reduce, datasets, replica contexts), NumPy as the oracle."""
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 
@@ -321,18 +323,35 @@ _NO_NUMBA = ("import sys, runpy, ndflow as nf; nf.config.settings.numba = 'off';
              "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
+def _example_loss(root, cwd, args, mpi=0):
+    # (fused kernels on tier 0: no numba compile in a short run)
+    cmd = [sys.executable, "-c", _NO_NUMBA,
+           os.path.join(root, "examples", "distributed_training.py")] + list(args)
+    if mpi:
+        cmd = [shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec",
+               "-n", str(mpi)] + cmd
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=root)).stdout
+    line = [ln for ln in out.splitlines() if "final loss" in ln][-1]
+    return line, float(line.split("final loss ")[1].split(",")[0]), "resumed" in out
+
+
 def test_example_program_gives_one_devices_answer_on_two_replicas(tmp_path):
+    """The modes run one after another in one directory, as the distribution guide lists them:
+    each starts afresh (the checkpoint the one before wrote is resumed only with --resume)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     losses = []
     for mode in ("--single", "--mirrored"):
-        cwd = tmp_path / mode.strip("-")         # each run starts without a checkpoint
-        cwd.mkdir()
-        # (fused kernels on tier 0: no numba compile in a short run)
-        out = subprocess.run([sys.executable, "-c", _NO_NUMBA,
-                              os.path.join(root, "examples", "distributed_training.py"), mode],
-                             cwd=cwd, capture_output=True, text=True, check=True,
-                             env=dict(os.environ, PYTHONPATH=root)).stdout
-        line = [ln for ln in out.splitlines() if "final loss" in ln][-1]
+        line, loss, resumed = _example_loss(root, tmp_path, [mode])
         assert ("2 replica(s)" in line) == (mode == "--mirrored"), line
-        losses.append(float(line.split("final loss ")[1].split(",")[0]))
-    assert losses[0] == pytest.approx(losses[1], rel=1e-5) and losses[0] < 1.0
+        assert not resumed
+        losses.append(loss)
+    if shutil.which("mpiexec", path=os.path.dirname(sys.executable)) and \
+            importlib.util.find_spec("mpi4py"):
+        line, loss, resumed = _example_loss(root, tmp_path, [], mpi=2)
+        assert "2 replica(s)" in line and not resumed, line
+        losses.append(loss)
+    assert all(v == pytest.approx(losses[0], rel=1e-5) for v in losses) and losses[0] < 1.0, losses
+    # asked to, a run continues from the checkpoint the last one left: 20 more steps
+    line, loss, resumed = _example_loss(root, tmp_path, ["--single", "--resume"])
+    assert resumed and loss < losses[0] * 0.9, (loss, losses)

@@ -20,6 +20,7 @@ place, `_gradient`; tests/test_eager_plan.py checks it against this loop bit for
 """
 import contextlib
 import enum
+import warnings
 
 import numpy as np
 
@@ -139,6 +140,11 @@ class GradientTape(TapeMemory):
                 if not isinstance(t, ndarray):
                     raise ValueError(f"Passed in object {t!r} of type {type(t).__name__!r}, "
                                      f"not a tensor or variable, to tape.watch")
+            if not _dt.is_differentiable(t.dtype):
+                # TensorFlow warns too: the gradient of an integer or boolean array is None
+                warnings.warn(f"The dtype of the watched tensor must be floating (e.g. float32) "
+                              f"or complex, got {t.dtype}: its gradient will be None",
+                              UserWarning, stacklevel=2)
             tid = t._tid
             if not tid:
                 tid = t._tid = next(_tids)

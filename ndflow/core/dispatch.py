@@ -34,6 +34,10 @@ import numpy as np
 from .state import STATE, GLOBAL
 from . import dtypes as _dt
 from . import mutation as _mut
+from . import user_warnings
+
+# NumPy's warnings from the kernels this door calls name the user's line (user_warnings.py)
+user_warnings.install()
 
 # Hooks (layers point one way: docs/architecture.md). The array class and its constructor
 # (core/ndarray.py, which instantiates its operators from here), and the NumPy layer, whose

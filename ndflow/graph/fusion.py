@@ -46,6 +46,12 @@ class FusionError(ValueError):
 _REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
 
 
+
+class _RegionLoc(str):
+    """A fused region's location (its last node's line) that keeps each member's (primitive
+    name, line): a NumPy warning from the region's kernel names the member's line
+    (core/user_warnings.py)."""
+
 def _reductions():
     return _REDUCTIONS
 
@@ -332,7 +338,8 @@ def _build(g, groups, uses_blas):
             if any(g.nodes[c].prim.variable_access == "write"
                    for c in writers.get(o.id, ())))
         prim = _fused_primitive(prog, kernel, outs)
-        loc = nodes[-1].loc
+        loc = _RegionLoc(nodes[-1].loc or "")
+        loc.members = tuple((n.prim.name, n.loc) for n in nodes)
         fused[r] = Node(prim, ins, {}, outs, loc)
     # reorder: stable topological order keyed by the original position of each node (a fused
     # node at its first member), so unrelated nodes (effects above all) keep their order
