@@ -145,8 +145,28 @@ def _t0_samples(rec, dt, route):
                                      for a in own[0].args), own[0].kwargs, "0-d")][:1]
     if route is Route.T0_SMALL:
         own = [s for s in own if all(isinstance(a, np.ndarray) for a in s.args)]
-    # the largest samples (broadcast and strided ones among them)
-    return sorted(own, key=lambda s: -max(np.size(a) for a in s.args))[:2]
+    # the largest samples (broadcast and strided ones among them), special values in the
+    # first
+    own = sorted(own, key=lambda s: -max(np.size(a) for a in s.args))[:2]
+    return [_with_specials(own[0])] + own[1:] if own else own
+
+
+_SPECIALS = (np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30)
+
+
+def _with_specials(s):
+    """`s` with NaN, infinities, signed zeros and a tiny value over the first elements of its
+    float arrays (each array's shifted by its position, so that they meet in pairs)."""
+    args = []
+    for i, a in enumerate(s.args):
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size > 1 and \
+                a.flags.writeable:
+            # (into the sample's own array, keeping its layout: samples are made per call)
+            k = min(a.size, len(_SPECIALS))
+            a[np.unravel_index(np.arange(k), a.shape)] = np.roll(
+                np.array(_SPECIALS[:k], a.dtype), i)
+        args.append(a)
+    return optable.Sample(tuple(args), s.kwargs, s.desc + "+specials")
 
 
 # (record, route) that a record's region does not take, and why: each is checked to be so
@@ -343,7 +363,10 @@ def test_tier1_compiles_every_scalar_function(nf_settings):
 
 
 def _exact_float_group():
-    return _groups()[0][(np.dtype(np.float64), False)]
+    """A few functions of the exact float64 group, for the routes after the loop (each needs
+    compiles of its own, whose time grows with the region)."""
+    names = _groups()[0][(np.dtype(np.float64), False)]
+    return [n for n in ("sqrt", "multiply", "maximum", "where", "isnan") if n in names]
 
 
 @needs_numba
