@@ -59,6 +59,12 @@ needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
 BACKWARD_ROUTES = ("eager backward plan", "reference backward loop")
 
 
+def _kernel(f, *args):
+    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
+    assert len(ks) == 1, ks
+    return ks[0]
+
+
 def _reached(fn):
     """The planner routes decided while `fn()` runs, and its result."""
     before = dict(planner.REACHED)
@@ -350,6 +356,7 @@ def test_tier1_compiles_every_scalar_function(nf_settings):
         with np.errstate(all="ignore"):
             reached, got = _reached(lambda: [g(x, y) for _ in range(2)][-1])
         assert Route.T1_LOOP in reached, (dt, fm, reached, nf.config.explain(g))
+        assert _kernel(g, x, y).tier() == 1 and "settings.threads is 1" in nf.config.explain(g)
         _check_tier1(names, dt, fm, got, x, y)
         # a transposed operand: tier 1 takes it where it collapses (one operand: in memory
         # order), else leaves the signature to tier 0; NumPy's values either way
@@ -379,6 +386,7 @@ def test_tier1_two_threads(nf_settings):
     with np.errstate(all="ignore"):
         reached, outs = _reached(lambda: [g(x, y) for _ in range(planner.PAR_AFTER + 4)])
     assert Route.T1_THREADS in reached, (reached, nf.config.explain(g))
+    assert _kernel(g, x, y).tier() == 1 and "thread" in nf.config.explain(g)
     for got in outs[-2:]:
         _check_tier1(names, np.dtype(np.float64), False, got, x, y)
 
@@ -394,6 +402,7 @@ def test_tier1_generated_callers(nf_settings):
     with np.errstate(all="ignore"):
         reached, outs = _reached(lambda: [g(x, y) for _ in range(5)])
     assert {Route.T1_DIRECT, Route.T1_DIRECT_BAKED} <= reached, reached
+    assert type(_kernel(g, x, y)).quick_call and "generated caller" in nf.config.explain(g)
     for got in outs[-2:]:
         _check_tier1(names, np.dtype(np.float64), False, got, x, y)
 
