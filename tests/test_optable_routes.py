@@ -5,9 +5,9 @@ the same records run on each *route* a call can take, each case asserting that i
 really taken (the eager door's `dispatch.door_route()`, the planner's decisions counted in
 `planner.REACHED`) and comparing the result with the reference path:
 
-- the eager door (every record, its first dtype, every sample): 'plain', 'lane' (a recording
-  tape, NumPy's promotion), 'general' (composites composed, a tape recording): dtypes, shapes
-  and values against NumPy, in the record's tolerance;
+- the eager door: test_optable.py's `test_values_match_numpy` runs every record, dtype and
+  sample on its three routes ('plain', 'lane': a recording tape, NumPy's promotion,
+  'general': composites composed, a tape recording) against NumPy;
 - the eager backward plan and the reference backward loop: test_eager_plan.py, bit for bit;
 - tier 0's routes (every elementwise record, i.e. a `tnp.ufunc`, its first dtype, at most
   two samples), the settings lowered so that the records' own small samples reach each
@@ -27,7 +27,6 @@ really taken (the eager door's `dispatch.door_route()`, the planner's decisions 
 route) that no case here targets; each case fails when it does not reach the route it
 targets, so together: every route is reached by a record.
 """
-import contextlib
 import importlib.util
 
 import numpy as np
@@ -70,34 +69,6 @@ def _reached(fn):
     before = dict(planner.REACHED)
     out = fn()
     return {r for r, n in planner.REACHED.items() if n > before.get(r, 0)}, out
-
-
-# ------------------------------------------------------------------ the eager door
-@contextlib.contextmanager
-def _door(route):
-    with contextlib.ExitStack() as stack:
-        if route == "general":
-            stack.enter_context(compose_composites())
-        if route != "plain":
-            stack.enter_context(nf.GradientTape())
-        yield
-
-
-_DOOR_CASES = [pytest.param(r, route, id="%s-%s" % (r.name, route))
-               for route in dispatch.DOOR_ROUTES for r in optable.RECORDS]
-
-
-@pytest.mark.parametrize("rec,route", _DOOR_CASES)
-def test_door_routes_agree_with_numpy(rec, route):
-    dt = np.dtype(rec.dtypes[0])
-    for s in rec.samples(T._seeded(rec, dt, 40), dt):
-        with np.errstate(all="ignore"):
-            want = T._eval(rec, s, np)
-        with _door(route):
-            assert dispatch.door_route() == route
-            got = T._eval(rec, s)
-        assert_same(got, want, rec.tolerance, ctx=f"{route}: {rec.name}{s!r}",
-                    values=rec.values == "values")
 
 
 # ------------------------------------------------------------------ tier 0
@@ -488,7 +459,13 @@ def test_every_route_is_reached():
     targeted = {c.values[1] for c in _T0_CASES} | set(_TIER1_CASES) | set(_DEVICE_CASES)
     missing = [r.name for r in Route if r not in targeted]
     assert not missing, "routes no op-table case reaches: %s" % missing
-    assert {c.values[1] for c in _DOOR_CASES} == set(dispatch.DOOR_ROUTES)
+    # the door's routes: test_optable's values test runs each (spied on one record)
+    seen = []
+    real = dispatch.door_route
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(dispatch, "door_route", lambda: seen.append(real()) or seen[-1])
+        T.test_values_match_numpy(optable.by_name()["add"], np.dtype(np.float64))
+    assert set(seen) == set(dispatch.DOOR_ROUTES), seen
     assert test_eager_plan._CASES, BACKWARD_ROUTES
     # tier 0's cases come from every elementwise record
     assert {c.values[0].name for c in _T0_CASES} == {r.name for r in _ELEMENTWISE}
