@@ -1,5 +1,6 @@
 """The op table's generic suite: every record of `optable.RECORDS` is checked for
-(a) values, dtypes and shapes against NumPy (eager fast path and the general `bind` path),
+(a) values, dtypes and shapes against NumPy on each route of the eager door (plain, the tape
+    lane, general; the other routes: test_optable_routes.py),
 (b) `nf.function` against eager, without retracing, also with every size unknown,
 (c) reverse-mode gradients against central differences (directional, float64), second order
     from nested tapes, the backward pass compiled (known and unknown sizes) and batched
@@ -7,6 +8,7 @@
 (d) `vectorized_map` and `vmap(in_axes=1)` against a Python loop, and
 (e) completeness: every public function has a record, every primitive its rules.
 Plus `tnp.random` against NumPy's streams."""
+import contextlib
 import types
 
 import numpy as np
@@ -14,8 +16,8 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
-from ndflow.core import tree
-from ndflow.core.primitive import REGISTRY
+from ndflow.core import dispatch, tree
+from ndflow.core.primitive import REGISTRY, compose_composites
 
 import optable
 from optable import RECORDS, F64, Sample
@@ -68,18 +70,32 @@ def _eval(rec, sample, module=tnp, args=None):
 
 
 # ------------------------------------------------------------------ (a) values vs NumPy
+@contextlib.contextmanager
+def door(route):
+    """The mode that sends eager calls to the door's `route` (core/dispatch.py): 'plain'
+    (nothing active), 'lane' (a recording tape, NumPy's promotion), 'general' (a recording
+    tape, composites composed)."""
+    with contextlib.ExitStack() as stack:
+        if route == "general":
+            stack.enter_context(compose_composites())
+        if route != "plain":
+            stack.enter_context(nf.GradientTape())
+        yield
+
+
 @pytest.mark.parametrize("rec,dt", _CASES)
 def test_values_match_numpy(rec, dt):
+    """Each sample on each route of the eager door, against NumPy."""
     rtol, atol = rec.tolerance, None
     for s in rec.samples(_seeded(rec, dt), dt):
         with np.errstate(all="ignore"):
             want = _eval(rec, s, np)
-        got = _eval(rec, s)
-        assert_same(got, want, rtol, atol, ctx=f"{rec.name}{s!r}", values=rec.values == "values")
-        with nf.GradientTape():      # the general path through `bind` (not the fast path)
-            got = _eval(rec, s)
-        assert_same(got, want, rtol, atol, ctx=f"(tape) {rec.name}{s!r}",
-                    values=rec.values == "values")
+        for route in dispatch.DOOR_ROUTES:
+            with door(route):
+                assert dispatch.door_route() == route
+                got = _eval(rec, s)
+            assert_same(got, want, rtol, atol, ctx=f"({route}) {rec.name}{s!r}",
+                        values=rec.values == "values")
 
 
 # ------------------------------------------------------------------ (b) compiled vs eager

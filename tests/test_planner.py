@@ -1,8 +1,10 @@
 """The kernel planner (`graph/kernels/planner.py`): one place chooses each fused region's
 route, per signature, and says why (`nf.config.explain`, NDFLOW_DEBUG=plan). Each route of
-`planner.Route` is reached here by a region sized and laid out for it, with NumPy's bits; the
-reasons name the setting or the fact behind each choice; per-call conditions (NumPy's error
-state, a compile still pending) send single calls to tier 0 and are counted."""
+`planner.Route` is reached by the op table's records in tests/test_optable_routes.py; here:
+the reasons name the setting or the fact behind each choice, the columns route keeps NumPy's
+warnings and errors, a region on tier 0 for good is its kernel's own call; per-call
+conditions (NumPy's error state, a compile still pending) send single calls to tier 0 and are
+counted."""
 import importlib.util
 import io
 import warnings
@@ -17,8 +19,6 @@ from ndflow.graph import fusion
 from ndflow.graph.kernels import planner, numba_runner
 from ndflow.graph.kernels.planner import Route
 from helpers import assert_bits_equal
-from fake_device import FakeBackend, FakeArray
-from ndflow.backends import base as B, device as D
 
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed")
@@ -96,27 +96,7 @@ def test_debug_plan_logs_each_decision(nf_settings):
 
 
 # ------------------------------------------------------------------ tier 0's routes
-@pytest.mark.parametrize("route,values,size,sig", [
-    (Route.T0_INLINE, {}, 16, None),
-    (Route.T0_SCALAR, {}, (), None),
-    (Route.T0_SMALL, {}, 300, (None,)),
-    (Route.T0_LARGE, {"large_min": 64}, 300, None),
-    (Route.T0_BLOCKED, {"large_min": 64, "block_min": 128, "block_bytes": 512,
-                        "block_threads_min": 1 << 62}, 300, None),
-    (Route.T0_THREADS, {"large_min": 64, "block_min": 1 << 62, "block_bytes": 512,
-                        "block_threads_min": 128, "threads": 2}, 300, None),
-])
-def test_tier0_routes_give_numpys_bits(nf_settings, route, values, size, sig):
-    nf_settings(numba="off", **values)
-    x = _specials(1 if size == () else size).reshape(size)
-    spec = None if sig is None else [nf.TensorSpec(sig, np.float64)]
-    f = nf.function(_sigmoid(tnp), input_signature=spec)
-    got = []
-    assert route in _reached(lambda: got.append(_run(f, tnp.asarray(x))))
-    with np.errstate(all="ignore"):
-        assert_bits_equal(got[0].numpy(), _sigmoid(np)(x))
-
-
+# (each route on the op table's records, with NumPy's bits: tests/test_optable_routes.py)
 def _outer(m):
     return lambda x, y: x * y + 1.0
 
@@ -188,56 +168,8 @@ def test_numba_missing_says_so_and_keeps_numpys_bits(nf_settings, monkeypatch):
 
 
 # ------------------------------------------------------------------ tier 1's routes
-@needs_numba
-def test_tier1_loop_and_threads(nf_settings):
-    nf_settings(numba="sync", fast_math=False, numba_parallel_min=1 << 13, threads=2)
-    x = _specials(1 << 14)
-    f = nf.function(lambda a: a * 2.0 - a * a)
-    assert Route.T1_THREADS in _reached(lambda: _run(f, x, calls=planner.PAR_AFTER + 8))
-    with np.errstate(all="ignore"):
-        assert_bits_equal(f(x).numpy(), x * 2.0 - x * x)
-    k = _kernel(f, x)
-    assert k.tier() == 1 and "thread" in nf.config.explain(f)
-    nf_settings(threads=1)
-    g = nf.function(lambda a: a * 3.0 - a * a)
-    assert Route.T1_LOOP in _reached(lambda: _run(g, x))
-    assert "settings.threads is 1" in nf.config.explain(g)
-
-
-@needs_numba
-def test_tier1_direct_callers(nf_settings):
-    """Small static regions: the generated caller becomes the kernel's call (T1_DIRECT), then
-    its own kernel with the constants in it (T1_DIRECT_BAKED)."""
-    nf_settings(numba="sync", fast_math=False)
-    x, y = np.arange(4.0), np.ones(4)
-    f = nf.function(lambda a, b: ((a * 2.0 + b) * 3.0 - a * 0.5) / (b * b + 1.0))
-    got = _reached(lambda: _run(f, x, y))
-    assert {Route.T1_DIRECT, Route.T1_DIRECT_BAKED} <= got, got
-    k = _kernel(f, x, y)
-    assert type(k).quick_call and "generated caller" in nf.config.explain(f)
-    assert_bits_equal(f(x, y).numpy(), ((x * 2.0 + y) * 3.0 - x * 0.5) / (y * y + 1.0))
-
-
-@needs_numba
-def test_tier1_in_place_routes(nf_settings):
-    """A Variable's update written over its own buffer: the in-place kernel (T1_INPLACE),
-    then its generated caller (T1_DIRECT_INTO)."""
-    nf_settings(numba="sync", fast_math=False)
-    v = nf.Variable(np.linspace(-1, 1, 1 << 14))
-
-    @nf.function
-    def step(g):
-        v.assign(v * 0.9 - g * 0.1 + 0.5)
-
-    g = np.full(1 << 14, 0.25)
-    want = v.numpy().copy()
-    got = _reached(lambda: [step(g) for _ in range(CALLS)])
-    for _ in range(CALLS):
-        want = want * 0.9 - g * 0.1 + 0.5
-    assert Route.T1_INPLACE in got and Route.T1_DIRECT_INTO in got, got
-    assert_bits_equal(v.numpy(), want)
-
-
+# (the loop, two threads, the generated callers and the in-place kernels on every function
+# of the scalar vocabulary: tests/test_optable_routes.py)
 @needs_numba
 def test_per_call_conditions_send_single_calls_to_tier0(nf_settings):
     """NumPy's error state asking to raise, and a kernel still compiling, send the call to
@@ -267,26 +199,3 @@ def test_per_call_conditions_send_single_calls_to_tier0(nf_settings):
         numba_runner._submit = real
     assert queued and "tier-1 kernel compiling" in nf.config.explain(h)
     assert_bits_equal(r.numpy(), x * 2.0 + x * x)
-
-
-# ------------------------------------------------------------------ device routes
-class _Compiling(FakeBackend):
-    """A fake device with a 'compiled' kernel for every region (op by op underneath)."""
-
-    def compile_fused(self, prog):
-        return lambda *xs: B.interpret(prog, xs)
-
-
-@pytest.mark.parametrize("backend,route", [(FakeBackend, Route.DEVICE_OPS),
-                                           (_Compiling, Route.DEVICE_KERNEL)])
-def test_device_routes(backend, route):
-    b = backend(1)
-    with D.use_gpu_backend(b, 1):
-        with nf.device("GPU:0"):
-            f = nf.function(_sigmoid(tnp))
-            x = tnp.asarray(np.linspace(-2, 2, 8))
-            got = []
-            assert route in _reached(lambda: got.append(_run(f, x)))
-            assert isinstance(got[0]._v, FakeArray)
-            assert route.value in nf.config.explain(f)
-    assert b.fused_runs >= 1

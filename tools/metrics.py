@@ -4,8 +4,9 @@
 
 Prints: files over 800 lines, the longest functions, function-level imports of ndflow's own
 modules (a function-level import is right only for an optional heavy third-party package), the
-largest import cycle, the `NDFLOW_*` environment variables read, and the mode checks (reads of
-the per-thread fast/lane state) outside `ndflow/core/`.
+largest import cycle, the `NDFLOW_*` environment variables read, the fields of
+`nf.config.settings`, and the mode checks (reads of the per-thread fast/lane state) outside
+`ndflow/core/`. Importable as a module (tests/test_budgets.py does).
 """
 import ast
 import os
@@ -96,6 +97,22 @@ def settings(root):
     return sorted(found)
 
 
+def settings_fields(root):
+    """Names of the fields of `nf.config.settings` (class attributes of
+    ndflow/core/settings.py's `Settings` made by `_Field(...)`), read without importing ndflow."""
+    path = os.path.join(root, "ndflow", "core", "settings.py")
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    out = []
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name == "Settings":
+            for st in cls.body:
+                if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) and \
+                        getattr(st.value.func, "id", None) == "_Field":
+                    out.extend(t.id for t in st.targets if isinstance(t, ast.Name))
+    return out
+
+
 def mode_checks_outside_core(root):
     """["path:line"] of reads of the per-thread mode state outside ndflow/core/."""
     out = []
@@ -134,6 +151,8 @@ def main(argv):
     print("largest import cycle: %d modules%s" % (len(cycle), (": " + " ".join(cycle))
                                                    if verbose or len(cycle) <= 6 else ""))
     print("settings (NDFLOW_* variables): %d: %s" % (len(sets), " ".join(sets)))
+    fields = settings_fields(root)
+    print("settings (nf.config.settings fields): %d: %s" % (len(fields), " ".join(fields)))
     print("mode checks outside core/: %d%s" % (len(modes), "".join(
         "\n  " + m for m in modes) if verbose else ""))
 

@@ -80,6 +80,20 @@ PLAIN_TEST = "(_GLOBAL.fast or _STATE.fast)"
 PLAIN_NAMES = {"_GLOBAL": GLOBAL, "_STATE": STATE}
 
 
+# The door's routes, as `door_route` names them (tests/test_optable_routes.py runs the op
+# table on each)
+DOOR_ROUTES = ("plain", "lane", "general")
+
+
+def door_route():
+    """The route this thread's mode sends an eager call on default-device arrays to now:
+    'plain', 'lane' (where NumPy's loop takes the operands as they are; else 'general') or
+    'general' -- the test every template below makes first, for code that must observe it."""
+    if GLOBAL.fast or STATE.fast:
+        return "plain"
+    return "lane" if STATE.lane is not None else "general"
+
+
 def writes_in_place(x):
     """Whether a write into the eager array `x` goes straight into its buffer: plain eager,
     `x` on the default device, and no tape (any thread) holds any buffer."""
