@@ -821,3 +821,16 @@ for _kind, _why, _names in PATHS_REASONS:
             _r.paths_reasons[_kind] = _why
 by_name()["interp"].paths_keep_args = (1,)
 by_name()["histogram"].paths_keep_args = (1,)
+
+
+def kinds_of(rec):
+    """One dtype of each kind (bool, signed and unsigned integer, float, complex) among the
+    record's dtypes, in its order: for checks whose subject is shapes or graph structure rather
+    than a dtype's arithmetic (unknown sizes, export), which the other dtypes of a kind repeat."""
+    seen, out = set(), []
+    for d in rec.dtypes:
+        d = np.dtype(d)
+        if d.kind not in seen:
+            seen.add(d.kind)
+            out.append(d)
+    return out
