@@ -290,13 +290,18 @@ def summary_line(entry):
     doc = inspect.cleandoc(own_docstring(entry.obj))
     para = " ".join(doc.split("\n\n", 1)[0].split())
     # the first sentence: a full stop outside code spans, followed by a space
-    depth, cut = 0, len(para)
-    for i, ch in enumerate(para):
+    # (a ``literal`` is one span: its two backticks each side must not toggle twice)
+    depth, cut, i = 0, len(para), 0
+    while i < len(para):
+        ch = para[i]
         if ch == "`":
             depth ^= 1
-        elif ch == "." and not depth and (i + 1 == len(para) or para[i + 1] == " "):
+            i += 2 if para.startswith("``", i) else 1
+            continue
+        if ch == "." and not depth and (i + 1 == len(para) or para[i + 1] == " "):
             cut = i + 1
             break
+        i += 1
     from ndflow_docstrings import escape_prose
     return escape_prose(para[:cut]) if para else "(no docstring yet)"
 
