@@ -379,8 +379,16 @@ def test_steady_time_warms_up_waits_for_compiles_then_takes_the_best(monkeypatch
     events = []
     monkeypatch.setattr(_run, "wait_for_compiles", lambda: events.append("wait"))
     calls = []
-    t = _run.steady_time(lambda: calls.append(1) or events.append("call"), number=3, repeat=4)
-    # 4 calls, a wait, 34 more (well under the warm-up budget), a wait, then 4 runs of 3
+    modes = []
+
+    def f():
+        calls.append(1)
+        events.append("call")
+        modes.append(nf.config.settings.numba)
+    t = _run.steady_time(f, number=3, repeat=4)
+    # 4 calls, a wait, 34 more (well under the warm-up budget), a wait, then 4 runs of 3;
+    # the warm-up compiles at once (a compile would otherwise wait until it pays)
+    assert modes[:38] == ["sync"] * 38 and set(modes[38:]) == {nf.config.settings.numba}
     assert events[:4] == ["call"] * 4 and events[4] == "wait"
     assert events[5:39] == ["call"] * 34 and events[39] == "wait"
     assert events[40:] == ["call"] * 12 and len(calls) == 50 and t > 0

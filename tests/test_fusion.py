@@ -377,15 +377,18 @@ def test_own_math_special_values_as_numpy(name, dtype):
 
 
 # ------------------------------------------------------------------ numba stays optional
-@pytest.mark.parametrize("setting,size", [("background", 3), ("off", 100000)])
+@pytest.mark.parametrize("setting,size", [("background", 3), ("background", 100000),
+                                          ("off", 100000)])
 def test_core_does_not_import_numba(setting, size):
     """Default settings: a region too small for a compiled loop never imports numba (nor
-    does importing ndflow); `settings.numba = "off"`: not even a large one does."""
+    does importing ndflow), nor does a large one run for less time than numba's start costs
+    (`planner.compile_pays`); `settings.numba = "off"`: not even a large one run long."""
     code = ("import sys, numpy as np, ndflow as nf, ndflow.numpy as tnp\n"
             "assert 'numba' not in sys.modules, 'numba imported by import ndflow'\n"
             "nf.config.settings.numba = %r\n"
-            "f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))\n"
-            "for _ in range(5): f(tnp.ones(%d))\n"
+            "f = nf.function(lambda y: y * 2.0 + y * y - 1.0)\n"
+            "x = tnp.ones(%d, dtype='float32')\n"
+            "for _ in range(30): f(x)\n"
             "assert 'numba' not in sys.modules, 'numba imported'\n" % (setting, size))
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(nf.__file__)))
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)

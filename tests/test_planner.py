@@ -16,7 +16,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import planner, numba_runner
+from ndflow.graph.kernels import planner, numba_compile, numba_runner
 from ndflow.graph.kernels.planner import Route
 from helpers import assert_bits_equal
 
@@ -171,7 +171,7 @@ def test_numba_missing_says_so_and_keeps_numpys_bits(nf_settings, monkeypatch):
 # (the loop, two threads, the generated callers and the in-place kernels on every function
 # of the scalar vocabulary: tests/test_optable_routes.py)
 @needs_numba
-def test_per_call_conditions_send_single_calls_to_tier0(nf_settings):
+def test_per_call_conditions_send_single_calls_to_tier0(monkeypatch, nf_settings):
     """NumPy's error state asking to raise, and a kernel still compiling, send the call to
     tier 0 (which honours the state; which does not wait): counted on the signature's
     decision, and explained."""
@@ -183,19 +183,59 @@ def test_per_call_conditions_send_single_calls_to_tier0(nf_settings):
         with pytest.raises(FloatingPointError):
             f(x)
     assert "1 (NumPy's error state asks for more than warnings)" in nf.config.explain(f)
-    # a compile that has not run yet: tier 0 meanwhile
+    # a compile that has not run yet (asked for at once: it costs nothing here): tier 0
     nf_settings(numba="background")
     queued = []
-    real = numba_runner._submit
-
-    def hold(job, sync):
-        queued.append(job)
-    numba_runner._submit = hold
-    try:
-        h = nf.function(lambda a: a * 2.0 + a * a)
-        with np.errstate(all="ignore"):
-            r = _run(h, x)
-    finally:
-        numba_runner._submit = real
+    monkeypatch.setattr(numba_runner, "_submit", lambda job, sync: queued.append(job))
+    monkeypatch.setattr(numba_compile, "cost", lambda prog: (0.0, 0.0))
+    h = nf.function(lambda a: a * 2.0 + a * a)
+    with np.errstate(all="ignore"):
+        r = _run(h, x)
     assert queued and "tier-1 kernel compiling" in nf.config.explain(h)
     assert_bits_equal(r.numpy(), x * 2.0 + x * x)
+
+
+@needs_numba
+def test_background_compile_is_asked_for_once_it_pays(monkeypatch, nf_settings):
+    """In the background, a region's tier-1 kernel is asked for only once the region has run
+    on tier 0 for as long as the kernel costs the process, and the waiting regions together
+    for as long as numba's start (`planner.compile_pays`); until then explain says so and
+    every call is tier 0's, NumPy's bit for bit."""
+    nf_settings(numba="background", fast_math=False)
+    queued = []
+    monkeypatch.setattr(numba_runner, "_submit", lambda job, sync: queued.append(job))
+    monkeypatch.setattr(numba_compile, "cost", lambda prog: (0.2, 0.05))
+    monkeypatch.setattr(planner, "_started", False)
+    monkeypatch.setattr(planner, "_cold", 0.0)
+    x = np.linspace(-3, 3, 1 << 14)
+    f = nf.function(lambda a: a * 2.0 + a * a)
+    k = _kernel(f, x)
+    ran = 0
+    while not queued:
+        r = _run(f, x, calls=1)
+        ran += 1
+        assert_bits_equal(r.numpy(), x * 2.0 + x * x)
+        if ran == CALLS:
+            assert "tier 0 until its tier-1 kernel pays" in nf.config.explain(f)
+        assert ran < 10 ** 6
+    # asked for on the call after the rent was paid (checked every RECHECK_S of tier 0)
+    assert ran > CALLS and k.runner is not None
+    assert 0.2 <= planner._cold and 0.05 <= k.spent < 0.2 + 2 * planner.RECHECK_S
+    # numba's start is paid once: a second region asks as soon as its own rent is paid
+    g = nf.function(lambda a: a * 3.0 - a * a)
+    kg = _kernel(g, x)
+    while kg.runner is None:
+        _run(g, x, calls=1)
+    assert 0.05 <= kg.spent < 0.05 + 2 * planner.RECHECK_S
+
+
+@needs_numba
+def test_sync_compile_is_asked_for_on_the_hot_call(monkeypatch, nf_settings):
+    """With settings.numba 'sync' the caller chose to wait: the hot call asks at once."""
+    nf_settings(numba="sync")
+    monkeypatch.setattr(numba_compile, "cost", lambda prog: (10.0, 10.0))
+    monkeypatch.setattr(planner, "_started", False)
+    f = nf.function(lambda a: a * 2.0 + a * a)
+    x = np.linspace(-3, 3, 1 << 14)
+    _run(f, x, calls=nf.config.settings.hot_calls)
+    assert planner.compile_pays(_kernel(f, x))

@@ -110,12 +110,16 @@ class Settings:
         Off (the default): compiled results are NumPy's bit for bit.""")
     # ---------------------------------------------------------------- tier 1 (numba)
     numba = _Field("background", _numba, """How tier 1 (a region compiled by numba into one
-        loop) is used: 'background' compiles in a helper thread while tier 0 runs the calls;
+        loop) is used: 'background' compiles in a helper thread while tier 0 runs the calls,
+        once the region's tier-0 time has paid for what the compile costs the caller (it holds
+        the interpreter lock for most of its run: about a second for numba's start, a tenth
+        or more per loop);
         'sync' compiles in the calling thread, so the call that asks gets the kernel (tests,
         benchmarks); 'off' never uses numba. Without numba installed, everything runs on
         tier 0 whatever this says.""")
     hot_calls = _Field(3, _count(1), """Calls of a fused region before its tier-1 kernel is
-        asked for: a region run once or twice never pays for a compile.""")
+        considered: a region run once or twice never pays for a compile (in the background,
+        the kernel is asked for later still, once it pays: see `numba`).""")
     numba_min = _Field(8192, _count(0), """Elements from which tier 1 runs a region: below,
         its call costs more than the NumPy calls it saves. From half of it, regions of three
         NumPy calls or more; from 1/32 of it, regions of six or more (the cost model,

@@ -7,6 +7,7 @@ import tempfile
 import time
 import timeit
 
+from ndflow.core.settings import settings
 from ndflow.graph.kernels import wait_for_compiles
 
 
@@ -49,19 +50,21 @@ class Output:
 
 def steady_time(f, number, repeat=5, warm_up=2.0):
     """Seconds per call of `f` in its steady state, after a warm-up: the first call traces and
-    compiles an nf.function; its fused regions ask for their compiled kernels after a few calls
-    (and a large region for its multi-threaded kernel after some more), which compile in the
-    background while holding the interpreter lock, so they would slow the calls being timed.
-    The warm-up calls `f` 4 times and waits for those compiles, then up to 34 more times (while
-    it has taken less than `warm_up` seconds) and waits again. Then the best of `repeat` runs
-    of `number` calls: the run least disturbed by other work on the machine."""
+    compiles an nf.function; a long-running program's fused regions get their compiled
+    kernels once those pay for themselves (after a second or so of the region's calls), and a
+    large region its multi-threaded kernel after some more calls. The warm-up asks for them at
+    once instead (`settings.numba` 'sync': compiled in this thread, or loaded from the disk
+    cache): it calls `f` 4 times, then up to 34 more times (while it has taken less than
+    `warm_up` seconds), waiting after each for any compile still running. Then the best of `repeat`
+    runs of `number` calls: the run least disturbed by other work on the machine."""
     start = time.perf_counter()
-    for calls in (4, 34):
-        for _ in range(calls):
-            f()
-            if calls > 4 and time.perf_counter() - start > warm_up:
-                break
-        wait_for_compiles()
+    with settings.override(numba="sync"):
+        for calls in (4, 34):
+            for _ in range(calls):
+                f()
+                if calls > 4 and time.perf_counter() - start > warm_up:
+                    break
+            wait_for_compiles()
     return min(timeit.repeat(f, number=number, repeat=repeat)) / number
 
 

@@ -8,8 +8,9 @@ names (`planner.Route`), chosen by the planner once per signature, with its reas
   and warnings bit for bit;
 - tier 1 (`numba_tier` and its `numba_*` modules; numba is a dependency, but ndflow still
   runs without it, on tier 0): the region compiled into one loop that inlines our own
-  vectorizable math (`mathlib`), asked for after the region has run `settings.hot_calls`
-  times, compiled in a background thread and used when ready;
+  vectorizable math (`mathlib`), asked for once the region has run `settings.hot_calls`
+  times and its tier-0 time has paid for what the compile costs the caller
+  (`planner.compile_pays`), compiled in a background thread and used when ready;
 - a device backend's kernel (`cuda_tier`, compiled by the CuPy backend) for device buffers.
 
 The fusion policy the compiler's passes ask (`policy`) does not depend on which tiers exist:

@@ -6,6 +6,7 @@ planner's decision (`planner.py`), made once per signature. One instance per fus
 holds that node's pooled results); equal programs share what can be shared through the
 program cache (`kernel_for`)."""
 import threading
+from time import perf_counter as _clock
 
 from . import numpy_tier, numpy_columns, planner
 from .numba_runner import Runner
@@ -52,6 +53,8 @@ class FusedKernel:
         self.parallel = not uses_blas
         self.calls = 0
         self.hot = settings.hot_calls
+        self.spent = 0.0           # seconds of tier 0 before tier 1 was asked for
+        self.due = 0.0             # `spent` from which the planner is asked again
         self.runner = None         # tier 1's runner, once the planner asks for it
         self.decision = None       # the planner's kernel-level decision (tier 0 for good)
         self.device_kernels = {}   # device backend -> its compiled kernel (False: none)
@@ -108,32 +111,40 @@ class FusedKernel:
             if b is not None:
                 return self._device(b, xs)
         r = self.runner or self._counted()
-        if r is not None:
-            out = r(xs)
-            if out is not NotImplemented:
-                return out
+        if r is None:
+            return self._cold(xs, ())
+        out = r(xs)
+        if out is not NotImplemented:
+            return out
         return self.tier0(*xs)
 
     def _counted(self):
-        """Before tier 1 is asked for: count the call, and on the region's hot call let the
-        planner decide (the runner it asks for, or None: tier 0)."""
+        """Before tier 1 is asked for: count the call; on the region's hot call the planner
+        says whether tier 1 could ever run it (else the region stays on tier 0 for good: its
+        calls then go straight to the tier-0 function), and from then on, call by call,
+        whether asking for its kernel pays yet. Returns tier 1's runner once it is asked
+        for, else None (tier 0)."""
         if self.calls < self.hot:
             self.calls += 1
-            if self.calls == self.hot:
-                return self._hot()
-        return None
-
-    def _hot(self):
-        """The region's hot call: the planner says whether tier 1 is asked for (its runner,
-        returned) or the region stays on tier 0 for good (its calls then go straight to the
-        tier-0 function)."""
-        d = planner.at_hot(self)
-        if d is not None:
-            self.decision = d
-            planner.direct(self, self.tier0, direct=self.tier0)
+            if self.calls < self.hot:
+                return None
+            d = planner.at_hot(self)
+            if d is not None:
+                self.decision = d
+                planner.direct(self, self.tier0, direct=self.tier0)
+                return None
+        if self.spent < self.due or not planner.compile_pays(self):
             return None
         self.runner = Runner(self, settings.numba == "sync")
         return self.runner
+
+    def _cold(self, xs, donors):
+        """A call on tier 0 before tier 1 is asked for, timed: what a region spends on tier 0
+        is what its compile must pay back (`planner.compile_pays`)."""
+        t = _clock()
+        out = self.tier0(*xs, *donors)
+        planner.rent(self, _clock() - t)
+        return out
 
     def into(self, xs, donors, spares=None):
         """Run with `donors[k]` (a dead buffer, or None) offered for result k. `spares`
@@ -151,6 +162,8 @@ class FusedKernel:
                 return out
         if spares is not None:
             donors = spares.replace(donors)
+        if r is None:
+            return self._cold(xs, donors)
         return self.tier0(*xs, *donors)
 
     def can_write_over(self, k, i):

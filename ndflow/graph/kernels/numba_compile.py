@@ -15,10 +15,19 @@ from .numba_source import _kernel_source, _dummy_args
 from .numba_tier import _fast_math
 from ...core.settings import settings
 
-STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "failures": []}
+STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "first_s": None, "failures": []}
+
+# What a tier-1 kernel costs the process that asks for it, in seconds of its own time (a
+# compile in the background thread holds the interpreter lock for most of its run, so the
+# caller's calls slow down about as much as it runs): numba's start (its import and its
+# compiler's first use), measured 0.8-1.2 s on one core, then each kernel, 0.1-0.4 s compiled
+# or a few ms from the disk cache; once this process has made some, their mean.
+START_S = 1.0
+KERNEL_S = 0.25
 
 
 _KERNELS = {}          # (program key, pattern, parallel) -> dispatcher
+_PROGRAMS = set()      # keys of the programs with a kernel made in this process
 _LOCK = threading.Lock()
 _Q = queue.Queue()
 _worker = None
@@ -65,6 +74,17 @@ def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=
             baked, scalars, plan.dims if static else None)
 
 
+def cost(prog):
+    """(seconds numba's start still costs this process, seconds a kernel of `prog` costs):
+    nothing for a program this process already has a kernel of (another copy of the same
+    region: its other kernels are variants of a loaded one), see START_S, KERNEL_S."""
+    start = START_S if STATS["first_s"] is None else 0.0
+    if prog.key in _PROGRAMS:
+        return start, 0.0
+    n = STATS["compiles"] - 1          # the first compile's time is numba's start too
+    return start, ((STATS["compile_s"] - STATS["first_s"]) / n if n > 0 else KERNEL_S)
+
+
 def _compiled(prog, plan, parallel):
     """Whether `_compile` already made this kernel in this process."""
     key = _kernel_key(prog, plan, parallel)
@@ -97,10 +117,14 @@ def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=Fal
         disp(*dummy)
     disp.disable_compile()                          # a new type later: tier 0, not a stall
     disp.ndflow_source = src
-    STATS["compiles"] += 1
-    STATS["compile_s"] += time.perf_counter() - t0
+    took = time.perf_counter() - t0
     with _LOCK:
+        STATS["compiles"] += 1
+        STATS["compile_s"] += took
+        if STATS["first_s"] is None:
+            STATS["first_s"] = took
         _KERNELS[key] = disp
+        _PROGRAMS.add(prog.key)
     return disp
 
 

@@ -15,8 +15,10 @@ The decisions, in the order a region meets them:
    static region too small for a compiled loop stays on tier 0 for good: its calls go
    straight to the tier-0 function, which the code generator may write into the step), and
    whether tier 0 runs a short-last-axis outer product column by column;
-2. on the region's `settings.hot_calls`-th call (`at_hot`): whether tier 1 is asked for
-   (numba off, missing, or refusing the region: tier 0 for good);
+2. on the region's `settings.hot_calls`-th call (`at_hot`): whether tier 1 could ever run
+   it (numba off, missing, or refusing the region: tier 0 for good); then, call by call,
+   whether asking for its kernel pays yet (`compile_pays`: with a background compile, only
+   once the region's tier-0 time has paid for what the compile costs the caller);
 3. per signature on tier 0 (`Tier0Plan`): one NumPy call per op, out= into pooled buffers,
    chunk by chunk, chunks shared between threads;
 4. per signature on tier 1 (`tier1_signature`): whether tier 1 takes it (it pays, its
@@ -37,7 +39,7 @@ import importlib.util
 import math
 import threading
 
-from . import numba_tier, policy
+from . import numba_compile, numba_tier, policy
 from .numba_plan import Plan as CollapsedPlan, exact_sum_ok
 from .program import runtime_shapes
 from . import blocks
@@ -223,6 +225,51 @@ def at_hot(fk):
         return None
     return decide(fk.tier0_plan.route if fk.tier0_plan is not None else None,
                   "tier 0 for good: " + why, _where(prog))
+
+
+# tier-0 seconds run by regions waiting for tier 1, all together (numba's start is paid once,
+# by all of them), and whether a kernel has been asked for in the background yet
+_cold = 0.0
+_started = False
+# a renting region's own tier-0 seconds between two questions (its calls cost a comparison)
+RECHECK_S = 0.01
+
+
+def rent(fk, seconds):
+    """Count `seconds` of tier 0 that region `fk` ran before its tier-1 kernel was asked for."""
+    global _cold
+    fk.spent += seconds
+    _cold += seconds
+
+
+def compile_pays(fk):
+    """Whether tier 1 is asked for now, on a call of the hot region `fk` that tier 1 could
+    run. With `settings.numba` 'sync', at once: the caller chose to wait for the compile.
+    In the background, a compile holds the interpreter lock for most of its run, slowing the
+    caller's calls by about its own length (`numba_compile.cost`), so it is asked for only
+    once it pays: when the region has spent on tier 0 as much as its kernel costs, and the
+    regions waiting for tier 1 together as much as numba's start (which they share). As in
+    renting skis until the rent reaches their price, a program whose regions run for less
+    than about a second never imports numba, and a longer one spends at most about twice
+    what the best choice in hindsight would have."""
+    global _started
+    if settings.numba == "sync":
+        return True
+    start, kernel = numba_compile.cost(fk.prog)
+    if (not _started and _cold < start) or fk.spent < kernel:
+        fk.due = fk.spent + RECHECK_S
+        return False
+    _started = True
+    return True
+
+
+def _rent_text(fk):
+    start, kernel = numba_compile.cost(fk.prog)
+    text = "tier 0 until its tier-1 kernel pays: %.3f s of tier 0 so far, the kernel costs " \
+        "%.2f s" % (fk.spent, kernel)
+    if not _started:
+        text += ", numba's start %.2f s (all waiting regions: %.3f s so far)" % (start, _cold)
+    return text
 
 
 def _static_tier1_why(prog):
@@ -438,9 +485,11 @@ def kernel_report(fk):
     d = fk.decision
     if d is not None:
         lines.append("  " + d.text())
-    elif fk.runner is None:
+    elif fk.runner is None and fk.calls < fk.hot:
         lines.append("  tier 0 until call %d (%d so far), then tier 1 is considered"
                      % (fk.hot, fk.calls))
+    elif fk.runner is None:
+        lines.append("  " + _rent_text(fk))
     if fk.runner is not None:
         lines.extend("  " + ln for ln in fk.runner.report())
     if d is None or d.route not in TIER0 or not prog.static:
