@@ -404,6 +404,15 @@ def take_along_axis(arr, indices, axis=-1):
     return bind(I.getitem_p, a, *arrays, spec=(("a",),) * a.ndim)
 
 
+def _nonzero1(mask, name):
+    """The positions of the true elements of the 1-d `mask` (NumPy's error, naming `name`,
+    where there cannot be any)."""
+    try:
+        return bind_nonzero(mask)[0]
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
 def nonzero(a):
     """The indices of the nonzero elements, one int64 array per axis, as `numpy.nonzero` (a
     ValueError for a 0-d array, as NumPy 2). How many there are depends on the values: inside

@@ -14,12 +14,20 @@ import numpy as np
 from ..core.ndarray import ndarray, TracingError, static_size as _static_size
 from ..core.primitive import bind
 from ..core import dtypes as _dt
-from ..primitives import shape as S, elementwise as E
+from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
 from ._core import asarray
+from .indexing import _nonzero1
 from . import _axes as A
 from .manipulation import (reshape, ravel, transpose, moveaxis, concatenate, atleast_2d,
                            expand_dims, vstack, broadcast_to)
+from ..primitives.elementwise import copy_p
+from ..vectorize.batching import vmap
+from .creation import zeros
+from .manipulation import stack
+from .math import (maximum, minimum, not_equal, logical_and, clip, where_ as where, floor_divide,
+                   floor, true_divide, multiply, add, subtract, rint, isnan)
+from .reductions import any as any_, argmax, max as max_, min as min_, mean as mean_, sum as sum_
 
 
 def _copy(a):
@@ -154,7 +162,6 @@ def unstack(x, /, *, axis=0):
         raise ValueError(f"unstack: the size of axis {axis} is unknown while tracing, so the "
                          f"number of outputs is not known")
     spec = (A.SLICE_ALL,) * axis
-    from ..primitives import indexing as I
     return tuple(bind(I.getitem_p, a, spec=spec + (("i", i),)) for i in range(n))
 
 
@@ -322,10 +329,8 @@ def flip(m, axis=None):
     if not axes:
         # NumPy: m[...] of an n-d array (a view), m[()] of a 0-d one (a new scalar)
         if x.ndim == 0:
-            from ..primitives.elementwise import copy_p
             return bind(copy_p, x)
         return x
-    from ..primitives import indexing as I
     spec = tuple(("s", None, None, -1) if i in axes else A.SLICE_ALL for i in range(x.ndim))
     return bind(I.getitem_p, x, spec=spec)
 
@@ -496,7 +501,6 @@ def delete(arr, obj, axis=None):
 
 def _keep_mask(a, axis, obj):
     """True except at the (traced) positions `obj` along axis."""
-    from ..primitives import indexing as I
     i = A.iota(a, axis)
     keep = bind(E.ones_like_p, bind(E.convert_p, i, dtype=_dt.BOOL))
     false = bind(E.zeros_like_p, bind(E.convert_p, obj, dtype=_dt.BOOL))
@@ -507,7 +511,6 @@ def _keep_mask(a, axis, obj):
 def _slice_mask(i, n, start, stop, step):
     """Positions in range(*slice(start, stop, step).indices(n)) for a size n known at run time
     only (start, stop, step are Python ints or None)."""
-    from .math import maximum, minimum
     step = 1 if step is None else step
     if step > 0:
         lo = 0 if start is None else maximum(start + n, 0) if start < 0 else minimum(start, n)
@@ -516,14 +519,6 @@ def _slice_mask(i, n, start, stop, step):
     hi = n - 1 if start is None else maximum(start + n, -1) if start < 0 else minimum(start, n - 1)
     lo = -1 if stop is None else maximum(stop + n, -1) if stop < 0 else minimum(stop, n - 1)
     return (i <= hi) & (i > lo) & ((hi - i) % (-step) == 0)
-
-
-def _nonzero1(mask, name):
-    from .indexing import bind_nonzero
-    try:
-        return bind_nonzero(mask)[0]
-    except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
 
 
 def insert(arr, obj, values, axis=None):
@@ -599,7 +594,6 @@ def resize(a, new_shape):
     total = int(np.prod(shape, dtype=np.int64))
     n = x.shape[0]
     if n == 0 or total == 0:
-        from .creation import zeros
         return zeros(shape, x.dtype)
     idx = np.arange(total, dtype=np.intp)
     if n is not None:
@@ -620,8 +614,6 @@ def trim_zeros(filt, trim="fb", axis=None):
     axes = tuple(range(x.ndim)) if axis is None else norm_axes(axis, x.ndim)
     if not axes:
         return x
-    from .math import not_equal, logical_and
-    from .reductions import any as any_, argmax
     nz = not_equal(x, 0) if x.dtype != np.bool_ else x
     for ax in axes:
         if x.shape[ax] == 0:
@@ -684,7 +676,6 @@ def _value_pairs(x, nd):
     flat = list(_flatten(x))
     if not any(isinstance(e, ndarray) for e in flat):
         return _pairs(np.array(x), nd, python=True)
-    from .manipulation import broadcast_to
     v = asarray(x)
     if v.ndim < 3 and _static_size(v) == 1:
         v = ravel(v)
@@ -785,7 +776,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
 def _pad_uniform(x, widths, value):
     """One constant everywhere: the array written into a constant block (one allocation;
     chained concatenations would allocate a full-size temporary per axis)."""
-    from ..primitives import indexing as I
     shape = tuple(d + b + a for d, (b, a) in zip(x.shape, widths))
     c = asarray(value)
     c = bind(E.convert_p, c, dtype=x.dtype) if c.dtype != x.dtype else c
@@ -822,7 +812,6 @@ def _pad_index(x, ax, b, a):
 def _pad_gather(x, ax, b, a, mode, odd):
     """edge / wrap / reflect / symmetric: one gather by computed source positions; the 'odd'
     reflections add the linear trend NumPy's repeated point reflections produce."""
-    from .math import clip, where_ as where, floor_divide
     idx, n = _pad_index(x, ax, b, a)
     known = not isinstance(n, ndarray)
     if mode == "edge" or (mode in ("reflect", "symmetric") and known and n == 1):
@@ -896,8 +885,6 @@ def _odd_chunk(edge, src, ax, dtype):
 def _pad_ramp(x, ax, b, a, eb, ea):
     """Linear ramps from the end values to the edge values, computed as numpy.linspace does
     (floored for integer arrays)."""
-    from .math import floor, where_ as where, true_divide, multiply, add, subtract
-    from .reductions import any as any_
     nd = x.ndim
 
     def ramp(edge, end, width):
@@ -926,8 +913,6 @@ def _pad_ramp(x, ax, b, a, eb, ea):
 
 
 def _pad_stat(x, ax, b, a, lb, la, mode):
-    from .reductions import max as max_, min as min_, mean as mean_
-    from .math import rint
     n = x.shape[ax]
     for length in (lb, la):
         if mode in ("maximum", "minimum") and (length == 0 or n == 0):
@@ -959,8 +944,6 @@ def _median_keepdims(x, ax):
     """The median along `ax` (keepdims), from ranks by pairwise comparison (ties broken by
     position): the middle element, or the mean of the two middle ones; NaN if any is NaN.
     Quadratic in the axis length: used on the short stat regions of pad."""
-    from .math import where_ as where, isnan, true_divide, add
-    from .reductions import sum as sum_, any as any_
     v = moveaxis(x, ax, -1)
     nd = v.ndim
     xi = expand_dims(v, nd)           # (..., L, 1)
@@ -984,8 +967,6 @@ def _pad_function(x, widths, function, kwargs):
     """mode=<function>: `function(vector, (before, after), axis, kwargs)` edits each 1-d row
     along each axis in place (ndflow: by item assignment, which is differentiable). Rows are
     edited all at once under vectorized_map when the function allows it, else one by one."""
-    from ..vectorize.batching import vmap
-    from .manipulation import stack
     padded = _copy(x)        # the function edits it in place
     for ax, (b, a) in enumerate(widths):
         if b or a:

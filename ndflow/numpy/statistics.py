@@ -20,13 +20,22 @@ from ..primitives import elementwise as E, reduction as R, cumulative as C, sort
 from ..primitives._util import norm_axis, norm_axes, legacy_0d, c_axis
 from ..graph.static import shape_of as _shape_of
 from ._core import asarray, checked
+from ._axes import dim as _size_of
 from ._outarg import write_out as _write_out
 from .reductions import (max as _max, min as _min, argmax as _argmax, argmin as _argmin,
                          _divide_into)
 from . import math as M
 from .manipulation import (moveaxis, reshape, ravel, concatenate, expand_dims, squeeze,
                            broadcast_to, transpose)
-from .indexing import take, take_along_axis
+from .indexing import take, take_along_axis, _getitem
+from ..core.state import STATE
+from ..primitives.indexing import iota_p
+from ..primitives.misc import runtime_warning_p, expect_case_p
+from ..primitives.shape import reshape_p
+from .creation import zeros, arange
+from .linalg_ops import dot
+from .reductions import (mean as _mean, sum as _sum, prod as _prod, var as _var, _std_from_var,
+                         all as _all)
 
 _py_range = range
 
@@ -50,15 +59,6 @@ def _sum_dtype(d):
 
 def _inexact(d):
     return d.kind in "fc" or d == _dt.BFLOAT16
-
-
-def _size_of(x, axis):
-    """The length of `axis`: a Python int, or (unknown while tracing) a 0-d int64 array
-    computed at run time."""
-    n = x.shape[axis]
-    if n is not None:
-        return n
-    return _shape_of(x, out_type=np.int64)[axis]
 
 
 # ------------------------------------------------------------------ cumulative
@@ -150,7 +150,6 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 # ------------------------------------------------------------------ differences
 def _slice_along(x, axis, sl):
-    from .indexing import _getitem
     return _getitem(x, tuple(sl if i == axis else slice(None) for i in _py_range(x.ndim)))
 
 
@@ -325,7 +324,6 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 @composite(np.ptp, compose_if=("out",))
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (maximum - minimum) along an axis, as `numpy.ptp`."""
-    from .reductions import max as _max, min as _min
     a = asarray(a)
     return _write_out(M.subtract(_max(a, axis=axis, keepdims=keepdims),
                                 _min(a, axis=axis, keepdims=keepdims)), out,
@@ -359,7 +357,6 @@ def _weights_are_valid(w, a, axis):
 @composite(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
     """Weighted average, as `numpy.average` (`returned=True` also gives the sum of weights)."""
-    from .reductions import mean as _mean, sum as _sum
     a = asarray(a)
     if axis is not None:
         axis = norm_axes(axis, a.ndim)
@@ -397,7 +394,6 @@ def _reduce_layout(a, axis):
     axes = norm_axes(axis, nd)
     x = moveaxis(a, tuple(axes), tuple(_py_range(nd - len(axes), nd)))
     if len(axes) > 1:
-        from ..primitives.shape import reshape_p
         x = bind(reshape_p, x, shape=(-1,), keep=nd - len(axes))   # merge the trailing axes
     return x, tuple(sorted(axes))
 
@@ -439,7 +435,6 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
 def _warn_where(x, cond, message):
     """`x`, with NumPy's RuntimeWarning `message` wherever `cond` holds anywhere: at every
     run, also of a compiled function (not once while tracing)."""
-    from ..primitives.misc import runtime_warning_p
     return bind(runtime_warning_p, x, asarray(cond), message=message)
 
 
@@ -468,7 +463,6 @@ def _median_last(x, nan, doubled=False):
     ax = x.ndim - 1
     n = x.shape[ax]
     cd = _mean_dtype(x.dtype)
-    from ..primitives.misc import runtime_warning_p
     if nan and n != 0:
         nans = bind(R.reduce_sum_p, _cast(M.isnan(x), _dt.I64), axes=(ax,), keepdims=False)
         cnt = M.subtract(_size_of(x, ax), nans)
@@ -656,8 +650,6 @@ def _dtype_if(r, flag, dtype):
     if base._t is None:
         v = base.numpy().reshape(-1)
         return _cast(r, dtype) if not v.size or bool(v[0]) else r
-    from ..core.state import STATE
-    from ..primitives.misc import expect_case_p
     root = next((t for t in STATE.traces if getattr(t, "assume", None) is not None), None)
     if root is None:
         raise TypeError("this quantile's result dtype depends on whether the data holds NaN "
@@ -792,14 +784,12 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 @composite(np.nansum, compose_if=("out",))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum treating NaN as 0, as `numpy.nansum`."""
-    from .reductions import sum as _sum
     return _sum(_replace_nan(a, 0)[0], axis, dtype, out, keepdims, initial, where)
 
 
 @composite(np.nanprod, compose_if=("out",))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product treating NaN as 1, as `numpy.nanprod`."""
-    from .reductions import prod as _prod
     return _prod(_replace_nan(a, 1)[0], axis, dtype, out, keepdims, initial, where)
 
 
@@ -813,7 +803,6 @@ def _inexact_dtype(dtype):
 @composite(np.nanmean, compose_if=("out",))
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Mean ignoring NaNs, as `numpy.nanmean` (NaN, with a warning, for all-NaN slices)."""
-    from .reductions import sum as _sum, mean as _mean
     arr, mask = _replace_nan(a, 0)
     if mask is None:
         return _mean(arr, axis, dtype, out, keepdims, where=where)
@@ -829,7 +818,6 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
     """Variance ignoring NaNs, as `numpy.nanvar`."""
-    from .reductions import sum as _sum, var as _var
     if correction is not None:
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
@@ -860,7 +848,6 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
     """Standard deviation ignoring NaNs, as `numpy.nanstd`."""
-    from .reductions import _std_from_var
     return _out(_std_from_var(nanvar(a, axis, dtype, None, ddof, keepdims, where=where,
                                      mean=mean, correction=correction)), out)
 
@@ -871,7 +858,6 @@ def _nan_extremum(name, npf, red, fill):
         r = red(arr, axis=axis, keepdims=keepdims, initial=initial, where=where)
         if mask is None:
             return _out(r, out)
-        from .reductions import all as _all
         allnan = _all(mask, axis=axis, keepdims=keepdims) if where is None else \
             _all(M.logical_or(mask, M.logical_not(asarray(where))), axis=axis, keepdims=keepdims)
         if initial is None:
@@ -892,7 +878,6 @@ def _nan_arg(name, npf, argf, fill):
     def f(a, axis=None, out=None, *, keepdims=False):
         arr, mask = _replace_nan(a, fill)
         if mask is not None:
-            from .reductions import all as _all
             allnan = _all(mask, axis=axis)
             arr = checked(arr, allnan, ValueError, "All-NaN slice encountered")
         return _out(argf(arr, axis=axis, keepdims=keepdims), out)
@@ -928,7 +913,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if not rowvar and m.ndim != 1:
         X = transpose(X)
     if X.shape[0] == 0:
-        from .creation import zeros
         return zeros((0, 0), _dt.F64)      # NumPy: np.array([]).reshape(0, 0), whatever dtype
     if y is not None:
         Y = _cast(y, dtype)
@@ -959,7 +943,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         w = aw if w is None else M.multiply(w, aw)
     avg, w_sum = average(X, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]
-    from .reductions import sum as _sum
     if w is None:
         fact = (X.shape[1] - ddof) if X.shape[1] is not None else \
             M.subtract(_size_of(X, 1), ddof)
@@ -978,7 +961,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = 0.0
     X = M.subtract(X, expand_dims(avg, 1))
     X_T = transpose(X) if w is None else transpose(M.multiply(X, w))
-    from .linalg_ops import dot
     c = dot(X, M.conjugate(X_T))
     # in place in NumPy (c *= 1 / fact): c keeps its dtype
     if isinstance(fact, ndarray):
@@ -1000,9 +982,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     if c.ndim == 0:
         return M.true_divide(c, c)
     n = c.shape[0]
-    from .creation import arange
     if n is None:
-        from ..primitives.indexing import iota_p
         ii = reshape(bind(iota_p, c, axis=0), (-1,))
     else:
         ii = arange(n)
