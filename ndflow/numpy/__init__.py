@@ -103,10 +103,13 @@ _LAZY_MODULES = {
     "windows": "bartlett blackman hamming hanning kaiser",
     "functional": "apply_along_axis apply_over_axes vectorize frompyfunc",
     "special": "angle sinc i0 unwrap interp",
-    "statistics": (
+    "differences": (
         "cumsum cumprod cumulative_sum cumulative_prod nancumsum nancumprod diff ediff1d gradient "
-        "trapezoid ptp average median nanmedian quantile percentile nanquantile nanpercentile "
-        "nansum nanprod nanmean nanvar nanstd nanmax nanmin nanargmax nanargmin cov corrcoef"),
+        "trapezoid"),
+    "statistics": (
+        "ptp average median nanmedian nansum nanprod nanmean nanvar nanstd nanmax nanmin "
+        "nanargmax nanargmin cov corrcoef"),
+    "quantiles": "quantile percentile nanquantile nanpercentile",
     "histograms": "bincount digitize histogram histogram2d histogramdd histogram_bin_edges",
     "sorting": (
         "sort argsort lexsort sort_complex partition argpartition searchsorted unique unique_all "
@@ -116,7 +119,8 @@ _LAZY_MODULES = {
     "shaping": (
         "atleast_3d column_stack dstack row_stack array_split split hsplit vsplit dsplit unstack "
         "tile repeat roll rollaxis flip fliplr flipud rot90 block append delete insert resize "
-        "trim_zeros pad"),
+        "trim_zeros"),
+    "padding": "pad",
     "routines": (
         "diagonal trace diag diagflat tri tril triu vander indices ix_ meshgrid ravel_multi_index "
         "unravel_index diag_indices diag_indices_from tril_indices triu_indices tril_indices_from "

@@ -20,7 +20,7 @@ from .manipulation import reshape, moveaxis, ravel, expand_dims
 from .math import isfinite, logical_not, not_equal, right_shift, bitwise_and
 from .reductions import all as all_, sum as sum_
 from .routines import indices
-from .shaping import pad
+from .padding import pad
 
 
 # ------------------------------------------------------------------ from host objects

@@ -20,7 +20,8 @@ from ._core import asarray, checked
 from .sorting import host, no_vmap, searchsorted
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
-from .statistics import _cast, _same_shape, _differ
+from .differences import _cast
+from .statistics import _same_shape, _differ
 from ._axes import dim as _size_of
 from .creation import arange
 from .indexing import take, _getitem

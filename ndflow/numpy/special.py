@@ -11,7 +11,7 @@ from .manipulation import concatenate, moveaxis
 from .math import (arctan2, real, imag, sin, where_ as where, remainder, absolute, logical_and,
                    less, conjugate, isfinite, isnan, signbit, greater, clip, where_, equal)
 from .sorting import searchsorted, argsort
-from .statistics import diff, cumsum
+from .differences import diff, cumsum
 from .windows import _i0
 
 
