@@ -20,6 +20,7 @@ from ._outarg import write_out as _write_out
 from . import math as M
 from .manipulation import reshape, ravel, concatenate
 from .indexing import _getitem
+from .reductions import _sum_dtype
 
 _py_range = range
 
@@ -31,14 +32,6 @@ def _cast(x, d):
 
 def _out(r, out):
     return _write_out(r, out)
-
-
-def _sum_dtype(d):
-    if d.kind == "b" or (d.kind == "i" and d.itemsize < 8):
-        return _dt.I64
-    if d.kind == "u" and d.itemsize < 8:
-        return np.dtype(np.uint64)
-    return d
 
 
 def _inexact(d):
