@@ -361,8 +361,12 @@ def take(a, indices, axis=None, out=None, mode=None):
     if mode == "wrap":
         idx = idx % n
     elif mode == "clip":
-        # clip(idx, 0, n - 1) (math.py's ufunc objects are built on this module)
-        idx = ufunc_apply(np.minimum, E.min_p, ufunc_apply(np.maximum, E.max_p, idx, 0), n - 1)
+        # clip(idx, 0, n - 1), composed here (math.py's ufunc objects are built on this
+        # module); as clip, an upper bound beyond the indices' integer range cannot clip
+        idx = ufunc_apply(np.maximum, E.max_p, idx, 0)
+        hi = n - 1
+        if not (type(hi) is int and hi > np.iinfo(idx.dtype).max):
+            idx = ufunc_apply(np.minimum, E.min_p, idx, hi)
     elif idx._t is None and n is not None and idx.size:
         v = idx.numpy()
         if v.max() >= n or v.min() < -n:
