@@ -1,6 +1,6 @@
 """Conversion, placement and dtype resolution for the NumPy layer (no kernels, no calculus
 here): the base every other module of the layer is built on, so it imports none of them (the
-joining that `asarray` of a list of arrays needs is here, and manipulation.py's `stack` uses it)."""
+joining that `asarray` of a list of arrays needs is here; manipulation.py's `stack` uses it)."""
 import numpy as np
 
 from ..core import dtypes as _dt
