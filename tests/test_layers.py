@@ -163,6 +163,16 @@ def test_largest_import_cycle_does_not_grow(graph):
         f"into a lower module): {' '.join(cycle)}")
 
 
+def test_the_numpy_layer_imports_one_way(graph):
+    # its modules are ordered (docs/architecture.md): none imports one that imports it back
+    def numpy_layer(m):
+        return m == "ndflow.numpy" or m.startswith("ndflow.numpy.")
+    inside = {m: {t for t in ts if numpy_layer(t)} for m, ts in graph.items() if numpy_layer(m)}
+    cycle = imports.largest_cycle(inside)
+    assert len(cycle) <= 1, ("modules of the NumPy layer import each other (move what both "
+                             "need into the lower one): " + " ".join(cycle))
+
+
 def test_checker_sees_function_level_imports(tmp_path):
     # The checker itself: an upward import hidden in a function, a relative `from . import`
     # of a module and a name imported from a package all resolve to the right module.
