@@ -28,7 +28,7 @@ from .linalg import lstsq, inv
 from .linalg_ops import matmul
 from .math import (where_, logical_and, conjugate, not_equal, logical_or, logical_not, equal,
                    absolute, real, sqrt, isfinite)
-from .reductions import sum as _sum, any as any_, argmax, sum as sum_, all as all_
+from .reductions import sum as sum_, any as any_, argmax, all as all_
 from .routines import vander
 from .shaping import flip
 
@@ -51,7 +51,7 @@ def _window_dot(ap, idx, w, lo, hi):
     prod = A.gather(ap, idx, 0) * w
     idx = asarray(idx)
     valid = logical_and(idx >= lo, idx < hi)
-    return _sum(where_(valid, prod, bind(E.zeros_like_p, prod)), axis=1, dtype=prod.dtype)
+    return sum_(where_(valid, prod, bind(E.zeros_like_p, prod)), axis=1, dtype=prod.dtype)
 
 
 def _correlate_rows(ap, w, start, length, lo, hi):

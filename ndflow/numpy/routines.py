@@ -23,7 +23,7 @@ from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack, 
 from ._interop import _why_not_host, NumPyFallbackError
 from .creation import zeros, arange, ones
 from .indexing import _nonzero1, nonzero, take_along_axis
-from .math import where_ as where, clip, floor_divide, remainder, logical_not, where_
+from .math import where_, where_ as where, clip, floor_divide, remainder, logical_not
 from .reductions import sum as sum_, prod
 from .shaping import resize
 
