@@ -12,7 +12,7 @@ from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ..primitives.shape import expand_dims_p, squeeze_p
 from ..graph.static import shape_of as _shape_of, static_int
-from ._core import asarray, ufunc_apply, _make
+from ._core import asarray, _make
 from ._outarg import write_out as _write_out
 from ._axes import clipmode
 from .manipulation import ravel, reshape, stack
@@ -361,12 +361,9 @@ def take(a, indices, axis=None, out=None, mode=None):
     if mode == "wrap":
         idx = idx % n
     elif mode == "clip":
-        # clip(idx, 0, n - 1), composed here (math.py's ufunc objects are built on this
-        # module); as clip, an upper bound beyond the indices' integer range cannot clip
-        idx = ufunc_apply(np.maximum, E.max_p, idx, 0)
-        hi = n - 1
-        if not (type(hi) is int and hi > np.iinfo(idx.dtype).max):
-            idx = ufunc_apply(np.minimum, E.min_p, idx, hi)
+        # the array's own method, tnp.clip (as `idx % n` above is tnp's remainder): math.py,
+        # which defines it, is built on this module and is not imported here
+        idx = idx.clip(0, n - 1)
     elif idx._t is None and n is not None and idx.size:
         v = idx.numpy()
         if v.max() >= n or v.min() < -n:
