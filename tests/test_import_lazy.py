@@ -16,7 +16,8 @@ LAZY = ["numpy.random", "ndflow.numpy.random", "ndflow.summary", "ndflow.saved_m
         "ndflow.vectorize", "ndflow.autograph", "ndflow.train", "ndflow.compat", "ndflow.nn",
         "ndflow.losses", "ndflow.random", "ndflow.debugging", "ndflow.config", "ndflow.test",
         # the less used parts of the NumPy layer
-        "ndflow.numpy.statistics", "ndflow.numpy.histograms", "ndflow.numpy.sorting",
+        "ndflow.numpy.statistics", "ndflow.numpy.differences", "ndflow.numpy.quantiles",
+        "ndflow.numpy.histograms", "ndflow.numpy.sorting", "ndflow.numpy.padding",
         "ndflow.numpy.sets", "ndflow.numpy.linalg", "ndflow.numpy.fft", "ndflow.numpy.poly_ops",
         "ndflow.numpy.windows", "ndflow.numpy.npyio", "ndflow.numpy.functional",
         "ndflow.numpy.special", "ndflow.numpy.shaping", "ndflow.numpy.routines",

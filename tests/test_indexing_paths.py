@@ -292,3 +292,26 @@ def test_python_int_operands_match_numpy_answers_and_errors_on_every_path():
                         compiled = outcome(nf.function(f), tnp.asarray(a))
                     for path, r in (("eager", got), ("taped", taped), ("compiled", compiled)):
                         assert same(want, r), f"{path}: {dt.__name__} {op} {v}: {r}, NumPy {want}"
+
+
+# ------------------------------------------------------------------ take(mode='clip')
+@pytest.mark.parametrize("idx_dtype", ["int8", "uint8", "int64"])
+@pytest.mark.parametrize("n", [4, 300])
+def test_take_clip_with_narrow_indices_matches_numpy_on_every_path(idx_dtype, n):
+    # clip's bound n - 1 may lie beyond the indices' dtype (int8 indices, an axis of 300):
+    # NumPy then has nothing to clip there, and neither has the composition
+    a = np.arange(n, dtype=np.float64) * 1.5
+    i = np.array([0, 3, 127] + ([-5] if idx_dtype != "uint8" else [255]), idx_dtype)
+    want = np.take(a, i, mode="clip")
+    x, j = tnp.asarray(a), tnp.asarray(i)
+    np.testing.assert_array_equal(tnp.take(x, j, mode="clip").numpy(), want)
+    np.testing.assert_array_equal(
+        nf.function(lambda x, j: tnp.take(x, j, mode="clip"))(x, j).numpy(), want)
+    with nf.GradientTape() as t:
+        t.watch(x)
+        y = tnp.take(x, j, mode="clip")
+        s = tnp.sum(y)
+    g = np.zeros(n)
+    np.add.at(g, np.clip(i.astype(np.int64), 0, n - 1), 1.0)
+    np.testing.assert_array_equal(y.numpy(), want)
+    np.testing.assert_array_equal(t.gradient(s, x).numpy(), g)

@@ -97,10 +97,12 @@ INTERNAL = {
 # tnp's, grouped by them into the sections below
 NUMPY_SECTIONS = {
     "creation": "Array creation", "conversion": "Conversion", "shaping": "Shapes",
+    "padding": "Shapes", "_core": "Array creation",
     "manipulation": "Array manipulation", "indexing": "Indexing", "index_tricks": "Indexing",
     "ufuncs": "Universal functions (ufuncs)", "math": "Mathematical functions",
     "special": "Mathematical functions", "reductions": "Sums, products and extrema",
-    "statistics": "Statistics", "histograms": "Statistics", "logic": "Logic and comparison",
+    "statistics": "Statistics", "histograms": "Statistics", "differences": "Statistics",
+    "quantiles": "Statistics", "logic": "Logic and comparison",
     "sorting": "Sorting and searching", "sets": "Sets", "linalg_ops": "Linear algebra",
     "poly_ops": "Polynomials", "windows": "Window functions",
     "functional": "Functional programming",
@@ -109,7 +111,7 @@ NUMPY_SECTIONS = {
 }
 for _m in NUMPY_SECTIONS:
     INTERNAL["ndflow.numpy." + _m] = "a section of ndflow.numpy (its names are tnp's)"
-for _m in ("_interop", "_core"):
+for _m in ("_interop", "_core", "_composites"):
     INTERNAL["ndflow.numpy." + _m] = "part of ndflow.numpy"
 SECTION_ORDER = ["The array", "Array creation", "Conversion", "Shapes", "Array manipulation",
                  "Indexing", "Universal functions (ufuncs)", "Mathematical functions",

@@ -13,7 +13,8 @@ from ..core import dispatch as _door
 from ..core.ndarray import ndarray
 from ..core.dtypes import (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa
                            float16, float32, float64, complex64, complex128)
-from ..core.state import STATE as _STATE
+from ..core.state import STATE as _STATE, GLOBAL_MODE as _GLOBAL_MODE, sync_mode as _sync_mode
+from ..core import dtypes as _dtypes
 
 from ._core import asarray, array  # noqa: F401
 from .creation import (zeros, ones, empty, full, zeros_like, ones_like, empty_like,  # noqa: F401
@@ -73,23 +74,22 @@ bool = bool_  # noqa: A001
 def result_type(*arrays_and_dtypes):  # noqa: F811
     """Result dtype of an operation on these, in the current promotion mode (Python scalars
     are weak, NEP 50)."""
-    from ..core.dtypes import result_type as _rt, PY_SCALARS
-    return _rt(*[a if isinstance(a, (ndarray, _np.ndarray, _np.dtype)) or type(a) in PY_SCALARS
-                 else _np.dtype(a) for a in arrays_and_dtypes])
+    return _dtypes.result_type(*[
+        a if isinstance(a, (ndarray, _np.ndarray, _np.dtype)) or type(a) in _dtypes.PY_SCALARS
+        else _np.dtype(a) for a in arrays_and_dtypes])
 
 
 def experimental_enable_numpy_behavior(prefer_float32=False, dtype_conversion_mode="legacy"):
     """TensorFlow's switches: `prefer_float32` makes Python floats (and float results of Python
     scalars) float32; `dtype_conversion_mode` is 'legacy' (NumPy 2 promotion), 'all' or 'safe'
     (the JAX lattice; 'safe' refuses lossy promotions)."""
-    from ..core.state import GLOBAL_MODE, sync_mode
     mode = {"secure": "safe"}.get(dtype_conversion_mode, dtype_conversion_mode)
     if mode not in ("legacy", "all", "safe"):
         raise ValueError(f"dtype_conversion_mode must be 'legacy', 'all' or 'safe', got "
                          f"{dtype_conversion_mode!r}")
-    GLOBAL_MODE["prefer_float32"] = _builtins.bool(prefer_float32)
-    GLOBAL_MODE["promotion"] = mode
-    sync_mode()
+    _GLOBAL_MODE["prefer_float32"] = _builtins.bool(prefer_float32)
+    _GLOBAL_MODE["promotion"] = mode
+    _sync_mode()
 
 
 _ndmod._tnp = _door.tnp = _sys.modules[__name__]
@@ -103,10 +103,13 @@ _LAZY_MODULES = {
     "windows": "bartlett blackman hamming hanning kaiser",
     "functional": "apply_along_axis apply_over_axes vectorize frompyfunc",
     "special": "angle sinc i0 unwrap interp",
-    "statistics": (
+    "differences": (
         "cumsum cumprod cumulative_sum cumulative_prod nancumsum nancumprod diff ediff1d gradient "
-        "trapezoid ptp average median nanmedian quantile percentile nanquantile nanpercentile "
-        "nansum nanprod nanmean nanvar nanstd nanmax nanmin nanargmax nanargmin cov corrcoef"),
+        "trapezoid"),
+    "statistics": (
+        "ptp average median nanmedian nansum nanprod nanmean nanvar nanstd nanmax nanmin "
+        "nanargmax nanargmin cov corrcoef"),
+    "quantiles": "quantile percentile nanquantile nanpercentile",
     "histograms": "bincount digitize histogram histogram2d histogramdd histogram_bin_edges",
     "sorting": (
         "sort argsort lexsort sort_complex partition argpartition searchsorted unique unique_all "
@@ -116,7 +119,8 @@ _LAZY_MODULES = {
     "shaping": (
         "atleast_3d column_stack dstack row_stack array_split split hsplit vsplit dsplit unstack "
         "tile repeat roll rollaxis flip fliplr flipud rot90 block append delete insert resize "
-        "trim_zeros pad"),
+        "trim_zeros"),
+    "padding": "pad",
     "routines": (
         "diagonal trace diag diagflat tri tril triu vander indices ix_ meshgrid ravel_multi_index "
         "unravel_index diag_indices diag_indices_from tril_indices triu_indices tril_indices_from "
@@ -151,8 +155,7 @@ def __getattr__(name):
     if where is None:
         return importlib.import_module("." + name, __name__)    # sets the attribute itself
     if where == "..":
-        from ..core import dtypes
-        value = getattr(dtypes, name)
+        value = getattr(_dtypes, name)
     else:
         value = getattr(importlib.import_module("." + where, __name__), name)
     globals()[name] = value

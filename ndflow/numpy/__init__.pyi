@@ -8,6 +8,7 @@ import numpy as _np
 from . import array_api as array_api
 from . import conversion as conversion
 from . import creation as creation
+from . import differences as differences
 from . import fft as fft
 from . import functional as functional
 from . import histograms as histograms
@@ -20,8 +21,10 @@ from . import logic as logic
 from . import manipulation as manipulation
 from . import math as math
 from . import npyio as npyio
+from . import padding as padding
 from . import poly_ops as poly_ops
 from . import printing as printing
+from . import quantiles as quantiles
 from . import random as random
 from . import reductions as reductions
 from . import routines as routines
@@ -768,6 +771,7 @@ __all__ = [
     'diagflat',
     'diagonal',
     'diff',
+    'differences',
     'digitize',
     'divide',
     'divmod',
@@ -963,6 +967,7 @@ __all__ = [
     'outer',
     'packbits',
     'pad',
+    'padding',
     'partition',
     'percentile',
     'permute_dims',
@@ -991,6 +996,7 @@ __all__ = [
     'put_along_axis',
     'putmask',
     'quantile',
+    'quantiles',
     'r_',
     'rad2deg',
     'radians',

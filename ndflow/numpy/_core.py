@@ -1,15 +1,17 @@
-"""Conversion and dtype resolution for the NumPy layer (no kernels, no calculus here)."""
+"""Conversion, placement and dtype resolution for the NumPy layer (no kernels, no calculus
+here): the base every other module of the layer is built on, so it imports none of them (the
+joining that `asarray` of a list of arrays needs is here; manipulation.py's `stack` uses it)."""
 import numpy as np
 
 from ..core import dtypes as _dt
 from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import bind
 from ..core.state import STATE
-from ..primitives import elementwise as E
+from ..primitives import elementwise as E, shape as S
+from ..primitives._util import norm_axis
 from ..primitives.misc import runtime_error_p, error_name
+from ..backends import device as D
 from ..backends.device import adopt
-from .array_api import on_device
-# (.manipulation's stack and expand_dims come inside the functions: it is built on this module)
 
 _PY = (bool, int, float, complex)
 
@@ -21,6 +23,47 @@ def _place(buf):
     if dev.backend.xp is not np:
         buf = dev.backend.from_host(buf, dev.gpu_id)
     return wrap_on(buf, dev)
+
+
+def _xp():
+    dev = STATE.device
+    return np if dev is None else dev.backend.xp
+
+
+def _place_dev(buf):
+    return wrap_on(buf, STATE.device)
+
+
+def _make(fn, *args, **kw):
+    """`xp.fn(*args, **kw)` of the current device's array module, as an ndflow array there."""
+    xp = _xp()
+    buf = getattr(xp, fn)(*args, **kw)
+    return _place(buf) if xp is np else _place_dev(buf)
+
+
+def resolve_device(device):
+    """The ndflow Device for a `device=` argument (None: the current one)."""
+    if device is None:
+        return D.current_device()
+    if isinstance(device, D.Device):
+        return device
+    if isinstance(device, str) and device.lower() == "cpu":
+        return D.DEFAULT
+    try:
+        return D.resolve(device)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"unsupported device {device!r}: {e}") from None
+
+
+def on_device(device, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` with its arrays created on `device` (eager results are moved there
+    when `fn` returned an existing array)."""
+    dev = resolve_device(device)
+    with D.device(dev):
+        out = fn(*args, **kwargs)
+    if isinstance(out, ndarray) and out._t is None and D.device_of(out) is not dev:
+        out = D.to_device(out, dev)
+    return out
 
 
 def _no_copy(a):
@@ -62,8 +105,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     if isinstance(a, (list, tuple)) and any(isinstance(e, ndarray) for e in _flat(a)):
         if copy is False:
             raise _no_copy(a)
-        from .manipulation import stack
-        return asarray(stack([asarray(e) for e in a]), dtype)
+        return asarray(stacked([asarray(e) for e in a]), dtype)
     if type(a) not in _PY and not isinstance(a, (np.ndarray, np.generic, list, tuple)):
         placed = adopt(a)                  # a device library's array (CuPy's...): zero-copy
         if placed is not None:
@@ -107,9 +149,55 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     """
     out = asarray(object, dtype, copy=copy)
     if ndmin > out.ndim:
-        from .manipulation import expand_dims
-        out = expand_dims(out, tuple(range(ndmin - out.ndim)))
+        out = bind(S.expand_dims_p, out, axes=tuple(range(ndmin - out.ndim)))
     return out
+
+
+def copy(a, order="K", subok=False):
+    """A copy of `a`, as `numpy.copy`; inside a device scope (`with nf.device("GPU:0")`) the copy is
+    placed on that device, as TensorFlow's `tnp.copy`. Differentiable.
+
+    Examples
+    --------
+    >>> import ndflow.numpy as tnp
+    >>> a = tnp.arange(3)
+    >>> b = tnp.copy(a)
+    >>> b[0] = 7
+    >>> a, b
+    (array([0, 1, 2], dtype=int64), array([7, 1, 2], dtype=int64))
+    """
+    a = asarray(a)
+    target = STATE.scope
+    if a._t is None and target is not None:
+        if D.device_of(a) is not target:
+            return D.to_device(a, target)
+    return bind(E.copy_p, a)
+
+
+def common_dtype(arrays):
+    """The arrays (as ndflow arrays) cast to the dtype they promote to, as NumPy's joins do."""
+    arrs = [asarray(a) for a in arrays]
+    d = _dt.result_type(*arrs)
+    return [a if a.dtype == d else bind(E.convert_p, a, dtype=d) for a in arrs]
+
+
+def stack_parts(arrays, axis):
+    """(parts, axis): `stack(arrays, axis)` is the concatenation of `parts` along `axis`, the
+    arrays in their common dtype, each with the new axis inserted (ValueError as NumPy's)."""
+    arrs = common_dtype(list(arrays))
+    if not arrs:
+        raise ValueError("need at least one array to stack")
+    shapes = {tuple(a.shape) for a in arrs}
+    if len(shapes) > 1:
+        raise ValueError("all input arrays must have the same shape")
+    axis = norm_axis(axis, arrs[0].ndim + 1)
+    return [bind(S.expand_dims_p, a, axes=(axis,)) for a in arrs], axis
+
+
+def stacked(arrays):
+    """`stack(arrays)` along a new first axis: a new array, as NumPy's, also of one array."""
+    parts, _ = stack_parts(arrays, 0)
+    return bind(S.concatenate_p, *parts, axis=0) if len(parts) > 1 else bind(E.copy_p, parts[0])
 
 
 def _flat(seq):
@@ -155,6 +243,13 @@ def ufunc_operands(ufunc, *ops):
         else:
             out.append(o)
     return out
+
+
+def ufunc_apply(ufunc, prim, *ops):
+    """What math.py's ufunc object for NumPy's `ufunc`, made of the primitive `prim`, computes
+    for a plain call (no out=, where=, dtype=): `prim` on the operands cast to NumPy's loop
+    dtypes. For the modules math.py is built on, which cannot call its ufunc objects."""
+    return bind(prim, *ufunc_operands(ufunc, *ops))
 
 
 def _scalar(v, dtype):

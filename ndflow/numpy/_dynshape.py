@@ -5,6 +5,8 @@ import operator
 import numpy as np
 
 from ..core.ndarray import ndarray
+from ..graph.static import static_value, static_int
+from ._core import asarray, stacked
 
 
 class RuntimeShape:
@@ -22,8 +24,6 @@ def _traced(x):
 
 def shape_arg(shape, what="shape"):
     """A tuple of ints when every size is known while tracing, else a `RuntimeShape`."""
-    from ..graph.static import static_value, static_int
-    from .. import numpy as tnp
     if isinstance(shape, ndarray) and shape._t is None:
         v = shape.numpy()
         return (operator.index(v),) if v.ndim == 0 else tuple(operator.index(d) for d in v)
@@ -56,6 +56,6 @@ def shape_arg(shape, what="shape"):
             static.append(operator.index(d))
     if not dynamic:
         return tuple(static)
-    vec = tnp.stack([tnp.asarray(d, dtype=np.int64) if not _traced(d) else d.astype(np.int64)
-                     for d in entries])
+    vec = stacked([asarray(d, dtype=np.int64) if not _traced(d) else d.astype(np.int64)
+                   for d in entries])
     return RuntimeShape(tuple(static), vec, entries)

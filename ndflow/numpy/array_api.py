@@ -11,6 +11,8 @@ import numpy as np
 from ..core import dtypes as _dt
 from ..core.ndarray import ndarray
 from ..core.state import STATE
+from ..backends import device as D
+from ._core import asarray, on_device, resolve_device  # noqa: F401  (their home is _core)
 
 __array_api_version__ = "2025.12"
 SUPPORTED_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
@@ -135,39 +137,11 @@ class iinfo:  # noqa: N801  (NumPy's name)
 
 
 # ------------------------------------------------------------------ devices
-def resolve_device(device):
-    """The ndflow Device for a `device=` argument (None: the current one)."""
-    from ..backends import device as D
-    if device is None:
-        return D.current_device()
-    if isinstance(device, D.Device):
-        return device
-    if isinstance(device, str) and device.lower() == "cpu":
-        return D.DEFAULT
-    try:
-        return D.resolve(device)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"unsupported device {device!r}: {e}") from None
-
-
-def on_device(device, fn, *args, **kwargs):
-    """`fn(*args, **kwargs)` with its arrays created on `device` (eager results are moved there
-    when `fn` returned an existing array)."""
-    from ..backends import device as D
-    dev = resolve_device(device)
-    with D.device(dev):
-        out = fn(*args, **kwargs)
-    if isinstance(out, ndarray) and out._t is None and D.device_of(out) is not dev:
-        out = D.to_device(out, dev)
-    return out
-
-
 def to_device(x, device, /, *, stream=None):
     """`x` on `device` (the array itself when it is already there), as the standard's
     `array.to_device`."""
     if stream is not None:
         raise ValueError("to_device: streams are not supported (stream must be None)")
-    from ..backends import device as D
     dev = resolve_device(device)
     if x._t is not None:
         return x          # traced and batched values are placed where their trace runs
@@ -179,8 +153,6 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """An ndflow array sharing memory with `x` (any object with `__dlpack__`: NumPy, CuPy,
     PyTorch, JAX arrays), zero-copy where the device allows it; `copy=True` always copies,
     `copy=False` raises where a copy would be needed."""
-    from ._core import asarray
-    from ..backends import device as D
     if isinstance(x, ndarray):
         out = asarray(x, copy=copy)
     else:
@@ -218,13 +190,11 @@ class __array_namespace_info__:  # noqa: N801  (the standard's name)
 
     def default_device(self):
         """Where arrays are created now: the innermost `nf.device` scope, else CPU:0."""
-        from ..backends.device import current_device
-        return current_device().name
+        return D.current_device().name
 
     def devices(self):
         """The devices arrays can be placed on, named as `x.device` names them (a tuple, as
         the standard's 2025.12 revision asks)."""
-        from ..backends import device as D
         return tuple(d.name for d in D._cpu_devices + D._gpus())
 
     def default_dtypes(self, *, device=None):

@@ -11,6 +11,16 @@ import numpy as np
 
 from ..core.ndarray import ndarray
 from ._core import asarray, checked
+from . import _axes as A
+from ..core.primitive import bind
+from ..primitives import shape as S
+from ..primitives._util import norm_axis
+from ..primitives.elementwise import copy_p
+from .manipulation import reshape, moveaxis, ravel, expand_dims
+from .math import isfinite, logical_not, not_equal, right_shift, bitwise_and
+from .reductions import all as all_, sum as sum_
+from .routines import indices
+from .padding import pad
 
 
 # ------------------------------------------------------------------ from host objects
@@ -35,7 +45,6 @@ def fromstring(string, dtype=float, count=-1, *, sep, like=None):
 def fromfunction(function, shape, *, dtype=float, like=None, **kwargs):
     """`function(*indices(shape, dtype), **kwargs)`, as `numpy.fromfunction` (the function
     gets ndflow arrays, so the result is whatever it computes with them)."""
-    from .routines import indices
     return function(*indices(shape, dtype=dtype), **kwargs)
 
 
@@ -58,12 +67,9 @@ def asfortranarray(a, dtype=None, *, like=None):
     Fortran-contiguous, else a copy (whose memory order is the backend's business)."""
     x = asarray(a, dtype)
     if x.ndim == 0:
-        from .manipulation import reshape
         return reshape(x, (1,))
     if x._t is None and getattr(x._v, "flags", None) is not None and x._v.flags.f_contiguous:
         return x
-    from ..primitives.elementwise import copy_p
-    from ..core.primitive import bind
     return bind(copy_p, x)
 
 
@@ -72,8 +78,6 @@ def asarray_chkfinite(a, dtype=None, order=None):
     every call of a compiled function too)."""
     x = asarray(a, dtype)
     if x.dtype.kind in "fc":
-        from .reductions import all as all_
-        from .math import isfinite, logical_not
         x = checked(x, logical_not(all_(isfinite(x))), ValueError,
                     "array must not contain infs or NaNs")
     return x
@@ -108,10 +112,6 @@ def iterable(y):
 def packbits(a, /, axis=None, bitorder="big"):
     """Pack the truth values of an integer or boolean array into uint8 bytes (zero-padded to a
     multiple of 8), as `numpy.packbits`."""
-    from .manipulation import moveaxis, reshape
-    from .shaping import pad
-    from .math import not_equal
-    from .reductions import sum as sum_
     x = asarray(a)
     if x.dtype.kind not in "biu":
         raise TypeError("Expected an input array of integer or boolean data type")
@@ -135,8 +135,6 @@ def packbits(a, /, axis=None, bitorder="big"):
 
 def _bits_axis(x, axis, bitorder):
     """packbits/unpackbits: check bitorder; axis None flattens; a 0-d input is one element."""
-    from .manipulation import ravel, reshape
-    from ..primitives._util import norm_axis
     if bitorder not in ("big", "little"):
         raise ValueError("'order' must be either 'little' or 'big'")
     if axis is None:
@@ -147,17 +145,12 @@ def _bits_axis(x, axis, bitorder):
 
 
 def _split_last(v, k):
-    from ..core.primitive import bind
-    from ..primitives import shape as S
     return bind(S.reshape_p, v, shape=(-1, k), keep=v.ndim - 1)
 
 
 def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     """Unpack uint8 bytes into bits, as `numpy.unpackbits` (`count` keeps the first bits, or
     drops from the end when negative)."""
-    from .manipulation import moveaxis
-    from .math import right_shift, bitwise_and
-    from . import _axes as A
     x = asarray(a)
     if x.dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
@@ -165,7 +158,6 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     shifts = asarray(np.array([7, 6, 5, 4, 3, 2, 1, 0] if bitorder == "big" else
                               [0, 1, 2, 3, 4, 5, 6, 7], dtype=np.uint8))
     v = moveaxis(x, axis, -1)
-    from .manipulation import expand_dims
     bits = bitwise_and(right_shift(expand_dims(v, -1), shifts), np.uint8(1))
     bits = A.collapse(bits, [1] * (bits.ndim - 2) + [2])
     if count is not None:
@@ -173,7 +165,6 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
         n = bits.shape[-1]
         if count >= 0:
             if n is not None and count > n:
-                from .shaping import pad
                 bits = pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, count - n)])
             else:
                 bits = A.slice_axis(bits, bits.ndim - 1, 0, count)

@@ -8,8 +8,14 @@ from ..core.ndarray import ndarray
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..core import dtypes as _dt
-from ..primitives import elementwise as E
-from ._core import asarray, _place, array  # noqa: F401
+from ..primitives import elementwise as E, indexing as I, shape as S
+from ..primitives.shape import broadcast_to_p
+from ._core import asarray, _place, array, copy, checked, on_device, _make  # noqa: F401
+from ._dynshape import shape_arg, RuntimeShape
+from . import math as M
+from .math import where_, floor, power, absolute, log10, sign
+from .manipulation import reshape, moveaxis, expand_dims
+from .reductions import any as any_
 
 
 def _dtype(dtype, default=None):
@@ -27,26 +33,9 @@ def _shape(shape):
     return tuple(operator.index(d) for d in shape)
 
 
-def _xp():
-    dev = STATE.device
-    return np if dev is None else dev.backend.xp
-
-
-def _make(fn, *args, **kw):
-    xp = _xp()
-    buf = getattr(xp, fn)(*args, **kw)
-    return _place(buf) if xp is np else _place_dev(buf)
-
-
 def _on(device, fn, *args, **kwargs):
     # `device=`: the Array API's placement, the same as calling inside `nf.device(device)`
-    from .array_api import on_device
     return on_device(device, fn, *args, **kwargs)
-
-
-def _place_dev(buf):
-    from ..core.ndarray import wrap_on
-    return wrap_on(buf, STATE.device)
 
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
@@ -132,13 +121,11 @@ def _runtime_shape(shape):
             return None
     elif not any(isinstance(d, ndarray) and d._t is not None for d in shape):
         return None
-    from ._dynshape import shape_arg, RuntimeShape
     s = shape_arg(shape, "shape")
     return s if isinstance(s, RuntimeShape) else None
 
 
 def _broadcast_fill(value, s):
-    from ..primitives import shape as S
     # a fresh writable array, not a broadcast view of the fill value
     return bind(E.copy_p, bind(S.broadcast_dynamic_p, value, s.vec, static=s.static))
 
@@ -176,7 +163,6 @@ def _filled(fill, shape, dtype, like=None):
     """`fill` (an ndflow array) broadcast to `shape` as a new array of `dtype` (unsafe cast, as
     NumPy's copyto in full/full_like), through primitives so tapes and traces see the fill
     value. `like`: the array whose (possibly unknown while tracing) shape it is."""
-    from ..primitives.shape import broadcast_to_p
     d = fill.dtype if dtype is None else _dt.canonical(dtype)
     if fill.dtype != d:
         fill = bind(E.convert_p, fill, dtype=d)
@@ -332,7 +318,6 @@ def _proto(v):
 
 def _is_last(num, ndim):
     """A (num, 1, ..., 1) mask of the last position along axis 0."""
-    from .manipulation import reshape
     return reshape(arange(num) == num - 1, (-1,) + (1,) * ndim)
 
 
@@ -354,20 +339,16 @@ def _arange_runtime(start, stop, step, dtype):
             d = _dt.F32
     else:
         d = _dt.canonical(dtype)
-    from . import math as M
     lo, hi, st = vals
     n = M.ceil((hi - lo) / st) if d.kind in "fc" or any(v.dtype.kind == "f" for v in vals) \
         else -((lo - hi) // st)
     n = M.maximum(n, 0).astype(np.int64)
-    from ._dynshape import RuntimeShape
-    from ..primitives import indexing as I
     base = _broadcast_fill(asarray(np.zeros((), np.int64)), RuntimeShape((None,), _stack1(n)))
     idx = bind(I.iota_p, base, axis=0)
     return (lo + idx.astype(d) * st).astype(d) if d.kind != "b" else idx.astype(d)
 
 
 def _stack1(n):
-    from ..primitives import shape as S
     return bind(S.expand_dims_p, n, axes=(0,))
 
 
@@ -385,9 +366,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """
     if device is not None and not retstep:
         return _on(device, linspace, start, stop, num, endpoint, False, dtype, axis)
-    from .math import where_, floor
-    from .manipulation import reshape, moveaxis
-    from .reductions import any as any_
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -425,8 +403,6 @@ def _fix32(a, dtype):
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """base ** linspace(start, stop), as `numpy.logspace`; differentiable in start, stop and an
     array base."""
-    from .math import power
-    from .manipulation import reshape, expand_dims
     if isinstance(base, (ndarray, np.ndarray)) and np.ndim(base):
         # an array base broadcasts with the endpoints first, since it moves where `axis` is
         base = asarray(base)
@@ -443,14 +419,10 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Numbers spaced evenly on a log scale from start to stop, as `numpy.geomspace` (NumPy's
     formula; the endpoints are exactly start and stop); differentiable in start and stop."""
-    from .math import where_, absolute, log10, sign
-    from .manipulation import moveaxis
-    from .reductions import any as any_
     num = operator.index(num)
     dt = np.result_type(_proto(start), _proto(stop), float(num),
                         np.zeros((), np.dtype(dtype) if dtype is not None else None))
     start, stop = asarray(start), asarray(stop)
-    from ._core import checked     # a value-dependent error: at every compiled call too
     start = checked(start, any_(start == 0) | any_(stop == 0), ValueError,
                     "Geometric sequence cannot include zero")
     start, stop = start.astype(dt), stop.astype(dt)
@@ -462,7 +434,6 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0, dtype=dt)
     if num > 0:
         # exact endpoints (10 ** log10(x) need not be x)
-        from .manipulation import reshape
         first = reshape(arange(num) == 0, (-1,) + (1,) * (result.ndim - 1))
         result = where_(first, start, result)
         if num > 1 and endpoint:
@@ -503,28 +474,6 @@ def identity(n, dtype=None, *, like=None):
     return eye(n, dtype=dtype)
 
 
-def copy(a, order="K", subok=False):
-    """A copy of `a`, as `numpy.copy`; inside a device scope (`with nf.device("GPU:0")`) the copy is
-    placed on that device, as TensorFlow's `tnp.copy`. Differentiable.
-
-    Examples
-    --------
-    >>> import ndflow.numpy as tnp
-    >>> a = tnp.arange(3)
-    >>> b = tnp.copy(a)
-    >>> b[0] = 7
-    >>> a, b
-    (array([0, 1, 2], dtype=int64), array([7, 1, 2], dtype=int64))
-    """
-    a = asarray(a)
-    target = STATE.scope
-    if a._t is None and target is not None:
-        from ..backends.device import to_device, device_of
-        if device_of(a) is not target:
-            return to_device(a, target)
-    return bind(E.copy_p, a)
-
-
 def asanyarray(a, dtype=None, order=None, *, like=None):
     """`a` as an ndflow array, as `numpy.asanyarray` (= `asarray`: ndflow has no array subclasses).
 
@@ -542,7 +491,6 @@ def ascontiguousarray(a, dtype=None, *, like=None):
     contiguous, else a copy (inside nf.function, where layouts are not known: a copy)."""
     a = asarray(a, dtype)
     if a.ndim == 0:
-        from .manipulation import reshape
         return reshape(a, (1,))
     if a._t is None and getattr(a._v, "flags", None) is not None and a._v.flags.c_contiguous:
         return a

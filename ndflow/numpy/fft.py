@@ -21,6 +21,11 @@ from ..primitives import elementwise as E
 from ..primitives._util import norm_axis
 from ..graph.static import shape_of as _shape_of
 from ._core import asarray
+from ..primitives.indexing import iota_p as _iota_p
+from .array_api import on_device as _on_device
+from .indexing import take as _take
+from .manipulation import concatenate as _concatenate, reshape as _reshape
+from .math import conjugate as _conjugate
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -156,9 +161,8 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
 def hfft(a, n=None, axis=-1, norm=None, out=None):
     """DFT of a signal with Hermitian symmetry (real spectrum), as `numpy.fft.hfft`: the irfft
     of the conjugate with the opposite normalization."""
-    from .math import conjugate
     x = asarray(a)
-    return _finish(_c2r(conjugate(x), n, axis, _SWAP[_norm(norm)]), out, _is_half(x))
+    return _finish(_c2r(_conjugate(x), n, axis, _SWAP[_norm(norm)]), out, _is_half(x))
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None):
@@ -293,11 +297,9 @@ def _freqs(ints, n, d, device, dtype):
     """`ints / (n d)`: a constant, differentiable in `d` when it is an ndflow array; in `dtype`
     when given (a real floating dtype, as the Array API asks)."""
     if device not in (None, "cpu"):
-        from .array_api import on_device
-        return on_device(device, _freqs, ints, n, d, None, dtype)
+        return _on_device(device, _freqs, ints, n, d, None, dtype)
     r = asarray(ints) * (1.0 / (n * d))
     if dtype is not None:
-        from ..core import dtypes as _dt
         d_ = _dt.canonical(dtype)
         if d_.kind != "f" and d_ != _dt.BFLOAT16:
             raise ValueError(f"dtype must be a real floating dtype, got {d_}")
@@ -325,23 +327,19 @@ def rfftfreq(n, d=1.0, device=None, *, dtype=None):
 # ------------------------------------------------------------------ shifts
 def _roll_half(x, axis, inverse):
     """Roll by n//2 along `axis` (by -(n//2) for the inverse shift)."""
-    from .manipulation import concatenate
     n = x.shape[axis]
     if n is None:
         # a size known at run time only: gather with indices computed then
-        from .indexing import take
-        from .manipulation import reshape
-        from ..primitives.indexing import iota_p
         size = _shape_of(x, out_type=np.int64)[axis]
         shift = size // 2 if inverse else -(size // 2)
-        return take(x, reshape(bind(iota_p, x, axis=axis), (-1,)) + shift, axis=axis,
+        return _take(x, _reshape(bind(_iota_p, x, axis=axis), (-1,)) + shift, axis=axis,
                     mode="wrap")
     k = n // 2 if inverse else n - n // 2
     if k in (0, n):
         return x
     lo = (slice(None),) * axis + (slice(k, None),)
     hi = (slice(None),) * axis + (slice(0, k),)
-    return concatenate([x[lo], x[hi]], axis=axis)
+    return _concatenate([x[lo], x[hi]], axis=axis)
 
 
 def _shift(x, axes, inverse):

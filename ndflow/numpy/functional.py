@@ -13,10 +13,13 @@ from ..core.ndarray import ndarray, TracingError, static_size as _static_size
 from ..core import dtypes as _dt
 from ._core import asarray
 from .manipulation import moveaxis, broadcast_to, expand_dims, stack, reshape
+from ..primitives._util import norm_axis, broadcast_shapes
+from ..vectorize.batching import vmap
+from .creation import zeros
+from .manipulation import transpose, broadcast_arrays
 
 
 def _vmap_n(f, n):
-    from ..vectorize.batching import vmap
     for _ in range(n):
         f = vmap(f)
     return f
@@ -25,7 +28,6 @@ def _vmap_n(f, n):
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """`func1d` applied to the 1-d slices along `axis`, as `numpy.apply_along_axis`; the
     result's own dimensions replace `axis`. One batched call when the function allows it."""
-    from ..primitives._util import norm_axis
     a = asarray(arr)
     nd = a.ndim
     axis = norm_axis(axis, nd)
@@ -49,7 +51,6 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     # the result's dimensions go where `axis` was
     perm = list(range(len(lead)))
     perm = perm[:axis] + list(range(len(lead), len(lead) + k)) + perm[axis:]
-    from .manipulation import transpose
     return transpose(out, perm)
 
 
@@ -158,7 +159,6 @@ class vectorize:
 
     # -- elementwise: broadcast, then one batched call over every element
     def _call_elementwise(self, func, vargs):
-        from .manipulation import broadcast_arrays
         arrs = [asarray(a) for a in vargs]
         bs = list(broadcast_arrays(*arrs)) if len(arrs) > 1 else arrs
         shape = tuple(bs[0].shape)
@@ -220,7 +220,6 @@ class vectorize:
                                      f"{sizes[name]}")
                 sizes.setdefault(name, d)
             loops.append(tuple(a.shape[:a.ndim - nc]))
-        from ..primitives._util import broadcast_shapes
         loop = broadcast_shapes(*loops)
         bs = []
         for a, core in zip(arrs, ins):
@@ -276,7 +275,6 @@ class vectorize:
 
 
 def _empty(shape, dtype):
-    from .creation import zeros
     return zeros(shape, _dt.canonical(dtype))
 
 

@@ -17,10 +17,15 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
 from ._core import asarray, checked
-from .sorting import host, no_vmap
+from .sorting import host, no_vmap, searchsorted
 from . import math as M
 from .manipulation import ravel, concatenate, reshape, stack, transpose
-from .statistics import _cast, _size_of, _same_shape, _differ
+from .differences import _cast
+from .statistics import _same_shape, _differ
+from ._axes import dim as _size_of
+from .creation import arange
+from .indexing import take, _getitem
+from .reductions import any as _any, argmax as _argmax, min as _min, max as _max, sum as _sum
 
 _py_range = range
 
@@ -65,7 +70,6 @@ def bincount(x, /, weights=None, minlength=0):
 def digitize(x, bins, right=False):
     """Indices of the bins each value falls in, as `numpy.digitize` (bins increasing or
     decreasing)."""
-    from .sorting import searchsorted
     x = asarray(x)
     bins = asarray(bins)
     if x.dtype.kind == "c":
@@ -74,8 +78,6 @@ def digitize(x, bins, right=False):
         raise ValueError("object too deep for desired array" if bins.ndim > 1 else
                          "object of too small depth for desired array")
     side = "left" if right else "right"
-    from .reductions import any as _any, argmax as _argmax
-    from .indexing import take
     if bins.shape[0] == 0:          # no edges: monotonic, every value in bin 0
         return searchsorted(bins, x, side=side)
     # NumPy's monotonicity test (check_array_monotonic): skip the leading run equal to bins[0];
@@ -135,7 +137,6 @@ def _outer_edges(a, range):
     elif a.shape[0] == 0:
         first, last = 0, 1
     else:
-        from .reductions import min as _min, max as _max
         first, last = _min(a), _max(a)
         if first._t is None:
             f, l_ = first.numpy(), last.numpy()
@@ -163,7 +164,6 @@ def _linspace(first, last, num, dtype=None):
         dt = _dt.F64
     f, l_ = _cast(first, dt), _cast(last, dt)
     delta = M.subtract(l_, f)
-    from .creation import arange
     y = arange(num, dtype=dt)
     div = num - 1
     if div > 0:
@@ -221,7 +221,6 @@ def _bin_edges(a, bins, range, weights):
 def _hist_counts(a, edges, nbins, weights):
     """Counts (weighted sums) of a in [e_i, e_i+1), the last bin closed: one bincount over bin
     indices, values outside the edges going to an extra last bin that is dropped."""
-    from .sorting import searchsorted
     static = nbins is not None
     nb = nbins if static else _size_of(edges, 0) - 1     # unknown while tracing: at run time
     idx = M.subtract(searchsorted(edges, a, side="right"), 1)
@@ -263,7 +262,6 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     edges, nbins = _bin_edges(a, bins, range, w)
     n = _hist_counts(a, edges, nbins, w)
     if density:
-        from .reductions import sum as _sum
         db = _cast(M.subtract(edges[1:], edges[:-1]), _dt.F64)
         return M.true_divide(M.true_divide(n, db), _sum(n)), edges
     return n, edges
@@ -309,7 +307,6 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
         edges.append(e)
         nbin.append(e.shape[0] + 1)
-    from .sorting import searchsorted
     xy = None
     stride = 1
     for i in reversed(_py_range(D)):
@@ -325,10 +322,8 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     else:
         hist = bind(S.bincount_p, xy, _cast(weights, _dt.F64), minlength=total, length=total)
     hist = reshape(hist, tuple(nbin))
-    from .indexing import _getitem
     hist = _getitem(hist, (slice(1, -1),) * D)
     if density:
-        from .reductions import sum as _sum
         tot = _sum(hist)
         for i in _py_range(D):
             shape = [1] * D

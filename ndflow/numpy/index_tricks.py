@@ -4,6 +4,8 @@ import numpy as np
 
 from ..core import dtypes as _dt
 from ._core import asarray
+from .creation import linspace, arange, zeros
+from .manipulation import concatenate, expand_dims, transpose
 
 s_ = np.s_
 index_exp = np.index_exp
@@ -22,8 +24,6 @@ class AxisConcatenator:
         self.trans1d = trans1d
 
     def __getitem__(self, key):
-        from .manipulation import concatenate, expand_dims, transpose
-        from .creation import linspace, arange
         if isinstance(key, str):
             raise ValueError("ndflow has no matrix class: matrix strings are not supported")
         if not isinstance(key, tuple):
@@ -75,7 +75,6 @@ class AxisConcatenator:
             objs.append(new)
             types.append(item if scalar else new.dtype)
         if not objs:
-            from .creation import zeros
             return zeros((0,))
         final = np.result_type(*types)     # Python scalars weak, as NumPy's
         arrs = []

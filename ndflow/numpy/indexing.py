@@ -11,14 +11,11 @@ from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
 from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ..primitives.shape import expand_dims_p, squeeze_p
-from ..graph.static import shape_of as _shape_of
-from ._core import asarray
+from ..graph.static import shape_of as _shape_of, static_int
+from ._core import asarray, _make
 from ._outarg import write_out as _write_out
 from ._axes import clipmode
-from .creation import arange
 from .manipulation import ravel, reshape, stack
-# (graph.static and graph.function, the compiler's, load on first use, when a trace needs them;
-# .math makes ufunc objects of .ufuncs, which builds its methods on this module)
 
 _SLICE_ALL = ("s", None, None, None)
 
@@ -184,7 +181,6 @@ def _traced_slice(key):
 def _getitem_runtime_slices(x, key):
     """x[key] where some slice bounds are traced values: the static part of the index first
     (those slices taken whole), then each such slice on its axis of that result."""
-    from ..graph.static import static_int
     keys = key if isinstance(key, tuple) else (key,)
     n_axes = sum(1 for k in keys if k is not None and k is not Ellipsis)
     static_keys, later, r = [], [], 0
@@ -365,8 +361,9 @@ def take(a, indices, axis=None, out=None, mode=None):
     if mode == "wrap":
         idx = idx % n
     elif mode == "clip":
-        from .math import clip
-        idx = clip(idx, 0, n - 1)
+        # the array's own method, tnp.clip (as `idx % n` above is tnp's remainder): math.py,
+        # which defines it, is built on this module and is not imported here
+        idx = idx.clip(0, n - 1)
     elif idx._t is None and n is not None and idx.size:
         v = idx.numpy()
         if v.max() >= n or v.min() < -n:
@@ -404,8 +401,17 @@ def take_along_axis(arr, indices, axis=-1):
         else:
             shape = [1] * a.ndim
             shape[i] = a.shape[i]
-            arrays.append(reshape(arange(a.shape[i]), shape))
+            arrays.append(reshape(_make("arange", a.shape[i], dtype=np.int64), shape))
     return bind(I.getitem_p, a, *arrays, spec=(("a",),) * a.ndim)
+
+
+def _nonzero1(mask, name):
+    """The positions of the true elements of the 1-d `mask` (NumPy's error, naming `name`,
+    where there cannot be any)."""
+    try:
+        return bind_nonzero(mask)[0]
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
 
 
 def nonzero(a):

@@ -28,13 +28,17 @@ from ..core.state import STATE as _STATE
 from ..core import dtypes as _dt
 from ..primitives import linalg_decomp as _D, elementwise as _E
 from ..primitives.indexing import iota_p as _iota_p
-from ..primitives._util import norm_axis as _norm_axis
+from ..primitives._util import norm_axis as _norm_axis, norm_axes as _norm_axes
 from ._core import asarray as _asarray
 from ._outarg import write_out as _write_out
 from . import linalg_ops as _ops
 from . import manipulation as _man
 from . import math as _m
 from . import reductions as _red
+from ..vectorize.batching import BatchTrace as _BatchTrace
+from .creation import zeros as _zeros
+from .math import vecdot as _vecdot
+from .routines import diagonal as _diagonal, trace as _trace
 
 __all__ = ["matrix_power", "solve", "tensorsolve", "tensorinv", "inv", "cholesky", "eigvals",
            "eigvalsh", "pinv", "slogdet", "det", "svd", "svdvals", "eig", "eigh", "lstsq",
@@ -169,7 +173,6 @@ def tensordot(x1, x2, /, *, axes=2):
 
 def vecdot(x1, x2, /, *, axis=-1):
     """`numpy.linalg.vecdot`: sum(conj(x1) * x2) over `axis`."""
-    from .math import vecdot as _vecdot
     return _vecdot(x1, x2, axis=axis)
 
 
@@ -180,13 +183,11 @@ def matrix_transpose(x, /):
 
 def diagonal(x, /, *, offset=0):
     """Diagonals of the matrices in the last two axes."""
-    from .routines import diagonal as _diagonal
     return _diagonal(x, offset, -2, -1)
 
 
 def trace(x, /, *, offset=0, dtype=None):
     """Traces of the matrices in the last two axes."""
-    from .routines import trace as _trace
     return _trace(x, offset, -2, -1, dtype=dtype)
 
 
@@ -459,12 +460,11 @@ def lstsq(a, b, rcond=None):
 
 
 def _residuals(full, rank, a, m, n):
-    from ..vectorize.batching import BatchTrace
     if m is not None and n is not None and m <= n:
         return _empty_like_1d(full)
     if _concrete(rank):
         return full if int(rank) == n else _empty_like_1d(full)
-    if isinstance(rank._t, BatchTrace):
+    if isinstance(rank._t, _BatchTrace):
         # vectorized_map over concrete values: one decision for the whole batch
         ranks = rank._v
         if _concrete(ranks) and n is not None:
@@ -483,8 +483,7 @@ def _residuals(full, rank, a, m, n):
 
 
 def _empty_like_1d(full):
-    from .creation import zeros
-    return zeros((0,), full.dtype)
+    return _zeros((0,), full.dtype)
 
 
 # ------------------------------------------------------------------ decompositions
@@ -729,11 +728,10 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 @_composite(_np.linalg.vector_norm, "linalg.vector_norm", adapt=False)
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """Vector norm over `axis` (all axes by default; a tuple of axes is one flattened vector)."""
-    from ..primitives._util import norm_axes
     x = _asarray(x)
     if x.dtype.kind not in "fc" and x.dtype != _dt.BFLOAT16:
         x = _cast(x, _dt.default_float())
-    axes = tuple(range(x.ndim)) if axis is None else norm_axes(axis, x.ndim)
+    axes = tuple(range(x.ndim)) if axis is None else _norm_axes(axis, x.ndim)
     return _vector_norm(x, ord, axes, keepdims)
 
 

@@ -1,44 +1,22 @@
-"""Products and contractions in the main namespace: matmul, dot, einsum, tensordot, outer,
-kron and cross (diagonal and trace live in routines.py, vecdot is a ufunc in math.py)."""
+"""Products and contractions in the main namespace: dot, einsum, tensordot, outer, kron and
+cross, built on matmul (_composites.py: the matmul ufunc of math.py is made of it), diagonal and
+trace live in routines.py, vecdot is a ufunc in math.py."""
 import warnings
 
 import numpy as np
 
-from ..core.primitive import bind, composite
+from ..core.primitive import bind
 from ..core import dtypes as _dt
 from ..primitives import linalg as L, elementwise as E
-from ..primitives._util import norm_axis
-from ._core import asarray, ufunc_operands
+from ..primitives._util import norm_axis, broadcast_shapes
+from ._core import asarray
 from ._outarg import write_out as _write_out
+from ._composites import matmul
+from .manipulation import ravel, reshape, expand_dims, moveaxis, stack
+from .math import multiply, conjugate, negative
 
 _ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
 _ASCII_LOWERCASE = _ASCII_LETTERS[:26]
-
-
-@composite(np.matmul, "matmul", ("out",), adapt=False)
-def matmul(x1, x2, /, out=None, **kw):
-    """Matrix product, as `numpy.matmul` (stacks of matrices broadcast): NumPy's matmul when
-    plain eager, the matmul primitive on NumPy's loop dtypes else."""
-    dtype = kw.pop("dtype", None)
-    casting = kw.pop("casting", "same_kind")
-    for k in ("order", "subok"):
-        kw.pop(k, None)
-    if kw:
-        raise TypeError(f"matmul: the argument {next(iter(kw))!r} is supported only when "
-                        f"nothing watches (no tape, nf.function, vectorized_map or device "
-                        f"scope); transpose the operands instead")
-    a, b = asarray(x1), asarray(x2)
-    if dtype is not None:
-        d = _dt.canonical(dtype)
-        for o in (a, b):
-            if not np.can_cast(o.dtype, d, casting=casting):
-                raise TypeError(f"Cannot cast ufunc 'matmul' input from {o.dtype!r} to "
-                                f"{d!r} with casting rule {casting!r}")
-        a = a if a.dtype == d else bind(E.convert_p, a, dtype=d)
-        b = b if b.dtype == d else bind(E.convert_p, b, dtype=d)
-    a, b = ufunc_operands(np.matmul, a, b)
-    r = bind(L.matmul_p, a, b)
-    return _write_out(r, out, broadcast=True, casting=casting, ufunc=np.matmul)
 
 
 def dot(a, b, out=None):
@@ -54,7 +32,6 @@ def dot(a, b, out=None):
     """
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
-        from .math import multiply
         return multiply(a, b, out=out)
     if b.ndim <= 2:
         return matmul(a, b, out=out)
@@ -74,8 +51,6 @@ def vdot(a, b):
     >>> tnp.vdot(tnp.asarray([1j, 2]), tnp.asarray([1j, 3]))
     array(7.+0.j, dtype=complex128)
     """
-    from .manipulation import ravel
-    from .math import conjugate
     a, b = ravel(asarray(a)), ravel(asarray(b))
     if a.dtype.kind == "c":
         a = conjugate(a)
@@ -94,7 +69,6 @@ def inner(a, b):
     """
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
-        from .math import multiply
         return multiply(a, b)
     la = _ASCII_LOWERCASE[:a.ndim]
     lb = _ASCII_LOWERCASE[a.ndim:a.ndim + b.ndim - 1] + la[-1]
@@ -112,8 +86,6 @@ def outer(a, b, out=None):
     array([[  1,  10, 100],
            [  2,  20, 200]], dtype=int64)
     """
-    from .manipulation import ravel, reshape
-    from .math import multiply
     a, b = ravel(asarray(a)), ravel(asarray(b))
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)), out=out)
 
@@ -254,8 +226,6 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
 # ------------------------------------------------------------------ kron, cross
 def kron(a, b):
     """Kronecker product, as `numpy.kron`: a's blocks scaled copies of b."""
-    from .manipulation import expand_dims, reshape
-    from .math import multiply
     a, b = asarray(a), asarray(b)
     nda, ndb = a.ndim, b.ndim
     if nda == 0 or ndb == 0:
@@ -277,9 +247,6 @@ def kron(a, b):
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Cross product of 3-vectors (or 2-vectors, deprecated as in NumPy 2), as `numpy.cross`."""
-    from ..primitives._util import norm_axis, broadcast_shapes
-    from .manipulation import moveaxis, stack
-    from .math import negative
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = asarray(a), asarray(b)

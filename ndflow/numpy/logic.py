@@ -10,6 +10,13 @@ from ..core.ndarray import ndarray
 from ..core import dtypes as _dt
 from ._core import asarray
 from ._outarg import write_out as _write_out
+from ..core.primitive import bind
+from ..primitives import elementwise as E
+from .creation import zeros_like
+from .math import (less_equal, absolute, isfinite, equal, isnan, subtract, logical_or,
+                   logical_and, imag, not_equal, iscomplexobj, isinf, signbit, logical_not,
+                   where_ as where, real, less)
+from .reductions import all as all_
 
 
 def _as_bool(r):
@@ -27,7 +34,6 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> tnp.isclose(tnp.asarray([1.0, 1.1, float("nan")]), 1.0)
     array([ True, False, False], dtype=bool)
     """
-    from .math import less_equal, absolute, isfinite, equal, isnan, subtract
     x = a if type(a) in (int, float, complex) else asarray(a)
     y = b if type(b) in (int, float, complex) else asarray(b)
     atol = atol if type(atol) in (int, float, complex) else asarray(atol)
@@ -61,7 +67,6 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> tnp.allclose(tnp.asarray([1.0, 2.0]), [1.0, 2.0 + 1e-9])
     True
     """
-    from .reductions import all as all_
     return _as_bool(all_(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
@@ -74,8 +79,6 @@ def _shapes_known(a1, a2, name):
 
 def array_equal(a1, a2, equal_nan=False):
     """True if both have the same shape and elements, as `numpy.array_equal`."""
-    from .math import equal, isnan, logical_or, logical_and
-    from .reductions import all as all_
     try:
         x, y = asarray(a1), asarray(a2)
     except Exception:
@@ -94,8 +97,6 @@ def array_equal(a1, a2, equal_nan=False):
 def array_equiv(a1, a2):
     """True if the arrays broadcast together and are equal elementwise, as
     `numpy.array_equiv`."""
-    from .math import equal
-    from .reductions import all as all_
     try:
         x, y = asarray(a1), asarray(a2)
     except Exception:
@@ -110,24 +111,20 @@ def array_equiv(a1, a2):
 
 def isreal(x):
     """Elementwise: the imaginary part is zero, as `numpy.isreal`."""
-    from .math import imag, equal
     return equal(imag(asarray(x)), 0)
 
 
 def iscomplex(x):
     """Elementwise: the imaginary part is non-zero (all False for real dtypes), as
     `numpy.iscomplex`."""
-    from .math import imag, not_equal
     a = asarray(x)
     if a.dtype.kind == "c":
         return not_equal(imag(a), 0)
-    from .creation import zeros_like
     return zeros_like(a, dtype=bool)
 
 
 def isrealobj(x):
     """True unless x has a complex dtype, as `numpy.isrealobj`."""
-    from .math import iscomplexobj
     return not iscomplexobj(x)
 
 
@@ -139,7 +136,6 @@ def isscalar(element):
 
 
 def _inf_sign(x, positive, out):
-    from .math import isinf, signbit, logical_and, logical_not
     a = asarray(x)
     if a.dtype.kind == "c":
         raise TypeError(f"This operation is not supported for {a.dtype} values because it would "
@@ -163,7 +159,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """Replace NaN and infinities by finite numbers (real and imaginary parts separately), as
     `numpy.nan_to_num`; the gradient passes through the finite elements. With copy=False an
     ndflow array is updated in place and returned."""
-    from .math import where_ as where, isnan, real, imag
     a = asarray(x)
     if a.dtype.kind not in "fc" and a.dtype != _dt.BFLOAT16:
         return a if not copy or a is not x else a.copy()
@@ -177,9 +172,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         r = where(isposinf(d), asarray(hi, dtype=rd), r)
         return where(isneginf(d), asarray(lo, dtype=rd), r)
     if a.dtype.kind == "c":
-        from ..core.primitive import bind
-        from ..primitives import elementwise as E
-        from .math import isfinite
         re, im = fix(real(a)), fix(imag(a))
         rebuilt = bind(E.add_p, bind(E.convert_p, re, dtype=a.dtype),
                        bind(E.convert_p, im, dtype=a.dtype) * asarray(1j, dtype=a.dtype))
@@ -197,8 +189,6 @@ def real_if_close(a, tol=100):
     """The real part when every imaginary part is within `tol` machine epsilons of zero, as
     `numpy.real_if_close`. The result's dtype depends on the values, so the array must be
     concrete (not traced)."""
-    from .math import absolute, imag, real, less
-    from .reductions import all as all_
     x = asarray(a)
     if x.dtype.kind != "c":
         return x

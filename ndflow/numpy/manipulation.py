@@ -8,8 +8,8 @@ from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
 from ..primitives import shape as S, elementwise as E
 from ..primitives._util import norm_axes, norm_axis, broadcast_shapes, c_axis
-from ..graph.static import shape_of as _shape_of
-from ._core import asarray
+from ..graph.static import shape_of as _shape_of, shape_entry_of
+from ._core import asarray, common_dtype as _common, stack_parts
 from ._outarg import write_out as _write_out
 from ._dynshape import shape_arg, RuntimeShape
 
@@ -69,7 +69,6 @@ def _reshape_runtime(a, shape):
             a._t is not None:
         # the unknown size is a's own size along an axis whose other sizes the new shape
         # keeps: NumPy's -1 infers exactly that size (the static reshape, simpler graphs)
-        from ..graph.static import shape_entry_of
         k = static.index(None)
         src = shape_entry_of(shape.entries[k])
         if src is not None and src[0] is a._v:
@@ -288,12 +287,6 @@ def broadcast_arrays(*args):
     return tuple(broadcast_to(a, shape) for a in arrs)
 
 
-def _common(arrays):
-    arrs = [asarray(a) for a in arrays]
-    d = _dt.result_type(*arrs)
-    return [a if a.dtype == d else bind(E.convert_p, a, dtype=d) for a in arrs]
-
-
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """Join arrays along an existing axis, as `numpy.concatenate` (`axis=None` joins them
     flattened; dtypes promote as in NumPy).
@@ -348,15 +341,8 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     array([[1, 3],
            [2, 4]], dtype=int64)
     """
-    arrs = _common(list(arrays))
-    if not arrs:
-        raise ValueError("need at least one array to stack")
-    shapes = {tuple(a.shape) for a in arrs}
-    if len(shapes) > 1:
-        raise ValueError("all input arrays must have the same shape")
-    axis = norm_axis(axis, arrs[0].ndim + 1)
-    return concatenate([bind(S.expand_dims_p, a, axes=(axis,)) for a in arrs], axis=axis,
-                       out=out, dtype=dtype)
+    parts, axis = stack_parts(arrays, axis)
+    return concatenate(parts, axis=axis, out=out, dtype=dtype)
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):

@@ -9,17 +9,16 @@ import math as _math
 import numpy as np
 
 from ..core.ndarray import ndarray
-from ..core.primitive import bind, composite
+from ..core.primitive import bind
 from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
 from ._outarg import write_out as _write_out
 from ..primitives import linalg as L
-from ._core import as_operand, asarray, ufunc_operands, _scalar
-from .creation import copy
+from ._core import as_operand, asarray, ufunc_operands, copy
+from ._composites import select as _select, matmul as _mm
 from .indexing import nonzero
-from .linalg_ops import matmul as _mm
 from .manipulation import concatenate, expand_dims, moveaxis, squeeze
 from .ufuncs import (make_ufunc, REDUCE_SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN,
                      REDUCE_ALL, REDUCE_ANY, SCAN_SUM, SCAN_PROD, SCAN_MAX, SCAN_MIN)
@@ -371,37 +370,7 @@ def where_(condition, x=None, y=None, /):
     return _select(condition, x, y)
 
 
-def _where_kernel(condition, x, y, /):
-    # a Python float beside a bfloat16 array: NEP 50 keeps bfloat16 (ml_dtypes' promotion,
-    # which np.where uses, would give float64), as the composition and the ufuncs do
-    tx, ty = type(x), type(y)
-    if tx is float and getattr(y, "dtype", None) == _dt.BFLOAT16:
-        x = np.asarray(x, _dt.BFLOAT16)
-    elif ty is float and getattr(x, "dtype", None) == _dt.BFLOAT16:
-        y = np.asarray(y, _dt.BFLOAT16)
-    return np.where(condition, x, y)
-
-
-@composite(_where_kernel, "where", adapt=False)
-def _select(condition, x, y, /):
-    """`where(condition, x, y)`: NumPy's where eagerly, select over promoted operands else."""
-    c = asarray(condition)
-    if c.dtype != _dt.BOOL:
-        c = not_equal(c, 0)
-    xo, yo = as_operand(x), as_operand(y)
-    d = _dt.result_type(xo, yo)
-    xo = _cast_operand(xo, d)
-    yo = _cast_operand(yo, d)
-    return bind(E.select_p, c, xo, yo)
-
-
 where_.composite = _select.composite
-
-
-def _cast_operand(o, d):
-    if type(o) is not ndarray:
-        return _scalar(o, d)
-    return o if o.dtype == d else bind(E.convert_p, o, dtype=d)
 
 
 _NO_BOUND = object()

@@ -18,9 +18,19 @@ from ..core.primitive import bind
 from ..core.ndarray import static_size as _static_size
 from ..core import dtypes as _dt
 from ..primitives import elementwise as E, linalg as L
-from ._core import asarray
+from ._core import asarray, checked
 from . import _axes as A
-from .manipulation import reshape, concatenate, atleast_1d
+from .manipulation import reshape, concatenate, atleast_1d, stack
+from ._axes import dim as _size_of
+from .creation import zeros, zeros_like, arange, ones
+from .indexing import _nonzero1
+from .linalg import lstsq, inv
+from .linalg_ops import matmul
+from .math import (where_, logical_and, conjugate, not_equal, logical_or, logical_not, equal,
+                   absolute, real, sqrt, isfinite)
+from .reductions import sum as sum_, any as any_, argmax, all as all_
+from .routines import vander
+from .shaping import flip
 
 
 def _len(p, what):
@@ -38,12 +48,10 @@ def _window_dot(ap, idx, w, lo, hi):
     """sum_j ap[idx[i, j]] * w[j] over the j with lo <= idx[i, j] < hi (the positions of the
     unpadded operand): NumPy's correlate multiplies only overlapping elements, so a product of
     padding with an infinite or NaN coefficient (0 * inf = NaN) must not enter the sum."""
-    from .math import where_, logical_and
-    from .reductions import sum as _sum
     prod = A.gather(ap, idx, 0) * w
     idx = asarray(idx)
     valid = logical_and(idx >= lo, idx < hi)
-    return _sum(where_(valid, prod, bind(E.zeros_like_p, prod)), axis=1, dtype=prod.dtype)
+    return sum_(where_(valid, prod, bind(E.zeros_like_p, prod)), axis=1, dtype=prod.dtype)
 
 
 def _correlate_rows(ap, w, start, length, lo, hi):
@@ -65,8 +73,6 @@ def _correlate_rows(ap, w, start, length, lo, hi):
 
 
 def _conv(a, v, mode, correlate):
-    from .shaping import flip
-    from .math import conjugate
     a, v = asarray(a), asarray(v)
     if correlate and (a.ndim == 0 or v.ndim == 0):
         raise ValueError("object of too small depth for desired array")
@@ -94,7 +100,6 @@ def _conv(a, v, mode, correlate):
         rows = concatenate([a, pads])          # one row per output element
         i = A.iota(rows, 0)
         idx = reshape(i, (-1, 1)) + reshape(A.iota(w, 0), (1, -1))
-        from .statistics import _size_of
         km1 = _size_of(pads, 0)
         return _window_dot(ap, idx, w, km1, km1 + _size_of(a, 0))
     total = n + k - 1
@@ -108,7 +113,6 @@ def _conv(a, v, mode, correlate):
     if correlate and n < k:
         # NumPy correlates the longer with the shorter and reverses: the window is mirrored
         start = total - (start + length)
-    from .creation import zeros
     z = zeros(k - 1, d)
     ap = concatenate([z, a, z]) if k > 1 else a
     return _correlate_rows(ap, w, start, length, k - 1, k - 1 + n)
@@ -130,7 +134,6 @@ def correlate(a, v, mode="valid"):
 def polyval(p, x):
     """p[0] * x**(N-1) + ... + p[N-1] by Horner's scheme, as `numpy.polyval` (same dtype
     rules: the coefficients are NumPy-typed scalars)."""
-    from .creation import zeros_like
     c = asarray(p)
     if c.ndim == 0:
         raise TypeError("iteration over a 0-d array")
@@ -142,7 +145,6 @@ def polyval(p, x):
 
 
 def _zero_pad_front(a, k):
-    from .creation import zeros
     return concatenate([zeros(k, a.dtype), a])
 
 
@@ -171,9 +173,6 @@ def polysub(a1, a2):
 def _trim_leading(c):
     """poly1d's normalization: leading zeros stripped, all zeros -> [0] (a gather of the kept
     positions, found from the values)."""
-    from .math import not_equal, logical_and, logical_or, logical_not, equal
-    from .reductions import any as any_, argmax
-    from .shaping import _nonzero1
     c = atleast_1d(asarray(c))
     if c.ndim > 1:
         raise ValueError("Polynomial must be 1d only.")
@@ -193,7 +192,6 @@ def polymul(a1, a2):
 
 def polyder(p, m=1):
     """The m-th derivative, as `numpy.polyder`."""
-    from .creation import arange
     m = int(m)
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
@@ -206,7 +204,6 @@ def polyder(p, m=1):
 
 def polyint(p, m=1, k=None):
     """The m-th antiderivative with integration constants k, as `numpy.polyint`."""
-    from .creation import arange, zeros, ones
     m = int(m)
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
@@ -226,8 +223,6 @@ def polydiv(u, v):
     """Quotient and remainder of polynomial division, as `numpy.polydiv`. The remainder's
     leading near-zero coefficients are stripped as NumPy does; that needs concrete values:
     while tracing only the ones that are zero by construction are stripped."""
-    from .math import absolute
-    from .creation import zeros
     uu = atleast_1d(asarray(u)) + 0.0
     vv = atleast_1d(asarray(v)) + 0.0
     w = uu[0] + vv[0]
@@ -250,8 +245,6 @@ def polydiv(u, v):
             # Traced: the eliminated coefficients are stripped, the next one kept; NumPy
             # decides by value (|c| <= 1e-8), so a run where it would decide otherwise (NaN or
             # inf operands, an exact remainder) raises rather than return another size.
-            from ._core import checked
-            from .math import logical_not
             small = absolute(lead) <= 1e-8
             eliminated = start < m - n + 1
             r = checked(r, logical_not(small) if eliminated else small, ValueError,
@@ -284,8 +277,6 @@ def poly(seq_of_zeros):
     if n == 0:
         return 1.0
     dt = z.dtype
-    from .creation import ones
-    from .manipulation import stack
     a = ones((1,), dt)
     one = ones((), dt)
     for i in range(n):
@@ -296,7 +287,6 @@ def poly(seq_of_zeros):
                              "values, which are not known while tracing")
         r = np.asarray(z.numpy(), complex)
         if np.all(np.sort(r) == np.sort(r.conjugate())):
-            from .math import real
             a = real(a).copy()
     return a
 
@@ -313,9 +303,6 @@ def _mgs_lstsq(a, b):
     """Least squares min ||a c - b|| by modified Gram-Schmidt on [a | b] (Bjorck: backward
     stable, Q^T b taken from the augmented columns). a: (m, n) with n small; b: (m,) or
     (m, k). Returns the solution, R, and the residual columns."""
-    from .math import sqrt
-    from .reductions import sum as sum_
-    from .manipulation import stack
     n = a.shape[1]
     cols = [a[:, j] for j in range(n)]
     rhs = b if b.ndim == 2 else reshape(b, (-1, 1))
@@ -351,10 +338,6 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     columns, the same SVD least-squares solve and rcond cutoff). Differentiable in x, y
     and w. `full=True` and the RankWarning use NumPy on the host for the rank and singular
     values."""
-    from .routines import vander
-    from .math import sqrt
-    from .reductions import sum as sum_
-    from .linalg_ops import matmul
     order = int(deg) + 1
     xv = asarray(x) + 0.0
     yv = asarray(y) + 0.0
@@ -384,9 +367,6 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     scale = sqrt(sum_(lhs * lhs, axis=0))
     lhs = lhs / scale
     # NumPy's lstsq (LAPACK gelsd) fails on a non-finite matrix: the same error on every path
-    from ._core import checked
-    from .math import isfinite, logical_not
-    from .reductions import all as all_
     lhs = checked(lhs, logical_not(all_(isfinite(lhs))), np.linalg.LinAlgError,
                   "SVD did not converge in Linear Least Squares")
     with np.errstate(divide="ignore", invalid="ignore"):   # rank-deficient: RankWarning below
@@ -394,11 +374,9 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     # the coefficients are NumPy's: an SVD least-squares solve with its rcond cutoff (the
     # minimum-norm answer where the design is rank-deficient; QR's would differ silently);
     # QR's R and residuals serve cov= and full=, which assume full rank as NumPy's do
-    from .linalg import lstsq
     c = lstsq(lhs, rhs, rcond=rcond)[0]
     c = (c.T / scale).T
     # gelsd's answer for a right-hand side with NaN or inf: that column's coefficients are NaN
-    from .math import where_
     c = where_(all_(isfinite(rhs), axis=0), c, np.nan)
     concrete = lhs._t is None
     if concrete and (full or not cov):
@@ -416,12 +394,10 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         if rank == order and m > order:
             resids = sum_(res * res, axis=0)
         else:
-            from .creation import zeros
             resids = zeros((0,), c.dtype)
         return c, resids, np.int32(rank), asarray(s), rcond
     if cov:
         # NumPy's formula, so a singular design raises its LinAlgError rather than give NaN
-        from .linalg import inv
         vbase = inv(matmul(lhs.T, lhs))
         vbase = vbase / (reshape(scale, (-1, 1)) * reshape(scale, (1, -1)))
         if cov == "unscaled":

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core.ndarray import ndarray
 from ..core.state import STATE
+from ..backends import device as D
 
 
 def _host(a):
@@ -130,7 +131,6 @@ def _config():
     import importlib.util
     import platform
     import sys
-    from ..backends import device as D
     try:
         from importlib.metadata import version
         nf_version = version("ndflow")

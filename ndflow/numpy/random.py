@@ -36,8 +36,11 @@ from ..core import dtypes as _dt
 from ..core.ndarray import ndarray
 from ..core.primitive import bind
 from ..primitives import random as Rp
-from ..primitives._util import broadcast_shapes as _bshape
+from ..primitives._util import broadcast_shapes as _bshape, norm_axis as _norm_axis
 from ._core import asarray
+from .indexing import take as _take, take_along_axis as _take_along_axis
+from .math import (add as _add, multiply as _multiply, exp as _exp, subtract as _subtract, equal as _equal, where_ as _where, power as _power,
+                   true_divide as _true_divide)
 
 __all__ = [
     "beta", "binomial", "bytes", "chisquare", "choice", "default_rng", "dirichlet",
@@ -174,17 +177,15 @@ class _Sampler:
         if not self._reparam((loc, scale)):
             return self._draw(method, size, ((names[0], loc), (names[1], scale)))
         self._nonnegative(scale, names[1])
-        from .math import add, multiply
         z = self._standard(method, size, (loc, scale), extra=((names[0], 0.0), (names[1], 1.0)))
-        return add(loc if _is_scalar(loc) else _as_param(loc),
-                   multiply(scale if _is_scalar(scale) else _as_param(scale), z))
+        return _add(loc if _is_scalar(loc) else _as_param(loc),
+                   _multiply(scale if _is_scalar(scale) else _as_param(scale), z))
 
     def _scaled(self, method, scale, size, std_params=(), name="scale"):
         """scale * z with z = method(..., scale=1)."""
         if not self._reparam((scale,)):
             return self._draw(method, size, tuple(std_params) + ((name, scale),))
         self._nonnegative(scale, name)
-        from .math import multiply
         arrays = [v for _, v in std_params if not _is_scalar(v)]
         if arrays:     # standard_gamma(shape) with an array shape: an input of the draw
             size = _size(size)
@@ -196,7 +197,7 @@ class _Sampler:
         else:
             z = self._standard(method, size, (scale,), extra=tuple(std_params) +
                                (() if name is None else ((name, 1.0),)))
-        return multiply(_as_param(scale), z)
+        return _multiply(_as_param(scale), z)
 
     # -------------------------------------------------------------- continuous
     def beta(self, a, b, size=None):
@@ -238,9 +239,8 @@ class _Sampler:
         """Log-normal distribution (exp of a normal draw); differentiable in mean and sigma."""
         if not self._reparam((mean, sigma)):
             return self._draw("lognormal", size, (("mean", mean), ("sigma", sigma)))
-        from .math import exp
         self._nonnegative(sigma, "sigma")
-        return exp(self._loc_scale("normal", mean, sigma, size))
+        return _exp(self._loc_scale("normal", mean, sigma, size))
 
     def noncentral_chisquare(self, df, nonc, size=None):
         """Noncentral chi-square distribution (no gradient to its parameters)."""
@@ -293,11 +293,10 @@ class _Sampler:
         """
         if not self._reparam((low, high)):
             return self._draw("uniform", size, (("low", low), ("high", high)))
-        from .math import add, multiply, subtract
         lo = low if _is_scalar(low) else _as_param(low)
         hi = high if _is_scalar(high) else _as_param(high)
         u = self._standard("uniform", size, (low, high), extra=(("low", 0.0), ("high", 1.0)))
-        return add(lo, multiply(subtract(hi, lo), u))
+        return _add(lo, _multiply(_subtract(hi, lo), u))
 
     def vonmises(self, mu, kappa, size=None):
         """von Mises distribution (no gradient to mu, kappa)."""
@@ -313,12 +312,11 @@ class _Sampler:
         ndflow draws there too, so a stream with such zeros moves on differently)."""
         if not self._reparam((a,)):
             return self._draw("weibull", size, (("a", a),))
-        from .math import equal, where_ as where, power, true_divide
         self._nonnegative(a, "a")
         e = self._standard("standard_exponential", size, (a,))
-        zero = equal(a, 0)
-        safe = where(zero, 1.0, a)
-        return where(zero, 0.0, power(e, true_divide(1.0, safe)))
+        zero = _equal(a, 0)
+        safe = _where(zero, 1.0, a)
+        return _where(zero, 0.0, _power(e, _true_divide(1.0, safe)))
 
     def dirichlet(self, alpha, size=None):
         """Dirichlet distribution over len(alpha) categories (no gradient to alpha)."""
@@ -378,11 +376,10 @@ class _Sampler:
                               shape=shape, extra=extra, elementwise=False)
         if m.ndim != 1 or m.shape[0] is None:
             raise ValueError("mean must be 1 dimensional (of a size known while tracing)")
-        from .math import add
         zero = asarray(np.zeros(m.shape, dtype=np.float64))
         z = self._draw("multivariate_normal", size, (("mean", zero), ("cov", cov)),
                        shape=shape, extra=extra, elementwise=False, tie=m)
-        return add(m, z)
+        return _add(m, z)
 
     # -------------------------------------------------------------- permutations
     def _indices(self, n, x=None):
@@ -391,8 +388,7 @@ class _Sampler:
                           has_size=False, elementwise=False, tie=x)
 
     def _gather(self, x, idx, axis):
-        from .indexing import take
-        return take(x, idx, axis=axis)
+        return _take(x, idx, axis=axis)
 
 
 class RandomState(_Sampler):
@@ -607,8 +603,7 @@ class Generator(_Sampler):
         arr = _as_param(a)
         if arr.ndim == 0:
             raise ValueError("a must be a sequence or an integer, not a 0-d array")
-        from ..primitives._util import norm_axis
-        ax = norm_axis(axis, arr.ndim)
+        ax = _norm_axis(axis, arr.ndim)
         idx = self._draw("choice", size, (("p", p),), kind="i", shape=_size(size) or (),
                          extra=extra + (("a", arr.shape[ax]),), elementwise=False, tie=arr)
         return self._gather(arr, idx, ax)
@@ -620,8 +615,7 @@ class Generator(_Sampler):
         arr = _as_param(x)
         if arr.ndim < 1:
             raise IndexError("x must be an integer or at least 1-dimensional")
-        from ..primitives._util import norm_axis
-        ax = norm_axis(axis, arr.ndim)
+        ax = _norm_axis(axis, arr.ndim)
         return self._gather(arr, self._indices(arr.shape[ax], arr), ax)
 
     def shuffle(self, x, axis=0):
@@ -631,8 +625,7 @@ class Generator(_Sampler):
             return
         if x.ndim < 1:
             raise TypeError("shuffle: x must be at least 1-dimensional")
-        from ..primitives._util import norm_axis
-        ax = norm_axis(axis, x.ndim)
+        ax = _norm_axis(axis, x.ndim)
         x[...] = self._gather(x, self._indices(x.shape[ax], x), ax)
 
     def permuted(self, x, *, axis=None, out=None):
@@ -641,18 +634,16 @@ class Generator(_Sampler):
         arr = _as_param(x)
         if None in arr.shape:
             raise ValueError("permuted needs the shape of x while tracing")
-        from .indexing import take, take_along_axis
         if axis is None:
             base = np.arange(int(np.prod(arr.shape)), dtype=np.int64).reshape(arr.shape)
         else:
-            from ..primitives._util import norm_axis
-            axis = norm_axis(axis, arr.ndim)
+            axis = _norm_axis(axis, arr.ndim)
             view = [1] * arr.ndim
             view[axis] = arr.shape[axis]
             base = np.broadcast_to(np.arange(arr.shape[axis]).reshape(view), arr.shape).copy()
         idx = self._draw("permuted", None, (("x", base),), kind="i", shape=arr.shape,
                          extra=(("axis", axis),), has_size=False, elementwise=False, tie=arr)
-        r = take(arr, idx) if axis is None else take_along_axis(arr, idx, axis)
+        r = _take(arr, idx) if axis is None else _take_along_axis(arr, idx, axis)
         if out is None:
             return r
         out[...] = r

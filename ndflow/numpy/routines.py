@@ -19,7 +19,13 @@ from ..graph.static import shape_of as _shape_of
 from ._core import asarray, checked
 from ._outarg import write_out as _write_out
 from . import _axes as A
-from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack
+from .manipulation import reshape, ravel, expand_dims, broadcast_arrays, stack, concatenate
+from ._interop import _why_not_host, NumPyFallbackError
+from .creation import zeros, arange, ones
+from .indexing import _nonzero1, nonzero, take_along_axis
+from .math import where_, where_ as where, clip, floor_divide, remainder, logical_not
+from .reductions import sum as sum_, prod
+from .shaping import resize
 
 
 def _zero(dtype):
@@ -41,7 +47,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along a diagonal, as `numpy.trace` (integers sum in int64, as `sum`)."""
-    from .reductions import sum as sum_
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
@@ -54,7 +59,6 @@ def diag(v, k=0):
         return diagonal(x, k)
     if x.ndim != 1:
         raise ValueError("Input must be 1- or 2-d.")
-    from .math import where_ as where
     if k:
         x = _append_zeros(x, abs(k))
     i = A.iota(x, 0)
@@ -65,8 +69,6 @@ def diag(v, k=0):
 
 
 def _append_zeros(x, k):
-    from .manipulation import concatenate
-    from .creation import zeros
     return concatenate([x, zeros(k, x.dtype)])
 
 
@@ -77,7 +79,6 @@ def diagflat(v, k=0):
 
 def tri(N, M=None, k=0, dtype=float, *, like=None):
     """Ones at and below the k-th diagonal, as `numpy.tri`."""
-    from .creation import arange
     N = operator.index(N)
     M = N if M is None else operator.index(M)
     m = reshape(arange(N), (-1, 1)) + operator.index(k) >= reshape(arange(M), (1, -1))
@@ -86,7 +87,6 @@ def tri(N, M=None, k=0, dtype=float, *, like=None):
 
 
 def _triangle(m, k, lower):
-    from .math import where_ as where
     x = asarray(m)
     if x.ndim == 0:
         raise ValueError(f"{'tril' if lower else 'triu'} needs an array of at least one "
@@ -146,7 +146,6 @@ def vander(x, N=None, increasing=False):
 # ------------------------------------------------------------------ index arrays
 def indices(dimensions, dtype=int, sparse=False):
     """Arrays of the indices of a grid, as `numpy.indices`."""
-    from .creation import arange
     dims = tuple(operator.index(d) for d in dimensions)
     n = len(dims)
     d = _dt.canonical(dtype)
@@ -157,7 +156,6 @@ def indices(dimensions, dtype=int, sparse=False):
     if sparse:
         return tuple(out)
     if not out:
-        from .creation import zeros
         return zeros((0,), d)
     return stack(out)
 
@@ -165,7 +163,6 @@ def indices(dimensions, dtype=int, sparse=False):
 def ix_(*args):
     """Open-mesh index arrays from 1-d sequences, as `numpy.ix_` (booleans become the
     positions of their True values)."""
-    from .shaping import _nonzero1
     out = []
     nd = len(args)
     for k, a in enumerate(args):
@@ -209,7 +206,6 @@ def _int_index(v, name="only int indices permitted"):
 def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     """Flat indices from a tuple of coordinate arrays, as `numpy.ravel_multi_index` (mode
     'raise' checks the bounds when the indices are concrete)."""
-    from .math import clip
     dims = tuple(operator.index(d) for d in ((dims,) if np.ndim(dims) == 0 else dims))
     idx = [_int_index(i) for i in multi_index]
     if len(idx) != len(dims):
@@ -238,7 +234,6 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 def unravel_index(indices, shape, order="C"):
     """Coordinate arrays from flat indices, as `numpy.unravel_index` (bounds checked when the
     indices are concrete)."""
-    from .math import floor_divide, remainder
     shape = tuple(operator.index(d) for d in ((shape,) if np.ndim(shape) == 0 else shape))
     idx = _int_index(indices)
     size = int(np.prod(shape, dtype=np.int64))
@@ -264,7 +259,6 @@ def unravel_index(indices, shape, order="C"):
 
 def diag_indices(n, ndim=2):
     """The indices of the main diagonal of an (n, ..., n) array, as `numpy.diag_indices`."""
-    from .creation import arange
     idx = arange(operator.index(n))
     return (idx,) * operator.index(ndim)
 
@@ -280,7 +274,6 @@ def diag_indices_from(arr):
 
 
 def _tri_indices(mask):
-    from .indexing import nonzero
     return nonzero(mask)
 
 
@@ -291,7 +284,6 @@ def tril_indices(n, k=0, m=None):
 
 def triu_indices(n, k=0, m=None):
     """Indices of the upper triangle of an (n, m) array, as `numpy.triu_indices`."""
-    from .math import logical_not
     return _tri_indices(logical_not(tri(n, m, k=operator.index(k) - 1, dtype=bool)))
 
 
@@ -313,8 +305,6 @@ def triu_indices_from(arr, k=0):
 
 def mask_indices(n, mask_func, k=0):
     """Indices where `mask_func(ones((n, n)), k)` is non-zero, as `numpy.mask_indices`."""
-    from .creation import ones
-    from .indexing import nonzero
     a = asarray(mask_func(ones((n, n), int), k))
     return nonzero(a != 0)
 
@@ -323,7 +313,6 @@ def mask_indices(n, mask_func, k=0):
 def choose(a, choices, out=None, mode="raise"):
     """Pick from `choices[a[i]][i]` with everything broadcast, as `numpy.choose` (one gather;
     differentiable in the choices)."""
-    from .math import clip
     mode = A.clipmode(mode)
     idx = asarray(a)
     if idx.dtype.kind not in "iub":
@@ -341,7 +330,6 @@ def choose(a, choices, out=None, mode="raise"):
         idx = clip(idx, 0, n - 1)
     else:
         idx = checked(idx, (idx < 0) | (idx >= n), ValueError, "invalid entry in choice array")
-    from .indexing import take_along_axis
     r = take_along_axis(stack(chs), expand_dims(idx.astype(np.intp), 0), axis=0)
     r = bind(S.squeeze_p, r, axes=(0,))
     if out is not None and isinstance(out, ndarray) and tuple(out.shape) != tuple(r.shape):
@@ -352,7 +340,6 @@ def choose(a, choices, out=None, mode="raise"):
 def compress(condition, a, axis=None, out=None):
     """Slices along an axis where `condition` is true, as `numpy.compress` (a shorter
     condition selects from the start)."""
-    from .shaping import _nonzero1
     c = asarray(condition)
     if c.ndim != 1:
         raise ValueError("condition must be a 1-d array")
@@ -371,7 +358,6 @@ def compress(condition, a, axis=None, out=None):
 
 def extract(condition, arr):
     """The elements where `condition` is non-zero, flattened, as `numpy.extract`."""
-    from .shaping import _nonzero1
     c = ravel(asarray(condition))
     return A.gather(ravel(asarray(arr)), _nonzero1(c if c.dtype == np.bool_ else c != 0,
                                                    "extract"), 0)
@@ -380,7 +366,6 @@ def extract(condition, arr):
 def select(condlist, choicelist, default=0):
     """Elements from `choicelist` where the first matching condition holds, as
     `numpy.select` (a chain of `where`, differentiable in the choices)."""
-    from .math import where_ as where
     if len(condlist) != len(choicelist):
         raise ValueError("list of cases must be same length as list of conditions")
     if len(condlist) == 0:
@@ -430,7 +415,6 @@ def _into_numpy(name, target, *rest, **kw):
     """`numpy.<name>` writing into the NumPy array `target`, as NumPy does, with ndflow
     operands as their values. Operands a tape watches or a trace holds cannot flow into a
     NumPy buffer (it has no gradient and no place in a graph): refused by name."""
-    from ._interop import _why_not_host, NumPyFallbackError
     why = _why_not_host(rest, kw)
     if why:
         raise NumPyFallbackError(f"{name} into a NumPy array: {why}; write into an ndflow "
@@ -442,7 +426,6 @@ def _into_numpy(name, target, *rest, **kw):
 
 def copyto(dst, src, casting="same_kind", where=True):
     """Copy values into `dst` (broadcasting `src`), where `where` is true, as `numpy.copyto`."""
-    from .math import where_
     if isinstance(dst, np.ndarray):
         return _into_numpy("copyto", dst, src, casting=casting, where=where)
     if not isinstance(dst, ndarray):
@@ -467,7 +450,6 @@ def copyto(dst, src, casting="same_kind", where=True):
 def _flat_size(a):
     n = _static_size(a)
     if n is None:
-        from .reductions import prod
         n = prod(_shape_of(a, out_type=np.int64))
     return n
 
@@ -487,7 +469,6 @@ def _write_flat(a, idx, vals):
 
 def put(a, ind, v, mode="raise"):
     """a.flat[ind] = v (v repeated to the length of ind), as `numpy.put`."""
-    from .math import clip
     if isinstance(a, np.ndarray):
         return _into_numpy("put", a, ind, v, mode=mode)
     if not isinstance(a, ndarray):
@@ -523,7 +504,6 @@ def put(a, ind, v, mode="raise"):
 def put_along_axis(arr, indices, values, axis):
     """arr[...along axis...] = values, the inverse of `take_along_axis`, as
     `numpy.put_along_axis`."""
-    from .creation import arange
     if isinstance(arr, np.ndarray):
         return _into_numpy("put_along_axis", arr, indices, values, axis)
     if not isinstance(arr, ndarray):
@@ -564,7 +544,6 @@ def place(arr, mask, vals):
     v = ravel(asarray(vals))
     if _static_size(arr) is not None and m.shape[0] is not None and m.shape[0] != _static_size(arr):
         raise ValueError("place: mask and data must be the same size")
-    from .shaping import _nonzero1
     pos = _nonzero1(m, "place")
     k = pos.shape[0]
     if k == 0:
@@ -589,8 +568,6 @@ def place(arr, mask, vals):
 def putmask(a, mask, values):
     """a.flat[n] = values[n % len(values)] where mask.flat[n], as `numpy.putmask` (a `where`
     with the values resized to the array; differentiable in both)."""
-    from .math import where_ as where
-    from .shaping import resize
     if isinstance(a, np.ndarray):
         return _into_numpy("putmask", a, mask, values)
     if not isinstance(a, ndarray):

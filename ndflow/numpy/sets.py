@@ -15,6 +15,7 @@ from .sorting import no_vmap, unique, searchsorted
 from . import math as M
 from .manipulation import ravel, concatenate
 from .indexing import take, nonzero
+from ._axes import dim as _size_of
 
 
 @composite(np.isin)
@@ -33,7 +34,6 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     if s.shape[0] is None:
         # the size is known at run time only (it may be 0): search a copy with one spare
         # element past the end, which `pos < n` then excludes
-        from .statistics import _size_of
         n = _size_of(s, 0)
         spare = bind(E.zeros_like_p, bind(R.reduce_sum_p, s, axes=(0,), keepdims=True))
         padded = concatenate([s, bind(E.convert_p, spare, dtype=s.dtype)])
@@ -74,7 +74,6 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
         return common
     n1 = a1.shape[0]
     if n1 is None:
-        from .statistics import _size_of
         n1 = _size_of(a1, 0)
     j1 = take(order[:-1], sel)
     j2 = M.subtract(take(order[1:], sel), n1)

@@ -17,6 +17,16 @@ from ..core import dtypes as _dt
 from ..primitives import elementwise as E, sorting as S
 from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ._core import asarray
+from . import math as M
+from ..primitives.misc import runtime_error_p
+from ..primitives.shape import reshape_p, reshape_like_p
+from ._axes import dim as _size_of
+from .creation import zeros_like
+from .indexing import take
+from .manipulation import ravel, reshape, moveaxis, stack
+from .math import subtract, where_, logical_not
+from .reductions import any as _any
+from .shaping import flip
 
 
 # ------------------------------------------------------------------ shared helpers
@@ -40,7 +50,6 @@ def _axis_and_array(a, axis, legacy=False):
     """(a, its normalised axis); axis=None sorts the flattened array, as does (`legacy`: NumPy's
     C functions taking one axis, argsort and argpartition, not sort or partition) the integer
     axis 0 or -1 of a 0-d array."""
-    from .manipulation import ravel
     if axis is None or (legacy and legacy_0d(axis, a.ndim)):
         return ravel(a), 0
     # (argsort and argpartition are C functions: a bool axis is their TypeError)
@@ -93,7 +102,6 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     array([nan,  3.,  1.], dtype=float64)
     """
     if descending:
-        from .shaping import flip
         if axis is None:
             return flip(sort(a, None, kind, order, stable=stable))
         return flip(sort(a, axis, kind, order, stable=stable), axis)
@@ -119,16 +127,12 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
     if descending:
         # the stable ascending order of the reversed array, reversed, counted from the end:
         # largest first with ties in their original order
-        from .shaping import flip
-        from .math import subtract
         x = asarray(a)
         if axis is None:
-            from .manipulation import ravel
             x, axis = ravel(x), 0
         ax = norm_axis(operator.index(axis), x.ndim)
         n = x.shape[ax]
         if n is None:
-            from .statistics import _size_of
             n = _size_of(x, ax)
         r = argsort(flip(x, ax), ax, kind, order, stable=stable)
         return subtract(subtract(n, 1), flip(r, ax))
@@ -153,7 +157,6 @@ def lexsort(keys, axis=-1):
         raise ValueError("all keys need to be the same shape")
     if ks[0].ndim == 0:
         # NumPy sorts 0-d keys as 1-d (any axis but 0 / -1 refused) and answers 0-d
-        from .manipulation import reshape
         norm_axis(operator.index(axis), 1)
         return reshape(bind(S.lexsort_p, *[reshape(k, (1,)) for k in ks], axis=0), ())
     ax = norm_axis(operator.index(axis), ks[0].ndim)
@@ -226,7 +229,6 @@ def searchsorted(a, v, side="left", sorter=None):
         raise ValueError("object too deep for desired array" if a.ndim > 1 else
                          "object of too small depth for desired array")
     if sorter is not None:
-        from .indexing import take
         s = asarray(sorter)
         if s.ndim != 1:
             raise TypeError("could not parse sorter argument")
@@ -246,10 +248,6 @@ def searchsorted(a, v, side="left", sorter=None):
         else:
             # values known only at run time: every index is checked (stricter than NumPy,
             # whose answer with an index it did not reach is meaningless anyway)
-            from ..primitives.misc import runtime_error_p
-            from . import math as M
-            from .statistics import _size_of
-            from .reductions import any as _any
             size = _size_of(a, 0)
             s = bind(runtime_error_p, s, M.not_equal(_size_of(s, 0), size), error=ValueError,
                      message="sorter.size must equal a.size")
@@ -287,8 +285,6 @@ class UniqueInverseResult(NamedTuple):
 def _unique_parts(ar, axis, equal_nan, name="unique"):
     """(values, index, inverse, counts) of NumPy's sorted unique, the values gathered from the
     input so that they carry gradients."""
-    from .manipulation import ravel, moveaxis
-    from .indexing import take
     a = asarray(ar)
     # the arguments' own errors (NumPy's) come before the refusal to vectorize
     ax = None if axis is None else norm_axis(operator.index(axis), a.ndim)
@@ -298,7 +294,6 @@ def _unique_parts(ar, axis, equal_nan, name="unique"):
         index, inverse, counts = bind(S.unique_p, x, equal_nan=bool(equal_nan))
         return take(x, index), index, inverse, counts
     y = moveaxis(a, ax, 0)
-    from ..primitives.shape import reshape_p
     rows = bind(reshape_p, y, shape=(-1,), keep=1)      # (n, everything else)
     index, inverse, counts = bind(S.unique_p, rows, equal_nan=bool(equal_nan))
     return moveaxis(take(y, index, axis=0), 0, ax), index, inverse, counts
@@ -391,7 +386,6 @@ def unique_values(x):
 
 def _inverse_shape(inv, x):
     """The inverse indices shaped like x (NumPy 2), sizes known or not."""
-    from ..primitives.shape import reshape_like_p
     return bind(reshape_like_p, inv, asarray(x))
 
 
@@ -408,9 +402,6 @@ def piecewise(x, condlist, funclist, *args, **kw):
     As NumPy, each function sees only its elements (boolean-mask gathers). Inside
     vectorized_map, where the selections differ between examples, each function sees all of
     x instead and `where` picks its results."""
-    from .math import where_, logical_not
-    from .reductions import any as _any
-    from .creation import zeros_like
     xa = asarray(x)
     n2 = len(funclist)
     c0 = None if np.isscalar(condlist) or isinstance(condlist, bool) else condlist[0]
@@ -421,7 +412,6 @@ def piecewise(x, condlist, funclist, *args, **kw):
     conds = [conds[i] for i in range(conds.shape[0])]
     n = len(conds)
     if n == n2 - 1:
-        from .manipulation import stack
         conds.append(logical_not(_any(stack(conds), axis=0)))
     elif n != n2:
         raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")

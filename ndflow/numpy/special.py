@@ -5,12 +5,18 @@ import numpy as np
 from ..core.primitive import bind
 from ..primitives import elementwise as E
 from ._core import asarray
+from .creation import zeros_like
+from .indexing import take
+from .manipulation import concatenate, moveaxis
+from .math import (arctan2, real, imag, sin, where_ as where, remainder, absolute, logical_and,
+                   less, conjugate, isfinite, isnan, signbit, greater, clip, where_, equal)
+from .sorting import searchsorted, argsort
+from .differences import diff, cumsum
+from .windows import _i0
 
 
 def angle(z, deg=False):
     """The argument of complex numbers (0 or pi for reals), as `numpy.angle`."""
-    from .math import arctan2, real, imag
-    from .creation import zeros_like
     z = asarray(z)
     if z.dtype.kind == "c":
         a = arctan2(imag(z), real(z))
@@ -22,7 +28,6 @@ def angle(z, deg=False):
 
 def sinc(x):
     """sin(pi x) / (pi x), 1 at 0 (the gradient there is 0, not NaN), as `numpy.sinc`."""
-    from .math import sin, where_ as where
     x = asarray(x)
     if x.dtype.kind not in "fc":
         x = x.astype(np.float64)
@@ -37,7 +42,6 @@ def sinc(x):
 def i0(x):
     """The modified Bessel function of the first kind, order 0, as `numpy.i0` (power series up
     to |x| = 30, asymptotic expansion above; about 1e-15 relative)."""
-    from .windows import _i0
     x = asarray(x)
     if x.dtype.kind == "c":
         raise TypeError("i0 not supported for complex values")
@@ -50,9 +54,6 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     """Unwrap by changing deltas larger than `discont` to their `period` complement, as
     `numpy.unwrap`: the result's dtype is that of the differences and `period` (an integer
     array with an integer period stays integer, its half-period rounded down)."""
-    from .statistics import diff, cumsum
-    from .math import remainder, where_ as where, absolute, logical_and, less
-    from .manipulation import concatenate, moveaxis
     p = asarray(p)
     if discont is None:
         discont = period / 2
@@ -83,7 +84,6 @@ def complex_from_parts(re, im, dtype):
     formed by multiplications whose real part is -0.0 for each sign of im, constants for
     zeros and non-finite im, added to conj(re) (imaginary part -0.0), since complex addition
     is exact per part."""
-    from .math import where_ as where, conjugate, isfinite, isnan, signbit, greater
     dtype = np.dtype(dtype)
 
     def c(v):
@@ -101,10 +101,6 @@ def complex_from_parts(re, im, dtype):
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation, as `numpy.interp` (differentiable in x and fp; xp must
     be increasing, as NumPy requires without checking)."""
-    from .sorting import searchsorted, argsort
-    from .math import clip, where_ as where, remainder
-    from .indexing import take
-    from .manipulation import concatenate
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
     if xp.ndim != 1 or fp.ndim != 1:
         raise ValueError("data must be 1 dimensional")
@@ -118,12 +114,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if fp.dtype.kind == "c":
         # NumPy interpolates the real and imaginary parts each as a real interp (an infinite
         # part stays in its part: inf+0.5j, not complex arithmetic's NaN)
-        from .math import real, imag
         parts = [interp(x, xp, f(fp), None if left is None else f(asarray(left)),
                         None if right is None else f(asarray(right)), period)
                  for f in (real, imag)]
         if xp.shape[0] > 1:     # a NaN x: NaN + 0j (NumPy's complex loop)
-            from .math import isnan, where_
             parts[1] = where_(isnan(x), 0.0, parts[1])
         return complex_from_parts(*parts, np.complex128)      # (NumPy: complex128 always)
     if period is not None:
@@ -142,7 +136,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     xf = x.astype(np.float64) if x.dtype != np.float64 else x
     xpf = xp.astype(np.float64) if xp.dtype != np.float64 else xp
     n = xp.shape[0]
-    from .math import isnan, logical_and, equal
     if n == 1:
         res = where(isnan(xf), fp[0], fp[0])     # fp[0] in x's shape, exactly
     else:

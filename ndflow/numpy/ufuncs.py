@@ -30,13 +30,13 @@ from ..core import mutation as _mut
 from ..primitives import elementwise as E, reduction as R, cumulative as C, indexing as IX
 from ..primitives.shape import squeeze_p
 from ..primitives._util import norm_axis
-from ._core import ufunc_operands, asarray, _scalar, _PY
-from .creation import zeros
+from ._core import ufunc_operands, ufunc_apply, asarray, _scalar, _PY, _make
+from ._composites import select as where_
 from .indexing import _getitem, _split_index, take
 from .manipulation import (broadcast_to, concatenate, expand_dims, moveaxis, ravel, reshape,
                            squeeze, stack)
-# (`where_` and the comparisons come from .math inside the functions: math.py makes its ufunc
-# objects from this module when it is imported)
+# (math.py makes its ufunc objects of this module: where= selects with the composite below them,
+# and the methods compose primitives rather than call other ufunc objects)
 
 _NO_VALUE = np._NoValue          # NumPy's own marker, so `initial=np._NoValue` passes through
 _REORDERABLE_NO_IDENTITY = frozenset({"maximum", "minimum", "fmax", "fmin"})
@@ -142,7 +142,6 @@ class ufunc:
         if r is None:
             r = self._fn(*ins)
         if where is not True:
-            from .math import where_
             outs = out if isinstance(out, tuple) else (out,) * self.nout
             if self.nout > 1:
                 r = tuple(where_(where, ri, oi if oi is not None else ri)
@@ -237,7 +236,6 @@ class ufunc:
             if ident is None:
                 raise ValueError(f"reduction operation '{self.__name__}' does not have an "
                                  f"identity, so to use a where mask one has to specify 'initial'")
-            from .math import where_
             if self.identity is not None or self.__name__ in _REORDERABLE_NO_IDENTITY:
                 # masked elements become the identity (or, for the idempotent extrema, the
                 # initial value): they then change nothing
@@ -287,7 +285,6 @@ class ufunc:
             if start is not None:
                 r = self._fn(start, r)
         else:
-            from .math import where_
             r = start
             for i in range(n):
                 if r is None:
@@ -400,9 +397,10 @@ class ufunc:
                 if self._np is np.add and rd.kind == "f" and seg.dtype.kind == "f":
                     # NumPy's reduceat starts each segment from its first element, reduce
                     # from the identity +0.0: a segment of -0.0 only sums to -0.0
-                    from .math import where_, signbit, equal, logical_and
-                    neg = logical_and.reduce(logical_and(equal(seg, 0), signbit(seg)),
-                                             axis=axis)
+                    zero = ufunc_apply(np.logical_and, E.logical_and_p,
+                                       ufunc_apply(np.equal, E.eq_p, seg, 0),
+                                       ufunc_apply(np.signbit, E.signbit_p, seg))
+                    neg = bind(R.reduce_all_p, zero, axes=(axis,), keepdims=False)
                     r = where_(neg, _const(-0.0, rd), r)
                 parts.append(r)
             else:
@@ -411,7 +409,7 @@ class ufunc:
         if not parts:
             shape = list(a.shape)
             shape[axis] = 0
-            return zeros(tuple(shape), rd)
+            return _make("zeros", tuple(shape), dtype=rd)
         r = stack(parts, axis=axis)
         return r if out is None else _write_out(self, r, out, "unsafe")
 

@@ -6,6 +6,8 @@ import numpy as np
 from ..core.ndarray import ndarray
 from ..core.state import STATE
 from ._core import asarray
+from .creation import zeros, ones, arange
+from .math import where_ as where, cos, absolute, minimum, maximum, exp, sqrt
 
 
 def _size(M):
@@ -22,20 +24,17 @@ def _out(a):
 
 
 def _small(M, dt):
-    from .creation import zeros, ones
     if M < 1:
         return zeros((0,), dt)
     return ones((1,), dt)
 
 
 def _n(M):
-    from .creation import arange
     return arange(1 - M, M, 2)
 
 
 def bartlett(M):
     """The triangular window, as `numpy.bartlett`."""
-    from .math import where_ as where
     M, dt = _size(M)
     if M <= 1:
         return _out(_small(M, dt))
@@ -45,7 +44,6 @@ def bartlett(M):
 
 def blackman(M):
     """The Blackman window, as `numpy.blackman`."""
-    from .math import cos
     M, dt = _size(M)
     if M <= 1:
         return _out(_small(M, dt))
@@ -55,7 +53,6 @@ def blackman(M):
 
 def hamming(M):
     """The Hamming window, as `numpy.hamming`."""
-    from .math import cos
     M, dt = _size(M)
     if M <= 1:
         return _out(_small(M, dt))
@@ -64,7 +61,6 @@ def hamming(M):
 
 def hanning(M):
     """The Hann window, as `numpy.hanning`."""
-    from .math import cos
     M, dt = _size(M)
     if M <= 1:
         return _out(_small(M, dt))
@@ -80,7 +76,6 @@ def _i0(x):
     Chebyshev fits; this uses the power series sum (x/2)^2k / k!^2 for |x| <= 30, 50 terms, and
     the asymptotic expansion e^x / sqrt(2 pi x) sum ((2k-1)!!)^2 / (k! (8x)^k) above, 15 terms:
     both accurate to about 1e-15 relative). Composed of ndflow operations: differentiable."""
-    from .math import absolute, minimum, maximum, exp, sqrt, where_ as where
     x = asarray(x)
     ax = absolute(x)
     # the series in x itself (not |x|: even, and smooth at 0 to every order)
@@ -106,8 +101,6 @@ def _i0(x):
 def kaiser(M, beta):
     """The Kaiser window, as `numpy.kaiser`: i0(beta sqrt(1 - ((n - alpha)/alpha)^2)) /
     i0(beta); differentiable in `beta` (an ndflow array, or a Python number)."""
-    from .math import sqrt
-    from .creation import arange, ones
     M, _ = _size(M)
     b = beta if not isinstance(beta, ndarray) else beta.astype(np.float64)
     if not isinstance(b, ndarray):

@@ -6,6 +6,9 @@ import numpy as np
 from ..core.primitive import Aval, bind
 from ..core import dispatch as _door
 from .scalar import Scalar
+# (the helpers that bind primitives import elementwise, reduction and shape inside themselves:
+# those modules' rules are built on these helpers, a cycle that only registering the rules
+# above the primitive definitions would break; tests/test_layers.py FUNCTION_LEVEL)
 
 
 def elementwise(p, scalar=None, operands=("x", "y")):

@@ -6,7 +6,11 @@ promote. `reverse=True` scans from the end; it is what the cumsum VJP needs.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import move_to_front
+from ._util import move_to_front, repeat_along_batch
+from ..core.dtypes import I64
+from .elementwise import zeros_like_p, mul_p, add_p, ones_like_p, eq_p, select_p, convert_p
+from .indexing import iota_p, index_add_p, getitem_p
+from .shape import concatenate_p
 
 
 def _scan_abstract(x, axis, reverse=False):
@@ -31,7 +35,6 @@ def _flipped(fn):
 def _along_axis_indices(x, idx, axis):
     """Index arrays (one per axis) that pick x[..., idx, ...] along `axis`: the same gather
     `take_along_axis` does, as the raw arrays a scatter needs."""
-    from .indexing import iota_p
     arrays = []
     for i in range(x.ndim):
         if i == axis:
@@ -44,14 +47,11 @@ def _along_axis_indices(x, idx, axis):
 def scatter_add_along_axis(like, idx, v, axis):
     """zeros_like(like) with v added at positions idx along `axis` (the transpose of a
     take_along_axis gather)."""
-    from .indexing import index_add_p
-    from .elementwise import zeros_like_p
     arrays = _along_axis_indices(like, idx, axis)
     return bind(index_add_p, bind(zeros_like_p, like), v, *arrays, spec=(("a",),) * like.ndim)
 
 
 def gather_along_axis(x, idx, axis):
-    from .indexing import getitem_p
     return bind(getitem_p, x, *_along_axis_indices(x, idx, axis), spec=(("a",),) * x.ndim)
 
 
@@ -67,7 +67,6 @@ cumsum_p.batch = _scan_batch(cumsum_p)
 def _all_front(prim):
     """Batching rule for primitives whose inputs all have the output's shape: every batch axis
     to the front (unbatched operands repeated along it), `axis` one further."""
-    from ._util import repeat_along_batch
 
     def rule(args, dims, axis, **params):
         moved = [move_to_front(x, d) if d is not None else repeat_along_batch(x, args, dims)
@@ -95,9 +94,6 @@ def _along(x, axis, s):
 
 def _shift(x, axis, by):
     """x moved one place along `axis` (by=1: towards the end), a zero entering."""
-    from .indexing import getitem_p
-    from .shape import concatenate_p
-    from .elementwise import zeros_like_p
     edge = bind(zeros_like_p, bind(getitem_p, x, spec=_along(x, axis, ("s", None, 1, None))))
     if by > 0:
         return bind(concatenate_p, edge, bind(getitem_p, x, spec=_along(
@@ -109,7 +105,6 @@ def _shift(x, axis, by):
 def _linrec_vjp(u, b, a, out, axis, reverse=False):
     """y = M b is linear in b: gb = M^T u, the recurrence run the other way (its coefficients
     shifted one place); d y / d a_m = (the paths through m) y_{m-1}: ga = shift(y) * gb."""
-    from .elementwise import mul_p
     w = bind(linrec_p, u, _shift(a, axis, 1 if reverse else -1), axis=axis, reverse=not reverse)
     return w, bind(mul_p, _shift(out, axis, -1 if reverse else 1), w)
 
@@ -144,9 +139,6 @@ def _cumprod_grad_vjp(v, ct, x, out, axis):
     R_i = ct_i + x_{i+1} R_{i+1} (a reverse linear recurrence): differentiated in that form,
     which has no division, so second and higher derivatives are exact at zeros too (the fast
     kernel above divides)."""
-    from .elementwise import mul_p, add_p, ones_like_p
-    from .indexing import getitem_p
-    from .shape import concatenate_p
     one = bind(ones_like_p, bind(getitem_p, x, spec=_along(x, axis, ("s", None, 1, None))))
     t = bind(concatenate_p, one, bind(getitem_p, x, spec=_along(
         x, axis, ("s", None, -1, None))), axis=axis)          # (1, x_0, ..., x_{n-2})
@@ -175,9 +167,6 @@ def _cumext_vjp(prim):
     def vjp(ct, x, out, axis):
         """The cotangent of out_j goes to the element that is the running extremum at j (the
         latest one among ties), found as a running maximum of positions where x == out."""
-        from .elementwise import eq_p, select_p, zeros_like_p, convert_p, add_p
-        from .indexing import iota_p
-        from ..core.dtypes import I64
         pos = bind(add_p, bind(zeros_like_p, bind(convert_p, x, dtype=I64)),
                    bind(iota_p, x, axis=axis))
         hit = bind(eq_p, x, out)

@@ -9,6 +9,9 @@ import numpy as np
 from ..core.primitive import Primitive, Aval, bind
 from ._util import broadcast_shapes, unbroadcast, elementwise
 from .elementwise import unary, binary, _zero_grad
+from .elementwise import (trunc_p, div_p, select_p, eq_p, zeros_like_p, ones_like_p, neg_p,
+                          isinf_p, full_like_p, sub_p, add_p, exp_p, exp2_p)
+from .misc import stop_gradient_p
 
 
 def _binary_abstract_first(x, y):
@@ -18,7 +21,6 @@ def _binary_abstract_first(x, y):
 # ------------------------------------------------------------------ fmod: C's remainder (sign of x)
 def _fmod_vjp(ct, x, y):
     """fmod(x, y) = x - trunc(x / y) * y."""
-    from .elementwise import trunc_p, div_p
     return (unbroadcast(ct, x), unbroadcast(-ct * bind(trunc_p, bind(div_p, x, y)), y))
 
 
@@ -28,7 +30,6 @@ fmod_p = binary("fmod", np.fmod, _fmod_vjp, "fmod(x, y)")
 # ------------------------------------------------------------------ hypot
 def _hypot_vjp(ct, x, y, out):
     """d hypot = (x dx + y dy) / hypot; 0 at the origin (a subgradient) rather than NaN."""
-    from .elementwise import select_p, eq_p, zeros_like_p, ones_like_p
     zero = bind(eq_p, out, bind(zeros_like_p, out))
     q = ct / bind(select_p, zero, bind(ones_like_p, out), out)
     q = bind(select_p, zero, bind(zeros_like_p, q), q)
@@ -47,7 +48,6 @@ ldexp_p = binary("ldexp", np.ldexp, lambda ct, x, i: (unbroadcast(bind(ldexp_p, 
 
 def _frexp_vjp(cts, x):
     """mantissa = x * 2**-e with e piecewise constant: d mantissa = ldexp(dx, -e)."""
-    from .elementwise import neg_p
     ct_m, _ = cts
     _, e = bind(frexp_p, x)
     return (bind(ldexp_p, ct_m, bind(neg_p, e)),)
@@ -72,8 +72,6 @@ def _logaddexp_vjp(exp_p, log_half):
         a gradient-stopped correction (exact: the two are within one rounding of each other),
         so the value is 1/2 while the derivative is still base**(x - out)'s (softplus''(0) =
         1/4, not the 0 a switch to a constant would give)."""
-        from .elementwise import select_p, eq_p, isinf_p, full_like_p, sub_p, add_p
-        from .misc import stop_gradient_p
         tie = bind(eq_p, x, y)
         inf_tie = tie & bind(isinf_p, x)
 
@@ -92,7 +90,6 @@ def _logaddexp_vjp(exp_p, log_half):
 
 
 def _logaddexp_prims():
-    from .elementwise import exp_p, exp2_p
     lae = binary("logaddexp", np.logaddexp, scalar="logaddexp(x, y)")
     lae.def_vjp(_logaddexp_vjp(exp_p, -float(np.log(2.0))), uses_out=True)
     lae2 = binary("logaddexp2", np.logaddexp2, scalar="logaddexp2(x, y)")

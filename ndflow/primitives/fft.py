@@ -24,6 +24,7 @@ derivative stays within these primitives.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
+from .elementwise import conj_p
 
 _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
@@ -97,7 +98,6 @@ def _rfft_abstract(x, axis, norm, weights=0):
 def _rfft_vjp(ct, x, axis, norm, weights=0):
     """y = s W R x (R: first n//2+1 rows of the DFT), so ct_x = s Re(R^T W ct)
     = s C2R(W/2 conj(ct)): c2r counts the interior bins twice (their conjugate images)."""
-    from .elementwise import conj_p
     n = x.shape[axis]
     like = () if n is not None else (x,)
     return (bind(irfft_p, bind(conj_p, ct), *like, axis=axis, n=n, norm=_SWAP[norm],
@@ -146,7 +146,6 @@ def _irfft_abstract(z, *like, axis, n, norm, weights=0, like_axis=None):
 def _irfft_vjp(ct, z, *like, axis, n, norm, weights=0, like_axis=None):
     """y = s C2R(W z) is real-linear; its transpose is ct_z = s W D conj(R ct), D = 2 on the
     interior bins (each stands for itself and its conjugate image)."""
-    from .elementwise import conj_p
     g = bind(conj_p, bind(rfft_p, ct, axis=axis, norm=_SWAP[norm], weights=weights + 1))
     return (g,) + (None,) * len(like)
 

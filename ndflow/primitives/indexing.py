@@ -10,7 +10,10 @@ can be traced and batched). Boolean masks are turned into integer arrays by the 
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import unbroadcast, move_to_front, broadcast_shapes
+from ._util import unbroadcast, move_to_front, broadcast_shapes, repeat_along_batch
+from ..core.dtypes import I64
+from .elementwise import zeros_like_p, eq_p, select_p, ones_like_p, convert_p, add_p
+from .shape import reshape_p, reshape_like_p, expand_dims_p, transpose_p, broadcast_to_p, squeeze_p
 
 
 def build_index(spec, arrays):
@@ -130,7 +133,6 @@ _getitem_impl.ndflow_specialize = _getitem_specialize
 
 
 def _getitem_vjp(ct, x, *arrays, spec):
-    from .elementwise import zeros_like_p
     return (bind(index_add_p, bind(zeros_like_p, x), ct, *arrays, spec=spec),) + (None,) * len(arrays)
 
 
@@ -168,14 +170,10 @@ index_update_p = Primitive("index_update", _index_update_impl, _scatter_abstract
 def _index_update_vjp(ct, x, v, *arrays, spec):
     """x gets ct where nothing was written; v gets ct where it was written and kept: with
     repeated positions the last write wins (as in NumPy), so earlier ones get no gradient."""
-    from .elementwise import zeros_like_p, eq_p, select_p
     picked = bind(getitem_p, ct, *arrays, spec=spec)
     zero = bind(zeros_like_p, picked)
     gx = bind(index_update_p, ct, zero, *arrays, spec=spec)
     if arrays:
-        from .shape import reshape_p, reshape_like_p
-        from .elementwise import ones_like_p, convert_p
-        from ..core.dtypes import I64
         ones = bind(convert_p, bind(ones_like_p, picked), dtype=I64)
         flat = bind(reshape_p, ones, shape=(-1,))
         ids = bind(reshape_like_p, bind(reshape_p, bind(iota_p, flat, axis=0), shape=(-1,)),
@@ -228,12 +226,10 @@ def _batched_index(x_shape_per, spec, arrays, arr_axes, xb):
             a = move_to_front(a, bd)
             missing = rank - (a.ndim - 1)
             if missing:
-                from .shape import expand_dims_p
                 a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
         new_arrays.append(a)
     # the batch indices, from the batched operand itself: its device, and its size even when
     # that is unknown while tracing
-    from .shape import reshape_p
     ar = bind(reshape_p, bind(iota_p, xb, axis=0), shape=(-1,) + (1,) * rank)
     adv = [i for i, e in enumerate(spec) if e[0] in "ai"]
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
@@ -250,7 +246,6 @@ def _apply_perm(r, perm):
     if perm is None:
         return r
     _, rank, n_before = perm
-    from .shape import transpose_p
     nd = r.ndim
     bc = list(range(1, 1 + rank))
     before = list(range(1 + rank, 1 + rank + n_before))
@@ -262,7 +257,6 @@ def _invert_perm(v, perm):
     if perm is None:
         return v
     _, rank, n_before = perm
-    from .shape import transpose_p
     nd = v.ndim
     fwd = [0] + list(range(1 + rank, 1 + rank + n_before)) + list(range(1, 1 + rank)) + \
         list(range(1 + rank + n_before, nd))
@@ -271,7 +265,6 @@ def _invert_perm(v, perm):
 
 def _to_batched_operand(x, bd, args, dims):
     if bd is None:
-        from ._util import repeat_along_batch
         return repeat_along_batch(x, args, dims)
     return move_to_front(x, bd)
 
@@ -305,7 +298,6 @@ def _scatter_batch(prim):
             Aval(per_shape, x.dtype), *[Aval([d for i, d in enumerate(a.shape) if i != bd]
                                             if bd is not None else a.shape, a.dtype)
                                        for a, bd in zip(arrays, axes[2:])], spec=spec).shape
-        from .shape import broadcast_to_p, expand_dims_p
         if b is None or None in tuple(per_result):
             return bind(prim, xb, _dynamic_values(xb, v, axes[1], per_result, new_arrays,
                                                   new_spec, perm),
@@ -328,8 +320,6 @@ def _dynamic_values(xb, v, vbd, per_result, arrays, spec, perm):
     """The written values in the batched result's layout when sizes are known only at run time:
     arranged (batch, per-example dims) with size-1 gaps, permuted to NumPy's layout, then
     broadcast by adding zeros shaped like the gathered region."""
-    from .shape import expand_dims_p
-    from .elementwise import zeros_like_p, add_p
     if vbd is None:
         v = bind(expand_dims_p, v, axes=(0,))
     else:
@@ -348,7 +338,6 @@ index_update_p.batch = _scatter_batch(index_update_p)
 
 # ------------------------------------------------------------------ iota (an arange of any size)
 def _iota_abstract(x, axis):
-    from ..core.dtypes import I64
     return Aval(tuple(d if i == axis else 1 for i, d in enumerate(x.shape)), I64)
 
 
@@ -362,7 +351,6 @@ def _iota_impl(x, axis):
 
 def _iota_batch(args, axes, axis):
     """The same for every example: unbatched."""
-    from .shape import squeeze_p
     x = move_to_front(args[0], axes[0])
     return bind(squeeze_p, bind(iota_p, x, axis=axis + 1), axes=(0,)), None
 
@@ -376,7 +364,6 @@ iota_p.batch = _iota_batch
 
 # ------------------------------------------------------------------ nonzero (data-dependent size)
 def _nonzero_abstract(x, *like, start=0):
-    from ..core.dtypes import I64
     return tuple(Aval((None,), I64) for _ in range(max(len(x.shape), 1)))
 
 
@@ -453,7 +440,6 @@ def _unslice_dynamic_batch(args, axes, axis, parts):
     if any(a is not None for a in axes[2:]):
         raise ValueError("slicing with bounds that differ between the examples of "
                          "vectorized_map: each example's result would have its own shape")
-    from ._util import repeat_along_batch
     ct = move_to_front(args[0], axes[0]) if axes[0] is not None else repeat_along_batch(
         args[0], args, axes)
     x = move_to_front(args[1], axes[1]) if axes[1] is not None else repeat_along_batch(

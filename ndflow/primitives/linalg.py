@@ -7,6 +7,10 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ._util import broadcast_shapes, unbroadcast, move_to_front, squeezed_ok, example_rank, \
     unsqueeze_all
+from .elementwise import mul_p, add_p, zeros_like_p, eq_p, convert_p
+from .indexing import getitem, iota_p
+from .reduction import reduce_sum_p
+from .shape import transpose_p, expand_dims_p, squeeze_p, reshape_p, concatenate_p, broadcast_to_p
 
 _ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
 
@@ -30,13 +34,11 @@ def _matmul_abstract(x, y):
 
 
 def _swap(a):
-    from .shape import transpose_p
     n = a.ndim
     return bind(transpose_p, a, perm=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _matmul_vjp(ct, x, y, needs=(True, True)):
-    from .shape import expand_dims_p, squeeze_p
     x1, y1 = x.ndim == 1, y.ndim == 1
     x2 = bind(expand_dims_p, x, axes=(0,)) if x1 else x
     y2 = bind(expand_dims_p, y, axes=(1,)) if y1 else y
@@ -68,7 +70,6 @@ def _fold_rows(x, w):
     its non-BLAS loop); a single gemm is the shape BLAS is fast at. Each example's rows meet
     the same `w`, so this is the same product, summed in the order the BLAS kernel picks (as
     the unbatched product is itself a BLAS product). None where sizes are unknown."""
-    from .shape import reshape_p
     if not _known(x.shape, w.shape):
         return None
     k = x.shape[-1]
@@ -99,10 +100,6 @@ def _outer(x, y):
     None where another shape of product is better or sizes are unknown. (Where the compiled
     tier runs the product, the graph pass `passes._outer_columns` joins the columns back into
     one x * y: its loop takes the short axis outside.)"""
-    from .elementwise import mul_p, add_p, zeros_like_p
-    from .reduction import reduce_sum_p
-    from .shape import concatenate_p
-    from .indexing import getitem
     if not _known(x.shape, y.shape) or x.shape[2] != 1 or y.shape[1] != 1:
         return None
     if x.dtype != y.dtype or np.dtype(x.dtype).kind not in "biuf":
@@ -134,7 +131,6 @@ def _outer(x, y):
 
 @squeezed_ok
 def _matmul_batch(args, axes):
-    from .shape import expand_dims_p, squeeze_p, transpose_p
     (x, y), (bx, by) = args, axes
     if isinstance(bx, tuple) and by is None and y.ndim in (1, 2) \
             and example_rank(x, bx) - 1 not in bx[1]:
@@ -234,7 +230,6 @@ def _einsum_abstract(*ops, subscripts):
 def _einsum_vjp(ct, *ops, subscripts):
     """d op_i = einsum(ct, other operands -> op_i's labels); labels summed within op_i alone are
     broadcast back, and a repeated label (a diagonal, 'ii') puts the gradient on the diagonal."""
-    from .shape import broadcast_to_p, expand_dims_p
     ins, out = _parse(subscripts)
     grads = []
     for i, (sub, op) in enumerate(zip(ins, ops)):
@@ -252,7 +247,6 @@ def _einsum_vjp(ct, *ops, subscripts):
             missing = tuple(k for k, c in enumerate(uniq) if c not in avail)
             g = bind(expand_dims_p, g, axes=missing)
             if None in size.values():     # sizes known at run time only: add zeros that have them
-                from .elementwise import add_p, zeros_like_p
                 z = bind(zeros_like_p, op)
                 if len(uniq) != len(sub):
                     z = bind(einsum_p, z, subscripts=sub + "->" + uniq)
@@ -286,9 +280,6 @@ def _on_diagonal(g, sub, uniq, subscripts, op):
 def _eye_along(op, axis, dtype):
     """The identity of size op.shape[axis] (a size that may be known only at run time), on
     op's device: made of primitives, so rules need not call the NumPy layer."""
-    from .elementwise import eq_p, convert_p
-    from .indexing import iota_p
-    from .shape import reshape_p
     i = bind(iota_p, op, axis=axis)
     return bind(convert_p, bind(eq_p, bind(reshape_p, i, shape=(-1, 1)),
                                 bind(reshape_p, i, shape=(1, -1))), dtype=dtype)

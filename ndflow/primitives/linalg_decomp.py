@@ -33,10 +33,16 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ._util import broadcast_shapes, unbroadcast, move_to_front, align_batched
+from ..core.ndarray import SpecializationError
+from .elementwise import convert_p
+from .indexing import iota_p
+from .reduction import _exclusive_cumprod
 
 
 class _LazyTnp:
     def __getattr__(self, name):
+        # an upward import (tests/test_layers.py UPWARD): the rules compose with the NumPy layer,
+        # which imports this layer at the top
         import ndflow.numpy as m
         return getattr(m, name)
 
@@ -83,7 +89,6 @@ def _inv_gaps(w):
 def _index_grid(x):
     """Row and column indices of x's last two axes, broadcasting against x (sizes may be
     unknown while tracing)."""
-    from .indexing import iota_p
     n = x.ndim
     return bind(iota_p, x, axis=n - 2), bind(iota_p, x, axis=n - 1)
 
@@ -103,7 +108,6 @@ def _triangle_ct(g, lower):
 
 def _iota_last(x):
     """arange(x.shape[-1]) shaped (1, ..., 1, n), whether the size is known or not."""
-    from .indexing import iota_p
     return bind(iota_p, x, axis=x.ndim - 1)
 
 
@@ -185,7 +189,6 @@ inv_p.batch = _batch_front(inv_p)
 def _adjugate_svd(a):
     """adj(A) = det(U) det(V^H) V diag(prod of the other singular values) U^H for A = U S V^H:
     defined at singular matrices too (no division)."""
-    from .reduction import _exclusive_cumprod
     u, s, vh = bind(svd_p, a, full_matrices=False, hermitian=False)
     others = _exclusive_cumprod(s, s.ndim - 1) * _exclusive_cumprod(s, s.ndim - 1, reverse=True)
     phase = tnp.expand_dims(bind(det_p, u) * bind(det_p, vh), (-1, -2))
@@ -451,7 +454,6 @@ eig_p.batch = _batch_front(eig_p)
 # each such site (`expect`) and this check makes the assumption hold or fails the call with
 # SpecializationError; `nf.function` then runs (tracing once) the graph for what it observed.
 def _expect_real_impl(w, *rest, expect, site):
-    from ..core.ndarray import SpecializationError
     real = not np.any(np.imag(w))
     if real != expect:
         raise SpecializationError(
@@ -470,7 +472,6 @@ def _expect_real_abstract(*xs, expect, site):
 def _expect_real_vjp(cts, *xs, expect, site):
     if not expect:
         return tuple(cts)
-    from .elementwise import convert_p
     return tuple(None if ct is None else bind(convert_p, ct, dtype=np.dtype(x.dtype))
                  for ct, x in zip(cts, xs))
 

@@ -2,8 +2,11 @@
 `own_result`, `runtime_warning`, `runtime_error`."""
 import numpy as np
 
-from ..core.primitive import Primitive, bind
-from ._util import same_aval, elementwise
+from ..core.primitive import Primitive, bind, Aval
+from ._util import same_aval, elementwise, move_to_front
+from ..core.errors import InvalidArgumentError
+from ..core.ndarray import SpecializationError
+from .elementwise import convert_p
 
 
 # ------------------------------------------------------------------ stop_gradient
@@ -26,7 +29,6 @@ elementwise(stop_gradient_p, "x")
 def _check_numerics_impl(x, message):
     a = x if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x.get())
     if a.dtype.kind in "fcV" and not np.isfinite(a).all():
-        from ..core.errors import InvalidArgumentError
         nan, inf = bool(np.isnan(a).any()), bool(np.isinf(a).any())
         what = "Inf and NaN" if nan and inf else "NaN" if nan else "Inf"
         raise InvalidArgumentError(f"{message} : Tensor had {what} values")
@@ -57,7 +59,6 @@ def _own_impl(x, *avoid):
 
 
 def _own_batch(args, axes):
-    from ._util import move_to_front
     x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
     return bind(own_result_p, x, *args[1:]), (None if axes[0] is None else 0)
 
@@ -81,7 +82,6 @@ def _warn_impl(x, *when, message):
 
 
 def _warn_batch(args, axes, message):
-    from ._util import move_to_front
     x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
     return bind(runtime_warning_p, x, *args[1:], message=message), (None if axes[0] is None else 0)
 
@@ -125,7 +125,6 @@ runtime_error_p.def_jvp(lambda tangents, x, cond, error, message: tangents[0])
 
 
 def _error_batch(args, axes, error, message):
-    from ._util import move_to_front
     x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
     return bind(runtime_error_p, x, args[1], error=error, message=message), \
         (None if axes[0] is None else 0)
@@ -142,7 +141,6 @@ runtime_error_p.batch = _error_batch
 # SpecializationError, and `nf.function` runs the graph traced for the observed case (the
 # mechanism of linalg_decomp's expect_real).
 def _expect_case_impl(x, flag, expect, site, dtype):
-    from ..core.ndarray import SpecializationError
     f = np.asarray(flag).reshape(-1)
     seen = bool(f[0]) if f.size else True     # no slice at all: NumPy's empty answer
     if seen != expect:
@@ -154,19 +152,16 @@ def _expect_case_impl(x, flag, expect, site, dtype):
 
 
 def _expect_case_abstract(x, flag, expect, site, dtype):
-    from ..core.primitive import Aval
     return Aval(x.shape, np.dtype(dtype) if expect else x.dtype)
 
 
 def _expect_case_vjp(ct, x, flag, expect, site, dtype):
     if not expect:
         return ct, None
-    from .elementwise import convert_p
     return bind(convert_p, ct, dtype=np.dtype(x.dtype)), None
 
 
 def _expect_case_batch(args, axes, expect, site, dtype):
-    from ._util import move_to_front
     x = args[0] if axes[0] is None else move_to_front(args[0], axes[0])
     flag = args[1] if axes[1] is None else move_to_front(args[1], axes[1])
     # the first element of the batched flag is the first example's: NumPy's first slice

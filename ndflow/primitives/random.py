@@ -22,6 +22,9 @@ every example; one whose inputs do not draws once for all examples.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
+from ._util import move_to_front
+from .indexing import getitem_p
+from .shape import expand_dims_p, concatenate_p
 
 class _Streams(dict):
     """The global stream, made on first use: importing numpy.random is a large part of
@@ -82,16 +85,12 @@ def _draw_batch(args, dims, method, rs, static, names, shape, dtype, elementwise
     each parameter moved to the front (fresh numbers for every example). Parameters with core
     dimensions (choice's p, multinomial's pvals, multivariate_normal's mean and cov): a draw per
     example."""
-    from ._util import move_to_front
-    from .shape import expand_dims_p
     b = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     params = dict(method=method, rs=rs, names=names, dtype=dtype, elementwise=elementwise)
     if b is None or None in shape:
         raise ValueError(f"vectorized_map: tnp.random draw '{method}' needs the batch size and "
                          f"its own shape while tracing; give them known sizes")
     if not elementwise:
-        from .indexing import getitem_p
-        from .shape import concatenate_p
         outs = []
         for i in range(b):
             xs = [a if d is None else bind(getitem_p, a, spec=(("s", None, None, None),) * d

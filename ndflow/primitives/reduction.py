@@ -4,6 +4,10 @@ import numpy as np
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL, I64
 from ._util import move_to_front, squeezed_ok, unsqueeze, squeezed_axis
+from .cumulative import cumprod_p
+from .elementwise import add_p, zeros_like_p, eq_p, convert_p, ones_like_p
+from .indexing import getitem_p
+from .shape import expand_dims_p, broadcast_to_p, concatenate_p
 
 
 def _reduced_shape(shape, axes, keepdims):
@@ -25,7 +29,6 @@ def _reduce_batch(prim):
             if prim is reduce_sum_p and axes and set(axes) <= set(units):
                 # a sum over unit axes only: each example's sum of one element, which NumPy
                 # computes as 0 + x (-0.0 becomes +0.0); a 0-d zero on x's device
-                from .elementwise import add_p, zeros_like_p
                 zero = bind(zeros_like_p, bind(reduce_sum_p, x, axes=tuple(range(x.ndim)),
                                                keepdims=False))
                 left = units if params["keepdims"] else \
@@ -40,15 +43,12 @@ def _reduce_batch(prim):
 
 def keep_axes(ct, axes, keepdims):
     """Re-insert reduced axes (size 1) into a reduction's cotangent."""
-    from .shape import expand_dims_p
     if keepdims or not axes:
         return ct
     return bind(expand_dims_p, ct, axes=tuple(sorted(axes)))
 
 
 def broadcast_like(ct, x):
-    from .shape import broadcast_to_p
-    from .elementwise import zeros_like_p, add_p
     if tuple(ct.shape) == tuple(x.shape):
         return ct
     if None in x.shape:
@@ -70,7 +70,6 @@ def _sum_vjp(ct, x, axes, keepdims):
 
 def _extremum_vjp(ct, x, out, axes, keepdims):
     """The gradient goes to the extremal elements, split evenly between ties."""
-    from .elementwise import eq_p, convert_p
     out = keep_axes(out, axes, keepdims)
     mask = bind(convert_p, bind(eq_p, x, out), dtype=np.dtype(x.dtype))
     count = bind(reduce_sum_p, mask, axes=axes, keepdims=True)
@@ -87,10 +86,6 @@ def _along(axis, ndim, s):
 def _exclusive_cumprod(x, axis, reverse=False):
     """prod_{k<i} x_k (prod_{k>i} with reverse) along `axis`, with no division: a shifted
     cumprod, so zeros in x give exact values and exact derivatives."""
-    from .cumulative import cumprod_p
-    from .indexing import getitem_p
-    from .shape import concatenate_p
-    from .elementwise import ones_like_p
     if reverse:
         x = bind(getitem_p, x, spec=_along(axis, x.ndim, ("s", None, None, -1)))
     ones = bind(ones_like_p, bind(getitem_p, x, spec=_along(axis, x.ndim, ("s", None, 1, None))))
@@ -163,8 +158,6 @@ def _sum_to_impl(ct, like, keep=0, like_keep=0):
 
 def _sum_to_vjp(g, ct, like, keep=0, like_keep=0):
     """Broadcast back: g, with 1s for the summed leading axes, plus zeros shaped like ct."""
-    from .elementwise import add_p, zeros_like_p
-    from .shape import expand_dims_p
     lead = (len(ct.shape) - keep) - (len(like.shape) - like_keep)
     if lead:
         g = bind(expand_dims_p, g, axes=tuple(range(keep, keep + lead)))

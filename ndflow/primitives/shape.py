@@ -4,7 +4,10 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ._util import broadcast_shapes, move_to_front, squeezed_ok, example_rank, unsqueeze, \
-    squeezed_axis
+    squeezed_axis, unbroadcast, repeat_along_batch
+from .elementwise import zeros_like_p
+# (indexing's primitives come inside the rules that gather: indexing imports this module at the
+# top, its rules reshape with these primitives)
 
 
 # ------------------------------------------------------------------ reshape
@@ -215,7 +218,6 @@ def _broadcast_impl(x, shape):
 
 
 def _broadcast_vjp(ct, x, shape):
-    from ._util import unbroadcast
     return (unbroadcast(ct, x),)
 
 
@@ -297,7 +299,6 @@ def _broadcast_dynamic_abstract(x, shape, static, keep=0):
 
 
 def _broadcast_dynamic_vjp(ct, x, shape, static, keep=0):
-    from ._util import unbroadcast
     return (unbroadcast(ct, x), None)
 
 
@@ -351,7 +352,6 @@ def _concat_vjp(ct, *xs, axis):
 
 
 def _concat_batch(args, axes, axis):
-    from ._util import repeat_along_batch
     moved = []
     for a, bd in zip(args, axes):
         if bd is None:
@@ -417,7 +417,6 @@ def _diagonal_abstract(x, offset, axis1, axis2):
 
 
 def _diagonal_vjp(ct, x, offset, axis1, axis2):
-    from .elementwise import zeros_like_p
     from .indexing import iota_p, index_add_p
     n = x.ndim
     rest = [i for i in range(n) if i not in (axis1, axis2)]
@@ -454,7 +453,6 @@ def _repeat_abstract(x, repeats, axis):
 
 def _repeat_vjp(ct, x, repeats, axis):
     """Each element gets the sum of its copies' cotangents: scatter-add by source index."""
-    from .elementwise import zeros_like_p
     from .indexing import iota_p, index_add_p
     src = bind(repeat_p, bind(reshape_p, bind(iota_p, x, axis=axis), shape=(-1,)), repeats,
                axis=0)

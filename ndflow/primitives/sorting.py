@@ -8,8 +8,10 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import I64
-from ._util import move_to_front
+from ._util import move_to_front, broadcast_shapes, unbroadcast
 from .cumulative import scatter_add_along_axis, gather_along_axis
+from .indexing import getitem_p
+from .shape import broadcast_to_p, expand_dims_p
 
 
 def _same_abstract(x, axis, **kw):
@@ -73,12 +75,10 @@ argpartition_p.batch = _axis_batch(argpartition_p)
 
 # ------------------------------------------------------------------ lexsort
 def _lexsort_abstract(*keys, axis):
-    from ._util import broadcast_shapes
     return Aval(broadcast_shapes(*[k.shape for k in keys]), I64)
 
 
 def _lexsort_batch(args, dims, axis):
-    from .shape import broadcast_to_p, expand_dims_p
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     keys = []
     for a, d in zip(args, dims):
@@ -117,7 +117,6 @@ def _searchsorted_impl(a, v, side, batch_dims=0):
 
 
 def _searchsorted_abstract(a, v, side, batch_dims=0):
-    from ._util import broadcast_shapes
     lead = broadcast_shapes(tuple(a.shape[:batch_dims]), tuple(v.shape[:batch_dims]))
     return Aval(tuple(lead) + tuple(v.shape[batch_dims:]), I64)
 
@@ -127,7 +126,6 @@ def _searchsorted_batch(args, dims, side, batch_dims=0):
     if da is None and not batch_dims:
         # only the needles are batched: searchsorted maps over them already
         return bind(searchsorted_p, a, v, side=side), dv
-    from .shape import expand_dims_p
     a = move_to_front(a, da) if da is not None else bind(expand_dims_p, a, axes=(0,))
     v = move_to_front(v, dv) if dv is not None else bind(expand_dims_p, v, axes=(0,))
     return bind(searchsorted_p, a, v, side=side, batch_dims=batch_dims + 1), 0
@@ -158,12 +156,10 @@ def _bincount_abstract(x, *w, minlength=0, length=None):
 def _bincount_vjp(ct, x, *w, minlength=0, length=None):
     if not w:
         return (None,)
-    from .indexing import getitem_p
     if x.ndim == 1:
         g = bind(getitem_p, ct, x, spec=(("a",),))
     else:
         g = gather_along_axis(ct, x, 1)
-    from ._util import unbroadcast
     return (None, unbroadcast(g, w[0]))
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from ..core.primitive import Primitive, Aval, bind
 from ._util import unbroadcast, align_batched, broadcast_shapes, elementwise
 from .elementwise import exp_p, sign_p, log_p, ones_like_p
+from .elementwise import select_p, eq_p, zeros_like_p, lt_p, abs_p
 
 
 def _unary_abstract(x, **kw):
@@ -329,7 +330,6 @@ elementwise(zeta_ds_p)
 def _zeta_vjp(ct, s, q):
     """d/dq zeta(s, q) = -s zeta(s + 1, q) (0 where zeta(s + 1, q) is: s = inf, q > 1);
     d/ds from the differentiated series (s > 1)."""
-    from .elementwise import select_p, eq_p, zeros_like_p
     z1 = bind(zeta_p, s + 1, q)
     dq = bind(select_p, bind(eq_p, z1, bind(zeros_like_p, z1)), z1, s * z1)
     return (unbroadcast(ct * bind(zeta_ds_p, s, q), s), unbroadcast(-ct * dq, q))
@@ -409,7 +409,6 @@ def _i0e_vjp(ct, x, out):
 
 def _i1e_vjp(ct, x, out):
     """i1e' = i0e - i1e (sign(x) + 1/x), 1/2 at 0."""
-    from .elementwise import select_p, ones_like_p, lt_p, abs_p
     one = bind(ones_like_p, x)
     # near 0 (where 1/x overflows and i1e(x) = x/2 flushes to 0) the limit 1/2
     zero = bind(lt_p, bind(abs_p, x), one * 1e-150)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ._util import unbroadcast, broadcast_shapes, elementwise
-from .elementwise import exp_p, log_p
+from .elementwise import exp_p, log_p, select_p, ne_p, zeros_like_p, log1p_p
 from .special import (_pointwise, _lgamma, _lgamma_true_vec, _erfc_vec, _hurwitz,
                       _binary_batch, gammaln_p)
 
@@ -265,7 +265,6 @@ def _inc_abstract(a, x):
 def _finite_exp(t):
     """exp(t), 0 where t is NaN: a density whose logarithm is inf - inf (a parameter so large
     that (a - 1) log x and gammaln(a) overflow) has underflowed to 0 long before."""
-    from .elementwise import select_p, ne_p, zeros_like_p
     return bind(select_p, bind(ne_p, t, t), bind(zeros_like_p, t), bind(exp_p, t))
 
 
@@ -399,7 +398,6 @@ def _betainc(a, b, x):
 
 def _betainc_vjp(ct, a, b, x):
     """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)."""
-    from .elementwise import log1p_p
     lb = bind(gammaln_p, a) + bind(gammaln_p, b) - bind(gammaln_p, a + b)
     d = _finite_exp((a - 1) * bind(log_p, x) + (b - 1) * bind(log1p_p, -x) - lb)
     return (_no_param_grad("betainc", "a", a), _no_param_grad("betainc", "b", b),

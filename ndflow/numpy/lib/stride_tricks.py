@@ -16,6 +16,9 @@ from ...primitives._util import norm_axis
 from .._core import asarray
 from ..manipulation import broadcast_to, broadcast_arrays, broadcast_shapes_ as broadcast_shapes  # noqa: F401,E501
 from ...core.primitive import composite
+from .._interop import _why_not_host
+from ..indexing import take as _take
+from ..manipulation import moveaxis as _moveaxis
 
 
 def _swv_kernel(x, window_shape, axis=None, *, subok=False, writeable=False):
@@ -36,8 +39,6 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
         raise ValueError("sliding_window_view(writeable=True) under a tape or inside "
                          "nf.function/vectorized_map: the windows are copies there, so writes "
                          "would not reach x; use writeable=False")
-    from ..indexing import take
-    from ..manipulation import moveaxis
     a = asarray(x)
     if axis is None:
         axes = tuple(range(a.ndim))
@@ -61,7 +62,7 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
         if n < w:
             raise ValueError("window shape cannot be larger than input array shape")
         idx = np.arange(n - w + 1)[:, None] + np.arange(w)[None, :]
-        out = moveaxis(take(out, asarray(idx), axis=ax), ax + 1, -1)
+        out = _moveaxis(_take(out, asarray(idx), axis=ax), ax + 1, -1)
     return out
 
 
@@ -74,7 +75,6 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=False):
         raise ValueError("as_strided: ndflow's strided views are read-only (writeable=True "
                          "would let one write change several elements); copy the result to "
                          "modify it")
-    from .._interop import _why_not_host
     why = _why_not_host((x,), {})
     if why or (isinstance(x, ndarray) and x._dev is not None):
         raise TypeError(f"as_strided views memory directly, so it cannot run where {why or 'the array lives on an accelerator'}; "  # noqa: E501
