@@ -79,6 +79,10 @@ def test_tier0_route_off(nf_settings, rec, route):
             # (columns: the region is not chosen for them, nothing to say)
             assert "%s switched off" % route.name in nf.config.explain(g), \
                 nf.config.explain(g)
+        if route is Route.T0_SCALAR:
+            # the region's code calls the ops' kernels (no guarded scalar arithmetic)
+            src = R._kernel(g, *args).tier0.source
+            assert "g0 = " not in src and "f0(" in src, src
 
 
 # ------------------------------------------------------------------ tier 1
