@@ -88,8 +88,10 @@ FALLBACK = {
 
 
 def off(route):
-    """Whether `route` is switched off for the calling thread (`settings.routes_off`)."""
-    return route.name in settings.routes_off
+    """Whether `route` is switched off for the calling thread (`settings.routes_off`, which
+    names routes of the planner, the eager door and the tape)."""
+    names = settings.routes_off
+    return bool(names) and route in {Route[n] for n in names if n in Route.__members__}
 
 
 def off_why(route):
