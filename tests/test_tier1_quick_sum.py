@@ -12,6 +12,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
+from ndflow.graph.kernels import numba_plan
 from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -26,7 +27,7 @@ def sync(monkeypatch, nf_settings):
     nf_settings(numba="sync")
     nf_settings(fast_math=False)
     # every layout at every size (the cost model's limits are not what is tested here)
-    nf_settings(numba_pairwise_max=1 << 62)
+    monkeypatch.setattr(numba_plan, "PAIRWISE_MAX", 1 << 62)
     nf_settings(numba_min=1)
 
 

@@ -18,7 +18,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import numba_runner, numba_source, planner
+from ndflow.graph.kernels import numba_plan, numba_runner, numba_source, planner
 from helpers import assert_bits_equal
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -80,7 +80,7 @@ def tier1(monkeypatch, nf_settings):
     nf_settings(fast_math=False)
     nf_settings(numba_min=1)
     # pairwise sums at every size (the cost model keeps large ones on NumPy's sum)
-    nf_settings(numba_pairwise_max=1 << 62)
+    monkeypatch.setattr(numba_plan, "PAIRWISE_MAX", 1 << 62)
     ran = []
     call = numba_runner.Runner.__call__
     # every call through the runner, where the spy sees it (not the generated caller in the

@@ -26,20 +26,22 @@ import sys
 import numpy as np
 
 from ..core import dtypes as _dt
+from ..core.settings import settings
 from ..core.ndarray import ndarray, _wrap
 from .host_vjp import RULES
 
 _ndarray = np.ndarray
 
-# The plan's switch: off, every backward pass runs the reference loop (tests compare the two;
-# an ablation run measures what the plan pays)
+# The plan's switch for tests: off, every backward pass runs the reference loop (tests compare
+# the two); an ablation run measures what the plan pays with `settings.routes_off`
 ENABLED = True
 
 
 def takes(state):
     """Whether this backward pass runs as the eager plan: plain eager execution, seen from the
-    thread's state once the differentiating tape has stopped recording."""
-    return ENABLED and state.fast
+    thread's state once the differentiating tape has stopped recording, and the plan not
+    switched off (`settings.routes_off` naming 'eager_plan')."""
+    return ENABLED and state.fast and "eager_plan" not in settings.routes_off
 
 
 def backward(tape, ct, keep, consume):

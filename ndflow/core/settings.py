@@ -31,6 +31,17 @@ __all__ = ["Settings", "settings"]
 
 _UNSET = object()
 
+# field name -> functions called (without arguments) once the calling thread's value of the
+# field may have changed: what caches a setting at a mode change (core/state.py's eager
+# routes) reads it again
+ON_CHANGE = {}
+
+
+def _changed(names):
+    for name in names:
+        for f in ON_CHANGE.get(name, ()):
+            f()
+
 
 def _bool(v):
     if isinstance(v, str):
@@ -72,6 +83,28 @@ def _threads(v):
     return None if v is None else _count(1)(v)
 
 
+# The routes `routes_off` may name: the planner's (graph/kernels/planner.py `Route`), the
+# eager door's (core/dispatch.py) and the tape's eager backward plan (autodiff/eager_plan.py);
+# not the reference of a family, which is what the others fall back to: tier 0's one NumPy
+# call per op (T0_SMALL), a device backend op by op (DEVICE_OPS), the door's general route,
+# the tape's reference backward loop. tests/test_routes_off.py checks the names against the
+# modules'.
+ROUTES = ("T0_INLINE", "T0_SCALAR", "T0_LARGE", "T0_COLUMNS", "T0_BLOCKED", "T0_THREADS",
+          "T1_LOOP", "T1_THREADS", "T1_INPLACE", "T1_DIRECT", "T1_DIRECT_BAKED",
+          "T1_DIRECT_INTO", "DEVICE_KERNEL", "plain", "lane", "eager_plan")
+
+
+def _routes(v):
+    if isinstance(v, str):
+        v = v.replace(",", " ").split()
+    names = frozenset(getattr(r, "name", r) for r in v)
+    bad = sorted(str(n) for n in names if n not in ROUTES)
+    if bad:
+        raise ValueError("no switchable route named %s; the routes: %s" % (
+            ", ".join(bad), " ".join(ROUTES)))
+    return names
+
+
 class _Field:
     """One setting: its default, the check that normalizes an assigned value, and its doc."""
 
@@ -89,6 +122,7 @@ class _Field:
 
     def __set__(self, obj, value):
         obj._values[self.name] = self.check(value)
+        _changed((self.name,))
 
 
 class _Local(_thread._local):
@@ -133,10 +167,6 @@ class Settings:
         one runs.""")
     numba_parallel_heavy_min = _Field(1 << 18, _count(0), """The same limit for regions that
         call exp, log or tanh (4-5 times an add per element: a second thread pays sooner).""")
-    numba_pairwise_max = _Field(0, _count(0), """Largest region (in elements) whose whole or
-        per-row sum tier 1 computes itself, in NumPy's pairwise order; larger ones run the
-        compiled elementwise loop and NumPy's own sum after it (measured faster at every
-        size, hence 0). Static regions of up to 8192 elements sum in the kernel regardless.""")
     # ---------------------------------------------------------------- tier 0 (NumPy)
     large_min = _Field(4096, _count(0), """Elements from which tier 0 writes each operation
         into pooled buffers with `out=` (below, each operation allocates its result, which
@@ -148,6 +178,15 @@ class Settings:
         runs).""")
     block_bytes = _Field(1 << 18, _count(1), """Bytes of one chunk of the widest value when
         tier 0 runs a region chunk by chunk.""")
+    routes_off = _Field(frozenset(), _routes, """Routes switched off, by name (a set, or a
+        string of names): where the planner or the eager door would choose one, it takes the
+        route it would take without it, and `nf.config.explain` says so. For ablation runs
+        (benchmarks/ablation.py measures each route against its fallback) and for tests; the
+        names are `ROUTES` (docs/architecture.md's table of routes says what each falls back
+        to). 'plain' turns the thread's plain eager mode off (the door's plain route, and
+        with it in-place writes and the eager backward plan); 'lane' the door's lane under
+        tapes; both take effect in the thread that sets them, or in a thread at its next tape
+        or trace.""")
     threads = _Field(None, _threads, """Threads a region may use at most (tier 0's chunks,
         tier 1's split loops); None: the cores this process may run on, at most 8.""")
 
@@ -191,6 +230,7 @@ class Settings:
         """Every setting back to its default (process-wide values; overrides stay)."""
         for name, f in self.fields().items():
             self._values[name] = f.default
+        _changed(self.fields())
 
     def describe(self):
         """The settings, one line each: name = value (default) and the first sentence of its
@@ -223,6 +263,7 @@ class _Override:
         d = self.s._local.__dict__
         self.saved = {k: d.get(k, _UNSET) for k in self.values}
         d.update(self.values)
+        _changed(self.values)
         return self.s
 
     def __exit__(self, *exc):
@@ -232,6 +273,7 @@ class _Override:
                 d.pop(k, None)
             else:
                 d[k] = v
+        _changed(self.values)
         return False
 
 

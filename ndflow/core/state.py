@@ -17,6 +17,8 @@ False, callers consult their own thread's `STATE.fast`, which is exact.
 import _thread
 import weakref
 
+from .settings import settings, ON_CHANGE
+
 
 class _Slot:
     """Whether a thread is counted as slow; outlives the thread's state so that a thread ending
@@ -48,6 +50,7 @@ class _State(_thread._local):
         self.taping = False
         self.taping_np = False
         self.lane = None          # the tapes when taping_np (one read for the NumPy layer)
+        self.switched = False     # a door route is switched off (settings.routes_off)
         self.compose = False      # composites run their composition even eagerly (tests)
         self.level = 0            # next interpreter level
         self.views = {}           # while tracing: id(base) -> views to re-derive on a write
@@ -64,7 +67,7 @@ class _State(_thread._local):
         # object looks the thread's dict up again; this runs on every tape's enter)
         d = self.__dict__
         tapes = d["tapes"]
-        if d["fast"] and not tapes:
+        if d["fast"] and not tapes and not d["switched"]:
             tapes.append(tape)
             d["fast"] = False
             d["taping"] = True
@@ -121,15 +124,23 @@ class _State(_thread._local):
         numpy_mode = (self.promotion == "legacy" and not self.prefer_float32
                       and not self.compose)
         tapes = bool(self.tapes)
-        fast = plain and numpy_mode and not tapes
+        # the door's routes switched off for an ablation run (settings.routes_off): without
+        # 'plain' the thread is never fast, without 'lane' tapes record through the general
+        # route (read here, at a mode change, so that the door's test stays one read)
+        off = settings.routes_off
+        plain_on, lane_on = "plain" not in off, "lane" not in off
+        self.switched = not (plain_on and lane_on)
+        fast = plain and numpy_mode and not tapes and plain_on
         self.fast = fast
         # nothing interprets: eager on the default device, where tapes may record (whatever
-        # the promotion switches); eager under tapes only; and that, with NumPy's own
-        # promotion (the lane of the eager door, core/dispatch.py: operands NumPy's loop takes
-        # as they are need no conversion by ndflow)
-        self.eager = plain
+        # the promotion switches; `bind`'s lane); eager under tapes only; and that, with
+        # NumPy's own promotion (the lane of the eager door, core/dispatch.py: operands
+        # NumPy's loop takes as they are need no conversion by ndflow)
+        self.eager = plain and lane_on and (tapes or plain_on)
         self.taping = lane = tapes and plain
-        self.taping_np = lane = lane and numpy_mode
+        lane = lane and numpy_mode and lane_on
+        # (pop_tape's shortcut back to fast: only where nothing is switched off)
+        self.taping_np = lane and plain_on
         self.lane = self.tapes if lane else None
         if not traces and views:
             self.views = {}
@@ -168,6 +179,8 @@ def _release(slot):
 
 GLOBAL_MODE = {"promotion": "legacy", "prefer_float32": False}
 STATE = _State()
+# the door's routes switched on or off: this thread's state is read again
+ON_CHANGE.setdefault("routes_off", []).append(lambda: STATE.refresh())
 
 
 def sync_mode():

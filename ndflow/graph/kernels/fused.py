@@ -71,7 +71,7 @@ class FusedKernel:
             _dbg.log("# ndflow fused kernel, tier 0:\n" + self.tier0.source)
         self.decision = planner.at_build(self)
         if self.decision is not None:
-            planner.direct(self, self.tier0, direct=self.tier0)
+            planner.tier0_for_good(self)
 
     _generic_class = None      # (FusedKernel itself, set below: planner.direct's base)
     quick_call = False
@@ -100,10 +100,9 @@ class FusedKernel:
         return self._device(b, xs)
 
     def _device(self, b, xs):
-        out = b.run_fused(self.prog, xs, self.device_kernels)
         if b not in self.device_decisions:
             planner.device_route(self, b)
-        return out
+        return b.run_fused(self.prog, xs, self.device_kernels)
 
     def __call__(self, *xs):
         if _DEVICE_BUFFERS:          # a device backend is in use: its buffers run on it
@@ -131,7 +130,7 @@ class FusedKernel:
             d = planner.at_hot(self)
             if d is not None:
                 self.decision = d
-                planner.direct(self, self.tier0, direct=self.tier0)
+                planner.tier0_for_good(self)
                 return None
         if self.spent < self.due or not planner.compile_pays(self):
             return None

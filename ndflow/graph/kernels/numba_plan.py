@@ -110,8 +110,13 @@ def sum_layout(prog, plan):
 # buffer and sums it as NumPy does (2-core x86, float32, A/B against the split, best of 15):
 # sum(square(x - y)) 4.8 -> 5.4 us at 4096 elements, 7.3 -> 9.6 us at 16K, 336 -> 394 us at
 # 1M; sum(x * y + 1, axis=1) over rows of 256 5.1 -> 6.5 us at 4096, 410 -> 488 us at 1M.
-# So by default none (`settings.numba_pairwise_max` sets a limit for both); the exact kernels
-# are kept for regions where that changes (tests/test_tier1_sum.py runs them).
+# So none (`PAIRWISE_MAX`, below, a limit for both; it was a setting, numba_pairwise_max,
+# that no default used); the exact kernels are kept for regions where that changes
+# (tests/test_tier1_sum.py raises the limit to run them at every size). Measured again in
+# the ablation run (2-core x86, float32, one core, min of 9 rounds interleaved, static
+# shapes): sum(square(x - y)) in the kernel 8.7 vs 9.3 us at 16K, 32.9 vs 29.6 at 64K,
+# 540 vs 459 at 1M; sum(x * y + 1, axis=1) in rows of 256 18.1 vs 20.7 us at 16K, 77.3 vs
+# 73.8 at 64K, 1018 vs 1005 at 1M: the in-kernel sum pays at 16K on static regions.
 # Sums along leading dims ('cols': rows added elementwise) are faster compiled at every size
 # measured from `settings.numba_min` elements (bias gradient, 64 wide: 10.3 -> 7.0 us at 16K elements,
 # 460 -> 181 us at 1M; 128 wide: equal at 8192) but not below (32x128: 4.8 -> 5.3 us: a
@@ -129,13 +134,14 @@ def sum_layout(prog, plan):
 #   4.63, 4.98 -> 4.29, but in rows of 64 5.85 -> 6.21 and at 16K 8.82 -> 9.68 (the
 #   pairwise walk per short row costs more than it saves): unchanged, none.
 # Regions of unknown shape keep the limits above (the general path's call each time).
+PAIRWISE_MAX = 0
 STATIC_COLS_MIN = 0
 STATIC_PAIRWISE_MAX = {"full": 8192, "rows": 0}
 
 
 def exact_sum_ok(prog, plan):
     """None when tier 1 runs this plan's sum (if any): in NumPy's order and, for a pairwise
-    sum, small enough to pay (`settings.numba_pairwise_max`); else the reason. Kept on the
+    sum, small enough to pay (`PAIRWISE_MAX`, `STATIC_PAIRWISE_MAX`); else the reason. Kept on the
     plan (`settings.fast_math` is read when a region is requested)."""
     why = plan.sum_why
     if why is False:
@@ -145,8 +151,8 @@ def exact_sum_ok(prog, plan):
             if isinstance(lay, str):
                 why = lay
             elif lay[0] != "cols" and plan.size > (
-                    max(settings.numba_pairwise_max, STATIC_PAIRWISE_MAX[lay[0]])
-                    if prog.static else settings.numba_pairwise_max):
+                    max(PAIRWISE_MAX, STATIC_PAIRWISE_MAX[lay[0]])
+                    if prog.static else PAIRWISE_MAX):
                 why = ("a pairwise sum ('%s') over %d elements: the compiled elementwise loop "
                        "and NumPy's own sum after it are faster" % (lay[0], plan.size))
             elif lay[0] == "cols" and plan.size < (

@@ -116,9 +116,7 @@ class QuickCallers:
     def _request_quick_kernel(self, orig, plan, args):
         """After the generated caller is made: compile (in the background unless synchronous)
         the kernel `_quick_kernel_args` describes, and remake the caller around it."""
-        # (only for a region this small: on more elements the call's fixed cost is a small
-        # part, not worth a second compile)
-        got = self._quick_kernel_args(orig, plan) if self.quick_only else None
+        got = self._quick_kernel_args(orig, plan) if planner.baked_caller(self) else None
         if got is None:
             return
         baked, scalars = got

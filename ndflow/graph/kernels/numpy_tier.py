@@ -35,7 +35,7 @@ import numpy as np
 
 from .pool import OutputPool, TempPool, donated
 from . import blocks
-from .planner import Tier0Plan, tier0_signature
+from .planner import Route, Tier0Plan, tier0_signature
 from ...backends.device import _BY_TYPE as _DEVICE_BUFFERS
 
 # Which of its paths a call takes (plain, large, blocked, threads) is the planner's decision
@@ -302,7 +302,7 @@ def _small_lines(prog, ns, plan, consts=None):
     `x0, x1...`, leaving each op's value in `t<j>`: on NumPy scalars where every value is 0-d
     (`_scalar_lines`), else each op's kernel. `consts`: {input: value} for inputs that are
     the same value at every call (prepared here, once)."""
-    if plan.S == () and not any(o.reduce for o in prog.ops):
+    if plan.route is Route.T0_SCALAR:
         return _scalar_lines(prog, ns, consts or {})
     into = _dying_temps(prog)
     L = []
@@ -383,7 +383,9 @@ def _small_form(prog, consts, plan=None):
     """(`_small_lines`, their namespace) for a static program, or None when it has a large
     path; kept per program (and, for a 0-d region, which prepares its constants, per
     constant values): a step's first call pays for each region it writes in."""
-    key = prog.key
+    if plan is None:
+        plan = Plan(prog, [s for s, _ in prog.ins])
+    key = (prog.key, plan.route)
     if consts and all(s == () for s, _ in prog.ins) and all(o.shape == () for o in prog.ops):
         key = (key, tuple((i, v.dtype.str, v.tobytes()) if isinstance(v, np.ndarray)
                           else (i, type(v), v) for i, v in sorted(consts.items())))
@@ -392,8 +394,6 @@ def _small_form(prog, consts, plan=None):
     except TypeError:           # an unhashable constant: no cache
         key, got = None, _MISSING
     if got is _MISSING:
-        if plan is None:
-            plan = Plan(prog, [s for s, _ in prog.ins])
         got = None
         if not plan.large:
             ns = {}

@@ -32,6 +32,11 @@ The decisions, in the order a region meets them:
 A region whose calls take one function for good (tier 0 for good, tier 1's generated caller)
 gets that function as its own call (`direct`): one Python frame, no dispatch. `direct` is
 the only place that changes what calling a kernel runs.
+
+Every route but the reference of its family (T0_SMALL, DEVICE_OPS) can be switched off
+(`settings.routes_off`, for ablation runs: benchmarks/ablation.py): where the planner would
+choose it, it takes the route it would take without it (`FALLBACK`), and the decision's
+reason says so.
 """
 import collections
 import enum
@@ -64,6 +69,36 @@ class Route(enum.Enum):
     T1_DIRECT_INTO = "tier 1, generated caller writing over operands"
     DEVICE_KERNEL = "device backend, one compiled kernel"
     DEVICE_OPS = "device backend, op by op"
+
+
+# what a route switched off falls back to (the planner decides again without it)
+FALLBACK = {
+    Route.T0_INLINE: "called, not written into the step (T0_SMALL)",
+    Route.T0_SCALAR: "one NumPy call per op (T0_SMALL)",
+    Route.T0_LARGE: "one NumPy call per op (T0_SMALL)",
+    Route.T0_COLUMNS: "tier 0's route for the size (T0_LARGE, T0_BLOCKED, T0_THREADS)",
+    Route.T0_BLOCKED: "out= into pooled buffers, whole (T0_LARGE)",
+    Route.T0_THREADS: "one thread (T0_BLOCKED or T0_LARGE)",
+    Route.T1_LOOP: "tier 0 for good (no tier 1)",
+    Route.T1_THREADS: "the loop on one thread (T1_LOOP)",
+    Route.T1_INPLACE: "the plain kernel on the shared buffers (T1_LOOP)",
+    Route.T1_DIRECT: "the runner's general call (T1_LOOP)",
+    Route.T1_DIRECT_BAKED: "the generated caller of the plain kernel (T1_DIRECT)",
+    Route.T1_DIRECT_INTO: "the runner's general call with the in-place kernel (T1_INPLACE)",
+    Route.DEVICE_KERNEL: "each op its own kernel (DEVICE_OPS)",
+}
+
+
+def off(route):
+    """Whether `route` is switched off for the calling thread (`settings.routes_off`, which
+    names routes of the planner, the eager door and the tape)."""
+    names = settings.routes_off
+    return bool(names) and route in {Route[n] for n in names if n in Route.__members__}
+
+
+def off_why(route):
+    """The words a decision's reason gets when `route`, switched off, was not taken."""
+    return "%s switched off (settings.routes_off): %s" % (route.name, FALLBACK[route])
 
 
 TIER0 = frozenset((Route.T0_INLINE, Route.T0_SCALAR, Route.T0_SMALL, Route.T0_LARGE,
@@ -152,9 +187,23 @@ def at_build(fk):
         return None
     plan = fk.tier0_plan
     route = plan.route
+    why = "%s; tier 1 never: %s" % (plan.why, why)
     if route is Route.T0_SMALL:
-        route = Route.T0_INLINE
-    return decide(route, "%s; tier 1 never: %s" % (plan.why, why), _where(prog))
+        if off(Route.T0_INLINE):
+            why += "; " + off_why(Route.T0_INLINE)
+        else:
+            route = Route.T0_INLINE
+    return decide(route, why, _where(prog))
+
+
+def tier0_for_good(fk):
+    """Calls of `fk` go straight to its tier-0 function from now on (its decision: tier 0
+    for good); a code generator may write a small region's statements into the step in place
+    of the call (`FusedKernel.inline_form`) unless T0_INLINE is switched off."""
+    if off(Route.T0_INLINE):
+        direct(fk, fk.tier0)
+    else:
+        direct(fk, fk.tier0, direct=fk.tier0)
 
 
 def _never_tier1(prog):
@@ -194,7 +243,7 @@ def columns_why(prog):
     S = prog.shape
     if len(S) < 2 or S[-1] > 4 or S[-1] < 2 or S[-2] < 16:
         return None
-    if math.prod(S) < settings.large_min:
+    if math.prod(S) < settings.large_min or off(Route.T0_COLUMNS):
         return None
     # NumPy merges contiguous dims into one loop: only an operand repeated along the short
     # axis (a column, (..., m, 1)) leaves it a loop of a few elements per row
@@ -215,6 +264,8 @@ def at_hot(fk):
         why = "settings.numba is 'off'"
     elif not numba_available():
         why = "numba is not installed"
+    elif off(Route.T1_LOOP):
+        why = off_why(Route.T1_LOOP)
     else:
         why = numba_tier.why_not(prog)
         if why is not None:
@@ -312,12 +363,27 @@ class Tier0Plan:
         n = self.size
         if not self.large:
             if self.S == () and prog.static and not any(o.reduce for o in prog.ops):
-                self.route, self.why = Route.T0_SCALAR, "every value 0-d"
-            else:
-                self.route, self.why = Route.T0_SMALL, "%d elements < settings.large_min " \
-                    "(%d)" % (n, settings.large_min)
+                if not off(Route.T0_SCALAR):
+                    self.route, self.why = Route.T0_SCALAR, "every value 0-d"
+                    return
+                self.route, self.why = Route.T0_SMALL, off_why(Route.T0_SCALAR)
+                return
+            self.route, self.why = Route.T0_SMALL, "%d elements < settings.large_min " \
+                "(%d)" % (n, settings.large_min)
             return
+        self._large(prog, in_shapes, blockable, parallel)
+
+    def _large(self, prog, in_shapes, blockable, parallel):
+        n = self.size
         nt = blocks.threads() if parallel and n >= settings.block_threads_min else 1
+        offs = []
+        if nt > 1 and off(Route.T0_THREADS):
+            nt = 1
+            offs.append(off_why(Route.T0_THREADS))
+        if nt == 1 and blockable and self.S and n >= settings.block_min and \
+                off(Route.T0_BLOCKED):
+            blockable = False
+            offs.append(off_why(Route.T0_BLOCKED))
         if blockable and self.S and (n >= settings.block_min or nt > 1):
             width = max(d.itemsize for d in [o.dtype for o in prog.ops] +
                         [d for _, d in prog.ins])
@@ -330,11 +396,16 @@ class Tier0Plan:
                 self.route, self.why = Route.T0_BLOCKED, "%d elements >= " \
                     "settings.block_min (%d)" % (n, settings.block_min)
             self.why += ", chunks of %d elements" % self.block.cap
-            return
-        self.route, self.why = Route.T0_LARGE, "%d elements >= settings.large_min (%d)" % (
-            n, settings.large_min)
-        if n >= settings.block_min and not blockable:
-            self.why += " (not chunked: the region's values cannot all go by chunks)"
+        elif off(Route.T0_LARGE):
+            self.large = False
+            self.route, self.why = Route.T0_SMALL, off_why(Route.T0_LARGE)
+        else:
+            self.route, self.why = Route.T0_LARGE, "%d elements >= settings.large_min " \
+                "(%d)" % (n, settings.large_min)
+            if n >= settings.block_min and not blockable and not offs:
+                self.why += " (not chunked: the region's values cannot all go by chunks)"
+        if offs:
+            self.why = "; ".join([self.why] + offs)
 
     def decision(self):
         return Decision(self.route, self.why, self.block if self.route is Route.T0_THREADS
@@ -372,6 +443,8 @@ def tier1_signature(runner, shapes, plan, compacted):
     why = policy.pays_why(plan.size, units, static)
     if runner.parallel_ok and (p.size >= settings.numba_parallel_min or (
             runner.heavy and p.size >= settings.numba_parallel_heavy_min)):
+        if off(Route.T1_THREADS):
+            return decide(Route.T1_LOOP, why + "; " + off_why(Route.T1_THREADS), where)
         return decide(Route.T1_THREADS, why + "; from %d elements one thread and two are "
                       "timed" % (settings.numba_parallel_heavy_min if runner.heavy
                                  else settings.numba_parallel_min), where)
@@ -424,6 +497,14 @@ def in_place_kernel(runner, plan, parallel, xs, in_place):
     operand and output, LLVM's overlap check fails and the loop runs 2-3x slower), asked for
     here; None until it is compiled (the plain kernel, correct on the shared buffer, runs)."""
     key = (parallel, in_place)
+    if off(Route.T1_INPLACE):
+        if key not in runner.inplace_decisions:
+            runner.inplace_decisions[key] = Decision(None, "results %s given the buffers of "
+                                                     "operands %s: %s" % (
+                                                         tuple(j for j, _ in in_place),
+                                                         tuple(i for _, i in in_place),
+                                                         off_why(Route.T1_INPLACE)))
+        return None
     kv = plan.variants.get(key)
     if kv is None:
         runner.ensure(plan, parallel, xs, in_place)
@@ -445,25 +526,59 @@ def generated_caller(runner, d, plan, k, parallel, donors, in_place):
         return None
     if runner.quick is None and not donors and not in_place and runner.prog.n_in and \
             k is plan.kernel:
-        return "quick"
+        return _unless_off(Route.T1_DIRECT, d, "quick")
     if runner.quick_into is None and plan is runner.static_plan and in_place and \
             len(in_place) == len(runner.outs) and not runner.red_out and \
             k is plan.variants.get((parallel, in_place)) and \
             len(donors) == len(runner.prog.outputs):
-        return "into"
+        return _unless_off(Route.T1_DIRECT_INTO, d, "into")
+    return None
+
+
+def baked_caller(runner):
+    """Whether the generated caller of `runner`'s region gets a kernel of its own, with its
+    constants in it and its scalars taken as scalars (T1_DIRECT_BAKED): only for a region
+    whose calls are all its size (`quick_only`: on more elements the call's fixed cost is
+    a small part, not worth a second compile)."""
+    if not runner.quick_only:
+        return False
+    if off(Route.T1_DIRECT_BAKED):
+        d = runner.quick_decision
+        if d is not None and off_why(Route.T1_DIRECT_BAKED) not in d.why:
+            d.why += "; " + off_why(Route.T1_DIRECT_BAKED)
+        return False
+    return True
+
+
+def _unless_off(route, d, due):
+    """`due`, or None where `route` is switched off (the signature's decision `d` says so)."""
+    if not off(route):
+        return due
+    w = off_why(route)
+    if w not in d.why:
+        d.why += "; " + w
     return None
 
 
 def device_route(fk, backend):
-    """The route of `fk`'s calls on `backend`'s buffers (decided on the first): its compiled
-    kernel for the region, or each op's own kernel where the backend compiles none."""
+    """The route of `fk`'s calls on `backend`'s buffers, decided on the first: the backend's
+    compiled kernel for the region (compiled here, kept in `fk.device_kernels`), or each op's
+    own kernel where the backend compiles none (False kept there: `run_fused` then runs the
+    ops one by one)."""
     d = fk.device_decisions.get(backend)
     if d is None:
-        k = fk.device_kernels.get(backend)
+        kernels = fk.device_kernels
+        why = ""
+        if backend not in kernels:
+            if off(Route.DEVICE_KERNEL):
+                kernels[backend], why = False, "; " + off_why(Route.DEVICE_KERNEL)
+            else:
+                kernels[backend] = backend.compile_fused(fk.prog) or False
+        k = kernels[backend]
         d = fk.device_decisions[backend] = decide(
             Route.DEVICE_KERNEL if k else Route.DEVICE_OPS,
             "buffers on %s%s" % (backend.name, "" if k else ": no compiled kernel for the "
-                                 "region, each op its own kernel"), _where(fk.prog))
+                                 "region, each op its own kernel") + why, _where(fk.prog))
     return d
 
 
