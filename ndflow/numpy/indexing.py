@@ -324,15 +324,30 @@ def _view_inverse_transpose(base, view, args, params):
     return S.transpose_p, (view,), {"perm": inv}
 
 
+def _view_inverse_real(base, view, args, params):
+    # (real_p is bound on complex arrays only: a real array's `.real` is the array itself)
+    return E.set_real_p, (base, view), {}
+
+
+def _view_inverse_imag(base, view, args, params):
+    if np.dtype(base.dtype).kind != "c":
+        _mut.read_only(base, view, args, params)      # NumPy: a real array's imag is read-only
+    return E.set_imag_p, (base, view), {}
+
+
 # Which primitives return a view in NumPy, and how a write into that view reaches its base.
 _mut.VIEWS.update({
     I.getitem_p: _view_inverse_getitem,
     S.transpose_p: _view_inverse_transpose,
     S.reshape_p: _view_inverse_reshape,
+    S.reshape_dynamic_p: _view_inverse_reshape,
     S.expand_dims_p: _view_inverse_reshape,
     S.squeeze_p: _view_inverse_reshape,
-    S.diagonal_p: None,
-    S.broadcast_to_p: None,
+    E.real_p: _view_inverse_real,
+    E.imag_p: _view_inverse_imag,
+    S.diagonal_p: _mut.read_only,
+    S.broadcast_to_p: _mut.read_only,
+    S.broadcast_dynamic_p: _mut.read_only,
 })
 
 
