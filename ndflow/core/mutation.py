@@ -59,8 +59,11 @@ LOCK = _thread.RLock()
 # inverse(base, view, view_args, params) returns (prim, args, params) computing the base from a
 # written view, or None when there is none (a write through the view is then refused while
 # tracing: an error naming the operation, never a lost write); `read_only` for the views NumPy
-# makes read-only. `getitem` counts only without index arrays.
+# makes read-only.
 VIEWS = {}
+# The view primitives whose result is a view only for some operands or parameters: prim ->
+# when(args, params) (getitem: without index arrays; einsum: one operand, nothing summed)
+VIEW_WHEN = {}
 
 
 def read_only(base, view, args, params):
@@ -139,8 +142,13 @@ def protect(buf):
                 t._protect(rid)
 
 
-def is_view_record(prim, args):
-    return prim in VIEWS and (prim.name != "getitem" or len(args) == 1)
+def is_view_record(prim, args, params=None):
+    """Whether `prim(*args, **params)` returns a view of args[0] that writes must follow
+    (unknown parameters: only if the primitive is a view for any)."""
+    if prim not in VIEWS:
+        return False
+    when = VIEW_WHEN.get(prim)
+    return when is None or (params is not None and when(args, params))
 
 
 # ---------------------------------------------------------------------------- eager writes
