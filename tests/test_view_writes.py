@@ -64,6 +64,7 @@ VIEWS = {
     "view": (_real, lambda z: z.view()),
     "astype_nocopy": (_real, lambda z: z.astype(z.dtype, copy=False)),
     "einsum_ji": (_real, lambda z: _mod(z).einsum("ij->ji", z)),
+    "conj_of_real": (_real, lambda z: z.conj()),
     # copies in NumPy: the base must not change
     "T.reshape_copy": (_real, lambda z: z.T.reshape(6)),
     "step.ravel_copy": (lambda: _real((4, 3)), lambda z: z[::2].ravel()),
@@ -75,6 +76,10 @@ READ_ONLY = {
     "broadcast_to": (lambda: _real((3,)), lambda z: _mod(z).broadcast_to(z, (2, 3))),
     "imag_of_real": (_real, lambda z: z.imag),
     "imag_of_real_0d": (lambda: np.array(2.0), lambda z: z.imag),
+    "broadcast_to_same_shape": (_real, lambda z: _mod(z).broadcast_to(z, z.shape)),
+    "sliding_window_view": (lambda: _real((5,)), lambda z: (
+        np.lib.stride_tricks if isinstance(z, np.ndarray) else tnp.lib.stride_tricks
+    ).sliding_window_view(z, 2)),
 }
 
 

@@ -24,6 +24,14 @@ The model
   Any other alias the tape cannot follow (a base written through a view it has no inverse for,
   memory shared another way) is marked: its values are NumPy's, and a gradient that would flow
   through it raises `ValueError` instead of being silently wrong.
+* **Views**: every primitive that returns a view in NumPy has a rule in `VIEWS` (filled by the
+  NumPy layer, numpy/indexing.py): basic indexing, slices with run-time bounds, transpose,
+  reshape (a view where NumPy's strides allow it), expand_dims, squeeze, `.real`/`.imag` (the
+  base rebuilt from the written part bit for bit), one-operand einsum that sums nothing,
+  stop_gradient. A write through a view reaches its base on every path. The views NumPy makes
+  read-only (`diagonal`, `broadcast_to`, a real array's `.imag`) raise NumPy's ValueError
+  ("assignment destination is read-only") on every path; a view a traced path cannot follow
+  (einsum's diagonal) raises an error naming the operation. No write is lost.
 * **`nf.function`**: writes are traced as functional updates with the same view bookkeeping
   (views made while tracing are re-derived). Writes to the function's *arguments* (and `out=`
   arrays passed as arguments) and to arrays *captured* from outside are applied to the caller's

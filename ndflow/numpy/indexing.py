@@ -326,7 +326,8 @@ def _view_inverse_transpose(base, view, args, params):
 
 
 def _view_inverse_real(base, view, args, params):
-    # (real_p is bound on complex arrays only: a real array's `.real` is the array itself)
+    if np.dtype(base.dtype).kind != "c":
+        return _view_inverse_reshape(base, view, args, params)   # a real array's real: itself
     return E.set_real_p, (base, view), {}
 
 

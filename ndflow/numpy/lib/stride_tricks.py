@@ -16,6 +16,7 @@ from ...primitives._util import norm_axis
 from .._core import asarray
 from ..manipulation import broadcast_to, broadcast_arrays, broadcast_shapes_ as broadcast_shapes  # noqa: F401,E501
 from ...core.primitive import composite
+from ...graph.static import shape_of as _shape_of
 
 
 def _swv_kernel(x, window_shape, axis=None, *, subok=False, writeable=False):
@@ -62,7 +63,8 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
             raise ValueError("window shape cannot be larger than input array shape")
         idx = np.arange(n - w + 1)[:, None] + np.arange(w)[None, :]
         out = moveaxis(take(out, asarray(idx), axis=ax), ax + 1, -1)
-    return out
+    # read-only, as NumPy's windows (a write into the copies would not reach x)
+    return broadcast_to(out, out.shape if None not in out.shape else _shape_of(out))
 
 
 def as_strided(x, shape=None, strides=None, subok=False, writeable=False):
