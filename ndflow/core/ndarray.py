@@ -604,12 +604,10 @@ class ndarray:
         return _tnp.take(self, indices, axis=axis, out=out, mode=None if mode == "raise" else mode)
 
     def conj(self):
-        # NumPy's method gives a real array itself (the ufunc np.conj makes a new one): a write
-        # into the result writes the array
+        # NumPy's method gives a real array itself (np.conj, a ufunc, gives a new one)
         return self if self.dtype.kind != "c" else _tnp.conjugate(self)
 
-    def conjugate(self):
-        return self.conj()
+    conjugate = conj
 
     def round(self, decimals=0, out=None):
         return _tnp.round(self, decimals, out=out)
