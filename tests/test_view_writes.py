@@ -470,3 +470,27 @@ def test_every_view_primitive_is_classified():
                           and not any(q.name == n for q in _mut.VIEWS))
     assert not unclassified, unclassified
     assert set(NOT_NUMPY_VIEWS) <= views, set(NOT_NUMPY_VIEWS) - views
+
+
+def _branchy(z, c, n):
+    if c > 0:
+        z.real[0] = 7.0
+    else:
+        z.imag = z.real * 2
+    i = 0
+    while i < n:
+        z.T.imag[i] += 1.0
+        i += 1
+    return z * 1
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_writes_through_view_attributes_in_converted_control_flow(c):
+    """AutoGraph carries an array written through its view attributes (`z.real[i] = v`,
+    `z.imag = v`, `z.T.imag[i] += v`) out of traced branches and loops, as `z[i] = v`."""
+    zn = _cplx((3,))
+    want = _branchy(zn, c, 2)
+    z = tnp.asarray(_cplx((3,)))
+    got = nf.function(_branchy)(z, tnp.asarray(c), tnp.asarray(2))
+    _check(got, want)
+    _check(z, zn)
