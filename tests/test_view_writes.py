@@ -494,3 +494,20 @@ def test_writes_through_view_attributes_in_converted_control_flow(c):
     got = nf.function(_branchy)(z, tnp.asarray(c), tnp.asarray(2))
     _check(got, want)
     _check(z, zn)
+
+
+def test_gradient_of_vectorized_part_writes_under_a_tape():
+    zs = np.array([[1 + 2j, 3 - 1j], [0.5 + 0.5j, -1 + 1j]])
+
+    def f(z):
+        m = _mod(z)
+        y = z * 1
+        y.real[0] = 3.0 * m.abs(z[1])
+        return m.sum(m.abs(y) ** 2)
+
+    z = tnp.asarray(zs)
+    with nf.GradientTape() as t:
+        t.watch(z)
+        loss = tnp.sum(nf.vectorized_map(f, z))
+    want = _numeric(lambda v: sum(f(v[k].copy()) for k in range(2)), zs)
+    np.testing.assert_allclose(t.gradient(loss, z).numpy(), want, atol=1e-5)
