@@ -618,7 +618,7 @@ def _bind(prim, x, **params):
 MAKERS = {
     E.convert_p: _convert, E.select_p: _select,
     E.copy_p: _identity_like(_bind), E.zeros_like_p: _fill, E.ones_like_p: _fill,
-    E.full_like_p: _fill,
+    E.full_like_p: _fill, E.real_p: _identity_like(_bind), E.imag_p: _identity_like(_bind),
     M.stop_gradient_p: _identity_like(_bind), M.own_result_p: _identity_like(_bind),
     M.runtime_warning_p: _identity_like(lambda p, x: bind(p, x, message="careful")),
     M.runtime_error_p: _runtime_error,

@@ -214,6 +214,8 @@ def test_declared_reads_are_all_the_rule_reads():
         "add": ((f(3, 4), f(4)), {}), "subtract": ((f(3, 1), f(3, 4)), {}),
         "reduce_sum": ((f(3, 4),), {"axes": (1,), "keepdims": False}),
         "select": ((tnp.asarray(rng.random((3, 4)) > 0.5), f(3, 4), f(1, 4)), {}),
+        "set_real": ((f(3, 4) + f(3, 4) * 1j, f(4)), {}),
+        "set_imag": ((f(3, 4) + f(3, 4) * 1j, f(3, 1)), {}),
     }
     declared = {p.name for p in REGISTRY if p.vjp_reads is not None}
     assert declared <= set(samples), declared - set(samples)

@@ -160,7 +160,7 @@ class TapeMemory:
         for a in args:
             if a._tid:
                 self._see(a, a._tid)
-        if len(outs) == 1 and _mut.is_view_record(prim, args):
+        if len(outs) == 1 and _mut.is_view_record(prim, args, params):
             o = outs[0]
             if o._t is None and args[0]._t is None:
                 # the base is held (as NumPy's .base) so a chain through a temporary view

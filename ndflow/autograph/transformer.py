@@ -97,6 +97,10 @@ def _target_names(t, out):
     return out
 
 
+# an array's attributes that are views of it (NumPy's): a write through them writes the array
+_VIEW_ATTRS = frozenset({"real", "imag", "T", "mT", "flat"})
+
+
 def assigned(stmts, local_names=()):
     """Names this scope binds in `stmts` (assignments, loop targets, with-as, imports, defs),
     and its local names (`local_names`) changed by item assignment (`x[i] = v`)."""
@@ -104,12 +108,16 @@ def assigned(stmts, local_names=()):
     for n in _walk_scope(stmts, _SCOPES + _COMPS):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             out.add(n.id)
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            # x[i] = v changes x (an array's new value, in a traced branch or loop)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store,
+                                                                               ast.Del)):
+            # x[i] = v changes x (an array's new value, in a traced branch or loop); so do
+            # writes through its view attributes (x.real[i] = v, x.T[i] = v, x.imag = v)
             base = n.value
-            while isinstance(base, ast.Subscript):
+            while isinstance(base, ast.Subscript) or (isinstance(base, ast.Attribute)
+                                                      and base.attr in _VIEW_ATTRS):
                 base = base.value
-            if isinstance(base, ast.Name) and base.id in local_names:
+            if isinstance(base, ast.Name) and base.id in local_names and (
+                    isinstance(n, ast.Subscript) or n.attr in _VIEW_ATTRS):
                 out.add(base.id)
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(n.name)

@@ -24,6 +24,14 @@ The model
   Any other alias the tape cannot follow (a base written through a view it has no inverse for,
   memory shared another way) is marked: its values are NumPy's, and a gradient that would flow
   through it raises `ValueError` instead of being silently wrong.
+* **Views**: every primitive that returns a view in NumPy has a rule in `VIEWS` (filled by the
+  NumPy layer, numpy/indexing.py): basic indexing, slices with run-time bounds, transpose,
+  reshape (a view where NumPy's strides allow it), expand_dims, squeeze, `.real`/`.imag` (the
+  base rebuilt from the written part bit for bit), one-operand einsum that sums nothing,
+  stop_gradient. A write through a view reaches its base on every path. The views NumPy makes
+  read-only (`diagonal`, `broadcast_to`, a real array's `.imag`) raise NumPy's ValueError
+  ("assignment destination is read-only") on every path; a view a traced path cannot follow
+  (einsum's diagonal) raises an error naming the operation. No write is lost.
 * **`nf.function`**: writes are traced as functional updates with the same view bookkeeping
   (views made while tracing are re-derived). Writes to the function's *arguments* (and `out=`
   arrays passed as arguments) and to arrays *captured* from outside are applied to the caller's
@@ -57,8 +65,19 @@ LOCK = _thread.RLock()
 
 # View primitives (filled by the layer that declares them): prim -> inverse, where
 # inverse(base, view, view_args, params) returns (prim, args, params) computing the base from a
-# written view, or None when there is none. `getitem` counts only without index arrays.
+# written view, or None when there is none (a write through the view is then refused while
+# tracing: an error naming the operation, never a lost write); `read_only` for the views NumPy
+# makes read-only.
 VIEWS = {}
+# The view primitives whose result is a view only for some operands or parameters: prim ->
+# when(args, params) (getitem: without index arrays; einsum: one operand, nothing summed)
+VIEW_WHEN = {}
+
+
+def read_only(base, view, args, params):
+    """The inverse of a view NumPy makes read-only (`diagonal`, `broadcast_to`, a real array's
+    `imag`): a write into it is NumPy's error, on every path."""
+    raise ValueError("assignment destination is read-only")
 
 _new = object.__new__
 # set by the modules above (layers point one way): the array class, a new value identity and
@@ -131,8 +150,13 @@ def protect(buf):
                 t._protect(rid)
 
 
-def is_view_record(prim, args):
-    return prim in VIEWS and (prim.name != "getitem" or len(args) == 1)
+def is_view_record(prim, args, params=None):
+    """Whether `prim(*args, **params)` returns a view of args[0] that writes must follow
+    (unknown parameters: only if the primitive is a view for any)."""
+    if prim not in VIEWS:
+        return False
+    when = VIEW_WHEN.get(prim)
+    return when is None or (params is not None and when(args, params))
 
 
 # ---------------------------------------------------------------------------- eager writes
@@ -278,7 +302,48 @@ def assign_traced(x, functional, operands=()):
     propagate(x)
 
 
-_RESHAPES = ("reshape", "expand_dims", "squeeze")
+# the reshapes NumPy makes a copy for when the array is a strided view (expand_dims and
+# squeeze only add or remove unit axes: always views)
+_RESHAPES = ("reshape", "reshape_dynamic")
+
+
+def _layout(x, views, depth=0):
+    """A data-less stand-in for `x` with the strides NumPy's array would have (the chain of
+    views noted while tracing replayed on a C-contiguous root), or None when a size or a
+    view's operands are unknown."""
+    e = views.get(("of", id(x)))
+    if e is None or e[0]() is not x:
+        if any(d is None for d in x.shape) or depth > 64:
+            return None
+        dt = np.dtype(x.dtype)
+        return np.lib.stride_tricks.as_strided(np.zeros(1, dt), tuple(x.shape),
+                                               _c_strides(x.shape, dt.itemsize))
+    if e[3]:
+        return None
+    base = _layout(e[1], views, depth + 1)
+    return None if base is None else e[2].impl(base, **e[4])
+
+
+def _c_strides(shape, itemsize):
+    out, step = [], itemsize
+    for d in reversed(tuple(shape)):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def _reshape_copies(prim, base, params, views):
+    """Whether NumPy's reshape of `base` (a view made while tracing) makes a copy (unknown:
+    yes, the model's answer before layouts were followed)."""
+    fake = _layout(base, views)
+    shape = params.get("shape")
+    if fake is None or shape is None or params.get("keep"):
+        return True
+    try:
+        np.reshape(fake, shape, copy=False)
+    except ValueError:
+        return True
+    return False
 
 
 def note_view(prim, args, out, params):
@@ -288,9 +353,9 @@ def note_view(prim, args, out, params):
         return
     views = STATE.views
     if prim.name in _RESHAPES:
-        # NumPy's reshape is a view of a contiguous array only: not of a strided view
+        # NumPy's reshape is a view unless the array's strides cannot take the new shape
         e = views.get(("of", id(base)))
-        if e is not None and e[0]() is base and e[2].name not in _RESHAPES:
+        if e is not None and e[0]() is base and _reshape_copies(prim, base, params, views):
             return
     # the base is held, as NumPy's `.base`: a chain through a temporary (z.reshape(2, 3).T)
     # must still reach the view when z is written
@@ -315,7 +380,11 @@ def propagate(x):
             break
         base = e[1]
         inv = VIEWS.get(e[2])
-        rule = inv(base, cur, e[3], e[4]) if inv is not None else None
+        try:
+            rule = inv(base, cur, e[3], e[4]) if inv is not None else None
+        except ValueError as err:
+            raise ValueError(f"{err} (the result of '{e[2].name}' is a read-only view of its "
+                             f"operand in NumPy; write into a copy)") from None
         if rule is None:
             raise ValueError(f"writing into a view made by '{e[2].name}' while tracing "
                              f"(nf.function / vectorized_map) is not supported: NumPy would "

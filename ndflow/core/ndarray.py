@@ -604,10 +604,10 @@ class ndarray:
         return _tnp.take(self, indices, axis=axis, out=out, mode=None if mode == "raise" else mode)
 
     def conj(self):
-        return _tnp.conjugate(self)
+        # NumPy's method gives a real array itself (np.conj, a ufunc, gives a new one)
+        return self if self.dtype.kind != "c" else _tnp.conjugate(self)
 
-    def conjugate(self):
-        return _tnp.conjugate(self)
+    conjugate = conj
 
     def round(self, decimals=0, out=None):
         return _tnp.round(self, decimals, out=out)

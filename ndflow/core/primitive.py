@@ -177,7 +177,7 @@ def bind_general(prim, args, params):
         if top not in st.traces:
             _leaked(prim, top)
         outs = top.process(prim, args, params)
-    if st.traces and prim in _mut.VIEWS and args and (prim.name != "getitem" or len(args) == 1):
+    if st.traces and args and prim in _mut.VIEWS and _mut.is_view_record(prim, args, params):
         # NumPy would return a view: a later write into either side must show in the other
         _mut.note_view(prim, args, outs, params)
     if st.tapes:

@@ -9,6 +9,7 @@ from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives import indexing as I, elementwise as E, shape as S
 from ..core import mutation as _mut
+from ..primitives import linalg as L, misc as M
 from ..primitives._util import norm_axis, legacy_0d, c_axis
 from ..primitives.shape import expand_dims_p, squeeze_p
 from ..graph.static import shape_of as _shape_of, static_int
@@ -320,15 +321,64 @@ def _view_inverse_transpose(base, view, args, params):
     return S.transpose_p, (view,), {"perm": inv}
 
 
+def _view_inverse_real(base, view, args, params):
+    if np.dtype(base.dtype).kind != "c":
+        return _view_inverse_reshape(base, view, args, params)   # a real array's real: itself
+    return E.set_real_p, (base, view), {}
+
+
+def _view_inverse_imag(base, view, args, params):
+    if np.dtype(base.dtype).kind != "c":
+        _mut.read_only(base, view, args, params)      # NumPy: a real array's imag is read-only
+    return E.set_imag_p, (base, view), {}
+
+
+def _view_inverse_slice_dynamic(base, view, args, params):
+    return I.update_slice_dynamic_p, (base, view) + tuple(args), params
+
+
+def _einsum_labels(params):
+    ins, out = params["subscripts"].split("->")
+    return ins, out
+
+
+def _einsum_is_view(args, params):
+    # NumPy's einsum of one operand that sums nothing ('ij->ji', 'ii->i') is a view of it
+    ins, out = _einsum_labels(params)
+    return len(args) == 1 and "," not in ins and set(out) == set(ins)
+
+
+def _view_inverse_einsum(base, view, args, params):
+    ins, out = _einsum_labels(params)
+    if len(set(ins)) != len(ins):
+        return None                   # a diagonal ('ii->i'): no inverse here
+    return _view_inverse_transpose(base, view, args, {"perm": tuple(ins.index(c) for c in out)})
+
+
 # Which primitives return a view in NumPy, and how a write into that view reaches its base.
+# (stop_gradient and the run-time checks return their operand itself: a write into the result
+# writes the operand, as eagerly)
+_mut.VIEW_WHEN.update({
+    I.getitem_p: lambda args, params: len(args) == 1,
+    L.einsum_p: _einsum_is_view,
+})
 _mut.VIEWS.update({
     I.getitem_p: _view_inverse_getitem,
     S.transpose_p: _view_inverse_transpose,
     S.reshape_p: _view_inverse_reshape,
+    S.reshape_dynamic_p: _view_inverse_reshape,
     S.expand_dims_p: _view_inverse_reshape,
     S.squeeze_p: _view_inverse_reshape,
-    S.diagonal_p: None,
-    S.broadcast_to_p: None,
+    E.real_p: _view_inverse_real,
+    E.imag_p: _view_inverse_imag,
+    I.slice_dynamic_p: _view_inverse_slice_dynamic,
+    L.einsum_p: _view_inverse_einsum,
+    M.stop_gradient_p: _view_inverse_reshape,
+    M.runtime_warning_p: _view_inverse_reshape,
+    M.runtime_error_p: _view_inverse_reshape,
+    S.diagonal_p: _mut.read_only,
+    S.broadcast_to_p: _mut.read_only,
+    S.broadcast_dynamic_p: _mut.read_only,
 })
 
 

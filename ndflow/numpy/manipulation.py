@@ -244,8 +244,7 @@ def broadcast_to(array, shape):
     shape = shape_arg(shape, "broadcast_to")
     if isinstance(shape, RuntimeShape):
         return bind(S.broadcast_dynamic_p, a, shape.vec, static=shape.static)
-    if tuple(a.shape) == shape:
-        return a
+    # (also to its own shape: NumPy's result is then a read-only view, not the array)
     return bind(S.broadcast_to_p, a, shape=shape)
 
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from ..core.ndarray import ndarray
 from ..core.primitive import bind
-from ..core import dispatch as _door
 from ..core import dtypes as _dt
 from ..primitives.misc import stop_gradient_p
 from ..primitives import elementwise as E, elementwise_extra as X, reduction as R, cumulative as C
@@ -313,9 +312,8 @@ def real(val):
 
 
 def imag(val):
-    """The imaginary part, as `numpy.imag` (zeros for real arrays)."""
-    a = asarray(val)
-    return bind(E.imag_p, a) if a.dtype.kind == "c" else bind(E.zeros_like_p, a)
+    """The imaginary part, as `numpy.imag` (read-only zeros for real arrays, as NumPy's)."""
+    return bind(E.imag_p, asarray(val))
 
 
 def iscomplexobj(x):
@@ -473,23 +471,8 @@ vecmat = make_ufunc(np.vecmat, _vecmat)
 def _set_part(x, part, value):
     """`x.real = value` / `x.imag = value`, as NumPy: the part is written in place (views see
     it), the value cast to the part's dtype; a real array's `real` is the array itself and it
-    has no imaginary part to set."""
-    if x.dtype.kind != "c":
-        if part == "imag":
-            raise TypeError("array does not have imaginary part to set")
-        x[...] = value
-        return
-    # Not a second implementation: a part can only be written in place eagerly (the other
-    # paths refuse, below)
-    if _door.writes_in_place(x):
-        v = value.numpy() if isinstance(value, ndarray) else value
-        buf = x._v
-        if not isinstance(buf, np.ndarray):
-            buf = x._v = np.array(buf)
-        getattr(buf, part)[...] = v
-        return
-    raise TypeError(f"assigning x.{part} of a complex array under a GradientTape, inside "
-                    f"nf.function or vectorized_map, or on an accelerator is not supported "
-                    f"(a complex value cannot be rebuilt from its parts exactly there: "
-                    f"infinities and signed zeros); compute the new array with "
-                    f"tnp.real/tnp.imag arithmetic instead")
+    has no imaginary part to set. On every path: the write goes through the part's view, whose
+    inverse (core/mutation.py's VIEWS) rebuilds x exactly from the written part."""
+    if x.dtype.kind != "c" and part == "imag":
+        raise TypeError("array does not have imaginary part to set")
+    getattr(x, part)[...] = value

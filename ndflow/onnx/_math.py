@@ -580,6 +580,9 @@ ELEMENTWISE = {
     E.ge_p: _comparison("GreaterOrEqual"), E.logical_and_p: _logical("And"),
     E.logical_or_p: _logical("Or"), E.logical_xor_p: _logical("Xor"),
     E.select_p: _select, E.zeros_like_p: _like(0), E.ones_like_p: _like(1),
+    # (complex values are refused before any converter: these see real arrays, whose real
+    # part is the array and whose imaginary part is zeros)
+    E.real_p: identity, E.imag_p: _like(0),
     E.full_like_p: _like(None), X.fmod_p: _fmod,
     X.logaddexp_p: _logaddexp(False), X.logaddexp2_p: _logaddexp(True),
 }

@@ -146,10 +146,74 @@ rint_p = unary("rint", np.rint, _zero_grad, "rint(x)")
 conj_p = unary("conjugate", np.conjugate, lambda ct, x: (bind(conj_p, ct),), "conj(x)")
 real_p = unary("real", np.real, lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)),),
                abstract=_real_abstract)
-imag_p = unary("imag", np.imag,
-               lambda ct, x: (bind(convert_p, ct, dtype=np.dtype(x.dtype)) * -1j,),
-               abstract=_real_abstract)
+
+
+def _imag_vjp(ct, x):
+    if np.dtype(x.dtype).kind != "c":
+        return (None,)                # a real array's imaginary part: constant zeros
+    return (bind(convert_p, ct, dtype=np.dtype(x.dtype)) * -1j,)
+
+
+# (np.imag of a real array: read-only zeros, as NumPy's `x.imag`)
+imag_p = unary("imag", np.imag, _imag_vjp, abstract=_real_abstract)
 real_p.returns_view = imag_p.returns_view = True    # NumPy: views of a complex array
+
+
+# ------------------------------------------------------------------ writing a complex part
+# x with its real (imaginary) part replaced by `part`, broadcast, bit for bit: the other part's
+# signed zeros, infinities and NaNs are kept, which `part + 1j * x.imag` would not do (1j * inf
+# has a NaN real part). A write through the view `x.real` (`x.imag`) reaches x through these
+# (the views' inverses, core/mutation.py's VIEWS). Complex x only: a real array's `.real` is
+# the array itself, and its `.imag` is read-only.
+def _set_part_impl(name):
+    def impl(x, part):
+        if np.dtype(x.dtype).kind != "c":
+            raise TypeError(f"{name}: the array must be complex, got {np.dtype(x.dtype)}")
+        shape = np.broadcast_shapes(np.shape(x), np.shape(part))
+        out = np.copy(np.broadcast_to(x, shape))  # (both dispatch: a device buffer stays there)
+        getattr(out, name[4:])[...] = part
+        return out
+    return impl
+
+
+def _set_part_abstract(x, part):
+    return Aval(broadcast_shapes(x.shape, part.shape), x.dtype)
+
+
+def _as_complex(ct, x):
+    return ct if np.dtype(ct.dtype).kind == "c" else bind(convert_p, ct, dtype=np.dtype(x.dtype))
+
+
+def _set_real_vjp(ct, x, part):
+    # (JAX's pairing, as real_p's rule: the written part gets Re(ct), x keeps i Im(ct))
+    ct = _as_complex(ct, x)
+    return (unbroadcast(bind(set_real_p, ct, bind(zeros_like_p, part)), x),
+            unbroadcast(bind(real_p, ct), part))
+
+
+def _set_imag_vjp(ct, x, part):
+    ct = _as_complex(ct, x)
+    return (unbroadcast(bind(set_imag_p, ct, bind(zeros_like_p, part)), x),
+            unbroadcast(-bind(imag_p, ct), part))
+
+
+def _set_part_jvp(prim):
+    def jvp(tangents, x, part):
+        tx, tp = tangents
+        if tx is None and tp is None:
+            return None
+        return bind(prim, bind(zeros_like_p, x) if tx is None else tx,
+                    bind(zeros_like_p, part) if tp is None else tp)
+    return jvp
+
+
+set_real_p = Primitive("set_real", _set_part_impl("set_real"), _set_part_abstract)
+set_real_p.def_vjp(_set_real_vjp, reads=())
+set_imag_p = Primitive("set_imag", _set_part_impl("set_imag"), _set_part_abstract)
+set_imag_p.def_vjp(_set_imag_vjp, reads=())
+for _p in (set_real_p, set_imag_p):
+    _p.def_jvp(_set_part_jvp(_p))
+    _p.batch = _elementwise_batch(_p)
 logical_not_p = unary("logical_not", np.logical_not, _zero_grad, "logical_not(x)",
                       abstract=lambda x: Aval(x.shape, BOOL))
 invert_p = unary("invert", np.invert, _zero_grad, "~x")

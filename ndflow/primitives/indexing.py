@@ -453,3 +453,32 @@ unslice_dynamic_p = Primitive("unslice_dynamic", _unslice_dynamic_impl,
 unslice_dynamic_p.def_vjp(lambda g, ct, x, *ops, axis, parts: (
     bind(slice_dynamic_p, g, *ops, axis=axis, parts=parts), None) + (None,) * len(ops))
 unslice_dynamic_p.batch = _unslice_dynamic_batch
+
+
+# x with its slice along `axis` replaced by v: a write through the view x[i:j] with run-time
+# bounds reaching x (slice_dynamic's inverse for the mutation model, numpy/indexing.py)
+def _update_slice_dynamic_impl(x, v, *ops, axis, parts):
+    out = np.copy(x)
+    out[(slice(None),) * axis + (_dyn_slice(parts, ops),)] = v
+    return out
+
+
+def _update_slice_dynamic_vjp(ct, x, v, *ops, axis, parts):
+    gx = bind(update_slice_dynamic_p, ct, bind(zeros_like_p, v), *ops, axis=axis, parts=parts)
+    gv = unbroadcast(bind(slice_dynamic_p, ct, *ops, axis=axis, parts=parts), v)
+    return (gx, gv) + (None,) * len(ops)
+
+
+def _update_slice_dynamic_batch(args, axes, axis, parts):
+    if any(a is not None for a in axes[2:]):
+        raise ValueError("slicing with bounds that differ between the examples of "
+                         "vectorized_map: each example's result would have its own shape")
+    x, v = (move_to_front(a, d) if d is not None else repeat_along_batch(a, args, axes)
+            for a, d in zip(args[:2], axes[:2]))
+    return bind(update_slice_dynamic_p, x, v, *args[2:], axis=axis + 1, parts=parts), 0
+
+
+update_slice_dynamic_p = Primitive("update_slice_dynamic", _update_slice_dynamic_impl,
+                                   lambda x, v, *ops, axis, parts: Aval(x.shape, x.dtype))
+update_slice_dynamic_p.def_vjp(_update_slice_dynamic_vjp)
+update_slice_dynamic_p.batch = _update_slice_dynamic_batch

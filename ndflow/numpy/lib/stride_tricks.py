@@ -19,6 +19,7 @@ from ...core.primitive import composite
 from .._interop import _why_not_host
 from ..indexing import take as _take
 from ..manipulation import moveaxis as _moveaxis
+from ...graph.static import shape_of as _shape_of
 
 
 def _swv_kernel(x, window_shape, axis=None, *, subok=False, writeable=False):
@@ -63,7 +64,8 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
             raise ValueError("window shape cannot be larger than input array shape")
         idx = np.arange(n - w + 1)[:, None] + np.arange(w)[None, :]
         out = _moveaxis(_take(out, asarray(idx), axis=ax), ax + 1, -1)
-    return out
+    # read-only, as NumPy's windows (a write into the copies would not reach x)
+    return broadcast_to(out, out.shape if None not in out.shape else _shape_of(out))
 
 
 def as_strided(x, shape=None, strides=None, subok=False, writeable=False):
