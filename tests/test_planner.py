@@ -239,3 +239,15 @@ def test_sync_compile_is_asked_for_on_the_hot_call(monkeypatch, nf_settings):
     x = np.linspace(-3, 3, 1 << 14)
     _run(f, x, calls=nf.config.settings.hot_calls)
     assert planner.compile_pays(_kernel(f, x))
+
+
+def test_background_compile_lowers_the_switch_interval_while_it_runs():
+    """A background compile runs with a short thread switch interval (the caller coming back
+    from NumPy's loops does not wait 5 ms for the interpreter lock), restored after it."""
+    import sys
+    before = sys.getswitchinterval()
+    seen = []
+    numba_compile._submit(lambda: seen.append(sys.getswitchinterval()), sync=False)
+    assert numba_compile.wait(timeout=30)
+    assert seen and seen[0] <= numba_compile.SWITCH_S + 1e-9
+    assert sys.getswitchinterval() == before
