@@ -9,6 +9,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph.kernels import numba_available, wait_for_compiles
+from ndflow.graph.memory import KEEP_MIN_BYTES
 
 needs_numba = pytest.mark.skipif(not numba_available(), reason="numba not installed")
 
@@ -102,7 +103,8 @@ def test_kept_product_behind_a_returned_view_is_never_overwritten(nf_settings):
     @nf.function
     def f(x):
         return tnp.transpose(tnp.matmul(x, w))[:3]
-    xs = [tnp.asarray(rng.standard_normal((128, 64))) for _ in range(4)]
+    assert 512 * 256 * 8 >= KEEP_MIN_BYTES         # the product goes into a kept buffer
+    xs = [tnp.asarray(rng.standard_normal((512, 64))) for _ in range(4)]
     firsts = [f(x) for x in xs]
     for x, r in zip(xs, firsts):
         np.testing.assert_array_equal(r.numpy(), (x.numpy() @ w.numpy()).T[:3])
