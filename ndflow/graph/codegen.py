@@ -26,6 +26,7 @@ from .kernels import numpy_tier as T
 from .kernels.program import Program, Op
 from .ir import set_compiler
 from .passes import optimize, checked_passes
+from .memory import kept_result_kernel
 
 _serial = itertools.count()
 
@@ -254,7 +255,12 @@ def generate(graph, check_numerics=False):
             body.extend((text, n) for text in stmts)
             call = None
         elif upload is None:
-            call = _call_expr(n, k, f, args, ns)
+            kept = None if check_numerics else kept_result_kernel(n, returned)
+            if kept is not None:
+                ns[f] = kept
+                call = "%s(%s)" % (f, args)
+            else:
+                call = _call_expr(n, k, f, args, ns)
         else:
             ns[f] = _device_kernel(n, _kernel(n), dev)
             call = "%s(%s)" % (f, args)

@@ -74,6 +74,10 @@ class FusedKernel:
             planner.tier0_for_good(self)
 
     _generic_class = None      # (FusedKernel itself, set below: planner.direct's base)
+    # (result k, operand i): results the graph gives the buffer of one of the node's own
+    # operands (set by memory.reuse_buffers): tier 1 asks for the kernel variant writing
+    # them over those operands together with its first kernel
+    operand_donors = ()
     quick_call = False
 
     # a plain function doing what calling the kernel does, once that is tier 0 alone (None

@@ -124,6 +124,23 @@ class Runner(QuickCallers):
             else:
                 plan.kernel = k
         _submit(self._job(compile_it), self.sync)
+        if not in_place:
+            expected = self._expected_in_place(plan)
+            if expected:
+                # asked for now, not at the first call that donates once the plain kernel is
+                # there: a warm-up that waits for its compiles waits for this one too, and a
+                # short program does not pay a compile late in its run, nor end before the
+                # kernel reaches the disk cache
+                self.ensure(plan, parallel, xs, expected)
+
+    def _expected_in_place(self, plan):
+        """The `in_place` pairs (result j, operand i) `_results` will find for calls of `plan`
+        given the donors the graph offers (`fk.operand_donors`), or ()."""
+        donors = dict(self.fk.operand_donors)
+        n = self.prog.n_in
+        return tuple((j, donors[k_out]) for j, k_out in enumerate(self.outs)
+                     if k_out in donors and plan.full[n + j]
+                     and plan.pattern[donors[k_out]] == plan.pattern[n + j])
 
     # ---------------------------------------------------------------- signatures
     def plan_for(self, shapes):
