@@ -454,14 +454,42 @@ def _op_lines(prog, where, ns):
             ns["u%d" % j] = o.prim.impl
             L.append("u%d(%s, out=%s)" % (j, ", ".join(args), _name(prog, v, where)))
         elif how == "select":
-            dst = _name(prog, v, where)
-            L.append("np.copyto(%s, %s)" % (dst, args[2]))
-            L.append("np.copyto(%s, %s, where=%s)" % (dst, args[1], args[0]))
+            ns["_select_into"] = select_into
+            L.append("_select_into(%s, %s, %s, %s, _tmp)" % ((_name(prog, v, where),) + tuple(args)))
         elif how == "convert":
             L.append("np.copyto(%s, %s, casting='unsafe')" % (_name(prog, v, where), args[0]))
         else:
             L.append("t%d = f%d(%s)" % (j, j, ", ".join(args)))
     return L
+
+
+_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+         8: np.dtype(np.uint64)}
+
+
+def select_into(dst, c, a, b, pool):
+    """`dst[...] = where(c, a, b)` bit for bit. For operands of `dst`'s dtype of 1 to 8 bytes
+    (not complex), on their bits as unsigned integers: b ^ ((a ^ b) & -c), which has no
+    branch: `np.copyto(where=)` branches on every element, and under a mask with no pattern
+    (relu's gradient) takes ~200 us for 32K float32 values, against ~30 us here. Its two
+    scratch buffers come from `pool` (a `TempPool`). Any other operands: a copy of b, then of
+    a where c."""
+    it = _BITS.get(dst.dtype.itemsize) if dst.dtype.kind in "biuf" else None
+    a, b = np.asarray(a), np.asarray(b)
+    if it is None or a.dtype != dst.dtype or b.dtype != dst.dtype or c.dtype.kind != "b":
+        np.copyto(dst, b)
+        np.copyto(dst, a, where=c)
+        return
+    S = dst.shape
+    m, t = pool.take(S, it), pool.take(S, it)
+    np.copyto(m, c, casting="unsafe")       # 1 where c: every bit set once negated
+    np.negative(m, out=m)
+    bv = b.view(it)
+    np.bitwise_xor(a.view(it), bv, out=t)
+    np.bitwise_and(t, m, out=t)
+    np.bitwise_xor(bv, t, out=dst.view(it))   # (dst may be b itself: each element once)
+    pool.give(t)
+    pool.give(m)
 
 
 # ---------------------------------------------------------------- 0-d values as scalars
