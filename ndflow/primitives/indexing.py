@@ -10,7 +10,9 @@ can be traced and batched). Boolean masks are turned into integer arrays by the 
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import unbroadcast, move_to_front, broadcast_shapes, repeat_along_batch
+from ._util import broadcast_shapes
+from .sums import unbroadcast, repeat_along_batch
+from .shape import move_to_front
 from ..core.dtypes import I64
 from .elementwise import zeros_like_p, eq_p, select_p, ones_like_p, convert_p, add_p
 from .shape import reshape_p, reshape_like_p, expand_dims_p, transpose_p, broadcast_to_p, squeeze_p

@@ -5,8 +5,9 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
-from ._util import broadcast_shapes, unbroadcast, move_to_front, squeezed_ok, example_rank, \
-    unsqueeze_all
+from ._util import broadcast_shapes, squeezed_ok, example_rank
+from .sums import unbroadcast
+from .shape import move_to_front, unsqueeze_all
 from .elementwise import mul_p, add_p, zeros_like_p, eq_p, convert_p
 from .indexing import getitem, iota_p
 from .reduction import reduce_sum_p

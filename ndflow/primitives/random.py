@@ -22,7 +22,7 @@ every example; one whose inputs do not draws once for all examples.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import move_to_front
+from .shape import move_to_front
 from .indexing import getitem_p
 from .shape import expand_dims_p, concatenate_p
 

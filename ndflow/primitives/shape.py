@@ -3,9 +3,8 @@ diagonal, repeat (counts known only at run time)."""
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes, move_to_front, squeezed_ok, example_rank, unsqueeze, \
-    squeezed_axis, unbroadcast, repeat_along_batch
-from .elementwise import zeros_like_p
+from ._util import broadcast_shapes, squeezed_ok, example_rank, squeezed_axis
+from . import elementwise as E, sums
 # (indexing's primitives come inside the rules that gather: indexing imports this module at the
 # top, its rules reshape with these primitives)
 
@@ -218,7 +217,7 @@ def _broadcast_impl(x, shape):
 
 
 def _broadcast_vjp(ct, x, shape):
-    return (unbroadcast(ct, x),)
+    return (sums.unbroadcast(ct, x),)
 
 
 def _broadcast_batch(args, axes, shape):
@@ -299,7 +298,7 @@ def _broadcast_dynamic_abstract(x, shape, static, keep=0):
 
 
 def _broadcast_dynamic_vjp(ct, x, shape, static, keep=0):
-    return (unbroadcast(ct, x), None)
+    return (sums.unbroadcast(ct, x), None)
 
 
 def _broadcast_dynamic_batch(args, axes, static, keep=0):
@@ -355,7 +354,7 @@ def _concat_batch(args, axes, axis):
     moved = []
     for a, bd in zip(args, axes):
         if bd is None:
-            a = repeat_along_batch(a, args, axes)
+            a = sums.repeat_along_batch(a, args, axes)
         else:
             a = move_to_front(a, bd)
         moved.append(a)
@@ -424,7 +423,7 @@ def _diagonal_vjp(ct, x, offset, axis1, axis2):
     k = bind(reshape_p, bind(iota_p, ct, axis=ct.ndim - 1), shape=(-1,))
     rows = k + max(-offset, 0) if offset < 0 else k
     cols = k + offset if offset > 0 else k
-    zt = bind(zeros_like_p, bind(transpose_p, x, perm=perm))
+    zt = bind(E.zeros_like_p, bind(transpose_p, x, perm=perm))
     g = bind(index_add_p, zt, ct, rows, cols,
              spec=(("s", None, None, None),) * len(rest) + (("a",), ("a",)))
     return (bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())),)
@@ -456,7 +455,7 @@ def _repeat_vjp(ct, x, repeats, axis):
     from .indexing import iota_p, index_add_p
     src = bind(repeat_p, bind(reshape_p, bind(iota_p, x, axis=axis), shape=(-1,)), repeats,
                axis=0)
-    return (bind(index_add_p, bind(zeros_like_p, x), ct, src,
+    return (bind(index_add_p, bind(E.zeros_like_p, x), ct, src,
                  spec=(("s", None, None, None),) * axis + (("a",),)), None)
 
 
@@ -472,3 +471,95 @@ repeat_p = Primitive("repeat", lambda x, repeats, axis: np.repeat(x, repeats, ax
                      _repeat_abstract)
 repeat_p.def_vjp(_repeat_vjp)
 repeat_p.batch = _repeat_batch
+
+
+# ------------------------------------------------------------------ batching helpers
+# The rules of every family move batch axes and restore squeezed unit axes with these (they bind
+# this module's primitives). A squeezed batched value: `_util.squeezed_ok`.
+def move_to_front(x, bd):
+    if bd is None or bd == 0:
+        return x
+    return moveaxis(x, bd, 0)
+
+
+def unsqueeze(x, ax):
+    """(value, batch axis) with the unit axes of a squeezed value back: the ordinary layout."""
+    if not isinstance(ax, tuple):
+        return x, ax
+    units = ax[1]
+    shape = list(x.shape)
+    for u in units:
+        shape.insert(u + 1, 1)
+    if None in shape:
+        return bind(expand_dims_p, x, axes=tuple(u + 1 for u in units)), 0
+    return bind(reshape_p, x, shape=tuple(shape)), 0
+
+
+def unsqueeze_all(args, axes):
+    pairs = [unsqueeze(a, ax) for a, ax in zip(args, axes)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def to_squeezed(args, axes):
+    """The operands of an elementwise op in the squeezed layout of its squeezed operands, or
+    None where they have no common one (then the rule works on the ordinary layout). Other
+    operands lose their unit axes at those positions with a reshape (unbatched constants fold);
+    an operand that is not 1 there (a broadcast along a unit axis) keeps the ordinary layout."""
+    units = rank = None
+    for a, ax in zip(args, axes):
+        if isinstance(ax, tuple):
+            r = example_rank(a, ax)
+            if units is None:
+                units, rank = ax[1], r
+            elif ax[1] != units or r != rank:
+                return None
+    if units is None:
+        return None
+    out = []
+    for a, ax in zip(args, axes):
+        if isinstance(ax, tuple):
+            out.append(a)
+            continue
+        if ax is not None:
+            a = move_to_front(a, ax)
+        own = tuple(a.shape[1:]) if ax is not None else tuple(a.shape)
+        lead = rank - len(own)
+        if lead < 0:
+            return None
+        drop = [u - lead for u in units if u >= lead]
+        if any(own[d] != 1 for d in drop):
+            return None
+        if ax is None:
+            if drop:
+                keep = tuple(d for i, d in enumerate(own) if i not in drop)
+                if None in keep:
+                    return None
+                a = bind(reshape_p, a, shape=keep)
+            out.append(a)
+            continue
+        # a batched operand: its aligned example shape without the unit positions
+        keep = (a.shape[0],) + tuple(d for i, d in enumerate((1,) * lead + own)
+                                     if i not in units)
+        if keep != tuple(a.shape):
+            if None in keep:
+                return None
+            a = bind(reshape_p, a, shape=keep)
+        out.append(a)
+    return out, (0, tuple(units))
+
+
+def align_batched(args, axes):
+    """Move every batch axis to 0 and give batched operands the same per-example rank, so that
+    NumPy broadcasting of the inner values matches per-example broadcasting."""
+    rank = max(a.ndim - (bd is not None) for a, bd in zip(args, axes))
+    out = []
+    for a, bd in zip(args, axes):
+        if bd is None:
+            out.append(a)
+            continue
+        a = move_to_front(a, bd)
+        missing = rank - (a.ndim - 1)
+        if missing:
+            a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
+        out.append(a)
+    return out

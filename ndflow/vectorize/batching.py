@@ -18,7 +18,7 @@ from ..core.state import STATE
 from ..core import tree
 from ..graph.trace import next_level, save_fields, restore_fields
 from ..graph.static import shape_of
-from ..primitives._util import unsqueeze, unsqueeze_all
+from ..primitives.shape import unsqueeze, unsqueeze_all
 from ..primitives.elementwise import copy_p
 from ..primitives.indexing import getitem
 from ..primitives.shape import moveaxis, concatenate_p, broadcast_dynamic_p
