@@ -7,8 +7,8 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL, I64
 from .cumulative import cumprod_p
 from .elementwise import eq_p, convert_p, ones_like_p
-from .indexing import getitem_p
-from .shape import move_to_front, concatenate_p
+from .indexing import getitem_p, concatenate_p
+from .shape import move_to_front
 from .sums import _reduced_shape, keep_axes, reduction, reduce_sum_p
 from .sums import sum_to_p  # noqa: F401  (re-exported: R.sum_to_p above the primitives)
 

@@ -21,7 +21,8 @@ from ..graph.static import shape_of
 from ..primitives.shape import unsqueeze, unsqueeze_all
 from ..primitives.elementwise import copy_p
 from ..primitives.indexing import getitem
-from ..primitives.shape import moveaxis, concatenate_p, broadcast_dynamic_p
+from ..primitives.shape import moveaxis, broadcast_dynamic_p
+from ..primitives.indexing import concatenate_p
 from ..ops import take, stack, expand_dims, broadcast_to, constant
 
 
