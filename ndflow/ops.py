@@ -17,7 +17,7 @@ from .core.ndarray import _wrap
 from .core.primitive import bind
 from .core.state import STATE
 from .primitives import elementwise as E, shape as S
-from .primitives.indexing import getitem
+from .primitives.indexing import getitem, concatenate_p
 from .primitives.shape import moveaxis  # noqa: F401  (one of the ops: x with axis src at dst)
 
 
@@ -44,7 +44,7 @@ def broadcast_to(x, shape):
 
 def stack(xs):
     """The arrays `xs` (one shape and dtype, at least one) stacked along a new first axis."""
-    return bind(S.concatenate_p, *[expand_dims(x, 0) for x in xs], axis=0)
+    return bind(concatenate_p, *[expand_dims(x, 0) for x in xs], axis=0)
 
 
 def take(x, i, axis):

@@ -19,7 +19,7 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
 from ndflow.graph.kernels import planner
-from ndflow.primitives.shape import concatenate_p
+from ndflow.primitives.indexing import concatenate_p
 from helpers import assert_bits_equal, guide_per_example
 
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,

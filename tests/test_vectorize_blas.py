@@ -13,7 +13,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.primitives.linalg import matmul_p, einsum_p
-from ndflow.primitives.shape import concatenate_p
+from ndflow.primitives.indexing import concatenate_p
 from helpers import guide_per_example
 
 

@@ -35,7 +35,7 @@ _generic = np.generic
 
 
 def unbroadcast(v, shape):
-    """primitives._util.unbroadcast on a buffer and a known shape (the same reductions)."""
+    """primitives.sums.unbroadcast on a buffer and a known shape (the same reductions)."""
     cs = v.shape
     if cs == shape:
         return v

@@ -28,7 +28,7 @@ from ..core import tree, dtypes as _dt
 from ..core.variable import VariableBase
 from .ir import eval_graph, without_sinks
 from .trace import trace_body, close, union_captures, forget_assigned
-from ..primitives._util import move_to_front
+from ..primitives.shape import move_to_front
 from ..primitives.shape import moveaxis
 from ..vectorize.batching import _unbatched_output, vmap
 from ..autodiff.tape import GradientTape

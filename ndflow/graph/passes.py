@@ -449,7 +449,7 @@ def layout_choices(g: Graph) -> Graph:
             mv = _vector_matrix(n, producer, uses, matmul_p, S)
             if mv is not None:
                 n = mv
-        elif n.prim is S.concatenate_p:
+        elif n.prim is concatenate_p:
             oc = _outer_columns(n, producer, uses, rename, E)
             if oc is not None:
                 n = oc
@@ -611,7 +611,7 @@ from ..core.ndarray import _wrap
 from ..primitives import elementwise as E, shape as S
 from ..primitives._util import broadcast_shapes
 from ..primitives.linalg import matmul_p
-from ..primitives.indexing import getitem_p
+from ..primitives.indexing import getitem_p, concatenate_p
 PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 

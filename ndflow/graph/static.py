@@ -9,7 +9,7 @@ from ..core.ndarray import ndarray
 from ..core.primitive import Primitive, Aval, bind
 from ..primitives.elementwise import convert_p
 from ..primitives.indexing import getitem_p
-from ..primitives.shape import concatenate_p
+from ..primitives.indexing import concatenate_p
 
 _MAX_NODES = 64       # values made of more operations are treated as unknown
 

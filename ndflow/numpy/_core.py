@@ -8,6 +8,7 @@ from ..core.ndarray import ndarray, _wrap, wrap_on
 from ..core.primitive import bind
 from ..core.state import STATE
 from ..primitives import elementwise as E, shape as S
+from ..primitives.indexing import concatenate_p
 from ..primitives._util import norm_axis
 from ..primitives.misc import runtime_error_p, error_name
 from ..backends import device as D
@@ -197,7 +198,7 @@ def stack_parts(arrays, axis):
 def stacked(arrays):
     """`stack(arrays)` along a new first axis: a new array, as NumPy's, also of one array."""
     parts, _ = stack_parts(arrays, 0)
-    return bind(S.concatenate_p, *parts, axis=0) if len(parts) > 1 else bind(E.copy_p, parts[0])
+    return bind(concatenate_p, *parts, axis=0) if len(parts) > 1 else bind(E.copy_p, parts[0])
 
 
 def _flat(seq):

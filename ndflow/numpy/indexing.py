@@ -376,7 +376,7 @@ _mut.VIEWS.update({
     M.stop_gradient_p: _view_inverse_reshape,
     M.runtime_warning_p: _view_inverse_reshape,
     M.runtime_error_p: _view_inverse_reshape,
-    S.diagonal_p: _mut.read_only,
+    I.diagonal_p: _mut.read_only,
     S.broadcast_to_p: _mut.read_only,
     S.broadcast_dynamic_p: _mut.read_only,
 })

@@ -6,7 +6,7 @@ import numpy as np
 from ..core.ndarray import ndarray, static_size as _static_size
 from ..core.primitive import bind, composite
 from ..core import dtypes as _dt
-from ..primitives import shape as S, elementwise as E
+from ..primitives import shape as S, elementwise as E, indexing as I
 from ..primitives._util import norm_axes, norm_axis, broadcast_shapes, c_axis
 from ..graph.static import shape_of as _shape_of, shape_entry_of
 from ._core import asarray, common_dtype as _common, stack_parts
@@ -323,7 +323,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if len(arrs) == 1:
         r = arrs[0]
         return bind(E.copy_p, r) if r is arrays[0] else r     # a new array, as NumPy's
-    r = bind(S.concatenate_p, *arrs, axis=axis)
+    r = bind(I.concatenate_p, *arrs, axis=axis)
     return _write_out(r, out, casting=casting)
 
 

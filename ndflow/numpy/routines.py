@@ -42,7 +42,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     i, j = norm_axis(operator.index(axis1), x.ndim), norm_axis(operator.index(axis2), x.ndim)
     if i == j:
         raise ValueError("axis1 and axis2 cannot be the same")
-    return bind(S.diagonal_p, x, offset=operator.index(offset), axis1=i, axis2=j)
+    return bind(I.diagonal_p, x, offset=operator.index(offset), axis1=i, axis2=j)
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

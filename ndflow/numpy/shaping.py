@@ -228,7 +228,7 @@ def repeat(a, repeats, axis=None):
         r = repeats if repeats.dtype.kind in "iu" else repeats.astype(np.int64)
         if r.ndim > 1:
             raise ValueError("repeats must be a scalar or a 1-d array")
-        return bind(S.repeat_p, x, r, axis=axis)
+        return bind(I.repeat_p, x, r, axis=axis)
     if isinstance(repeats, float):
         repeats = int(repeats)
     r = np.asarray(A.static_ints(repeats, "repeats"))

@@ -405,7 +405,7 @@ def _shape(ctx, n, ins):
 INDEXING = {
     S.reshape_p: _reshape, S.reshape_like_p: _reshape_like, S.transpose_p: _transpose,
     S.expand_dims_p: _expand_dims, S.squeeze_p: _squeeze, S.broadcast_to_p: _broadcast_to,
-    S.concatenate_p: _concatenate, S.split_like_p: _split_like,
+    I.concatenate_p: _concatenate, I.split_like_p: _split_like,
     S.reshape_dynamic_p: _reshape_dynamic, S.broadcast_dynamic_p: _broadcast_dynamic,
     I.slice_dynamic_p: _slice_dynamic, I.getitem_p: _getitem, I.index_update_p: _scatter(None),
     I.index_add_p: _scatter("add"), I.iota_p: _iota, I.nonzero_p: _nonzero, shape_p: _shape,

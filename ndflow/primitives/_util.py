@@ -1,14 +1,14 @@
-"""Shared helpers for rules: shapes with unknown (None) sizes, undoing broadcasting, batch axes."""
+"""Shared helpers for rules that bind no primitive: shapes with unknown (None) sizes, axes,
+squeezed batch axes, writing into owned buffers. (The rule helpers that bind primitives live
+beside them: `unbroadcast` and `repeat_along_batch` in sums.py, the batching helpers
+`move_to_front`, `unsqueeze`, `align_batched` ... in shape.py.)"""
 import operator
 
 import numpy as np
 
-from ..core.primitive import Aval, bind
+from ..core.primitive import Aval
 from ..core import dispatch as _door
 from .scalar import Scalar
-# (the helpers that bind primitives import elementwise, reduction and shape inside themselves:
-# those modules' rules are built on these helpers, a cycle that only registering the rules
-# above the primitive definitions would break; tests/test_layers.py FUNCTION_LEVEL)
 
 
 def elementwise(p, scalar=None, operands=("x", "y")):
@@ -90,42 +90,6 @@ def norm_axes(axis, ndim, allow_0d_legacy=False, ufunc=False):
     return out
 
 
-def unbroadcast(ct, like):
-    """Sum `ct` down to the shape of `like` (the primal, or a shape): undo NumPy broadcasting.
-    The one place this happens. Where a size is unknown while tracing, whether it was
-    broadcast (a 1 at run time) is decided at run time (`sum_to`)."""
-    if ct is None:
-        return None
-    shape = tuple(like) if isinstance(like, (tuple, list)) else tuple(like.shape)
-    cs = tuple(ct.shape)
-    if cs == shape and None not in shape:
-        return ct                     # (the common case, first)
-    if len(cs) >= len(shape) and any(d is None and c != 1
-                                     for d, c in zip(shape, cs[len(cs) - len(shape):])):
-        if isinstance(like, (tuple, list)):
-            raise NotImplementedError("unbroadcast to a shape with unknown sizes needs the array")
-        from .reduction import sum_to_p
-        return bind(sum_to_p, ct, like)
-    if cs == shape:
-        return ct
-    from .reduction import reduce_sum_p
-    lead = len(cs) - len(shape)
-    if lead:
-        ct = bind(reduce_sum_p, ct, axes=tuple(range(lead)), keepdims=False)
-        cs = ct.shape
-    ones = tuple(i for i, d in enumerate(shape) if d == 1 and cs[i] != 1)
-    if ones:
-        ct = bind(reduce_sum_p, ct, axes=ones, keepdims=True)
-    return ct
-
-
-def move_to_front(x, bd):
-    if bd is None or bd == 0:
-        return x
-    from .shape import moveaxis
-    return moveaxis(x, bd, 0)
-
-
 # ------------------------------------------------------------------ squeezed batched values
 # A batched value whose per-example shape has unit axes may leave them out: its batch axis is
 # then `(0, U)`, the batch axis first and `U` the per-example positions of the unit axes that
@@ -150,123 +114,13 @@ def example_rank(x, ax):
     return x.ndim - 1
 
 
-def unsqueeze(x, ax):
-    """(value, batch axis) with the unit axes of a squeezed value back: the ordinary layout."""
-    if not isinstance(ax, tuple):
-        return x, ax
-    units = ax[1]
-    shape = list(x.shape)
-    for u in units:
-        shape.insert(u + 1, 1)
-    if None in shape:
-        from .shape import expand_dims_p
-        return bind(expand_dims_p, x, axes=tuple(u + 1 for u in units)), 0
-    from .shape import reshape_p
-    return bind(reshape_p, x, shape=tuple(shape)), 0
-
-
-def unsqueeze_all(args, axes):
-    pairs = [unsqueeze(a, ax) for a, ax in zip(args, axes)]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
 def squeezed_axis(units):
     """The batch axis of a value with the unit axes `units` left out (0 when there are none)."""
     return (0, tuple(units)) if units else 0
 
 
-def to_squeezed(args, axes):
-    """The operands of an elementwise op in the squeezed layout of its squeezed operands, or
-    None where they have no common one (then the rule works on the ordinary layout). Other
-    operands lose their unit axes at those positions with a reshape (unbatched constants fold);
-    an operand that is not 1 there (a broadcast along a unit axis) keeps the ordinary layout."""
-    units = rank = None
-    for a, ax in zip(args, axes):
-        if isinstance(ax, tuple):
-            r = example_rank(a, ax)
-            if units is None:
-                units, rank = ax[1], r
-            elif ax[1] != units or r != rank:
-                return None
-    if units is None:
-        return None
-    from .shape import reshape_p
-    out = []
-    for a, ax in zip(args, axes):
-        if isinstance(ax, tuple):
-            out.append(a)
-            continue
-        if ax is not None:
-            a = move_to_front(a, ax)
-        own = tuple(a.shape[1:]) if ax is not None else tuple(a.shape)
-        lead = rank - len(own)
-        if lead < 0:
-            return None
-        drop = [u - lead for u in units if u >= lead]
-        if any(own[d] != 1 for d in drop):
-            return None
-        if ax is None:
-            if drop:
-                keep = tuple(d for i, d in enumerate(own) if i not in drop)
-                if None in keep:
-                    return None
-                a = bind(reshape_p, a, shape=keep)
-            out.append(a)
-            continue
-        # a batched operand: its aligned example shape without the unit positions
-        keep = (a.shape[0],) + tuple(d for i, d in enumerate((1,) * lead + own)
-                                     if i not in units)
-        if keep != tuple(a.shape):
-            if None in keep:
-                return None
-            a = bind(reshape_p, a, shape=keep)
-        out.append(a)
-    return out, (0, tuple(units))
-
-
-def align_batched(args, axes):
-    """Move every batch axis to 0 and give batched operands the same per-example rank, so that
-    NumPy broadcasting of the inner values matches per-example broadcasting."""
-    from .shape import expand_dims_p
-    rank = max(a.ndim - (bd is not None) for a, bd in zip(args, axes))
-    out = []
-    for a, bd in zip(args, axes):
-        if bd is None:
-            out.append(a)
-            continue
-        a = move_to_front(a, bd)
-        missing = rank - (a.ndim - 1)
-        if missing:
-            a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
-        out.append(a)
-    return out
-
-
 def same_aval(x):
     return Aval(x.shape, x.dtype)
-
-
-def repeat_along_batch(x, args, dims):
-    """The unbatched `x` given a leading batch axis as long as the batched operands' one, also
-    when that length is only known at run time (vectorized_map inside nf.function with a None
-    batch size): then zeros shaped (b, 1, ..., 1) taken from a batched operand are added."""
-    from .shape import broadcast_to_p, expand_dims_p
-    ref, rbd = next((a, bd) for a, bd in zip(args, dims) if bd is not None)
-    b = ref.shape[rbd]
-    xe = bind(expand_dims_p, x, axes=(0,))
-    if b is not None and None not in tuple(x.shape):
-        return bind(broadcast_to_p, xe, shape=(b,) + tuple(x.shape))
-    from .reduction import reduce_sum_p
-    from .elementwise import zeros_like_p, add_p, convert_p
-    r = move_to_front(ref, rbd)
-    z = bind(zeros_like_p, r)
-    if r.ndim > 1:
-        z = bind(reduce_sum_p, z, axes=tuple(range(1, r.ndim)), keepdims=False)
-    if z.dtype != x.dtype:
-        z = bind(convert_p, z, dtype=x.dtype)
-    if x.ndim:
-        z = bind(expand_dims_p, z, axes=tuple(range(1, 1 + x.ndim)))
-    return bind(add_p, z, xe)
 
 
 def owned_apply(ufunc, a, *others):

@@ -6,11 +6,11 @@ promote. `reverse=True` scans from the end; it is what the cumsum VJP needs.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import move_to_front, repeat_along_batch
+from .sums import repeat_along_batch
+from .shape import move_to_front
 from ..core.dtypes import I64
 from .elementwise import zeros_like_p, mul_p, add_p, ones_like_p, eq_p, select_p, convert_p
-from .indexing import iota_p, index_add_p, getitem_p
-from .shape import concatenate_p
+from .indexing import iota_p, index_add_p, getitem_p, concatenate_p
 
 
 def _scan_abstract(x, axis, reverse=False):

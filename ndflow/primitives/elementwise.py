@@ -9,8 +9,10 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL
-from ._util import broadcast_shapes, unbroadcast, align_batched, owned_apply, owned_ok, \
-    squeezed_ok, to_squeezed, unsqueeze_all, elementwise
+from ._util import broadcast_shapes, owned_apply, owned_ok, squeezed_ok, elementwise
+# (shape and sums bind this module's primitives in their rules, as its rules bind theirs: the
+# three import one another as modules, names looked up when a rule runs; sums.py says more)
+from . import shape as S, sums
 
 
 _LN2 = math.log(2.0)
@@ -38,11 +40,11 @@ def _binary_abstract(x, y):
 def _elementwise_batch(prim):
     @squeezed_ok
     def rule(args, axes, **params):
-        sq = to_squeezed(args, axes)
+        sq = S.to_squeezed(args, axes)
         if sq is not None:
             return bind(prim, *sq[0], **params), sq[1]
-        args, axes = unsqueeze_all(args, axes)
-        args = align_batched(args, axes)
+        args, axes = S.unsqueeze_all(args, axes)
+        args = S.align_batched(args, axes)
         return bind(prim, *args, **params), 0
     return rule
 
@@ -187,14 +189,14 @@ def _as_complex(ct, x):
 def _set_real_vjp(ct, x, part):
     # (JAX's pairing, as real_p's rule: the written part gets Re(ct), x keeps i Im(ct))
     ct = _as_complex(ct, x)
-    return (unbroadcast(bind(set_real_p, ct, bind(zeros_like_p, part)), x),
-            unbroadcast(bind(real_p, ct), part))
+    return (sums.unbroadcast(bind(set_real_p, ct, bind(zeros_like_p, part)), x),
+            sums.unbroadcast(bind(real_p, ct), part))
 
 
 def _set_imag_vjp(ct, x, part):
     ct = _as_complex(ct, x)
-    return (unbroadcast(bind(set_imag_p, ct, bind(zeros_like_p, part)), x),
-            unbroadcast(-bind(imag_p, ct), part))
+    return (sums.unbroadcast(bind(set_imag_p, ct, bind(zeros_like_p, part)), x),
+            sums.unbroadcast(-bind(imag_p, ct), part))
 
 
 def _set_part_jvp(prim):
@@ -256,30 +258,30 @@ copy_p = unary("copy", _copy_impl, lambda ct, x: (ct,), "x")
 
 # ------------------------------------------------------------------ binary arithmetic
 def _add_vjp(ct, x, y):
-    return unbroadcast(ct, x), unbroadcast(ct, y)
+    return sums.unbroadcast(ct, x), sums.unbroadcast(ct, y)
 
 
 def _sub_vjp(ct, x, y, needs=(True, True)):
-    return unbroadcast(ct, x), unbroadcast(-ct, y) if needs[1] else None
+    return sums.unbroadcast(ct, x), sums.unbroadcast(-ct, y) if needs[1] else None
 
 
 def _mul_vjp(ct, x, y, needs=(True, True)):
-    return (unbroadcast(ct * y, x) if needs[0] else None,
-            unbroadcast(ct * x, y) if needs[1] else None)
+    return (sums.unbroadcast(ct * y, x) if needs[0] else None,
+            sums.unbroadcast(ct * x, y) if needs[1] else None)
 
 
 def _div_vjp(ct, x, y, needs=(True, True)):
     q = ct / y
     if needs[0]:
-        return unbroadcast(q, x), unbroadcast(-q * x / y, y) if needs[1] else None
+        return sums.unbroadcast(q, x), sums.unbroadcast(-q * x / y, y) if needs[1] else None
     if not needs[1]:
         return None, None
     if owned_ok(q, x) and owned_ok(q, y):
         # q is the rule's own: -q * x / y in its buffer (the same operations, in order)
         owned_apply(np.negative, q)
         owned_apply(np.multiply, q, x)
-        return None, unbroadcast(owned_apply(np.true_divide, q, y), y)
-    return None, unbroadcast(-q * x / y, y)
+        return None, sums.unbroadcast(owned_apply(np.true_divide, q, y), y)
+    return None, sums.unbroadcast(-q * x / y, y)
 
 
 def _pow_vjp(ct, x, y):
@@ -302,8 +304,8 @@ def _pow_vjp(ct, x, y):
         bad = bind(select_p, bind(eq_p, x, zero), bind(zeros_like_p, gy),
                    bind(full_like_p, gy, fill_value=np.nan))
         gy = bind(select_p, ok, gy, bad)
-        return unbroadcast(gx, x), unbroadcast(gy, y)
-    return unbroadcast(gx, x), None
+        return sums.unbroadcast(gx, x), sums.unbroadcast(gy, y)
+    return sums.unbroadcast(gx, x), None
 
 
 def _minmax_vjp(pick_x):
@@ -316,15 +318,15 @@ def _minmax_vjp(pick_x):
         if eq._t is None and type(eq._v) is np.ndarray and not eq._v.any():
             # eager with no tie (relu's usual case): one select each, the same values
             if needs[0]:
-                gx = unbroadcast(bind(select_p, xs, ct, zero), x)
+                gx = sums.unbroadcast(bind(select_p, xs, ct, zero), x)
             if needs[1]:
-                gy = unbroadcast(bind(select_p, xs, zero, ct), y)
+                gy = sums.unbroadcast(bind(select_p, xs, zero, ct), y)
             return gx, gy
         half = ct * 0.5
         if needs[0]:
-            gx = unbroadcast(bind(select_p, xs, ct, bind(select_p, eq, half, zero)), x)
+            gx = sums.unbroadcast(bind(select_p, xs, ct, bind(select_p, eq, half, zero)), x)
         if needs[1]:
-            gy = unbroadcast(bind(select_p, xs, zero, bind(select_p, eq, half, ct)), y)
+            gy = sums.unbroadcast(bind(select_p, xs, zero, bind(select_p, eq, half, ct)), y)
         return gx, gy
     return vjp
 
@@ -335,14 +337,14 @@ mul_p = binary("multiply", np.multiply, _mul_vjp, "x * y", needs=True)
 div_p = binary("true_divide", np.true_divide, _div_vjp, "x / y", needs=True)
 floordiv_p = binary("floor_divide", np.floor_divide, _zero_grad, "x // y")
 rem_p = binary("remainder", np.remainder,
-               lambda ct, x, y: (unbroadcast(ct, x),
-                                 unbroadcast(-ct * bind(floordiv_p, x, y), y)), "x % y")
+               lambda ct, x, y: (sums.unbroadcast(ct, x),
+                                 sums.unbroadcast(-ct * bind(floordiv_p, x, y), y)), "x % y")
 pow_p = binary("power", np.power, _pow_vjp, "x ** y")
 max_p = binary("maximum", np.maximum, None, "maximum(x, y)")
 min_p = binary("minimum", np.minimum, None, "minimum(x, y)")
 arctan2_p = binary("arctan2", np.arctan2,
-                   lambda ct, y, x: (unbroadcast(ct * x / (x * x + y * y), y),
-                                     unbroadcast(-ct * y / (x * x + y * y), x)),
+                   lambda ct, y, x: (sums.unbroadcast(ct * x / (x * x + y * y), y),
+                                     sums.unbroadcast(-ct * y / (x * x + y * y), x)),
                    "arctan2(x, y)")
 bitwise_and_p = binary("bitwise_and", np.bitwise_and, _zero_grad, "x & y")
 bitwise_or_p = binary("bitwise_or", np.bitwise_or, _zero_grad, "x | y")
@@ -373,8 +375,8 @@ min_p.def_vjp(_minmax_vjp(lt_p), needs=True)
 def _select_vjp(ct, c, x, y, needs=(False, True, True)):
     zero = bind(zeros_like_p, ct)
     # select, not multiply: a NaN/inf in the branch not taken must not leak into the gradient
-    return (None, unbroadcast(bind(select_p, c, ct, zero), x) if needs[1] else None,
-            unbroadcast(bind(select_p, c, zero, ct), y) if needs[2] else None)
+    return (None, sums.unbroadcast(bind(select_p, c, ct, zero), x) if needs[1] else None,
+            sums.unbroadcast(bind(select_p, c, zero, ct), y) if needs[2] else None)
 
 
 _SAME_SIZE_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),

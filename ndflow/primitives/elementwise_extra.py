@@ -7,7 +7,8 @@ As in elementwise.py, operands arrive promoted to NumPy's loop dtypes.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes, unbroadcast, elementwise
+from ._util import broadcast_shapes, elementwise
+from .sums import unbroadcast
 from .elementwise import unary, binary, _zero_grad
 from .elementwise import (trunc_p, div_p, select_p, eq_p, zeros_like_p, ones_like_p, neg_p,
                           isinf_p, full_like_p, sub_p, add_p, exp_p, exp2_p)

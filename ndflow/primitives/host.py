@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from ..core.primitive import Primitive, bind
-from ._util import move_to_front
+from .shape import move_to_front
 
 
 def to_host(buf):

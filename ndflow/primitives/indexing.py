@@ -1,4 +1,6 @@
-"""Indexing primitives: gather (x[idx]), scatter-update (x[idx] = v) and scatter-add.
+"""Indexing primitives: gather (x[idx]), scatter-update (x[idx] = v) and scatter-add; and the
+primitives whose rules gather and scatter: concatenate (and split_like, its gradient with sizes
+known only at run time), diagonal, repeat with traced counts.
 
 An index is split into a static, hashable `spec` and the integer index arrays (inputs, so they
 can be traced and batched). Boolean masks are turned into integer arrays by the NumPy layer
@@ -10,10 +12,12 @@ can be traced and batched). Boolean masks are turned into integer arrays by the 
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import unbroadcast, move_to_front, broadcast_shapes, repeat_along_batch
+from ._util import broadcast_shapes
+from .sums import unbroadcast, repeat_along_batch
 from ..core.dtypes import I64
 from .elementwise import zeros_like_p, eq_p, select_p, ones_like_p, convert_p, add_p
-from .shape import reshape_p, reshape_like_p, expand_dims_p, transpose_p, broadcast_to_p, squeeze_p
+from .shape import reshape_p, reshape_like_p, expand_dims_p, transpose_p, broadcast_to_p, \
+    squeeze_p, move_to_front
 
 
 def build_index(spec, arrays):
@@ -482,3 +486,154 @@ update_slice_dynamic_p = Primitive("update_slice_dynamic", _update_slice_dynamic
                                    lambda x, v, *ops, axis, parts: Aval(x.shape, x.dtype))
 update_slice_dynamic_p.def_vjp(_update_slice_dynamic_vjp)
 update_slice_dynamic_p.batch = _update_slice_dynamic_batch
+
+
+# ------------------------------------------------------------------ concatenate
+def _concat_abstract(*xs, axis):
+    first = xs[0]
+    for x in xs[1:]:
+        if len(x.shape) != len(first.shape):
+            raise ValueError(
+                "all the input array dimensions except for the concatenation axis must match "
+                f"exactly, but along dimension 0 ... ranks differ: {first.shape} vs {x.shape}")
+        for i, (a, b) in enumerate(zip(first.shape, x.shape)):
+            if i != axis and a is not None and b is not None and a != b:
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation axis must match "
+                    f"exactly, but along dimension {i}, the array at index 0 has size {a} and "
+                    f"another has size {b}")
+    sizes = [x.shape[axis] for x in xs]
+    out = list(first.shape)
+    out[axis] = None if None in sizes else sum(sizes)
+    return Aval(out, first.dtype)
+
+
+def _concat_vjp(ct, *xs, axis):
+    if any(x.shape[axis] is None for x in xs):    # sizes known at run time only
+        return tuple(bind(split_like_p, ct, *xs, axis=axis))
+    out, start = [], 0
+    for x in xs:
+        n = x.shape[axis]
+        out.append(getitem(ct, (slice(None),) * axis + (slice(start, start + n),)))
+        start += n
+    return tuple(out)
+
+
+def _concat_batch(args, axes, axis):
+    moved = []
+    for a, bd in zip(args, axes):
+        if bd is None:
+            a = repeat_along_batch(a, args, axes)
+        else:
+            a = move_to_front(a, bd)
+        moved.append(a)
+    return bind(concatenate_p, *moved, axis=axis + 1), 0
+
+
+concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
+                          _concat_abstract)
+concatenate_p.def_vjp(_concat_vjp)
+concatenate_p.batch = _concat_batch
+
+
+# ------------------------------------------------------------------ split_like (concatenate's
+# gradient when the sizes are known only at run time): ct split along `axis` into pieces the
+# sizes of the xs along `x_axis`
+def _split_like_impl(ct, *xs, axis, x_axis=None):
+    xa = axis if x_axis is None else x_axis
+    return tuple(np.split(ct, np.cumsum([x.shape[xa] for x in xs])[:-1].tolist(), axis=axis))
+
+
+def _split_like_abstract(ct, *xs, axis, x_axis=None):
+    xa = axis if x_axis is None else x_axis
+    return tuple(Aval(tuple(x.shape[xa] if i == axis else d for i, d in enumerate(ct.shape)),
+                      ct.dtype) for x in xs)
+
+
+def _split_like_batch(args, axes, axis, x_axis=None):
+    xa = axis if x_axis is None else x_axis
+    # only the per-example sizes of the xs matter: take one example of the batched ones
+    xs = [x if bd is None else getitem(move_to_front(x, bd), (0,))
+          for x, bd in zip(args[1:], axes[1:])]
+    if axes[0] is None:
+        return bind(split_like_p, args[0], *xs, axis=axis, x_axis=xa), None
+    return bind(split_like_p, move_to_front(args[0], axes[0]), *xs, axis=axis + 1, x_axis=xa), 0
+
+
+split_like_p = Primitive("split_like", _split_like_impl, _split_like_abstract,
+                         multiple_results=True, returns_view=True)
+split_like_p.def_vjp(lambda cts, ct, *xs, axis, x_axis=None: (
+    bind(concatenate_p, *cts, axis=axis),) + (None,) * len(xs))
+split_like_p.batch = _split_like_batch
+
+
+# ------------------------------------------------------------------ diagonal
+# The diagonal of the (axis1, axis2) planes, appended as the last axis (NumPy's layout). A
+# primitive because its length, min of two sizes, is not expressible by slicing when the sizes
+# are known only at run time; its gradient scatters into the diagonal by index arrays taken from
+# the cotangent itself, so it needs no sizes either.
+def _diag_len(n1, n2, offset):
+    if n1 is None or n2 is None:
+        return None
+    return max(0, min(n1 - max(-offset, 0), n2 - max(offset, 0)))
+
+
+def _diagonal_abstract(x, offset, axis1, axis2):
+    rest = [d for i, d in enumerate(x.shape) if i not in (axis1, axis2)]
+    return Aval(rest + [_diag_len(x.shape[axis1], x.shape[axis2], offset)], x.dtype)
+
+
+def _diagonal_vjp(ct, x, offset, axis1, axis2):
+    n = x.ndim
+    rest = [i for i in range(n) if i not in (axis1, axis2)]
+    perm = tuple(rest) + (axis1, axis2)
+    k = bind(reshape_p, bind(iota_p, ct, axis=ct.ndim - 1), shape=(-1,))
+    rows = k + max(-offset, 0) if offset < 0 else k
+    cols = k + offset if offset > 0 else k
+    zt = bind(zeros_like_p, bind(transpose_p, x, perm=perm))
+    g = bind(index_add_p, zt, ct, rows, cols,
+             spec=(("s", None, None, None),) * len(rest) + (("a",), ("a",)))
+    return (bind(transpose_p, g, perm=tuple(np.argsort(perm).tolist())),)
+
+
+def _diagonal_batch(args, axes, offset, axis1, axis2):
+    x = move_to_front(args[0], axes[0])
+    return bind(diagonal_p, x, offset=offset, axis1=axis1 + 1, axis2=axis2 + 1), 0
+
+
+diagonal_p = Primitive("diagonal", lambda x, offset, axis1, axis2: np.diagonal(
+    x, offset, axis1, axis2), _diagonal_abstract, returns_view=True)
+diagonal_p.def_vjp(_diagonal_vjp)
+diagonal_p.batch = _diagonal_batch
+
+
+# ------------------------------------------------------------------ repeat (traced counts)
+# np.repeat with per-element counts that are traced values: the output size depends on them.
+# (Counts known when the function is called are handled by the NumPy layer with a gather of
+# static size.)
+def _repeat_abstract(x, repeats, axis):
+    out = list(x.shape)
+    out[axis] = None
+    return Aval(out, x.dtype)
+
+
+def _repeat_vjp(ct, x, repeats, axis):
+    """Each element gets the sum of its copies' cotangents: scatter-add by source index."""
+    src = bind(repeat_p, bind(reshape_p, bind(iota_p, x, axis=axis), shape=(-1,)), repeats,
+               axis=0)
+    return (bind(index_add_p, bind(zeros_like_p, x), ct, src,
+                 spec=(("s", None, None, None),) * axis + (("a",),)), None)
+
+
+def _repeat_batch(args, axes, axis):
+    (x, r), (bx, br) = args, axes
+    if br is not None:
+        raise ValueError("repeat inside vectorized_map with repeat counts that differ between "
+                         "examples: each example's output would have a different size")
+    return bind(repeat_p, move_to_front(x, bx), r, axis=axis + 1), 0
+
+
+repeat_p = Primitive("repeat", lambda x, repeats, axis: np.repeat(x, repeats, axis=axis),
+                     _repeat_abstract)
+repeat_p.def_vjp(_repeat_vjp)
+repeat_p.batch = _repeat_batch

@@ -5,12 +5,13 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
-from ._util import broadcast_shapes, unbroadcast, move_to_front, squeezed_ok, example_rank, \
-    unsqueeze_all
+from ._util import broadcast_shapes, squeezed_ok, example_rank
+from .sums import unbroadcast
 from .elementwise import mul_p, add_p, zeros_like_p, eq_p, convert_p
-from .indexing import getitem, iota_p
+from .indexing import getitem, iota_p, concatenate_p
 from .reduction import reduce_sum_p
-from .shape import transpose_p, expand_dims_p, squeeze_p, reshape_p, concatenate_p, broadcast_to_p
+from .shape import transpose_p, expand_dims_p, squeeze_p, reshape_p, broadcast_to_p, \
+    move_to_front, unsqueeze_all
 
 _ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
 

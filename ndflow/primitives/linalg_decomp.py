@@ -32,7 +32,9 @@ Gradient conventions (read before changing a rule):
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes, unbroadcast, move_to_front, align_batched
+from ._util import broadcast_shapes
+from .sums import unbroadcast
+from .shape import move_to_front, align_batched
 from ..core.ndarray import SpecializationError
 from .elementwise import convert_p
 from .indexing import iota_p

@@ -3,7 +3,8 @@
 import numpy as np
 
 from ..core.primitive import Primitive, bind, Aval
-from ._util import same_aval, elementwise, move_to_front
+from ._util import same_aval, elementwise
+from .shape import move_to_front
 from ..core.errors import InvalidArgumentError
 from ..core.ndarray import SpecializationError
 from .elementwise import convert_p

@@ -22,9 +22,8 @@ every example; one whose inputs do not draws once for all examples.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import move_to_front
-from .indexing import getitem_p
-from .shape import expand_dims_p, concatenate_p
+from .shape import move_to_front, expand_dims_p
+from .indexing import getitem_p, concatenate_p
 
 class _Streams(dict):
     """The global stream, made on first use: importing numpy.random is a large part of

@@ -8,10 +8,11 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import I64
-from ._util import move_to_front, broadcast_shapes, unbroadcast
+from ._util import broadcast_shapes
+from .sums import unbroadcast
 from .cumulative import scatter_add_along_axis, gather_along_axis
 from .indexing import getitem_p
-from .shape import broadcast_to_p, expand_dims_p
+from .shape import broadcast_to_p, expand_dims_p, move_to_front
 
 
 def _same_abstract(x, axis, **kw):

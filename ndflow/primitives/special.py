@@ -25,7 +25,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import unbroadcast, align_batched, broadcast_shapes, elementwise
+from ._util import broadcast_shapes, elementwise
+from .sums import unbroadcast
+from .shape import align_batched
 from .elementwise import exp_p, sign_p, log_p, ones_like_p
 from .elementwise import select_p, eq_p, zeros_like_p, lt_p, abs_p
 

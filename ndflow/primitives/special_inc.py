@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import unbroadcast, broadcast_shapes, elementwise
+from ._util import broadcast_shapes, elementwise
+from .sums import unbroadcast
 from .elementwise import exp_p, log_p, select_p, ne_p, zeros_like_p, log1p_p
 from .special import (_pointwise, _lgamma, _lgamma_true_vec, _erfc_vec, _hurwitz,
                       _binary_batch, gammaln_p)

@@ -18,10 +18,11 @@ from ..core.state import STATE
 from ..core import tree
 from ..graph.trace import next_level, save_fields, restore_fields
 from ..graph.static import shape_of
-from ..primitives._util import unsqueeze, unsqueeze_all
+from ..primitives.shape import unsqueeze, unsqueeze_all
 from ..primitives.elementwise import copy_p
 from ..primitives.indexing import getitem
-from ..primitives.shape import moveaxis, concatenate_p, broadcast_dynamic_p
+from ..primitives.shape import moveaxis, broadcast_dynamic_p
+from ..primitives.indexing import concatenate_p
 from ..ops import take, stack, expand_dims, broadcast_to, constant
 
 
