@@ -174,28 +174,7 @@ class ConcreteFunction:
                      % "".join(x + ", " for x in xs))
         else:
             outs = out_names        # the results are inputs or constants
-        d, kinds = self.out_def, self.out_kinds
-        flat = (d is tree.LEAF or (type(d) is tuple and d[0] in (tuple, list)
-                                   and all(s is tree.LEAF for s in d[1])))
-        if flat:
-            parts, k = [], 0
-            for j, (kind, c) in enumerate(zip(kinds, self.out_consts)):
-                if kind == "v":
-                    L.append("        " + WRAP_INLINE.format(o="o%d" % j, v=outs[k]))
-                    parts.append("o%d" % j)
-                    k += 1
-                else:
-                    ns["k%d" % j] = c
-                    parts.append("k%d.copy()" % j if kind == "n" else "k%d" % j)
-            if d is tree.LEAF:
-                ret = parts[0]
-            elif d[0] is tuple:
-                ret = "(%s)" % "".join(p + ", " for p in parts)
-            else:
-                ret = "[%s]" % ", ".join(parts)
-        else:
-            ret = "_finish((%s), None)" % "".join(o + ", " for o in outs)
-        L.append("        return " + ret)
+        L.append("        return " + self._entry_results(L, ns, outs))
         L.append("    return entry")
         src = "\n".join(L) + "\n"
         ns["__ndflow_lines__"] = line_nodes
@@ -210,6 +189,27 @@ class ConcreteFunction:
         if "code" in _dbg.FLAGS:
             _dbg.log("--- nf.function %r: call entry\n%s" % (self.name, src))
         return ns["make"]
+
+    def _entry_results(self, L, ns, outs):
+        """The entry's return expression: flat results inline (into `L`), else via `_finish`."""
+        d, kinds = self.out_def, self.out_kinds
+        if not (d is tree.LEAF or (type(d) is tuple and d[0] in (tuple, list)
+                                   and all(s is tree.LEAF for s in d[1]))):
+            return "_finish((%s), None)" % "".join(o + ", " for o in outs)
+        parts, k = [], 0
+        for j, (kind, c) in enumerate(zip(kinds, self.out_consts)):
+            if kind == "v":
+                L.append("        " + WRAP_INLINE.format(o="o%d" % j, v=outs[k]))
+                parts.append("o%d" % j)
+                k += 1
+            else:
+                ns["k%d" % j] = c
+                parts.append("k%d.copy()" % j if kind == "n" else "k%d" % j)
+        if d is tree.LEAF:
+            return parts[0]
+        if d[0] is tuple:
+            return "(%s)" % "".join(p + ", " for p in parts)
+        return "[%s]" % ", ".join(parts)
 
     def _finish(self, outs, dev):
         it = iter(outs)
