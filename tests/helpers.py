@@ -1,8 +1,10 @@
-"""Comparison helpers shared by the tests (NumPy is the oracle)."""
+"""Helpers shared by the tests (NumPy is the oracle): comparisons, data, fused kernels."""
 import numpy as np
 
 import ndflow.numpy as tnp
 from ndflow.core import tree
+from ndflow.graph import fusion
+from ndflow.graph.kernels import planner
 
 
 def to_nf(a):
@@ -137,3 +139,17 @@ def four_element_operands(dtype, seed=1):
             b[:] = [-np.inf, 0.0, -0.0, 3.0]
         for tv in (0.0, 2.0, np.inf):
             yield a, b, np.asarray(tv, dtype)
+
+
+def single_kernel(f, *args):
+    """The one fused kernel of `f`'s graph for `args`."""
+    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
+    assert len(ks) == 1, ks
+    return ks[0]
+
+
+def routes_reached(fn):
+    """The planner routes decided while `fn()` runs, and its result."""
+    before = dict(planner.REACHED)
+    out = fn()
+    return {r for r, n in planner.REACHED.items() if n > before.get(r, 0)}, out

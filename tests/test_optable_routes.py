@@ -47,7 +47,7 @@ import optable
 import test_eager_plan
 import test_optable as T
 from fake_device import FakeArray, FakeBackend
-from helpers import assert_bits_equal, assert_same, to_nf, value_bits
+from helpers import assert_bits_equal, assert_same, routes_reached, single_kernel, to_nf, value_bits
 
 pytestmark = T.pytestmark
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -58,17 +58,7 @@ needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
 BACKWARD_ROUTES = ("eager backward plan", "reference backward loop")
 
 
-def _kernel(f, *args):
-    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
-    assert len(ks) == 1, ks
-    return ks[0]
-
-
-def _reached(fn):
-    """The planner routes decided while `fn()` runs, and its result."""
-    before = dict(planner.REACHED)
-    out = fn()
-    return {r for r, n in planner.REACHED.items() if n > before.get(r, 0)}, out
+_kernel, _reached = single_kernel, routes_reached
 
 
 # ------------------------------------------------------------------ tier 0

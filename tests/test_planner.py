@@ -15,10 +15,9 @@ import pytest
 
 import ndflow as nf
 import ndflow.numpy as tnp
-from ndflow.graph import fusion
 from ndflow.graph.kernels import planner, numba_compile, numba_runner
 from ndflow.graph.kernels.planner import Route
-from helpers import assert_bits_equal
+from helpers import assert_bits_equal, routes_reached, single_kernel
 
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed")
@@ -36,17 +35,7 @@ def _run(f, *args, calls=CALLS):
     return out
 
 
-def _kernel(f, *args):
-    ks = fusion.fused_kernels(f.get_concrete_function(*args).graph)
-    assert len(ks) == 1, ks
-    return ks[0]
-
-
-def _reached(fn):
-    """The routes decided while `fn` runs."""
-    before = dict(planner.REACHED)
-    fn()
-    return {r for r, n in planner.REACHED.items() if n > before.get(r, 0)}
+_kernel = single_kernel
 
 
 def _specials(n, dtype=np.float64, seed=0):
@@ -111,7 +100,7 @@ def test_columns_route_for_short_last_axis_outer_products(nf_settings):
     y[0, 0, 0] = np.inf
     f = nf.function(_outer(tnp))
     got = []
-    assert Route.T0_COLUMNS in _reached(lambda: got.append(_run(f, x, y)))
+    assert Route.T0_COLUMNS in routes_reached(lambda: got.append(_run(f, x, y)))[0]
     with np.errstate(all="ignore"):
         want = _outer(np)(x, y)
     assert_bits_equal(got[0].numpy(), want)
