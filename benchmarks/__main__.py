@@ -6,11 +6,12 @@ against size, the comparison bars; matplotlib) to benchmarks/results/*.png.
 saved results without running anything.
 
 Printed: a table of times (rows: workloads x sizes; columns: the median time per call of
-NumPy, ndflow eager, ndflow ``nf.function``, and TensorFlow eager / tf.function / XLA, jax.jit,
-PyTorch eager / torch.compile when installed); one table of ratios (every column against NumPy,
-and nf.function against every peer column); the sigmoid and the MLP gradient as scaling tables
-(time against size / batch); issue 13's goals table (met or not). Each system runs in its own
-subprocess (``python -m benchmarks.run_one SYSTEM WORKLOAD``).  A system that fails on a
+NumPy, ndflow eager, ndflow ``nf.function`` by default and with ``jit_compile=True``, and
+TensorFlow eager / tf.function / XLA, jax.jit, PyTorch eager / torch.compile when installed);
+one table of ratios (every column against NumPy, and both compiled ndflow columns against every
+peer column); the sigmoid and the MLP gradient as scaling tables (time against size / batch);
+the goals tables of the default mode and of ``jit_compile=True`` (met or not). Each system runs
+in its own subprocess (``python -m benchmarks.run_one SYSTEM WORKLOAD``).  A system that fails on a
 workload shows ``n/a``; the reasons are listed under the tables.
 
 Contention: a fixed NumPy loop (the probe) is timed before and after every measurement, and the
@@ -44,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 
 SHORT = {"numpy": "np", "numpy_copy": "copy", "ndflow": "nf eager", "ndflow_fn": "nf.function",
+         "ndflow_jit": "nf jit",
          "tf": "tf eager", "tf_fn": "tf.function", "tf_xla": "tf XLA", "jax_jit": "jax.jit",
          "torch": "torch eager", "torch_compile": "torch.compile"}
 
@@ -465,9 +467,12 @@ def print_report(data):
     rows, ratio_rows = [], []
     ratio_header = ["workload", "size"] + [f"{SHORT.get(c, c)}/np" for _, c, _ in main_cols
                                             if c != "numpy"]
-    have_fn = any(c == "ndflow_fn" for _, c, _ in main_cols)
-    if have_fn:
-        ratio_header += [f"nf.fn/{SHORT.get(c, c)}" for _, c, _ in peer_cols]
+    # each compiled ndflow column against every peer's (nf.fn: the default, nf.jit:
+    # jit_compile=True)
+    ours = [(c, tag) for c, tag in (("ndflow_fn", "nf.fn"), ("ndflow_jit", "nf.jit"))
+            if any(c == x for _, x, _ in main_cols)]
+    for _, tag in ours:
+        ratio_header += [f"{tag}/{SHORT.get(c, c)}" for _, c, _ in peer_cols]
     for w in names:
         for case in all_cases(w):
             if not in_main(w, case):
@@ -477,8 +482,8 @@ def print_report(data):
             base = got.get("numpy", (None,))[0]
             rr = [w, case.label] + [fmt_ratio(got[c][0], base) for _, c, _ in main_cols
                                     if c != "numpy"]
-            if have_fn:
-                rr += [fmt_ratio(got["ndflow_fn"][0], got[c][0]) for _, c, _ in peer_cols]
+            for mine, _ in ours:
+                rr += [fmt_ratio(got[mine][0], got[c][0]) for _, c, _ in peer_cols]
             ratio_rows.append(rr)
 
     threads = data.get("threads")
@@ -493,7 +498,8 @@ def print_report(data):
     print(render(rows, header))
     print()
     print("Ratios: x/np = time / NumPy's (below 1.00x: faster than NumPy); nf.fn/x = "
-          "nf.function's time / peer column x's (below 1.00x: ndflow is faster).")
+          "nf.function's time / peer column x's, nf.jit/x = nf.function(jit_compile=True)'s "
+          "(below 1.00x: ndflow is faster).")
     print()
     print(render(ratio_rows, ratio_header))
 
@@ -504,30 +510,30 @@ def print_report(data):
         sc_cols = [(s, c, h) for s, c, h in cols if (s, w) in runs
                    and (c != "numpy_copy" or w == "sigmoid")]
         sc_header = [what] + [h for _, _, h in sc_cols]
-        extra = []
-        if have_fn and "numpy" in chosen:
-            extra.append(("nf.fn/np", "numpy"))
-        if have_fn and w == "sigmoid" and "numpy" in chosen:
-            extra.append(("nf.fn/copy", "numpy_copy"))
+        extra = []            # (header, ndflow column, what it is divided by)
+        for mine, tag in ours:
+            if "numpy" in chosen:
+                extra.append((f"{tag}/np", mine, "numpy"))
+            if w == "sigmoid" and "numpy" in chosen:
+                extra.append((f"{tag}/copy", mine, "numpy_copy"))
         if w == "mlp_grad" and "numpy" in chosen and "ndflow" in chosen:
-            extra.append(("nf eager/np", None))
-        if have_fn and peer_cols:
-            extra.append(("nf.fn/best peer", "peers"))
+            extra.append(("nf eager/np", "ndflow", "numpy"))
+        for mine, tag in ours:
+            if peer_cols:
+                extra.append((f"{tag}/best peer", mine, "peers"))
         sc_header += [e[0] for e in extra]
         sc_rows = []
         for case in all_cases(w):
             got = {c: cell(s, w, case, c) for s, c, _ in sc_cols}
             row = [case.label] + [got[c][1] for _, c, _ in sc_cols]
-            fn = got.get("ndflow_fn", (None,))[0]
-            for _, col in extra:
+            for _, mine, col in extra:
+                t = got.get(mine, (None,))[0]
                 if col == "peers":
                     best = [(got[c][0], c) for _, c, _ in peer_cols if got[c][0] is not None]
                     b = min(best) if best else (None, None)
-                    row.append(fmt_ratio(fn, b[0]) + (f" {SHORT.get(b[1], b[1])}" if b[1] else ""))
-                elif col is None:
-                    row.append(fmt_ratio(got.get("ndflow", (None,))[0], got["numpy"][0]))
+                    row.append(fmt_ratio(t, b[0]) + (f" {SHORT.get(b[1], b[1])}" if b[1] else ""))
                 else:
-                    row.append(fmt_ratio(fn, got[col][0]))
+                    row.append(fmt_ratio(t, got.get(col, (None,))[0]))
             sc_rows.append(row)
         print()
         print(f"Scaling: {w} by {what}")
@@ -536,9 +542,16 @@ def print_report(data):
 
     # --- 3. goals
     print()
-    print("Goals (issue 13):")
+    print("Goals, the default mode (NumPy's bits):")
     print()
-    print(goals.markdown(*goals.goals(goals.times_of(data["runs"]))))
+    times = goals.times_of(data["runs"])
+    print(goals.markdown(*goals.goals(times)))
+    jit = goals.jit_goals(times)
+    if jit[1]:
+        print()
+        print("Goals, jit_compile=True (within the documented accuracy bound):")
+        print()
+        print(goals.markdown(*jit))
 
     # --- 4. contention and failures
     n_cells = sum(len(r.get("probes") or {}) for r in runs.values())

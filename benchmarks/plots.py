@@ -27,7 +27,8 @@ from . import systems, workloads
 
 # table column key -> legend text
 LEGEND = {"numpy": "NumPy", "numpy_copy": "copy (memory floor)", "ndflow": "ndflow eager",
-          "ndflow_fn": "ndflow nf.function", "tf": "TF eager", "tf_fn": "tf.function",
+          "ndflow_fn": "ndflow nf.function",
+          "ndflow_jit": "ndflow jit_compile=True", "tf": "TF eager", "tf_fn": "tf.function",
           "tf_xla": "tf XLA", "jax": "JAX", "jax_jit": "jax.jit", "torch": "torch eager",
           "torch_compile": "torch.compile"}
 # the system each column belongs to (for its version), by the column key's prefix
