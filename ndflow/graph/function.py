@@ -849,8 +849,7 @@ class Function:
                           f"Use {hint}, or pass arrays instead of Python numbers.",
                           stacklevel=_user_stacklevel())
         t0 = time.perf_counter()
-        # jit_compile=True: the graph, its bodies and its regions are made under the fast-math
-        # contract whatever the caller's settings; each region keeps it (FusedKernel.fast_math)
+        # jit_compile=True: graph, bodies and regions made (and kept) under the fast-math contract
         with settings.override(fast_math=True) if self._jit_compile else contextlib.nullcontext():
             cf, written = self._trace_once(args, kwargs, leaves, d, shapes, (), t0, assume)
             outside = [o for o in map(lambda r: r(), written) if o is not None]
@@ -988,8 +987,12 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     autograph : bool, optional
         Convert Python control flow on traced values (default True).
     jit_compile : bool, optional
-        True allows rewrites that may round differently within a documented bound (as XLA's
-        fast paths); the default gives NumPy's bits.
+        True: this function's compiled regions may round differently from NumPy within the
+        accuracy contract (docs/guides/performance.md: each function's bound in ulps, sums
+        within n*eps*sum|x|; NaN/inf/signed-zero positions, dtypes, shapes and errors stay
+        NumPy's), whatever `nf.config.settings.fast_math` says. Unlike TensorFlow there is no
+        XLA: every op runs (those not compiled as NumPy code), so nothing raises. None or
+        False: the process's `fast_math` setting when it traces (default: NumPy's bits).
     reduce_retracing : bool, optional
         Generalize shapes after a retrace instead of tracing every new shape.
 

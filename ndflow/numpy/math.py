@@ -267,9 +267,12 @@ square = make_ufunc(np.square, _square)
 
 def _scale(num, den):
     # NumPy divides the constants in the operand's float type (float32: 180f / pi_f, one ulp
-    # away from float32(180 / pi)); float16 loops compute in float32
+    # away from float32(180 / pi)); its float16 loop multiplies in float32, rounding once
     def scale(x):
-        t = np.float32 if x.dtype in (np.float16, np.float32) else np.float64
+        if x.dtype == np.float16:
+            wide = bind(E.convert_p, x, dtype=np.dtype(np.float32))
+            return bind(E.convert_p, scale(wide), dtype=x.dtype)
+        t = np.float32 if x.dtype == np.float32 else np.float64
         return bind(E.mul_p, x, _const_like(x, t(num) / t(den)))
     return scale
 
