@@ -645,7 +645,9 @@ def _kernels_of(obj, seen):
         if n.prim.fused:
             yield from _kernels_of(getattr(n.prim.impl, "kernel", n.prim.impl), seen)
         for sub in n.subgraphs():
-            yield from _kernels_of(sub.graph, seen)
+            # (a body's regions are in its optimized graph, made at its first run)
+            yield from _kernels_of(sub.optimized if sub.optimized is not None else sub.graph,
+                                   seen)
 
 
 def explain(obj):
