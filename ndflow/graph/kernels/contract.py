@@ -25,7 +25,7 @@ import numpy as np
 EXACT = "NumPy's bits (the default)"
 FAST = "fast math (jit_compile=True): within the accuracy contract's bounds"
 
-# function of the scalar vocabulary -> {dtype: ulps of NumPy's result}
+# function of the scalar vocabulary (not a primitive) -> {dtype: ulps of NumPy's result}
 ULPS = {
     "exp": {"float32": 2, "float64": 1},
     "expm1": {"float32": 2, "float64": 2},
