@@ -119,6 +119,57 @@ def test_records_within_the_contract(nf_settings, rec):
             assert_within(o.numpy(), w.numpy(), b, "%s on %s" % (rec.name, dt))
 
 
+_SUMS = [r for r in T.optable.RECORDS if r.name in ("sum", "mean")]
+
+
+def _rows_tiled(a, reps):
+    return np.concatenate([a] * reps, axis=0) if isinstance(a, np.ndarray) else a
+
+
+@pytest.mark.parametrize("rec", _SUMS, ids=lambda r: r.name)
+def test_sum_records_within_the_contract(nf_settings, rec):
+    """The op table's sum and mean records (axes, keepdims, where=, initial=, dtype=), their
+    operands repeated along axis 0 past settings.numba_min and scaled in the region: within
+    n * eps * sum|terms| of NumPy's (a mean: the same over n; complex: the modulus), integer
+    and boolean ones bit for bit."""
+    nf_settings(numba="sync", hot_calls=1)
+    on_tier1 = set()
+    for dt in map(np.dtype, rec.dtypes):
+        for s in rec.samples(T._seeded(rec, dt, 9), dt):
+            x = s.args[0]
+            if np.ndim(x) == 0 or x.size == 0:
+                continue
+            reps = -(-BIG // x.size)
+            kw = {k: _rows_tiled(v, reps) for k, v in s.kwargs.items()}
+            x = _rows_tiled(x, reps)
+
+            def f(x):
+                return rec.call(tnp, x * 3, **kw)
+            g = nf.function(f, jit_compile=True)
+            with np.errstate(all="ignore"):
+                reached, got = routes_reached(lambda: [g(to_nf(x)) for _ in range(2)][-1])
+                want = f(to_nf(x)).numpy()
+            got = got.numpy()
+            ctx = "%s%r on %s" % (rec.name, s, dt)
+            assert got.dtype == want.dtype and got.shape == want.shape, ctx
+            if want.dtype.kind not in "fc" or x.dtype.kind not in "fc":
+                np.testing.assert_array_equal(got, want, err_msg=ctx)
+                continue
+            if reached & {Route.T1_LOOP, Route.T1_DIRECT, Route.T1_DIRECT_BAKED}:
+                on_tier1.add(dt)
+            terms = np.abs(x.astype(np.float64) * 3)
+            akw = {k: abs(v) if k == "initial" else v for k, v in kw.items() if k != "dtype"}
+            n = terms.size // max(1, np.size(want))
+            bound = np.broadcast_to(contract.sum_bound(
+                n, getattr(np, rec.name)(terms, **akw), want.dtype), want.shape)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=ctx)
+            wide = np.complex128 if want.dtype.kind == "c" else np.float64
+            fin = np.isfinite(want)
+            assert np.all(np.abs(got.astype(wide) - want)[fin] <= bound[fin]), ctx
+    # (a sum of float32 or float64 terms in a region ran on tier 1: in its own order)
+    assert on_tier1 & {np.dtype(np.float32), np.dtype(np.float64)}, rec.name
+
+
 # ------------------------------------------------------------------ special values
 def _every_float32(lo, hi):
     a, b = np.array([lo, hi], np.float32).view(np.int32)
