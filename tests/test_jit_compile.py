@@ -187,14 +187,19 @@ def _specials(dt):
     else:
         edges = [np.linspace(c - w, c + w, 20001) for c, w in
                  ((709.78, 0.01), (-745.13, 0.01), (-708.4, 0.01), (-37.5, 0.5), (19.0, 0.6))]
-    return np.concatenate([np.array(base, dt)] + [e.astype(dt) for e in edges])
+    # and 2**20 random bit patterns: every exponent, NaN payloads, subnormals
+    it = np.uint32 if dt == np.float32 else np.uint64
+    bits = np.random.default_rng(12).integers(0, np.iinfo(it).max, 1 << 20, it, endpoint=True)
+    return np.concatenate([np.array(base, dt)] + [e.astype(dt) for e in edges] +
+                          [bits.view(dt)])
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("name", OWN)
 def test_special_values_are_numpys(nf_settings, name, dt):
-    """±0, ±inf, NaN, subnormals, overflow and underflow edges (every float32 value there):
-    NaN, infinities and zeros (signed) exactly where NumPy's are, the rest within the bound."""
+    """±0, ±inf, NaN, subnormals, overflow and underflow edges (every float32 value there),
+    random bit patterns: NaN, infinities and zeros (signed) exactly where NumPy's are, the
+    rest within the bound."""
     nf_settings(numba="sync", hot_calls=1)
     x = _specials(np.dtype(dt))
     if name == "log":
