@@ -26,7 +26,7 @@ from ndflow.graph.kernels import contract, mathlib
 from ndflow.graph.kernels.planner import Route
 
 import test_optable as T
-from helpers import routes_reached, single_kernel, to_nf
+from helpers import assert_bits_equal, routes_reached, single_kernel, to_nf
 from test_optable_routes import _ELEMENTWISE, _program, _with_specials
 
 pytestmark = T.pytestmark + [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -418,7 +418,7 @@ def _step(w1, b1, w2):
 
 def _step_bound(x, y, w1, b1, w2):
     """How far [loss, dw1, db1, dw2] of `_step` may move when tanh is within its bound, each
-    a*b+c may be one FMA and the sums are added in another order: the contract's bounds
+    and the sums are added in another order: the contract's bounds
     carried through the step to first order (float64, from the values)."""
     u, ut = float(np.finfo(np.float32).eps), contract.ulps("tanh", np.float32)
     x, y, w1, b1, w2 = (np.asarray(a, np.float64) for a in (x, y, w1, b1, w2))
@@ -475,7 +475,8 @@ _SHAPES = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=40)
 @given(shape=_SHAPES, dt=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 99))
 def test_compositions_within_the_bound(shape, dt, seed):
     """sigmoid = 1 / (1 + exp(-x)): exp's bound and one ulp per exact op after it (each has a
-    condition number <= 1 here); tanh(x) * y: tanh's and one; x * y + z: an FMA's bound."""
+    condition number <= 1 here); tanh(x) * y: tanh's and one; x * y + z: NumPy's bits (no FMA
+    contraction)."""
     rng = np.random.default_rng(seed)
     x, y, z = (rng.uniform(-30, 30, shape).astype(dt) for _ in range(3))
     x.flat[:4] = [0.0, -0.0, np.inf, -np.inf][:x.size]
@@ -488,10 +489,27 @@ def test_compositions_within_the_bound(shape, dt, seed):
         assert_within([th(x, y) for _ in range(2)][-1].numpy(), np.tanh(x) * y,
                       contract.ulps("tanh", dt) + 1, "tanh(x) * y")
         fma = nf.function(lambda x, y, z: x * y + z, jit_compile=True)
-        got = [fma(x, y, z) for _ in range(2)][-1].numpy()
-        ab = x * y
-        want = ab + z
-        fin = np.isfinite(want)
+        assert_bits_equal([fma(x, y, z) for _ in range(2)][-1].numpy(), x * y + z)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_products_are_not_fused_into_fmas(nf_settings, dt):
+    """One FMA would give other special values than NumPy's product then sum: a product that
+    overflows to inf plus -inf is NaN (an FMA's exact product gives -inf), one that underflows
+    to -0.0 plus +0.0 is +0.0 (an FMA's gives -0.0 or a subnormal). Under jit_compile=True too,
+    a*b+c and exp(c) - c*c give NumPy's bits (hypothesis found the second in a chain)."""
+    nf_settings(numba="sync", hot_calls=1, numba_min=1, numba_quick_units=0)
+    fi = np.finfo(dt)
+    big, tiny = np.sqrt(fi.max) * 4, np.sqrt(fi.smallest_subnormal) / 4
+    a = np.array([big, -tiny, tiny, big, 2.0, -big] * 2000, dt)
+    b = np.array([big, tiny, tiny, -big, 3.0, big] * 2000, dt)
+    c = np.array([-np.inf, 0.0, -0.0, np.inf, 1.0, np.inf] * 2000, dt)
+    with np.errstate(all="ignore"):
+        f = nf.function(lambda a, b, c: a * b + c, jit_compile=True)
+        assert_bits_equal([f(a, b, c) for _ in range(2)][-1].numpy(), a * b + c)
+        e = np.array([1e30 if dt == np.float32 else 1e300, 3.0, -1.0] * 4000, dt)
+        g = nf.function(lambda e: tnp.exp(e) - tnp.square(e), jit_compile=True)
+        got, want = [g(e) for _ in range(2)][-1].numpy(), np.exp(e) - np.square(e)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-        assert np.all(np.abs(got[fin].astype(np.float64) - want[fin])
-                      <= contract.fma_bound(ab[fin], want[fin]))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    assert "tier 1" in nf.config.explain(f) and "tier 1" in nf.config.explain(g)

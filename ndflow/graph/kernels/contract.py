@@ -7,14 +7,13 @@ performance guide's table (docs/guides/performance.md, "the accuracy contract") 
 Under the fast-math contract tier 1 may:
 - compute exp, expm1, log and tanh with ndflow's own vectorizable math (`mathlib`): within
   `ULPS[function][dtype]` units in the last place of NumPy's result;
-- contract a*b + c into one fused multiply-add (one rounding instead of two): within half an
-  ulp of a*b plus one ulp of the result (`fma_bound`);
 - add a region's sum in its own order (on several threads): within n * eps * sum|x| of NumPy's
   sum of the same n terms (`sum_bound`; a mean divides both by n);
 and the optimizer may merge a stack of matrix products (a (..., m, k) @ (k, n)) into one BLAS
 call: each element within k * eps * sum|a_i * b_i| of NumPy's (`sum_bound` over the inner dim).
-Every other function of tier 1's vocabulary is NumPy's bit for bit, and so is everything that
-runs on tier 0. Exact under both contracts: the positions of NaN, +-inf and signed zeros, the
+Every other function of tier 1's vocabulary is NumPy's bit for bit (a*b + c too: contracting
+it into one fused multiply-add would move NaN, inf and signed zeros, see `numba_source`), and
+so is everything that runs on tier 0. Exact under both contracts: the positions of NaN, +-inf and signed zeros, the
 results' dtypes and shapes, the errors raised, integer and boolean results.
 
 Each bound is the largest distance measured on 3.2e7 random bit patterns per dtype and every
@@ -44,12 +43,6 @@ def ulps(function, dtype):
 def ulp(x):
     """The spacing of the floats at |x| (elementwise): the unit of `ULPS`."""
     return np.spacing(np.abs(x))
-
-
-def fma_bound(ab, result):
-    """How far a*b + c computed as one FMA may lie from NumPy's two roundings: `ab` NumPy's
-    product, `result` NumPy's sum."""
-    return 0.5 * ulp(ab) + ulp(result)
 
 
 def sum_bound(n, abs_sum, dtype):

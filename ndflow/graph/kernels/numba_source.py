@@ -9,10 +9,11 @@ import numpy as np
 from .numba_plan import sum_layout, _swap_inner
 from .numba_tier import _body, _Ineligible, _typename, _FLOATS, helpers
 
-# the fast-math contract (`plan.fast_math`): FMA contraction only (no nnan/ninf: NaN and inf
-# must stay right, no reassoc); by default none, so that a*b+c rounds twice as NumPy's two
-# loops do
-FASTMATH = {"contract"}
+# No LLVM fast-math flag under either contract (the fast one's speed is its own math and the
+# sum's order): nnan/ninf/reassoc would move NaN and inf, and even FMA contraction does. a*b
+# overflowing to inf plus -inf is NaN in NumPy's two loops, but one FMA's exact product gives
+# -inf; a product underflowing to -0.0 plus +0.0 is +0.0 in NumPy's, -0.0 or a subnormal in an
+# FMA's (tests/test_jit_compile.py checks both)
 
 
 # NumPy's pairwise sum (loops_utils.h.src, `pairwise_sum`) over a[0:n]: blocks of up to 128
@@ -190,8 +191,8 @@ class _Text:
         L.append("")
         if self.pairwise:
             L.append(_PAIRWISE_SRC)
-        L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', nogil=True)"
-                 % (self.parallel, FASTMATH if self.plan.fast_math else set()))
+        L.append("@njit(parallel=%s, fastmath=set(), error_model='numpy', nogil=True)"
+                 % self.parallel)
         L.append("def %s(%s):" % (name, ", ".join(params)))
         ind = "    "
         if self.pairwise:
