@@ -237,3 +237,35 @@ def test_declared_reads_are_all_the_rule_reads():
             assert (r is None) == (g is None), p.name
             if r is not None:
                 np.testing.assert_array_equal(g.numpy(), r.numpy(), err_msg=p.name)
+
+
+@pytest.mark.parametrize("plan", [True, False])
+def test_an_array_given_twice_is_one_handle_and_follows_writes(monkeypatch, plan):
+    # `x * x` (tnp.square) keeps one handle for its one value: a write into x after the tape
+    # stopped recording copies it once, and the gradient is still 2 * (x as recorded); a 0-d
+    # loss's seed is a new array each time (never the kept one the seed copies)
+    from ndflow.autodiff import eager_plan
+    monkeypatch.setattr(eager_plan, "ENABLED", plan)
+    for dtype in (np.float32, np.float64):
+        x0 = np.array([1.5, -2.0, 0.0, -0.0, np.inf], dtype)
+        x = tnp.asarray(x0.copy())
+        with nf.GradientTape(persistent=True) as t:
+            t.watch(x)
+            y = tnp.square(x)
+            loss = tnp.sum(x * 3)
+        handles = t._records[0][1]
+        assert handles[0] is handles[1] and handles[0]._v is x._v
+        x[0] = 10.0
+        x[4] = 1.0
+        g = t.gradient(y, x)
+        want = 2 * x0     # NumPy's gradient of x * x: x + x
+        np.testing.assert_array_equal(g.numpy(), want)
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(want))
+        s1, s2 = t.gradient(loss, x), t.gradient(loss, x)
+        np.testing.assert_array_equal(s1.numpy(), np.full(5, 3, dtype))
+        s1[0] = 7.0                     # the caller's own array
+        np.testing.assert_array_equal(s2.numpy(), np.full(5, 3, dtype))
+        seed1 = t.gradient(loss, loss)
+        seed1[...] = 5                  # a 0-d seed of its own: the next one is still 1
+        assert t.gradient(loss, loss).numpy() == 1 and seed1.dtype == dtype
