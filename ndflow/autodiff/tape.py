@@ -182,14 +182,9 @@ class GradientTape(TapeMemory):
             return
         reads = prim.vjp_reads
         if reads is None:
-            # (most records have two inputs: the tuple without a map over them; one handle
-            # for an array given twice, `x * x`, as it is one value)
-            if len(args) == 2:
-                a0, a1 = args
-                h = _alias(a0)
-                handles = (h, h if a1 is a0 else _alias(a1))
-            else:
-                handles = tuple(map(_alias, args))
+            # (most records have two inputs: the tuple without a map over them)
+            handles = (_alias(args[0]), _alias(args[1])) if len(args) == 2 else \
+                tuple(map(_alias, args))
             if not self._held:
                 self._hold(handles)
         elif not reads:
@@ -199,26 +194,18 @@ class GradientTape(TapeMemory):
             keep = self._keep
             handles = tuple([keep(a) if i in reads else shape_only(a)
                              for i, a in enumerate(args)])
-        if type(outs) is not tuple and not prim.vjp_uses_out and not prim.multiple_results:
-            # one output whose value the rule does not read (most records): its tid names it
-            outh = outs._tid
-            if not outh:
-                outh = outs._tid = next(_tids)
-            conn.add(outh)
+        if type(outs) is not tuple:
             outs = (outs,)
+        for o in outs:
+            if not o._tid:
+                o._tid = next(_tids)
+            conn.add(o._tid)
+        if prim.vjp_uses_out:
+            outh = tuple(map(self._keep, outs))
+        elif len(outs) == 1 and not prim.multiple_results:
+            outh = outs[0]._tid
         else:
-            if type(outs) is not tuple:
-                outs = (outs,)
-            for o in outs:
-                if not o._tid:
-                    o._tid = next(_tids)
-                conn.add(o._tid)
-            if prim.vjp_uses_out:
-                outh = tuple(map(self._keep, outs))
-            elif len(outs) == 1 and not prim.multiple_results:
-                outh = outs[0]._tid
-            else:
-                outh = tuple(map(shape_only, outs))
+            outh = tuple(map(shape_only, outs))
         if prim.returns_view:
             self._see_view(prim, args, outs, handles, params)
         self._records.append((prim, handles, outh, params))
@@ -455,26 +442,13 @@ def _targets(target, output_gradients):
     return targets, ogs
 
 
-_ONE = {}       # id(dtype) -> (dtype, a 0-d one of that dtype): what a 0-d seed copies
-
-
 def _ones(t):
     """Target `t`'s seed: a new array of ones like it (NumPy's ones for an eager host array:
     np.ones_like, the primitive's kernel, costs eight times as much on a NumPy scalar, the
     value of a whole-array sum)."""
     v = t._v
     if t._t is None and t._dev is None and isinstance(v, (np.ndarray, np.generic)):
-        d = v.dtype
-        if not v.shape:
-            # a loss (a whole-array reduction): a copy of a kept one, one NumPy call (keyed by
-            # the dtype's identity, which hashes cheaper; the entry holds the dtype alive)
-            e = _ONE.get(id(d))
-            if e is None or e[0] is not d:
-                one = np.empty((), d)
-                one.fill(1)
-                e = _ONE[id(d)] = (d, one)
-            return _wrap(e[1].copy())
-        v = np.empty(v.shape, d)
+        v = np.empty(v.shape, v.dtype)
         v.fill(1)                         # (np.ones' copyto of 1, without its Python frame)
         return _wrap(v)
     return bind(E.ones_like_p, t)
