@@ -49,7 +49,7 @@ for _mod, _names in (
         (".autodiff.tape", "GradientTape UnconnectedGradients"),
         (".autodiff.functional", "grad value_and_grad custom_gradient numpy_function"),
         (".autodiff.forward", "ForwardAccumulator jvp jacfwd jacrev hessian stop_gradient"),
-        (".graph.function", "function jit TensorSpec shape"),
+        (".graph.function", "function jit TensorSpec"), (".graph.dynamic_shape", "shape"),
         (".vectorize.mapping", "vectorized_map vmap map_fn"),
         (".graph.control", "cond switch_case while_loop fori_loop scan"),
         (".train.variable", "Variable"), (".train.module", "Module"),

@@ -16,13 +16,16 @@ def explain(fn):
     """Which route each fused region of a compiled function takes, and why (ndflow's own; no
     TensorFlow counterpart): `fn` an `nf.function` (every graph it has traced so far), a
     concrete function or a graph. Regions are planned as they run, so call the function
-    first. The same decisions are logged as they are made with NDFLOW_DEBUG=plan.
+    first. Each region also says its contract: NumPy's bits, or the fast math of
+    `nf.function(..., jit_compile=True)` (docs/guides/performance.md). The same decisions are
+    logged as they are made with NDFLOW_DEBUG=plan.
 
     >>> import ndflow as nf, ndflow.numpy as tnp
     >>> f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
     >>> _ = f(tnp.ones(4))
     >>> print(nf.config.explain(f))            # doctest: +ELLIPSIS
-    region 1: fused{t0=negative(x0); t1=exp(t0); ...
+    region 1: fused{t0=negative(x0); t1=exp(t0); t2=add(x1, t1); t3=true_divide(x1, t2)} ...
+      contract: NumPy's bits (the default)
       tier 0, written into the step: 4 elements < settings.large_min (4096); tier 1 never: ...
     """
     return _explain(fn)

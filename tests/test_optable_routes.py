@@ -261,7 +261,8 @@ def _tier1_why_not(names, dt, fast_math):
         g = nf.function(_group_program(names))
         ks = fusion.fused_kernels(g.get_concrete_function(x, y).graph)
         assert len(ks) == 1, (names, ks)
-        return numba_tier.why_not(ks[0].prog)
+        assert ks[0].fast_math == fast_math
+        return numba_tier.why_not(ks[0].prog, fast_math)
 
 
 def _plan_groups():

@@ -7,6 +7,7 @@ conditions (NumPy's error state, a compile still pending) send single calls to t
 counted."""
 import importlib.util
 import io
+import time
 import warnings
 from contextlib import redirect_stderr
 
@@ -23,10 +24,8 @@ needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed")
 CALLS = 5         # past settings.hot_calls (3)
 
-
 def _sigmoid(m):
     return lambda y: 1 / (1 + m.exp(-y))
-
 
 def _run(f, *args, calls=CALLS):
     with np.errstate(all="ignore"):
@@ -34,9 +33,7 @@ def _run(f, *args, calls=CALLS):
             out = f(*args)
     return out
 
-
 _kernel = single_kernel
-
 
 def _specials(n, dtype=np.float64, seed=0):
     rng = np.random.default_rng(seed)
@@ -45,12 +42,10 @@ def _specials(n, dtype=np.float64, seed=0):
     x[:min(n, 6)] = sp[:min(n, 6)]
     return x
 
-
 # ------------------------------------------------------------------ the registry
 def test_every_route_is_named_and_described():
     assert len(Route) == len({r.value for r in Route}) >= 15
     assert planner.TIER0 == {r for r in Route if r.value.startswith("tier 0")}
-
 
 def test_explain_names_each_region_its_route_and_why(nf_settings):
     nf_settings(numba="off")
@@ -64,7 +59,6 @@ def test_explain_names_each_region_its_route_and_why(nf_settings):
     assert "tier 1 never" in text or "settings.numba is 'off'" in text
     assert nf.config.explain(f.get_concrete_function(x, y)) == text
     assert nf.config.explain(nf.function(lambda a: a + 1)) == "no fused regions"
-
 
 def test_debug_plan_logs_each_decision(nf_settings):
     nf_settings(numba="off", large_min=16)
@@ -83,12 +77,10 @@ def test_debug_plan_logs_each_decision(nf_settings):
     assert Route.T0_LARGE.value in log and "tier 1 never" in log
     assert "settings.numba is 'off'" in log
 
-
 # ------------------------------------------------------------------ tier 0's routes
 # (each route on the op table's records, with NumPy's bits: tests/test_optable_routes.py)
 def _outer(m):
     return lambda x, y: x * y + 1.0
-
 
 def test_columns_route_for_short_last_axis_outer_products(nf_settings):
     """(b, m, 1) * (b, 1, 2): tier 0 runs it column by column (NumPy's loop over rows of 2
@@ -109,7 +101,6 @@ def test_columns_route_for_short_last_axis_outer_products(nf_settings):
     xs = np.asfortranarray(np.repeat(x, 2, axis=2))[:, :, :1]        # strided
     with np.errstate(all="ignore"):
         assert_bits_equal(f(xs, y).numpy(), _outer(np)(xs, y))
-
 
 def test_columns_route_warns_and_raises_as_numpy(nf_settings):
     """A floating-point error met in a column runs the call again whole, under the caller's
@@ -133,7 +124,6 @@ def test_columns_route_warns_and_raises_as_numpy(nf_settings):
         with pytest.raises(FloatingPointError):
             f(x, y)
 
-
 def test_tier0_for_good_is_the_kernels_own_call(nf_settings):
     """The planner's decision is the one place that changes what calling a kernel runs: a
     region on tier 0 for good is called straight as its tier-0 function."""
@@ -145,7 +135,6 @@ def test_tier0_for_good_is_the_kernels_own_call(nf_settings):
     assert k.decision.route is Route.T0_LARGE and "settings.numba is 'off'" in k.decision.why
     assert type(k).__call__ is k.tier0 and k.direct is k.tier0
 
-
 def test_numba_missing_says_so_and_keeps_numpys_bits(nf_settings, monkeypatch):
     nf_settings(numba="sync")
     monkeypatch.setattr(planner, "_numba_found", False)
@@ -154,7 +143,6 @@ def test_numba_missing_says_so_and_keeps_numpys_bits(nf_settings, monkeypatch):
     with np.errstate(all="ignore"):
         assert_bits_equal(_run(f, x).numpy(), _sigmoid(np)(x))
     assert "numba is not installed" in nf.config.explain(f)
-
 
 # ------------------------------------------------------------------ tier 1's routes
 # (the loop, two threads, the generated callers and the in-place kernels on every function
@@ -183,7 +171,6 @@ def test_per_call_conditions_send_single_calls_to_tier0(monkeypatch, nf_settings
     assert queued and "tier-1 kernel compiling" in nf.config.explain(h)
     assert_bits_equal(r.numpy(), x * 2.0 + x * x)
 
-
 @needs_numba
 def test_background_compile_is_asked_for_once_it_pays(monkeypatch, nf_settings):
     """In the background, a region's tier-1 kernel is asked for only once the region has run
@@ -199,24 +186,26 @@ def test_background_compile_is_asked_for_once_it_pays(monkeypatch, nf_settings):
     x = np.linspace(-3, 3, 1 << 14)
     f = nf.function(lambda a: a * 2.0 + a * a)
     k = _kernel(f, x)
-    ran = 0
+    ran, longest = 0, 0.0
     while not queued:
+        t0 = time.perf_counter()
         r = _run(f, x, calls=1)
+        longest = max(longest, time.perf_counter() - t0)
         ran += 1
         assert_bits_equal(r.numpy(), x * 2.0 + x * x)
         if ran == CALLS:
             assert "tier 0 until its tier-1 kernel pays" in nf.config.explain(f)
         assert ran < 10 ** 6
-    # asked for on the call after the rent was paid (checked every RECHECK_S of tier 0)
+    # asked for on the call after the rent was paid (checked every RECHECK_S of tier 0, so
+    # at most that and one call more: a call on a loaded machine can take longer than it)
     assert ran > CALLS and k.runner is not None
-    assert 0.2 <= planner._cold and 0.05 <= k.spent < 0.2 + 2 * planner.RECHECK_S
+    assert 0.2 <= planner._cold and 0.05 <= k.spent < 0.2 + planner.RECHECK_S + longest
     # numba's start is paid once: a second region asks as soon as its own rent is paid
     g = nf.function(lambda a: a * 3.0 - a * a)
     kg = _kernel(g, x)
     while kg.runner is None:
         _run(g, x, calls=1)
     assert 0.05 <= kg.spent < 0.05 + 2 * planner.RECHECK_S
-
 
 @needs_numba
 def test_sync_compile_is_asked_for_on_the_hot_call(monkeypatch, nf_settings):
@@ -228,7 +217,6 @@ def test_sync_compile_is_asked_for_on_the_hot_call(monkeypatch, nf_settings):
     x = np.linspace(-3, 3, 1 << 14)
     _run(f, x, calls=nf.config.settings.hot_calls)
     assert planner.compile_pays(_kernel(f, x))
-
 
 def test_background_compile_lowers_the_switch_interval_while_it_runs():
     """A background compile runs with a short thread switch interval (the caller coming back

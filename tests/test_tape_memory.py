@@ -237,3 +237,34 @@ def test_declared_reads_are_all_the_rule_reads():
             assert (r is None) == (g is None), p.name
             if r is not None:
                 np.testing.assert_array_equal(g.numpy(), r.numpy(), err_msg=p.name)
+
+
+@pytest.mark.parametrize("plan", [True, False])
+def test_an_array_given_twice_follows_writes_and_seeds_are_new(monkeypatch, plan):
+    # `x * x` (tnp.square) records one value twice: a write into x after the tape stopped
+    # recording leaves the gradient 2 * (x as recorded), signed zeros and infinities
+    # included, on the eager plan and the reference loop; a gradient or a 0-d loss's seed
+    # handed to the caller is an array of its own (writing it changes no later gradient)
+    from ndflow.autodiff import eager_plan
+    monkeypatch.setattr(eager_plan, "ENABLED", plan)
+    for dtype in (np.float32, np.float64):
+        x0 = np.array([1.5, -2.0, 0.0, -0.0, np.inf], dtype)
+        x = tnp.asarray(x0.copy())
+        with nf.GradientTape(persistent=True) as t:
+            t.watch(x)
+            y = tnp.square(x)
+            loss = tnp.sum(x * 3)
+        x[0] = 10.0
+        x[4] = 1.0
+        g = t.gradient(y, x)
+        want = 2 * x0     # NumPy's gradient of x * x: x + x
+        np.testing.assert_array_equal(g.numpy(), want)
+        assert g.dtype == dtype
+        np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(want))
+        s1, s2 = t.gradient(loss, x), t.gradient(loss, x)
+        np.testing.assert_array_equal(s1.numpy(), np.full(5, 3, dtype))
+        s1[0] = 7.0                     # the caller's own array
+        np.testing.assert_array_equal(s2.numpy(), np.full(5, 3, dtype))
+        seed1 = t.gradient(loss, loss)
+        seed1[...] = 5
+        assert t.gradient(loss, loss).numpy() == 1 and seed1.dtype == dtype

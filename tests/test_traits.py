@@ -21,7 +21,7 @@ _NAMES = {p.name for p in REGISTRY}
 # primitive (the expressions are declared on the primitives). test_vocabulary_tables_are_
 # keyed_by_functions checks that their keys are the vocabulary's.
 _TEMPLATE_VOCABULARY = {"FUNCTIONS", "_OWN", "_INTRINSIC", "_HELPERS", "_OPERATORS", "_REFUSED",
-                        "_SPELLING"}
+                        "_SPELLING", "ULPS"}
 
 
 def _name_uses(tree):
@@ -64,8 +64,9 @@ def test_vocabulary_tables_are_keyed_by_functions():
     """The tables the name check leaves alone hold functions of the scalar vocabulary (or
     mathlib's), not primitives."""
     from ndflow.primitives.scalar import FUNCTIONS
-    from ndflow.graph.kernels import numba_scalar as N, cuda_tier, mathlib
-    tables = [N._OWN, N._INTRINSIC, N._HELPERS, N._OPERATORS, N._REFUSED, cuda_tier._SPELLING]
+    from ndflow.graph.kernels import numba_scalar as N, cuda_tier, mathlib, contract
+    tables = [N._OWN, N._INTRINSIC, N._HELPERS, N._OPERATORS, N._REFUSED, cuda_tier._SPELLING,
+              contract.ULPS]
     for t in tables:
         assert set(t) <= set(FUNCTIONS), set(t) - set(FUNCTIONS)
     assert set(mathlib.FUNCTIONS) <= set(FUNCTIONS)

@@ -18,7 +18,7 @@ from . import collective as _col
 from .collective import LOCAL, ThreadGroup, all_reduce_sum
 from .values import PerReplica, MirroredVariable
 from .. import numpy as tnp
-from ..graph.function import shape
+from ..graph.dynamic_shape import shape
 from ..core.state import STATE
 
 __all__ = ["ReduceOp", "Strategy", "MirroredStrategy", "MultiWorkerMirroredStrategy",

@@ -20,6 +20,7 @@ import keyword
 import numpy as np
 
 from ..core.state import STATE
+from ..core.settings import settings
 from ..core.errors import nonfinite_error
 from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS, on_device
 from .kernels import numpy_tier as T
@@ -308,11 +309,12 @@ def node_for_exception(tb):
     return node
 
 
-def _compile_body(graph, check_numerics):
+def _compile_body(graph, check_numerics, fast_math):
     """A sub-graph's body optimized (with the checked passes under check_numerics) and
-    generated: (optimized graph, run)."""
-    optimized = optimize(graph, checked_passes() if check_numerics else None)
-    return optimized, generate(optimized, check_numerics=check_numerics)[0]
+    generated under the contract it was traced under (`fast_math`): (optimized graph, run)."""
+    with settings.override(fast_math=fast_math):
+        optimized = optimize(graph, checked_passes() if check_numerics else None)
+        return optimized, generate(optimized, check_numerics=check_numerics)[0]
 
 
 set_compiler(_compile_body)

@@ -1,6 +1,7 @@
 """`nf.function` / `nf.jit`: trace a Python function into a graph once per input signature,
 optimize it, generate straight-line code, and run that on later calls."""
 import collections
+import contextlib
 import functools
 import operator
 import re
@@ -17,13 +18,13 @@ from ..core import dispatch as _door
 from ..core.dispatch import plain as _plain
 from ..core import tree
 from ..core.variable import VariableBase
+from ..core.settings import settings
 from .trace import GraphTrace, restore_fields
 from .ir import format_graph
 from . import passes as _passes
 from . import debug as _dbg
 from .codegen import generate, node_for_exception
 from .signature import TensorSpec, Signature
-from .static import shape_of
 from ..autograph.conversion import convert
 from .. import numpy as tnp
 from .dot import render
@@ -53,6 +54,7 @@ class ConcreteFunction:
         # traced with nf.debugging.enable_check_numerics on: every operation's result is
         # checked at run time (a graph of its own: code traced with it off has no check)
         self.check_numerics = check_numerics
+        self.fast_math = settings.fast_math    # the contract its regions were built under
         self.graph = _passes.optimize(graph, _passes.checked_passes() if check_numerics else None)
         t1 = time.perf_counter()
         self.run, self.source, self._line_nodes, self._filename, self._body = generate(
@@ -290,7 +292,8 @@ class ConcreteFunction:
         return memory_report(self.graph)
 
     def __str__(self):
-        return format_graph(self.graph)
+        return ("# fast math (jit_compile=True): fused regions round within the accuracy "
+                "contract\n" if self.fast_math else "") + format_graph(self.graph)
 
 
 def _writes_variables(g):
@@ -491,6 +494,10 @@ class Function:
             Signature(input_signature, fn, self._name)
         self._sig = None if input_signature is None else self._binder.specs
         self._reduce_retracing = reduce_retracing
+        if jit_compile not in (None, True, False):
+            raise TypeError("nf.function: jit_compile must be True, False or None, got %r"
+                            % (jit_compile,))
+        self._jit_compile = jit_compile
         self._cache = collections.OrderedDict()   # full key -> ConcreteFunction (LRU)
         # (shape, dtype, shape, dtype, ...) of positional eager arrays -> that signature's
         # call entry: valid only while no trace, tape, device scope or promotion switch is
@@ -523,7 +530,8 @@ class Function:
     def __reduce__(self):
         # pickling (Dask and multiprocessing ship functions this way) sends the Python function
         # and the options; traced graphs are per process, so the receiver traces anew
-        return (Function, (self._fn, self._sig, self._reduce_retracing, None, True, self._name))
+        return (Function, (self._fn, self._sig, self._reduce_retracing, self._jit_compile,
+                           self._autograph, self._name))
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -534,7 +542,7 @@ class Function:
             bound = None
         if bound is None:
             bound = Function(functools.partial(self._fn, obj), self._sig, self._reduce_retracing,
-                             autograph=self._autograph, name=self._name)
+                             self._jit_compile, self._autograph, self._name)
             try:
                 self._instances[obj] = bound
             except TypeError:
@@ -841,17 +849,19 @@ class Function:
                           f"Use {hint}, or pass arrays instead of Python numbers.",
                           stacklevel=_user_stacklevel())
         t0 = time.perf_counter()
-        cf, written = self._trace_once(args, kwargs, leaves, d, shapes, (), t0, assume)
-        outside = [o for o in map(lambda r: r(), written) if o is not None]
-        if outside:
-            import gc
-            gc.collect()
+        # jit_compile=True: graph, bodies and regions made (and kept) under the fast-math contract
+        with settings.override(fast_math=True) if self._jit_compile else contextlib.nullcontext():
+            cf, written = self._trace_once(args, kwargs, leaves, d, shapes, (), t0, assume)
             outside = [o for o in map(lambda r: r(), written) if o is not None]
-        if outside:
-            # the function writes arrays that live outside it: NumPy reads and writes them at
-            # every call, so trace once more with them as inputs (read at each call, by
-            # reference) instead of constants frozen at trace time
-            cf, _ = self._trace_once(args, kwargs, leaves, d, shapes, outside, t0, assume)
+            if outside:
+                import gc
+                gc.collect()
+                outside = [o for o in map(lambda r: r(), written) if o is not None]
+            if outside:
+                # the function writes arrays that live outside it: NumPy reads and writes them
+                # at every call, so trace once more with them as inputs (read at each call, by
+                # reference) instead of constants frozen at trace time
+                cf, _ = self._trace_once(args, kwargs, leaves, d, shapes, outside, t0, assume)
         return cf
 
     def _trace_once(self, args, kwargs, leaves, d, shapes, mutable, t0, assume=None):
@@ -977,8 +987,12 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     autograph : bool, optional
         Convert Python control flow on traced values (default True).
     jit_compile : bool, optional
-        True allows rewrites that may round differently within a documented bound (as XLA's
-        fast paths); the default gives NumPy's bits.
+        True: this function's compiled regions may round differently from NumPy within the
+        accuracy contract (docs/guides/performance.md: each function's bound in ulps, sums
+        within n*eps*sum|x|; NaN/inf/signed-zero positions, dtypes, shapes and errors stay
+        NumPy's), whatever `nf.config.settings.fast_math` says. Unlike TensorFlow there is no
+        XLA: every op runs (those not compiled as NumPy code), so nothing raises. None or
+        False: the process's `fast_math` setting when it traces (default: NumPy's bits).
     reduce_retracing : bool, optional
         Generalize shapes after a retrace instead of tracing every new shape.
 
@@ -1009,17 +1023,3 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
 
 jit = function
 
-
-# ------------------------------------------------------------------ dynamic shape
-def shape(x, out_type=np.int32):
-    """The shape of `x` as an int32 array (`out_type` otherwise), as `tf.shape`; inside
-    `nf.function` it is computed at run time, so sizes unknown while tracing (None) are
-    available. (`x.shape` gives the static shape, a tuple.)
-
-    Examples
-    --------
-    >>> import ndflow as nf
-    >>> nf.shape(nf.zeros([2, 3]))
-    array([2, 3], dtype=int32)
-    """
-    return shape_of(x if isinstance(x, ndarray) else tnp.asarray(x), out_type)

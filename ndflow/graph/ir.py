@@ -8,6 +8,7 @@ a form a person can follow; `verify` checks it.
 import itertools
 
 from ..core.state import STATE
+from ..core.settings import settings
 from ..core.primitive import bind
 
 _ids = itertools.count()
@@ -84,7 +85,7 @@ class SubGraph:
     runs its optimized, generated code (compiled on first use). Hashable by identity, so nodes
     holding it stay hashable for CSE."""
     __slots__ = ("graph", "optimized", "name", "effect", "_run", "cache", "check_numerics",
-                 "__weakref__")
+                 "fast_math", "__weakref__")
 
     def __init__(self, graph, name=None):
         self.graph = graph        # as traced: what gradient and batching rules re-enter
@@ -96,6 +97,9 @@ class SubGraph:
         self.cache = {}           # derived graphs (gradients, batched versions), by purpose
         # made while tracing with nf.debugging.enable_check_numerics on: its code checks too
         self.check_numerics = STATE.check_numerics
+        # traced inside an nf.function(jit_compile=True): compiled (on first use, in whichever
+        # thread) under its fast-math contract, as the graph around it
+        self.fast_math = settings.fast_math
 
     @property
     def in_avals(self):
@@ -110,7 +114,8 @@ class SubGraph:
             # the optimized graph is kept apart: its fused nodes have no gradient or batching
             # rules, and a rule may re-enter this body after it ran (a saved function
             # differentiated after a call)
-            self.optimized, self._run = _COMPILER[0](self.graph, self.check_numerics)
+            self.optimized, self._run = _COMPILER[0](self.graph, self.check_numerics,
+                                                     self.fast_math)
         return self._run
 
     def __call__(self, *bufs):
@@ -121,11 +126,12 @@ class SubGraph:
         return "{%s}" % self.name
 
 
-def _no_compiler(graph, check_numerics):
+def _no_compiler(graph, check_numerics, fast_math):
     raise RuntimeError("a sub-graph ran before the compiler (ndflow.graph.codegen) was imported")
 
 
-# How a body is optimized and turned into code: (graph, check_numerics) -> (optimized, run).
+# How a body is optimized and turned into code: (graph, check_numerics, fast_math) ->
+# (optimized, run).
 # The compiler is a layer above this IR; graph/codegen.py installs it when imported, and every
 # module that runs bodies (control flow, functions, the saved-model loader) imports that.
 _COMPILER = [_no_compiler]

@@ -265,14 +265,22 @@ def _square(x):
 square = make_ufunc(np.square, _square)
 
 
-def _scale(k):
-    return lambda x: bind(E.mul_p, x, _const_like(x, k))
+def _scale(num, den):
+    # NumPy divides the constants in the operand's float type (float32: 180f / pi_f, one ulp
+    # away from float32(180 / pi)); its float16 loop multiplies in float32, rounding once
+    def scale(x):
+        if x.dtype == np.float16:
+            wide = bind(E.convert_p, x, dtype=np.dtype(np.float32))
+            return bind(E.convert_p, scale(wide), dtype=x.dtype)
+        t = np.float32 if x.dtype == np.float32 else np.float64
+        return bind(E.mul_p, x, _const_like(x, t(num) / t(den)))
+    return scale
 
 
-deg2rad = make_ufunc(np.deg2rad, _scale(np.pi / 180.0))
-radians = make_ufunc(np.radians, _scale(np.pi / 180.0))
-rad2deg = make_ufunc(np.rad2deg, _scale(180.0 / np.pi))
-degrees = make_ufunc(np.degrees, _scale(180.0 / np.pi))
+deg2rad = make_ufunc(np.deg2rad, _scale(np.pi, 180.0))
+radians = make_ufunc(np.radians, _scale(np.pi, 180.0))
+rad2deg = make_ufunc(np.rad2deg, _scale(180.0, np.pi))
+degrees = make_ufunc(np.degrees, _scale(180.0, np.pi))
 
 
 def _modf(x):

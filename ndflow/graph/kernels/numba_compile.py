@@ -12,7 +12,6 @@ import numpy as np
 from . import mathlib, replica, numba_tier, numba_plan, numba_source
 from .numba_plan import _swap_inner
 from .numba_source import _kernel_source, _dummy_args
-from .numba_tier import _fast_math
 from ...core.settings import settings
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "first_s": None, "failures": [],
@@ -71,7 +70,7 @@ def _verify_replicas(src):
 
 
 def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
-    return (prog.key, plan.pattern, parallel, _fast_math(), in_place, _swap_inner(prog, plan),
+    return (prog.key, plan.pattern, parallel, plan.fast_math, in_place, _swap_inner(prog, plan),
             baked, scalars, plan.dims if static else None)
 
 

@@ -4,17 +4,19 @@ without numba."""
 import math
 
 from .program import runtime_shapes
-from .numba_tier import _fast_math
 from ...core.settings import settings
 
 
 class Plan:
-    """How these operand shapes run: collapsed dims and each operand's broadcast pattern."""
-    __slots__ = ("dims", "pattern", "in_shapes", "out_shapes", "acc_shape", "red_shape",
-                 "size", "S", "kernel", "parallel_kernel", "requested", "ok", "writeable",
-                 "variants", "full", "sum_why", "choice", "serial_runs")
+    """How these operand shapes run: collapsed dims and each operand's broadcast pattern,
+    under the region's contract `fast_math` (its FusedKernel's: the sum's order and the
+    kernel's math follow it)."""
+    __slots__ = ("fast_math", "dims", "pattern", "in_shapes", "out_shapes", "acc_shape",
+                 "red_shape", "size", "S", "kernel", "parallel_kernel", "requested", "ok",
+                 "writeable", "variants", "full", "sum_why", "choice", "serial_runs")
 
-    def __init__(self, prog, in_shapes):
+    def __init__(self, prog, in_shapes, fast_math):
+        self.fast_math = fast_math
         self.kernel = self.parallel_kernel = None
         self.choice = None         # blocks.ThreadChoice where the thread count is timed
         self.serial_runs = 0       # calls of the one-thread kernel before `choice` exists
@@ -142,11 +144,11 @@ STATIC_PAIRWISE_MAX = {"full": 8192, "rows": 0}
 def exact_sum_ok(prog, plan):
     """None when tier 1 runs this plan's sum (if any): in NumPy's order and, for a pairwise
     sum, small enough to pay (`PAIRWISE_MAX`, `STATIC_PAIRWISE_MAX`); else the reason. Kept on the
-    plan (`settings.fast_math` is read when a region is requested)."""
+    plan, whose contract (`plan.fast_math`, the region's) says whether NumPy's order is kept."""
     why = plan.sum_why
     if why is False:
         why = None
-        if plan.acc_shape is not None and not _fast_math():
+        if plan.acc_shape is not None and not plan.fast_math:
             lay = sum_layout(prog, plan)
             if isinstance(lay, str):
                 why = lay

@@ -25,11 +25,11 @@ class QuickCallers:
         path, the kernel's arguments, the constants kept), with the names those use put in
         `ns`; None where an operand would send every call there (a strided or non-ndarray
         operand that is not a constant). `baked` and `scalars`: the kernel's (see
-        `_kernel_source`). `layout_by_numba`: no test of C-contiguity here, for a caller
-        that only reads its operands: the kernel was compiled for C-contiguous (and
-        writeable or not) arrays and compiling is off, so numba's dispatch refuses any
-        other with a TypeError, which sends the call to the general path (~50 ns less per
-        operand than asking `x.flags`)."""
+        `_kernel_source`). `layout_by_numba`: no test of C-contiguity here for an operand
+        passed to the kernel as it is, in a caller that only reads its operands: the kernel
+        was compiled for C-contiguous (and writeable or not) arrays and compiling is off, so
+        numba's dispatch refuses any other with a TypeError, which sends the call to the
+        general path (~50 ns less per operand than asking `x.flags`)."""
         cp = self.const_pos
         baked = {i for i, _ in baked}
         nd = len(plan.dims)
@@ -55,8 +55,11 @@ class QuickCallers:
                 continue
             if type(x) is not np.ndarray or not x.flags.c_contiguous:
                 return None
-            checks.append(("type(x%d) is not nd_" % i) if layout_by_numba else
-                          ("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i)))
+            # (numba's dispatch sees the layout only where the operand reaches the kernel
+            # as it is: reshaped, a Fortran-ordered array would be copied into C order, and
+            # the results laid out unlike NumPy's)
+            checks.append(("type(x%d) is not nd_" % i) if layout_by_numba and a.shape == x.shape
+                          else ("type(x%d) is not nd_ or not x%d.flags.c_contiguous" % (i, i)))
             if a.shape == x.shape:
                 call.append("x%d" % i)
             else:

@@ -20,7 +20,6 @@ from .numba_quick import QuickCallers
 from .numba_tier import _OWN_CALL
 from .planner import Route
 from .pool import OutputPool, donated, errstate_flags
-from ...core.settings import settings
 
 
 def _compact(x):
@@ -53,7 +52,8 @@ class Runner(QuickCallers):
                          for o in prog.ops)
         self.plans = {}                # operand shapes -> collapsed Plan (holds its kernels)
         self.signatures = {}           # signature -> (Decision, Plan, operand shapes)
-        self.static_plan = Plan(prog, [s for s, _ in prog.ins]) if prog.static else None
+        self.static_plan = Plan(prog, [s for s, _ in prog.ins], self.fast_math) \
+            if prog.static else None
         self.static_shapes = tuple(s for s, _ in prog.ins)
         self.static_sig = None         # (decision, plan) of the static C-contiguous signature
         if self.static_plan is not None:
@@ -90,19 +90,10 @@ class Runner(QuickCallers):
         self.inplace_decisions = {}
 
     # ---------------------------------------------------------------- compiling
-    def _job(self, fn):
-        """`fn` run under this region's contract (its fast-math setting, fixed when it was
-        built), whichever thread and whenever the compile runs."""
-        fm = self.fast_math
-
-        def job():
-            with settings.override(fast_math=fm):
-                fn()
-        return job
-
+    # (a compile reads the region's contract from its plans, `Plan.fast_math`, never from the
+    # settings of the thread that runs it)
     def compiled(self, plan, parallel):
-        with settings.override(fast_math=self.fast_math):
-            return _compiled(self.prog, plan, parallel)
+        return _compiled(self.prog, plan, parallel)
 
     def ensure(self, plan, parallel, xs, in_place=()):
         """Ask for the kernel of `plan` (one thread or two; written over operands for
@@ -123,7 +114,7 @@ class Runner(QuickCallers):
                 plan.parallel_kernel = k
             else:
                 plan.kernel = k
-        _submit(self._job(compile_it), self.sync)
+        _submit(compile_it, self.sync)
         if not in_place:
             expected = self._expected_in_place(plan)
             if expected:
@@ -147,7 +138,7 @@ class Runner(QuickCallers):
         p = self.plans.get(shapes)
         if p is None:
             try:
-                p = Plan(self.prog, shapes)
+                p = Plan(self.prog, shapes, self.fast_math)
             except ValueError:
                 return None
             self.plans[shapes] = p

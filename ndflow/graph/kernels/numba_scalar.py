@@ -9,14 +9,14 @@ NumPy's value bit for bit. This module only writes text; it does not import numb
 - _HELPERS: small select-based functions (`_numba_helpers`: no branches, so loops vectorize;
   NaN rules NumPy's); _INTRINSIC: LLVM intrinsics, IEEE-exact, floats only;
 - _OWN: our vectorizable math (`mathlib`), floats only: NumPy's bits only where `replica`
-  reproduces NumPy's SIMD loop, else under `settings.fast_math`;
+  reproduces NumPy's SIMD loop, else under the fast-math contract (the region's, passed in:
+  `jit_compile=True` or `settings.fast_math` when it was built);
 - _REFUSED: why a function stays with NumPy's loop; any other function would call the scalar
   C library, which NumPy's SIMD loops beat.
 """
 import numpy as np
 
 from . import mathlib, replica
-from ...core.settings import settings
 from ...primitives.scalar import Unrenderable
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -55,9 +55,10 @@ def typename(dt):
     return "np.%s" % np.dtype(dt).name if np.dtype(dt) != np.bool_ else "np.bool_"
 
 
-def spell(f, a, dts, res):
+def spell(f, a, dts, res, fast_math):
     """Numba text of vocabulary function `f` over operand texts `a` of `dts`, result `res`
-    (scalar.render's `spell`); raises Unrenderable."""
+    (scalar.render's `spell`, with the region's contract `fast_math` bound); raises
+    Unrenderable."""
     dt = np.dtype(dts[0])
     if f == "astype":
         if res.kind in "iu" and dt.kind == "f":
@@ -68,12 +69,12 @@ def spell(f, a, dts, res):
             raise Unrenderable("'%s' on %s" % (f, dt))
         if f in _INTRINSIC:
             return "%s(%s)" % (_INTRINSIC[f], a[0])
-        if settings.fast_math:
+        if fast_math:
             return "%s_%s(%s)" % (f, dt.name, a[0])
         why = replica.why_not(f, dt)
         if why is not None:
             raise Unrenderable("'%s' with our own math is not NumPy's bit for bit "
-                               "(settings.fast_math allows it); %s" % (f, why))
+                               "(jit_compile=True allows it); %s" % (f, why))
         return "%s(%s)" % (replica.kernel_name(f, dt), a[0])
     if f in _HELPERS:
         return "%s(%s)" % (_HELPERS[f], ", ".join(a))

@@ -7,11 +7,13 @@ import re
 import numpy as np
 
 from .numba_plan import sum_layout, _swap_inner
-from .numba_tier import _body, _Ineligible, _typename, _FLOATS, helpers, _fast_math
+from .numba_tier import _body, _Ineligible, _typename, _FLOATS, helpers
 
-# settings.fast_math: FMA contraction only (no nnan/ninf: NaN and inf must stay right, no
-# reassoc); by default none, so that a*b+c rounds twice as NumPy's two loops do
-FASTMATH = {"contract"}
+# No LLVM fast-math flag under either contract (the fast one's speed is its own math and the
+# sum's order): nnan/ninf/reassoc would move NaN and inf, and even FMA contraction does. a*b
+# overflowing to inf plus -inf is NaN in NumPy's two loops, but one FMA's exact product gives
+# -inf; a product underflowing to -0.0 plus +0.0 is +0.0 in NumPy's, -0.0 or a subnormal in an
+# FMA's (tests/test_jit_compile.py checks both)
 
 
 # NumPy's pairwise sum (loops_utils.h.src, `pairwise_sum`) over a[0:n]: blocks of up to 128
@@ -143,7 +145,7 @@ class _Text:
         self.full_red = plan.full_reduce()
         # exact sums (no fast math): NumPy's order, `sum_layout`; 'cols' is the loop order
         lay = None
-        if self.red and not _fast_math():
+        if self.red and not plan.fast_math:
             lay = sum_layout(prog, plan)
             if isinstance(lay, str):
                 raise _Ineligible(lay)
@@ -189,8 +191,8 @@ class _Text:
         L.append("")
         if self.pairwise:
             L.append(_PAIRWISE_SRC)
-        L.append("@njit(parallel=%s, fastmath=%r, error_model='numpy', nogil=True)"
-                 % (self.parallel, FASTMATH if _fast_math() else set()))
+        L.append("@njit(parallel=%s, fastmath=set(), error_model='numpy', nogil=True)"
+                 % self.parallel)
         L.append("def %s(%s):" % (name, ", ".join(params)))
         ind = "    "
         if self.pairwise:
@@ -286,7 +288,7 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
     plan's sizes (a whole pairwise sum of up to `TREE_MAX` elements is then written out,
     `_pairwise_tree`)."""
     t = _Text(prog, plan, parallel, in_place, baked, scalars, static)
-    body = _body(prog, ["a%d" % i for i in range(prog.n_in)])
+    body = _body(prog, ["a%d" % i for i in range(prog.n_in)], plan.fast_math)
     L = t.head(name, body)
     loops, ind = t.loops(body)
     return "\n".join(L + loops + t.tail(ind)) + "\n"

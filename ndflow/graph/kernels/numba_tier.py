@@ -12,8 +12,8 @@ helpers that keep NumPy's NaN rules (maximum/minimum propagate NaN). Functions t
 the scalar C library (sin, log2, power, ...) make a region ineligible: NumPy's SIMD loops beat
 them, so such regions stay on tier 0 (`why_not(program)` says which op).
 
-A region may end in a float sum. Without `settings.fast_math` it is added in NumPy's own order
-(`numba_plan.sum_layout`: NumPy's pairwise sum along trailing dims, row after row along
+A region may end in a float sum. Under the exact contract (the default) it is added in NumPy's
+own order (`numba_plan.sum_layout`: NumPy's pairwise sum along trailing dims, row after row along
 leading dims; other layouts stay on tier 0), with no reassociation, so its bits are NumPy's;
 the cost model (`numba_plan.exact_sum_ok`) keeps only the sums that are faster compiled (along
 leading dims: the bias gradient; whole sums of static regions up to 8192 elements), and
@@ -25,13 +25,8 @@ import numpy as np
 
 from . import mathlib, replica
 from .numba_scalar import spell, constant, typename as _typename
-from ...core.settings import settings
 from ...primitives.scalar import render, Unrenderable
 from ...primitives.reduction import reduce_sum_p as _reduce_sum_p
-
-
-def _fast_math():
-    return settings.fast_math
 
 
 # ------------------------------------------------------------------ scalar vocabulary
@@ -49,15 +44,16 @@ def _prims():
     return _E
 
 
-def _scalar_expr(op, args, in_dtypes):
+def _scalar_expr(op, args, in_dtypes, fast_math):
     """The op as a scalar expression over the names `args` (of `in_dtypes`), written from its
-    primitive's scalar expression; raises _Ineligible."""
+    primitive's scalar expression under the region's contract; raises _Ineligible."""
     sc = op.prim.scalar
     if sc is None:
         raise _Ineligible("'%s' has no scalar expression (tier 0 calls its kernel)"
                           % op.prim.name)
     try:
-        return render(sc, args, in_dtypes, op.dtype, op.params, spell, constant)
+        return render(sc, args, in_dtypes, op.dtype, op.params,
+                      lambda f, a, dts, res: spell(f, a, dts, res, fast_math), constant)
     except Unrenderable as e:
         raise _Ineligible("'%s': %s" % (op.prim.name, e)) from None
 
@@ -66,17 +62,19 @@ class _Ineligible(Exception):
     pass
 
 
-def why_not(prog):
-    """None if `prog` can be compiled by this tier, else the reason."""
+def why_not(prog, fast_math):
+    """None if `prog` can be compiled by this tier under the contract `fast_math` (the
+    region's: `FusedKernel.fast_math`), else the reason."""
     try:
-        _body(prog, ["x%d" % i for i in range(prog.n_in)])
+        _body(prog, ["x%d" % i for i in range(prog.n_in)], fast_math)
     except _Ineligible as e:
         return str(e)
     return None
 
 
-def _body(prog, in_names):
-    """Lines computing every op as scalars t0, t1, ... from `in_names`."""
+def _body(prog, in_names, fast_math):
+    """Lines computing every op as scalars t0, t1, ... from `in_names`, under the region's
+    contract `fast_math`."""
     ok = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                                 np.uint16, np.uint32, np.uint64, np.float32, np.float64)}
     names = list(in_names)
@@ -99,7 +97,7 @@ def _body(prog, in_names):
         args = [names[a] for a in o.args]
         if any(a is None for a in args):
             raise _Ineligible("a reduction's result used inside the region")
-        expr = _scalar_expr(o, args, [prog.value_dtype(a) for a in o.args])
+        expr = _scalar_expr(o, args, [prog.value_dtype(a) for a in o.args], fast_math)
         if o.dtype == np.bool_:
             lines.append("t%d = %s" % (j, expr))
         else:

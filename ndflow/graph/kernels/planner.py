@@ -47,7 +47,7 @@ import threading
 from . import numba_compile, numba_tier, policy
 from .numba_plan import Plan as CollapsedPlan, exact_sum_ok
 from .program import runtime_shapes
-from . import blocks
+from . import blocks, contract
 from .. import debug as _dbg
 from ...core.settings import settings
 
@@ -182,7 +182,7 @@ def at_build(fk):
     tier 0 for good (its static signature's tier-0 route), else None (tier 0 until the region
     is hot, then `at_hot`)."""
     prog = fk.prog
-    why = _never_tier1(prog)
+    why = _never_tier1(prog, fk.fast_math)
     if why is None:
         return None
     plan = fk.tier0_plan
@@ -206,10 +206,11 @@ def tier0_for_good(fk):
         direct(fk, fk.tier0, direct=fk.tier0)
 
 
-def _never_tier1(prog):
-    """Why tier 1 can never run the static `prog` whatever the settings, or None: too small
-    for a compiled loop to pay, or, where it pays only through the generated caller, a region
-    tier 1 refuses (a float32 `pow`, a sum it cannot do in NumPy's order)."""
+def _never_tier1(prog, fast_math):
+    """Why tier 1 can never run the static `prog` (under its contract `fast_math`) whatever
+    the settings, or None: too small for a compiled loop to pay, or, where it pays only
+    through the generated caller, a region tier 1 refuses (a float32 `pow`, a sum it cannot
+    do in NumPy's order)."""
     if not prog.static:
         return None
     shapes = [s for s, _ in prog.ins]
@@ -222,10 +223,10 @@ def _never_tier1(prog):
     if not policy.pays(size, units, True):
         return policy.pays_why(size, units, True)
     if not policy.pays(size, units):
-        why = numba_tier.why_not(prog)
+        why = numba_tier.why_not(prog, fast_math)
         if why is None and any(o.reduce for o in prog.ops):
             try:
-                why = exact_sum_ok(prog, CollapsedPlan(prog, shapes))
+                why = exact_sum_ok(prog, CollapsedPlan(prog, shapes, fast_math))
             except ValueError:
                 why = None
         return why
@@ -267,11 +268,11 @@ def at_hot(fk):
     elif off(Route.T1_LOOP):
         why = off_why(Route.T1_LOOP)
     else:
-        why = numba_tier.why_not(prog)
+        why = numba_tier.why_not(prog, fk.fast_math)
         if why is not None:
             why = "tier 1 refuses it: " + why
         elif prog.static:
-            why = _static_tier1_why(prog)
+            why = _static_tier1_why(prog, fk.fast_math)
     if why is None:
         return None
     return decide(fk.tier0_plan.route if fk.tier0_plan is not None else None,
@@ -323,8 +324,8 @@ def _rent_text(fk):
     return text
 
 
-def _static_tier1_why(prog):
-    p = CollapsedPlan(prog, [s for s, _ in prog.ins])
+def _static_tier1_why(prog, fast_math):
+    p = CollapsedPlan(prog, [s for s, _ in prog.ins], fast_math)
     units = policy.cost_units(prog)
     if not p.ok:
         return "its results have different shapes"
@@ -594,7 +595,8 @@ def _where(prog, shapes=None):
 def kernel_report(fk):
     """The planner's decisions for one fused kernel, as lines of text."""
     prog = fk.prog
-    lines = ["fused{%s} %s" % (prog.body(), _shape_text(prog))]
+    lines = ["fused{%s} %s" % (prog.body(), _shape_text(prog)), "  contract: " + (
+        contract.FAST if fk.fast_math else contract.EXACT)]
     for b, d in fk.device_decisions.items():
         lines.append("  on %s: %s" % (getattr(b, "name", b), d.text()))
     d = fk.decision
@@ -643,7 +645,9 @@ def _kernels_of(obj, seen):
         if n.prim.fused:
             yield from _kernels_of(getattr(n.prim.impl, "kernel", n.prim.impl), seen)
         for sub in n.subgraphs():
-            yield from _kernels_of(sub.graph, seen)
+            # (a body's regions are in its optimized graph, made at its first run)
+            yield from _kernels_of(sub.optimized if sub.optimized is not None else sub.graph,
+                                   seen)
 
 
 def explain(obj):

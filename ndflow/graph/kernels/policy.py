@@ -4,7 +4,8 @@ the cost model behind the answers.
 A pass that shapes the graph for the kernel tiers (fusion cutting a sum off a region, a single
 outer product made a region of its own, the memory planner letting a result go over an
 operand, the layout pass turning columns into one product) asks here, and the answer depends on
-the program, the contract (`settings.fast_math`) and the sizes in `settings`, never on whether
+the program, the contract (`settings.fast_math` while the graph is optimized: a function with
+`jit_compile=True` is optimized with it on) and the sizes in `settings`, never on whether
 numba is installed or switched on: the graph after `optimize` is the same either way
 (tests/test_policy.py). What the tiers that exist at run time do with the graph is the
 planner's decision (`planner.py`): a region shaped for tier 1 runs on tier 0 with NumPy's
@@ -72,17 +73,18 @@ def compiled_pays(prog):
     """Whether tier 1 would run the elementwise `prog` (it can compile every op exactly, or
     within fast math's bound when that is on) on its static shape, and pay."""
     shape = prog.shape
-    return numba_tier.why_not(prog) is None and None not in shape and \
+    return numba_tier.why_not(prog, settings.fast_math) is None and None not in shape and \
         pays(math.prod(shape), cost_units(prog), prog.static)
 
 
 def compiled_with_sum(prog):
     """Whether tier 1 would run the static `prog` sum included: its sum in a layout whose
     order it reproduces (`numba_plan.exact_sum_ok`), large enough to pay."""
-    if not prog.static or numba_tier.why_not(prog) is not None:
+    fm = settings.fast_math
+    if not prog.static or numba_tier.why_not(prog, fm) is not None:
         return False
     try:
-        plan = numba_plan.Plan(prog, [s for s, _ in prog.ins])
+        plan = numba_plan.Plan(prog, [s for s, _ in prog.ins], fm)
     except ValueError:
         return False
     return plan.ok and pays(plan.size, cost_units(prog), True) and \
@@ -129,6 +131,6 @@ def tier1_may_write_over(prog):
     tier 1 can write over it (it reads every operand of an element before writing the
     element; tier 0 uses result buffers as scratch): the region is one tier 1 would run. At
     run time, a call tier 1 does not take gets a fresh buffer for that result instead."""
-    return None not in prog.shape and numba_tier.why_not(prog) is None and \
+    return None not in prog.shape and numba_tier.why_not(prog, settings.fast_math) is None and \
         pays(math.prod(prog.shape), cost_units(prog))
 

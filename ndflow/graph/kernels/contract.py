@@ -1,0 +1,52 @@
+"""The two contracts a fused region runs under (`FusedKernel.fast_math`, fixed when the region
+is built: `nf.function(jit_compile=True)`, or `settings.fast_math` while the graph was
+optimized), and the fast one's accuracy bounds: the one place they are written down. The
+performance guide's table (docs/guides/performance.md, "the accuracy contract") and the tests
+(tests/test_jit_compile.py) read them from here.
+
+Under the fast-math contract tier 1 may:
+- compute exp, expm1, log and tanh with ndflow's own vectorizable math (`mathlib`): within
+  `ULPS[function][dtype]` units in the last place of NumPy's result;
+- add a region's sum in its own order (on several threads): within n * eps * sum|x| of NumPy's
+  sum of the same n terms (`sum_bound`; a mean divides both by n);
+and the optimizer may merge a stack of matrix products (a (..., m, k) @ (k, n)) into one BLAS
+call: each element within k * eps * sum|a_i * b_i| of NumPy's (`sum_bound` over the inner dim).
+Every other function of tier 1's vocabulary is NumPy's bit for bit (a*b + c too: contracting
+it into one fused multiply-add would move NaN, inf and signed zeros, see `numba_source`), and
+so is everything that runs on tier 0. Exact under both contracts: the positions of NaN, +-inf and signed zeros, the
+results' dtypes and shapes, the errors raised, integer and boolean results.
+
+Each bound is the largest distance measured on 3.2e7 random bit patterns per dtype and every
+float32 value around the overflow and underflow edges (tests/test_jit_compile.py checks the
+edges and 2**20 random patterns at each run).
+"""
+import numpy as np
+
+EXACT = "NumPy's bits (the default)"
+FAST = "fast math (jit_compile=True): within the accuracy contract's bounds"
+
+# function of the scalar vocabulary (not a primitive) -> {dtype: ulps of NumPy's result}
+ULPS = {
+    "exp": {"float32": 2, "float64": 1},
+    "expm1": {"float32": 2, "float64": 2},
+    "log": {"float32": 3, "float64": 1},
+    "tanh": {"float32": 3, "float64": 3},
+}
+
+
+def ulps(function, dtype):
+    """The bound of `function` (a name of the scalar vocabulary) on `dtype` under the
+    fast-math contract, in ulps of NumPy's result: 0 where it is NumPy's bit for bit."""
+    return ULPS.get(function, {}).get(np.dtype(dtype).name, 0)
+
+
+def ulp(x):
+    """The spacing of the floats at |x| (elementwise): the unit of `ULPS`."""
+    return np.spacing(np.abs(x))
+
+
+def sum_bound(n, abs_sum, dtype):
+    """How far a sum of n terms added in another order may lie from NumPy's: n * eps *
+    sum|terms| (`abs_sum`); each order is within (n - 1) * eps / 2 * sum|terms| of the exact
+    sum."""
+    return n * np.finfo(dtype).eps * abs_sum
