@@ -256,6 +256,7 @@ def test_background_compile_rests_unless_a_thread_waits_for_it(monkeypatch):
     while "rests" not in seen:                            # nobody waits: the job rests
         time.sleep(0.01)
     assert seen["hook"] is numba_compile._polite and seen["rests"] > 10
+    assert numba_compile.STATS["rest_s"] > 0       # (a compile's cost to the caller omits it)
 
     def waited_job():
         while not numba_compile._waiting:                 # until wait() below has begun
