@@ -140,10 +140,13 @@ SWITCH_S = 1e-4
 
 # The background compile's share of the time while a compile runs: it works for RUN_S, then
 # rests for REST_S, so the caller's calls keep most of the interpreter lock (and the memory
-# bandwidth) to themselves. A caller's tier-0 calls are mostly faster than eager's by more than
-# the share costs them (2**20 sigmoid: 1.85 vs 2.32 ms), so no call is slower than eager's while
-# a compile runs; the compile takes about 1/share as long. A thread waiting for the compiles
-# (`wait`) lifts the rests: nobody's calls are running then.
+# bandwidth) to themselves; the compile takes about five times as long. A caller's tier-0 calls
+# are mostly faster than eager's by more than that share costs them: on the 2**20 sigmoid
+# (tier 0 1.9 ms, eager 2.3 ms), the worst ten calls in a row during numba's start went from
+# 2.8-3.9x eager's to 1.6-1.8x on a loaded machine (benchmarks/first_calls.py, A/B), and each
+# hundred calls' median stayed below eager's. A thread waiting for the compiles (`wait`) lifts
+# the rests: nobody's calls are running then. (The hook replaces any profile function
+# `threading.setprofile` gave the thread: a profiler does not see the compile.)
 RUN_S, REST_S = 0.001, 0.004
 _clock = time.perf_counter
 _slice = [0.0, 0]         # [end of the current working slice, events since the last look]
