@@ -228,3 +228,41 @@ def test_background_compile_lowers_the_switch_interval_while_it_runs():
     assert numba_compile.wait(timeout=30)
     assert seen and seen[0] <= numba_compile.SWITCH_S + 1e-9
     assert sys.getswitchinterval() == before
+
+
+def _python_work():
+    def f(i):
+        return i + 1
+    return sum(f(i) for i in range(20000))
+
+
+def test_background_compile_rests_unless_a_thread_waits_for_it(monkeypatch):
+    """The background compile works in slices with rests between them (the caller keeps the
+    interpreter lock most of the time), in its own thread only; a thread waiting for the
+    compiles (`wait`) lifts the rests."""
+    import sys
+    import time
+    monkeypatch.setattr(numba_compile, "RUN_S", 0.0)     # rest at every look
+    monkeypatch.setattr(numba_compile, "REST_S", 0.0)
+    seen = {}
+
+    def job():
+        seen["hook"] = sys.getprofile()
+        r0 = numba_compile.STATS["rests"]
+        _python_work()
+        seen["rests"] = numba_compile.STATS["rests"] - r0
+    numba_compile._submit(job, sync=False)
+    assert sys.getprofile() is None                       # the caller's thread has no hook
+    while "rests" not in seen:                            # nobody waits: the job rests
+        time.sleep(0.01)
+    assert seen["hook"] is numba_compile._polite and seen["rests"] > 10
+    assert numba_compile.STATS["rest_s"] > 0       # (a compile's cost to the caller omits it)
+
+    def waited_job():
+        while not numba_compile._waiting:                 # until wait() below has begun
+            time.sleep(0.001)
+        job()
+    seen.clear()
+    numba_compile._submit(waited_job, sync=False)
+    assert numba_compile.wait(timeout=30)
+    assert seen["rests"] == 0

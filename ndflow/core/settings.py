@@ -147,8 +147,9 @@ class Settings:
     numba = _Field("background", _numba, """How tier 1 (a region compiled by numba into one
         loop) is used: 'background' compiles in a helper thread while tier 0 runs the calls,
         once the region's tier-0 time has paid for what the compile costs the caller (it holds
-        the interpreter lock for most of its run: about a second for numba's start, a tenth
-        or more per loop);
+        the interpreter lock for most of its working time: about a second for numba's start,
+        a tenth or more per loop; it works a fifth of the time, resting between slices, so
+        that the caller's calls keep most of the lock meanwhile);
         'sync' compiles in the calling thread, so the call that asks gets the kernel (tests,
         benchmarks); 'off' never uses numba. Without numba installed, everything runs on
         tier 0 whatever this says.""")

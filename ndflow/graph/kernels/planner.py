@@ -297,8 +297,9 @@ def rent(fk, seconds):
 def compile_pays(fk):
     """Whether tier 1 is asked for now, on a call of the hot region `fk` that tier 1 could
     run. With `settings.numba` 'sync', at once: the caller chose to wait for the compile.
-    In the background, a compile holds the interpreter lock for most of its run, slowing the
-    caller's calls by about its own length (`numba_compile.cost`), so it is asked for only
+    In the background, a compile holds the interpreter lock for most of its working time,
+    slowing the caller's calls by about that much in all (`numba_compile.cost`; spread over
+    five times as long by its rests, `numba_compile.RUN_S`), so it is asked for only
     once it pays: when the region has spent on tier 0 as much as its kernel costs, and the
     regions waiting for tier 1 together as much as numba's start (which they share). As in
     renting skis until the rent reaches their price, a program whose regions run for less
