@@ -476,6 +476,44 @@ def test_numba_math_matches_numpy_version(dtype):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
 
 
+def _float32_patterns(step):
+    """Every `step`-th float32 bit pattern (both signs, subnormals, inf, NaNs with payloads),
+    and the 1025 patterns around each of exp's limits."""
+    from ndflow.graph.kernels import replica
+    dense = np.arange(7, 2 ** 32, step, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([dense, replica.probe(np.float32)])
+
+
+@needs_numba
+def test_fast_exp_float32_one_ulp_on_a_dense_sample():
+    """Fast-math float32 exp (what the kernels inline, FMA contraction on) against the
+    correctly rounded value on every 1024th bit pattern: at most 1 ulp, also where the result
+    is subnormal (rounded once) or overflows; NaN (any payload or sign) stays NaN, +-inf give
+    inf and 0; and within NumPy's own error bound of np.exp."""
+    from numba import njit
+    fn = mathlib.numba_functions()[("exp", np.dtype(np.float32))]
+
+    @njit(fastmath={"contract"}, error_model="numpy")
+    def run(a, out):
+        for i in range(a.shape[0]):
+            out[i] = fn(a[i])
+    x = _float32_patterns(1024)
+    got = np.empty_like(x)
+    run(x, got)
+    with np.errstate(all="ignore"):
+        exact = np.exp(x.astype(np.float64)).astype(np.float32)
+        want = np.exp(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+    err = _ulps(got, exact)
+    assert err.max() <= 1, (x[err.argmax()], got[err.argmax()], exact[err.argmax()])
+    assert _ulps(got, want).max() <= _ULP_BOUND["exp"]
+    assert np.all(got[x == np.inf] == np.inf) and np.all(got[x == -np.inf] == 0)
+    tiny = (exact > 0) & (exact < np.finfo(np.float32).tiny)
+    assert tiny.sum() > 1000 and np.all(got[tiny] > 0)     # subnormal results, not flushed
+    # the NumPy-array version computes the same algorithm (without FMAs) as closely
+    assert _ulps(mathlib.numpy_version("exp", np.float32)(x), exact).max() <= 1
+
+
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):
