@@ -196,33 +196,34 @@ def _make_exp(s):
 def _make_expm1(s):
     F, I = s.F, s.I
     LO, HI = s.m1_lo, s.exp_hi
-    LOG2E, HALF, ONE, ZERO = F(1 / math.log(2)), F(0.5), F(1), F(0)
+    LOG2E, ONE, ZERO = F(1 / math.log(2)), F(1), F(0)
     LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
+    SHIFT = F(1.5 * 2.0 ** s.mant)          # as in exp
     # expm1(r) = r * (1 + r/2 + r**2/6 + ...)
     C = tuple(F(1 / math.factorial(k + 1)) for k in range(s.exp_terms))
-    MANT, BIAS = s.mant, s.bias
+    MANT, ONE_BITS, FMANT = s.mant, s.bias << s.mant, F(s.mant)
     K = len(C)
 
     def expm1(x):
-        xc = where(x > HI, HI, where(x < LO, LO, x))
-        n = floor(xc * LOG2E + HALF)
+        xc = minimum(maximum(x, LO), HI)        # a NaN stays NaN through every step, as in exp
+        t = xc * LOG2E + SHIFT
+        n = t - SHIFT
         r = (xc - n * LN2_HI) - n * LN2_LO
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
             p = p * r + C[j]
         q = r * p
-        k = to_int(n, I)
-        k1 = k >> 1
-        s1 = from_bits((k1 + BIAS) << MANT, F)
-        s2 = from_bits((k - k1 + BIAS) << MANT, F)
+        b = bits(t)
+        h = to_int(to_int(b >> 1, I) << MANT, I)
+        s1 = from_bits(h + ONE_BITS, F)
+        s2 = from_bits(to_int(to_int(b << MANT, I) - h, I) + ONE_BITS, F)
         sc = s1 * s2
         # 2**n * (1 + q) - 1 without cancellation while 2**n - 1 is exact; past that the -1
         # is below rounding and the product may overflow to inf as it should
         small = sc * q + (sc - ONE)
         big = (q + ONE) * s1 * s2 - ONE
-        y = where(k > MANT, big, small)
-        y = where(x == ZERO, x, y)             # keeps -0.0
-        return where(x != x, x, y)
+        y = where(n > FMANT, big, small)
+        return where(x == ZERO, x, y)             # keeps -0.0
     return expm1
 
 
