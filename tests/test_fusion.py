@@ -484,14 +484,31 @@ def _float32_patterns(step):
     return np.concatenate([dense, replica.probe(np.float32)])
 
 
-@needs_numba
-def test_fast_exp_float32_one_ulp_on_a_dense_sample():
-    """Fast-math float32 exp (what the kernels inline, FMA contraction on) against the
-    correctly rounded value on every 1024th bit pattern: at most 1 ulp, also where the result
-    is subnormal (rounded once) or overflows; NaN (any payload or sign) stays NaN, +-inf give
-    inf and 0; and within NumPy's own error bound of np.exp."""
+# ulps from the correctly rounded value on `_float32_patterns`, measured on every 256th pattern
+_EXACT_ULPS = {"exp": 1, "expm1": 2, "tanh": 3}
+
+
+def _clamp_by_selects(monkeypatch):
+    """mathlib's numba functions as LLVM before 20 gets them: NaN-keeping max/min as selects
+    (llvm.maximum/minimum would abort the process there)."""
+    import llvmlite.binding
     from numba import njit
-    fn = mathlib.numba_functions()[("exp", np.dtype(np.float32))]
+    monkeypatch.setattr(llvmlite.binding, "llvm_version_info", (14, 0, 6))
+    return mathlib._build(mathlib._numba_ops(), njit(inline="always", error_model="numpy"))
+
+
+@needs_numba
+@pytest.mark.parametrize("clamp", ["intrinsic", "select"])
+@pytest.mark.parametrize("name", sorted(_EXACT_ULPS))
+def test_fast_math_float32_on_a_dense_sample(name, clamp, monkeypatch):
+    """Fast-math float32 exp/expm1/tanh (what the kernels inline, FMA contraction on) against
+    the correctly rounded value on every 1024th bit pattern: within `_EXACT_ULPS`, also where
+    the result is subnormal (rounded once) or overflows; NaN (any payload or sign) stays NaN,
+    +-inf give NumPy's limits; within NumPy's own error bound of NumPy's function; the same
+    with either spelling of the clamp."""
+    from numba import njit
+    funcs = mathlib.numba_functions() if clamp == "intrinsic" else _clamp_by_selects(monkeypatch)
+    fn = funcs[(name, np.dtype(np.float32))]
 
     @njit(fastmath={"contract"}, error_model="numpy")
     def run(a, out):
@@ -500,18 +517,23 @@ def test_fast_exp_float32_one_ulp_on_a_dense_sample():
     x = _float32_patterns(1024)
     got = np.empty_like(x)
     run(x, got)
+    f = getattr(np, name)
     with np.errstate(all="ignore"):
-        exact = np.exp(x.astype(np.float64)).astype(np.float32)
-        want = np.exp(x)
+        exact = f(x.astype(np.float64)).astype(np.float32)
+        want = f(x)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
     err = _ulps(got, exact)
-    assert err.max() <= 1, (x[err.argmax()], got[err.argmax()], exact[err.argmax()])
-    assert _ulps(got, want).max() <= _ULP_BOUND["exp"]
-    assert np.all(got[x == np.inf] == np.inf) and np.all(got[x == -np.inf] == 0)
-    tiny = (exact > 0) & (exact < np.finfo(np.float32).tiny)
-    assert tiny.sum() > 1000 and np.all(got[tiny] > 0)     # subnormal results, not flushed
+    assert err.max() <= _EXACT_ULPS[name], (x[err.argmax()], got[err.argmax()], exact[err.argmax()])
+    assert _ulps(got, want).max() <= _ULP_BOUND[name]
+    inf = np.isinf(x)
+    np.testing.assert_array_equal(got[inf], want[inf])
+    zero = x == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(x[zero]) & (name != "exp"))
+    tiny = (np.abs(exact) > 0) & (np.abs(exact) < np.finfo(np.float32).tiny)
+    assert tiny.sum() > 1000 and np.all(got[tiny] != 0)     # subnormal results, not flushed
     # the NumPy-array version computes the same algorithm (without FMAs) as closely
-    assert _ulps(mathlib.numpy_version("exp", np.float32)(x), exact).max() <= 1
+    nv = mathlib.numpy_version(name, np.float32)(x)
+    assert _ulps(nv, exact).max() <= _EXACT_ULPS[name] + 1
 
 
 @needs_numba
