@@ -78,31 +78,10 @@ _NUMPY_OPS = {
 }
 
 
-def _numba_ops():
-    from numba import njit, types as nt
-    from numba.extending import intrinsic
+def _numba_clamp(njit, intrinsic, inline):
+    """clamp(x, lo, hi) for numba kernels: NumPy's maximum, then minimum, keeping a NaN in x
+    (lo and hi are constants, never NaN)."""
     from llvmlite import ir, binding as llvm
-
-    @intrinsic
-    def _bitcast_to_int(typingctx, x):
-        width = x.bitwidth
-        ity = nt.int32 if width == 32 else nt.int64
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.IntType(width))
-        return ity(x), codegen
-
-    @intrinsic
-    def _bitcast_to_float(typingctx, i, fty):
-        F = fty.instance_type if isinstance(fty, nt.NumberClass) else fty.dtype
-
-        def codegen(context, builder, sig, args):
-            lt = ir.FloatType() if F == nt.float32 else ir.DoubleType()
-            v = context.cast(builder, args[0], sig.args[0], nt.int32 if F == nt.float32 else nt.int64)
-            return builder.bitcast(v, lt)
-        return F(i, fty), codegen
-
-    inline = dict(inline="always", fastmath=False, error_model="numpy")
 
     def _nan_keeping(op):
         # LLVM's maximum/minimum pass a NaN on (IEEE 754-2019), as NumPy's do; against a
@@ -136,6 +115,36 @@ def _numba_ops():
     @njit(**inline)
     def clamp(x, lo, hi):
         return minimum(maximum(x, lo), hi)
+    return clamp
+
+
+def _numba_ops():
+    from numba import njit, types as nt
+    from numba.extending import intrinsic
+    from llvmlite import ir
+
+    @intrinsic
+    def _bitcast_to_int(typingctx, x):
+        width = x.bitwidth
+        ity = nt.int32 if width == 32 else nt.int64
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(width))
+        return ity(x), codegen
+
+    @intrinsic
+    def _bitcast_to_float(typingctx, i, fty):
+        F = fty.instance_type if isinstance(fty, nt.NumberClass) else fty.dtype
+
+        def codegen(context, builder, sig, args):
+            lt = ir.FloatType() if F == nt.float32 else ir.DoubleType()
+            v = context.cast(builder, args[0], sig.args[0], nt.int32 if F == nt.float32 else nt.int64)
+            return builder.bitcast(v, lt)
+        return F(i, fty), codegen
+
+    inline = dict(inline="always", fastmath=False, error_model="numpy")
+
+    clamp = _numba_clamp(njit, intrinsic, inline)
 
     @njit(**inline)
     def where(c, a, b):
