@@ -308,7 +308,8 @@ def _make_tanh(s, expm1):
 
     def tanh(x):
         a = fabs(x)
-        t = expm1(TWO * where(a > SAT, SAT, a))
+        # past SAT, t may be inf (and y NaN): y is replaced by 1 there
+        t = expm1(TWO * a)
         y = t / (t + TWO)
         y = where(a > SAT, ONE, y)
         y = where(a < TINY, a, y)
