@@ -476,6 +476,66 @@ def test_numba_math_matches_numpy_version(dtype):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
 
 
+def _float32_patterns(step):
+    """Every `step`-th float32 bit pattern (both signs, subnormals, inf, NaNs with payloads),
+    and the 1025 patterns around each of exp's limits."""
+    from ndflow.graph.kernels import replica
+    dense = np.arange(7, 2 ** 32, step, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([dense, replica.probe(np.float32)])
+
+
+# ulps from the correctly rounded value on `_float32_patterns`, measured on every 256th pattern
+_EXACT_ULPS = {"exp": 1, "expm1": 2, "tanh": 3}
+
+
+def _clamp_by_selects(monkeypatch):
+    """mathlib's numba functions as LLVM before 20 gets them: NaN-keeping max/min as selects
+    (llvm.maximum/minimum would abort the process there)."""
+    import llvmlite.binding
+    from numba import njit
+    monkeypatch.setattr(llvmlite.binding, "llvm_version_info", (14, 0, 6))
+    return mathlib._build(mathlib._numba_ops(), njit(inline="always", error_model="numpy"))
+
+
+@needs_numba
+@pytest.mark.parametrize("clamp", ["intrinsic", "select"])
+@pytest.mark.parametrize("name", sorted(_EXACT_ULPS))
+def test_fast_math_float32_on_a_dense_sample(name, clamp, monkeypatch):
+    """Fast-math float32 exp/expm1/tanh (what the kernels inline, FMA contraction on) against
+    the correctly rounded value on every 1024th bit pattern: within `_EXACT_ULPS`, also where
+    the result is subnormal (rounded once) or overflows; NaN (any payload or sign) stays NaN,
+    +-inf give NumPy's limits; within NumPy's own error bound of NumPy's function; the same
+    with either spelling of the clamp."""
+    from numba import njit
+    funcs = mathlib.numba_functions() if clamp == "intrinsic" else _clamp_by_selects(monkeypatch)
+    fn = funcs[(name, np.dtype(np.float32))]
+
+    @njit(fastmath={"contract"}, error_model="numpy")
+    def run(a, out):
+        for i in range(a.shape[0]):
+            out[i] = fn(a[i])
+    x = _float32_patterns(1024)
+    got = np.empty_like(x)
+    run(x, got)
+    f = getattr(np, name)
+    with np.errstate(all="ignore"):
+        exact = f(x.astype(np.float64)).astype(np.float32)
+        want = f(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+    err = _ulps(got, exact)
+    assert err.max() <= _EXACT_ULPS[name], (x[err.argmax()], got[err.argmax()], exact[err.argmax()])
+    assert _ulps(got, want).max() <= _ULP_BOUND[name]
+    inf = np.isinf(x)
+    np.testing.assert_array_equal(got[inf], want[inf])
+    zero = x == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(x[zero]) & (name != "exp"))
+    tiny = (np.abs(exact) > 0) & (np.abs(exact) < np.finfo(np.float32).tiny)
+    assert tiny.sum() > 1000 and np.all(got[tiny] != 0)     # subnormal results, not flushed
+    # the NumPy-array version computes the same algorithm (without FMAs) as closely
+    nv = mathlib.numpy_version(name, np.float32)(x)
+    assert _ulps(nv, exact).max() <= _EXACT_ULPS[name] + 1
+
+
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):

@@ -4,15 +4,24 @@ and vectorizes inside fused kernels (numba's own `math.exp` calls the scalar C l
 4-40x slower per element than NumPy's SIMD loops).
 
 Each function is built from a spec of its float type's constants. The algorithms are the
-textbook ones: Cody-Waite argument reduction by ln 2 with a Taylor polynomial for exp/expm1,
-exponent/mantissa split with the atanh series for log, and tanh from expm1. Results are within
-a few float32 (or float64) ulps of NumPy's; NaN, +-inf, -0.0, overflow, underflow and subnormal
-inputs and results come out as NumPy's do (tests/test_fusion.py checks both).
+textbook ones: Cody-Waite argument reduction by ln 2 with a polynomial for exp/expm1 (Taylor's,
+or for float32 exp a fitted one), exponent/mantissa split with the atanh series for log, and
+tanh from expm1. Results are within a few float32 (or float64) ulps of NumPy's (float32 exp: 1
+ulp from the correctly rounded value, expm1 2, tanh 3); NaN, +-inf, -0.0, overflow, underflow
+and subnormal inputs and results come out as NumPy's do (tests/test_fusion.py checks both).
+
+Inside a kernel the loop runs 8 float32 lanes (AVX2) at ~3 instructions a cycle, so what a
+function costs is its instruction count: a clamp is two NaN-keeping max/min (one instruction
+each) rather than selects, n is rounded by adding 1.5 * 2**mant rather than by floor and a
+conversion, integer steps are cast back to the float's width (numba widens int32 arithmetic to
+64 bits, which takes two registers per 8 lanes), and a NaN is passed on by the arithmetic
+rather than tested for where it can be.
 
 The functions only use names from `_NUMPY_OPS` (or `_numba_ops()`): `where` (select, no
-branches, so loops vectorize), `floor`, `fabs`, `copysign`, `to_int`, `to_float`, `bits`,
-`from_bits`. Constants are closure variables typed with the spec's dtype, so numba keeps the
-arithmetic in float32 where the input is float32.
+branches, so loops vectorize), `clamp` (NumPy's NaN-keeping maximum, then minimum, with
+constant bounds), `floor`, `fabs`, `copysign`, `to_int`, `to_float`, `bits`, `from_bits`.
+Constants are closure variables typed with the spec's dtype, so numba keeps the arithmetic in
+float32 where the input is float32.
 """
 import math
 import types
@@ -26,18 +35,27 @@ _LN2_LO = {np.float32: 3.1946184945309415e-05, np.float64: 1.1730463525082348e-0
 
 class _Spec:
     def __init__(self, F, I, mant, bias, expmask, exp_lo, exp_hi, m1_lo, tanh_sat, tanh_tiny,
-                 exp_terms, log_terms):
+                 exp_terms, log_terms, exp_poly=None):
         self.F, self.I = F, I
         self.mant, self.bias, self.expmask = mant, bias, expmask
         self.exp_lo, self.exp_hi, self.m1_lo = F(exp_lo), F(exp_hi), F(m1_lo)
         self.tanh_sat, self.tanh_tiny = F(tanh_sat), F(tanh_tiny)
         self.exp_terms, self.log_terms = exp_terms, log_terms
+        self.exp_poly = exp_poly
 
+
+# float32 exp: e**r on |r| <= ln(2)/2 + 2e-3 by a degree-6 polynomial with c0 = c1 = 1 and the
+# rest fitted for least maximum relative error (Lawson's iteration on 40001 Chebyshev nodes,
+# rounded to float32): 0.05 float32 ulps of approximation error, so the result's error is
+# Horner's rounding. Six multiply-adds where the Taylor series needs seven.
+_EXP_POLY_F32 = (1.0, 1.0) + tuple(float.fromhex(h) for h in (
+    "0x1.fffffcp-2", "0x1.55548cp-3", "0x1.555906p-5", "0x1.123d4p-7", "0x1.6a1ea0p-10"))
 
 # exp_lo/exp_hi: exp rounds to 0 below / overflows above (the clamp keeps 2**n finite);
 # m1_lo: expm1 rounds to -1 below; tanh_sat: tanh rounds to +-1 above; tanh_tiny: tanh(x) == x
 # below. Polynomial lengths: Taylor/atanh series truncated below half an ulp on the reduced range.
-F32 = _Spec(np.float32, np.int32, 23, 127, 0xFF, -104.0, 89.0, -18.0, 9.5, 2.0 ** -12, 8, 5)
+F32 = _Spec(np.float32, np.int32, 23, 127, 0xFF, -104.0, 89.0, -18.0, 9.5, 2.0 ** -12, 8, 5,
+            exp_poly=_EXP_POLY_F32)
 F64 = _Spec(np.float64, np.int64, 52, 1023, 0x7FF, -746.0, 710.0, -40.0, 19.5, 2.0 ** -27, 14, 11)
 SPECS = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 
@@ -54,9 +72,50 @@ def _np_from_bits(i, F):
 
 _NUMPY_OPS = {
     "where": np.where, "floor": np.floor, "fabs": np.abs, "copysign": np.copysign,
+    "clamp": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
     "to_int": lambda x, I: np.asarray(x).astype(I), "to_float": lambda i, F: np.asarray(i).astype(F),
     "bits": _np_bits, "from_bits": _np_from_bits,
 }
+
+
+def _numba_clamp(njit, intrinsic, inline):
+    """clamp(x, lo, hi) for numba kernels: NumPy's maximum, then minimum, keeping a NaN in x
+    (lo and hi are constants, never NaN)."""
+    from llvmlite import ir, binding as llvm
+
+    def _nan_keeping(op):
+        # LLVM's maximum/minimum pass a NaN on (IEEE 754-2019), as NumPy's do; against a
+        # constant that is neither NaN nor zero x86 makes each one max/min instruction, where
+        # nested selects cost a compare and a blend each, and a NaN test at the end
+        @intrinsic
+        def impl(typingctx, x, y):
+            def codegen(context, builder, sig, args):
+                from numba.core import cgutils
+                t = args[0].type
+                fn = cgutils.get_or_insert_function(
+                    builder.module, ir.FunctionType(t, [t, t]),
+                    "llvm.%s.%s" % (op, "f32" if t == ir.FloatType() else "f64"))
+                return builder.call(fn, args)
+            return x(x, y), codegen
+        return impl
+
+    # (LLVM before 20, llvmlite before 0.45, cannot select them on x86 and aborts the process:
+    # selects there, which keep a NaN in x; y is always one of clamp's constant bounds)
+    if llvm.llvm_version_info >= (20,):
+        maximum, minimum = _nan_keeping("maximum"), _nan_keeping("minimum")
+    else:
+        @njit(**inline)
+        def maximum(x, y):
+            return y if x < y else x
+
+        @njit(**inline)
+        def minimum(x, y):
+            return y if x > y else x
+
+    @njit(**inline)
+    def clamp(x, lo, hi):
+        return minimum(maximum(x, lo), hi)
+    return clamp
 
 
 def _numba_ops():
@@ -84,6 +143,8 @@ def _numba_ops():
         return F(i, fty), codegen
 
     inline = dict(inline="always", fastmath=False, error_model="numpy")
+
+    clamp = _numba_clamp(njit, intrinsic, inline)
 
     @njit(**inline)
     def where(c, a, b):
@@ -119,65 +180,84 @@ def _numba_ops():
         return _bitcast_to_float(i, F)
 
     return {"where": where, "floor": floor, "fabs": fabs, "copysign": copysign,
+            "clamp": clamp,
             "to_int": to_int, "to_float": to_float, "bits": bits, "from_bits": from_bits}
 
 
 # ------------------------------------------------------------------ the functions
+def _exp_poly(s):
+    """Coefficients c0, c1, ... of p(r) ~ e**r on the reduced range |r| <= ln(2)/2."""
+    if s.exp_poly is not None:
+        return tuple(s.F(c) for c in s.exp_poly)
+    return tuple(s.F(1 / math.factorial(k)) for k in range(s.exp_terms))
+
+
 def _make_exp(s):
     F, I = s.F, s.I
     LO, HI = s.exp_lo, s.exp_hi
-    LOG2E, HALF = F(1 / math.log(2)), F(0.5)
+    LOG2E = F(1 / math.log(2))
     LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
-    C = tuple(F(1 / math.factorial(k)) for k in range(s.exp_terms))
-    MANT, BIAS = s.mant, s.bias
+    # 1.5 * 2**mant: x * log2(e) + SHIFT rounds x * log2(e) to an integer n (to nearest even,
+    # |n| < 2**(mant - 1) after the clamp), held in the low bits of the sum's bit pattern as
+    # SHIFT's bits + n: no rounding instruction, no float-to-int conversion
+    SHIFT = F(1.5 * 2.0 ** s.mant)
+    C = _exp_poly(s)
+    MANT, ONE_BITS = s.mant, s.bias << s.mant
     K = len(C)
 
     def exp(x):
-        xc = where(x > HI, HI, where(x < LO, LO, x))
-        n = floor(xc * LOG2E + HALF)
+        xc = clamp(x, LO, HI)                   # a NaN stays NaN, through every step below
+        t = xc * LOG2E + SHIFT
+        n = t - SHIFT
         r = (xc - n * LN2_HI) - n * LN2_LO
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
             p = p * r + C[j]
-        k = to_int(n, I)
-        k1 = k >> 1
-        # 2**n as two normal factors: p * 2**k1 is exact, the last product rounds once (also
-        # into the subnormal range, and to inf past the largest float)
-        y = p * from_bits((k1 + BIAS) << MANT, F) * from_bits((k - k1 + BIAS) << MANT, F)
-        return where(x != x, x, y)
+        # 2**n as two normal factors 2**n1 * 2**(n - n1), n1 = n >> 1: p * 2**n1 is exact, the
+        # last product rounds once (also into the subnormal range, and to inf past the largest
+        # float); products rather than exponent adds, so that a NaN stays NaN. Their bits come
+        # from t's without subtracting SHIFT's: SHIFT's bits (and half of them) end in more
+        # zero bits than MANT, so they shift out
+        # (numba widens integer arithmetic to 64 bits: each step is cast back, so that LLVM
+        # keeps 8 float32 lanes' integers in one vector register, not two)
+        b = bits(t)
+        h = to_int(to_int(b >> 1, I) << MANT, I)
+        s2 = to_int(to_int(b << MANT, I) - h, I)
+        return p * from_bits(h + ONE_BITS, F) * from_bits(s2 + ONE_BITS, F)
     return exp
 
 
 def _make_expm1(s):
     F, I = s.F, s.I
     LO, HI = s.m1_lo, s.exp_hi
-    LOG2E, HALF, ONE, ZERO = F(1 / math.log(2)), F(0.5), F(1), F(0)
+    LOG2E, ONE, ZERO = F(1 / math.log(2)), F(1), F(0)
     LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
+    SHIFT = F(1.5 * 2.0 ** s.mant)          # as in exp
     # expm1(r) = r * (1 + r/2 + r**2/6 + ...)
     C = tuple(F(1 / math.factorial(k + 1)) for k in range(s.exp_terms))
-    MANT, BIAS = s.mant, s.bias
+    MANT, ONE_BITS, FMANT = s.mant, s.bias << s.mant, F(s.mant)
     K = len(C)
 
     def expm1(x):
-        xc = where(x > HI, HI, where(x < LO, LO, x))
-        n = floor(xc * LOG2E + HALF)
+        xc = clamp(x, LO, HI)                   # a NaN stays NaN through every step, as in exp
+        t = xc * LOG2E + SHIFT
+        n = t - SHIFT
         r = (xc - n * LN2_HI) - n * LN2_LO
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
             p = p * r + C[j]
         q = r * p
-        k = to_int(n, I)
-        k1 = k >> 1
-        s1 = from_bits((k1 + BIAS) << MANT, F)
-        s2 = from_bits((k - k1 + BIAS) << MANT, F)
+        b = bits(t)
+        h = to_int(to_int(b >> 1, I) << MANT, I)
+        s1 = from_bits(h + ONE_BITS, F)
+        s2 = from_bits(to_int(to_int(b << MANT, I) - h, I) + ONE_BITS, F)
         sc = s1 * s2
         # 2**n * (1 + q) - 1 without cancellation while 2**n - 1 is exact; past that the -1
         # is below rounding and the product may overflow to inf as it should
         small = sc * q + (sc - ONE)
         big = (q + ONE) * s1 * s2 - ONE
-        y = where(k > MANT, big, small)
-        y = where(x == ZERO, x, y)             # keeps -0.0
-        return where(x != x, x, y)
+        y = where(n > FMANT, big, small)
+        return where(x == ZERO, x, y)             # keeps -0.0
     return expm1
 
 
@@ -228,7 +308,8 @@ def _make_tanh(s, expm1):
 
     def tanh(x):
         a = fabs(x)
-        t = expm1(TWO * where(a > SAT, SAT, a))
+        # past SAT, t may be inf (and y NaN): y is replaced by 1 there
+        t = expm1(TWO * a)
         y = t / (t + TWO)
         y = where(a > SAT, ONE, y)
         y = where(a < TINY, a, y)
