@@ -16,8 +16,10 @@ it into one fused multiply-add would move NaN, inf and signed zeros, see `numba_
 so is everything that runs on tier 0. Exact under both contracts: the positions of NaN, +-inf and signed zeros, the
 results' dtypes and shapes, the errors raised, integer and boolean results.
 
-Each bound is the largest distance measured on 3.2e7 random bit patterns per dtype and every
-float32 value around the overflow and underflow edges (tests/test_jit_compile.py checks the
+Each bound is the largest distance measured on 3.2e7 random bit patterns per dtype, every
+float32 value around the overflow and underflow edges and every 256th float32 bit pattern
+(float64 tanh's 4 ulps, at -0.0078084685927837, was found on a dense sample after the random
+ones gave 3) (tests/test_jit_compile.py checks the
 edges and 2**20 random patterns at each run).
 """
 import numpy as np
@@ -30,7 +32,7 @@ ULPS = {
     "exp": {"float32": 2, "float64": 1},
     "expm1": {"float32": 2, "float64": 2},
     "log": {"float32": 3, "float64": 1},
-    "tanh": {"float32": 3, "float64": 3},
+    "tanh": {"float32": 3, "float64": 4},
 }
 
 

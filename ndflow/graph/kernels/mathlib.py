@@ -19,7 +19,8 @@ rather than tested for where it can be.
 
 The functions only use names from `_NUMPY_OPS` (or `_numba_ops()`): `where` (select, no
 branches, so loops vectorize), `clamp` (NumPy's NaN-keeping maximum, then minimum, with
-constant bounds), `floor`, `fabs`, `copysign`, `to_int`, `to_float`, `bits`, `from_bits`.
+constant bounds), `fma` (one rounding in the kernels, two in NumPy), `floor`, `fabs`,
+`copysign`, `to_int`, `to_float`, `bits`, `from_bits`.
 Constants are closure variables typed with the spec's dtype, so numba keeps the arithmetic in
 float32 where the input is float32.
 """
@@ -73,6 +74,8 @@ def _np_from_bits(i, F):
 _NUMPY_OPS = {
     "where": np.where, "floor": np.floor, "fabs": np.abs, "copysign": np.copysign,
     "clamp": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    # (NumPy has no fused multiply-add: two roundings here, one in the kernels)
+    "fma": lambda a, b, c: a * b + c,
     "to_int": lambda x, I: np.asarray(x).astype(I), "to_float": lambda i, F: np.asarray(i).astype(F),
     "bits": _np_bits, "from_bits": _np_from_bits,
 }
@@ -146,6 +149,16 @@ def _numba_ops():
 
     clamp = _numba_clamp(njit, intrinsic, inline)
 
+    @intrinsic
+    def fma(typingctx, a, b, c):
+        # one rounding, for the polynomials only: their operands are finite (a reduced
+        # argument, constants) or NaN, so an exact product cannot move NaN, inf or a zero's
+        # sign there, as contracting a user's a*b + c can (the kernels are compiled without
+        # fast-math flags, `numba_source`)
+        def codegen(context, builder, sig, args):
+            return builder.fma(*args)
+        return a(a, b, c), codegen
+
     @njit(**inline)
     def where(c, a, b):
         return a if c else b
@@ -180,7 +193,7 @@ def _numba_ops():
         return _bitcast_to_float(i, F)
 
     return {"where": where, "floor": floor, "fabs": fabs, "copysign": copysign,
-            "clamp": clamp,
+            "clamp": clamp, "fma": fma,
             "to_int": to_int, "to_float": to_float, "bits": bits, "from_bits": from_bits}
 
 
@@ -212,7 +225,7 @@ def _make_exp(s):
         r = (xc - n * LN2_HI) - n * LN2_LO
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
-            p = p * r + C[j]
+            p = fma(p, r, C[j])
         # 2**n as two normal factors 2**n1 * 2**(n - n1), n1 = n >> 1: p * 2**n1 is exact, the
         # last product rounds once (also into the subnormal range, and to inf past the largest
         # float); products rather than exponent adds, so that a NaN stays NaN. Their bits come
@@ -245,7 +258,7 @@ def _make_expm1(s):
         r = (xc - n * LN2_HI) - n * LN2_LO
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
-            p = p * r + C[j]
+            p = fma(p, r, C[j])
         q = r * p
         b = bits(t)
         h = to_int(to_int(b >> 1, I) << MANT, I)
@@ -290,7 +303,7 @@ def _make_log(s):
         z = sv * sv
         R = C[K - 1]
         for j in range(K - 2, -1, -1):
-            R = R * z + C[j]
+            R = fma(R, z, C[j])
         R = R * z
         hfsq = HALF * f * f
         lm = f - (hfsq - sv * (hfsq + R))
