@@ -34,22 +34,19 @@ def _layouts(rng, n, m):
     }
 
 
-REGIONS = {
-    "elementwise": lambda x, y: x * 3.0 + 1.0,
-    "sum axis 0": lambda x, y: tnp.sum(x * 3.0, axis=0),
-    "sum axis 1": lambda x, y: tnp.sum(x * 3.0, axis=1),
-    "sum": lambda x, y: tnp.sum(x * 3.0),
-    "two operands": lambda x, y: x * y + 1.0,
-    "two operands, sum axis 0": lambda x, y: tnp.sum(x * y - 0.5, axis=0),
-}
-NUMPY = {
-    "elementwise": lambda x, y: x * 3.0 + 1.0,
-    "sum axis 0": lambda x, y: np.sum(x * 3.0, axis=0),
-    "sum axis 1": lambda x, y: np.sum(x * 3.0, axis=1),
-    "sum": lambda x, y: np.sum(x * 3.0),
-    "two operands": lambda x, y: x * y + 1.0,
-    "two operands, sum axis 0": lambda x, y: np.sum(x * y - 0.5, axis=0),
-}
+def _regions(m):
+    """The regions, written with module `m`'s functions (ndflow's, NumPy's)."""
+    return {
+        "elementwise": lambda x, y: x * 3.0 + 1.0,
+        "sum axis 0": lambda x, y: m.sum(x * 3.0, axis=0),
+        "sum axis 1": lambda x, y: m.sum(x * 3.0, axis=1),
+        "sum": lambda x, y: m.sum(x * 3.0),
+        "two operands": lambda x, y: x * y + 1.0,
+        "two operands, sum axis 0": lambda x, y: m.sum(x * y - 0.5, axis=0),
+    }
+
+
+REGIONS, NUMPY = _regions(tnp), _regions(np)
 
 
 @pytest.mark.parametrize("numba", ["off", "sync"])
