@@ -266,3 +266,19 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
         if not isinstance(e, Exception):
             raise e                      # KeyboardInterrupt, SystemExit: not for a re-run
     return not (failed or col.hit)
+
+
+def c_order(x):
+    """Whether NumPy lays out a result computed from `x` alone in C order: its axes are in C
+    order in memory (C-contiguous, or strided, offset or reversed but not permuted; axes of
+    one element and broadcast ones leave the order free)."""
+    if type(x) is not np.ndarray or x.flags.c_contiguous:
+        return True
+    last = None
+    for n, s in zip(x.shape, x.strides):
+        if n > 1 and s:
+            s = abs(s)
+            if last is not None and s > last:
+                return False
+            last = s
+    return True

@@ -183,22 +183,6 @@ def _shares(o, xs):
     return any(type(x) is np.ndarray and np.may_share_memory(o, x) for x in xs)
 
 
-def c_order(x):
-    """Whether NumPy lays out a result computed from `x` alone in C order: its axes are in C
-    order in memory (C-contiguous, or strided, offset or reversed but not permuted; axes of
-    one element and broadcast ones leave the order free)."""
-    if type(x) is not np.ndarray or x.flags.c_contiguous:
-        return True
-    last = None
-    for n, s in zip(x.shape, x.strides):
-        if n > 1 and s:
-            s = abs(s)
-            if last is not None and s > last:
-                return False
-            last = s
-    return True
-
-
 def generate(prog, parallel=True, device=None):
     """Python source and namespace of `tier0(*operands)` for `prog`. `parallel`: whether
     blocked calls may use several threads. `device`: None, or `device(xs)` that runs the
@@ -241,7 +225,7 @@ def generate(prog, parallel=True, device=None):
     # not in C order in memory (Fortran order, a transpose): NumPy then lays its results out
     # in the operands' order and sums along it, so C-ordered buffers would change the sums'
     # bits and the results' strides (a check per call, ~0.1-0.5 us, on the large path only)
-    ns["_c_order"] = c_order
+    ns["_c_order"] = blocks.c_order
     layout = "".join(" or not _c_order(x%d)" % i
                      for i, (s, _) in enumerate(prog.ins) if len(s) >= 2)
     L.append("    if not plan.large%s:" % layout)
