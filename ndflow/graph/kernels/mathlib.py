@@ -121,6 +121,24 @@ def _numba_clamp(njit, intrinsic, inline):
     return clamp
 
 
+_FMA = []
+
+
+def numba_fma():
+    """fma(a, b, c) for numba code: a*b + c rounded once (numba has none of its own), the one
+    intrinsic that this module's polynomials and `replica`'s NumPy algorithms use."""
+    if not _FMA:
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def fma(typingctx, a, b, c):
+            def codegen(context, builder, sig, args):
+                return builder.fma(*args)
+            return a(a, b, c), codegen
+        _FMA.append(fma)
+    return _FMA[0]
+
+
 def _numba_ops():
     from numba import njit, types as nt
     from numba.extending import intrinsic
@@ -148,16 +166,10 @@ def _numba_ops():
     inline = dict(inline="always", fastmath=False, error_model="numpy")
 
     clamp = _numba_clamp(njit, intrinsic, inline)
-
-    @intrinsic
-    def fma(typingctx, a, b, c):
-        # one rounding, for the polynomials only: their operands are finite (a reduced
-        # argument, constants) or NaN, so an exact product cannot move NaN, inf or a zero's
-        # sign there, as contracting a user's a*b + c can (the kernels are compiled without
-        # fast-math flags, `numba_source`)
-        def codegen(context, builder, sig, args):
-            return builder.fma(*args)
-        return a(a, b, c), codegen
+    # (for the polynomials only: their operands are finite, a reduced argument and constants,
+    # or NaN, so an exact product cannot move NaN, inf or a zero's sign there, as contracting
+    # a user's a*b + c can: the kernels are compiled without fast-math flags, `numba_source`)
+    fma = numba_fma()
 
     @njit(**inline)
     def where(c, a, b):

@@ -31,6 +31,8 @@ This module imports numba only in `functions()` and `verify()`.
 """
 import numpy as np
 
+from . import mathlib
+
 # which NumPy loop each replica reproduces: {(ufunc name, dtype): dispatch target names}
 _TARGETS = {
     # NumPy >= 2.4 names x86 targets by micro-architecture level, older ones by feature
@@ -101,13 +103,7 @@ def _intrinsics():
     from numba.extending import intrinsic
     from llvmlite import ir
 
-    @intrinsic
-    def fma(typingctx, a, b, c):
-        # one rounding, as the _mm*_fmadd_ps NumPy calls (numba has no fma of its own)
-        def codegen(context, builder, sig, args):
-            return builder.fma(*args)
-        return a(a, b, c), codegen
-
+    fma = mathlib.numba_fma()        # one rounding, as the _mm*_fmadd_ps NumPy calls
     @intrinsic
     def f32_bits(typingctx, x):
         def codegen(context, builder, sig, args):
