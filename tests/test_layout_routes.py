@@ -12,7 +12,9 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 
-from helpers import assert_bits_equal
+from ndflow.graph.kernels.planner import Route
+
+from helpers import assert_bits_equal, routes_reached
 
 ROUTES = {
     "large": {"large_min": 1},
@@ -74,3 +76,21 @@ def test_tier0_keeps_numpys_bits_and_layout_on_every_operand_layout(nf_settings,
                 if got.ndim >= 2:
                     assert (got.flags.c_contiguous, got.flags.f_contiguous) == \
                         (want.flags.c_contiguous, want.flags.f_contiguous), ctx
+
+
+def test_columns_route_keeps_numpys_layout(nf_settings):
+    """Tier 0 column by column (a short last axis after a long one) writes C-ordered results:
+    a call with permuted operands runs the plain path instead, laid out as NumPy's (the
+    region's route stays the columns one: the test is per call)."""
+    nf_settings(numba="off", hot_calls=1)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 32, 1)), rng.standard_normal((64, 1, 2))
+    for x, y in ((a, b), (np.asfortranarray(a), np.asfortranarray(b)),
+                 (a, np.asfortranarray(b))):
+        f = nf.function(lambda x, y: x * y * 2.0)
+        want = x * y * 2.0
+        reached, got = routes_reached(lambda: [f(x, y) for _ in range(3)][-1])
+        got = got.numpy()
+        assert_bits_equal(got, want)
+        assert got.strides == want.strides
+        assert Route.T0_COLUMNS in reached, reached

@@ -61,16 +61,19 @@ def _column_lines(prog, ns, c):
 def build(prog, whole):
     """The region's tier-0 function in columns (same arguments and results as `whole`, the
     plain tier-0 function: operands, then one donor per result), with `whole` run for a call
-    with device buffers or one that meets a floating-point error."""
+    with device buffers, with an operand whose axes are permuted in memory (NumPy lays the
+    results out in its order, `blocks.c_order`) or one that meets a floating-point error."""
     n = prog.n_in
     S = prog.shape
     xs = ", ".join("x%d" % i for i in range(n))
     ds = ", ".join("d%d=None" % k for k in range(len(prog.outputs)))
     ns = {"_whole": whole, "_DEV": _DEVICE_BUFFERS, "_donated": donated, "_S": S,
           "_empty": np.empty, "_watching": blocks.watching, "_errstate": np.errstate,
-          "_shares": np.may_share_memory, "_nd": np.ndarray}
+          "_shares": np.may_share_memory, "_nd": np.ndarray, "_c_order": blocks.c_order}
+    permuted = "".join(" or not _c_order(x%d)" % i for i, (s, _) in enumerate(prog.ins)
+                       if len(s) >= 2)
     L = ["def columns(%s, %s):" % (xs, ds),
-         "    if _DEV:",
+         "    if _DEV%s:" % permuted,
          "        return _whole(%s, %s)" % (xs, ", ".join("d%d" % k for k in range(len(
              prog.outputs))))]
     for k, v in enumerate(prog.outputs):
