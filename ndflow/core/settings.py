@@ -139,10 +139,11 @@ class Settings:
         operation is its own NumPy call.""")
     fast_math = _Field(False, _bool, """Whether compiled code may trade NumPy's exact bits
         for speed: tier 1 then computes exp, log, tanh ... with ndflow's own vectorizable
-        math (within a few ulps of NumPy's) and sums in its own order, and the optimizer may merge a stack of matrix products into one BLAS call.
-        Off (the default): compiled results are NumPy's bit for bit. Read when a function
-        traces: its regions keep that contract. For one function whatever this says:
-        `nf.function(..., jit_compile=True)` (the bounds: docs/guides/performance.md).""")
+        math (within a few ulps of NumPy's) and sums in its own order, and the optimizer may
+        merge a stack of matrix products into one BLAS call. Off (the default): compiled
+        results are NumPy's bit for bit. Read when a function traces: its regions keep that
+        contract. For one function whatever this says: `nf.function(..., jit_compile=True)`
+        (the bounds: docs/guides/performance.md).""")
     # ---------------------------------------------------------------- tier 1 (numba)
     numba = _Field("background", _numba, """How tier 1 (a region compiled by numba into one
         loop) is used: 'background' compiles in a helper thread while tier 0 runs the calls,

@@ -10,6 +10,10 @@ A chunk is a slab of the result: the dims after a split axis `a` whole, a range 
 way where they are not broadcast, so each op gets NumPy views of the same elements it would
 read unblocked, with the same strides; scratch buffers are per thread.
 
+Layout: chunks and pooled buffers are C-ordered, as NumPy's results are for operands whose
+axes lie in C order in memory (`c_order`); a call with a permuted operand (Fortran order, a
+transpose) runs the plain path instead, so its results and sums are NumPy's.
+
 Threads: chunks are handed out from one shared iterator (the calling thread takes part), so a
 core that is busy with something else simply takes fewer chunks. NumPy's error state is
 per thread (a context variable), so each thread sets the one the call asks for.

@@ -13,14 +13,14 @@ and the optimizer may merge a stack of matrix products (a (..., m, k) @ (k, n)) 
 call: each element within k * eps * sum|a_i * b_i| of NumPy's (`sum_bound` over the inner dim).
 Every other function of tier 1's vocabulary is NumPy's bit for bit (a*b + c too: contracting
 it into one fused multiply-add would move NaN, inf and signed zeros, see `numba_source`), and
-so is everything that runs on tier 0. Exact under both contracts: the positions of NaN, +-inf and signed zeros, the
-results' dtypes and shapes, the errors raised, integer and boolean results.
+so is everything that runs on tier 0. Exact under both contracts: the positions of NaN, +-inf
+and signed zeros, the results' dtypes and shapes, the errors raised, integer and boolean
+results.
 
 Each bound is the largest distance measured on 3.2e7 random bit patterns per dtype, every
 float32 value around the overflow and underflow edges and every 256th float32 bit pattern
-(float64 tanh's 4 ulps, at -0.0078084685927837, was found on a dense sample after the random
-ones gave 3) (tests/test_jit_compile.py checks the
-edges and 2**20 random patterns at each run).
+(float64 tanh's 4 ulps, at -0.0078084685927837, showed on a dense sample where the random ones
+gave 3). tests/test_jit_compile.py checks the edges and 2**20 random patterns at each run.
 """
 import numpy as np
 
