@@ -396,6 +396,47 @@ def test_pickling_keeps_the_flag(nf_settings):
     assert g._jit_compile is None and g._autograph is True
 
 
+def _saved_and_loaded(f, tmp_path):
+    nf.saved_model.save(f, str(tmp_path))
+    return nf.saved_model.load(str(tmp_path)).__dict__["__call__"].concrete_functions[0]
+
+
+def test_saved_models_keep_the_flag(nf_settings, tmp_path):
+    """As TensorFlow keeps a saved function's jit_compile: loaded, it compiles under the same
+    contract (the flag changes the route: see test_the_flag_changes_the_route), and a default
+    function loads with the default; a file without the key (written before the key existed)
+    loads with the default, and a key that is not a bool is a ValueError."""
+    import json
+    nf_settings(numba="sync", hot_calls=1)
+    sig = [nf.TensorSpec([None], nf.float64)]
+    x, want = _x64(seed=10), np.exp(_x64(seed=10)) * 2.0 + 1.0
+    fast = _saved_and_loaded(nf.function(_affine_exp, jit_compile=True, input_signature=sig),
+                             tmp_path / "fast")
+    exact = _saved_and_loaded(nf.function(_affine_exp, input_signature=sig), tmp_path / "exact")
+    assert fast._jit_compile is True and exact._jit_compile is None
+    r_fast, got_fast = routes_reached(lambda: [fast(x) for _ in range(2)][-1])
+    r_exact, got_exact = routes_reached(lambda: [exact(x) for _ in range(2)][-1])
+    assert Route.T1_LOOP in r_fast and Route.T1_LOOP not in r_exact, (r_fast, r_exact)
+    assert "contract: fast math (jit_compile=True)" in nf.config.explain(fast)
+    assert np.array_equal(got_exact.numpy(), want)
+    assert_within(got_fast.numpy(), want, contract.ulps("exp", np.float64) + 1)
+    # saving the loaded function again keeps the flag too
+    again = _saved_and_loaded(fast, tmp_path / "again")
+    assert again._jit_compile is True
+    doc_path = tmp_path / "fast" / "saved_model.json"
+    doc = json.loads(doc_path.read_text())
+    for f in doc["functions"].values():
+        assert f.pop("jit_compile") is True
+    doc_path.write_text(json.dumps(doc))
+    assert nf.saved_model.load(str(tmp_path / "fast")).__dict__["__call__"] \
+        .concrete_functions[0]._jit_compile is None
+    for f in doc["functions"].values():
+        f["jit_compile"] = "yes"
+    doc_path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="jit_compile must be true or false"):
+        nf.saved_model.load(str(tmp_path / "fast"))
+
+
 def test_methods_keep_the_flag(nf_settings):
     class M:
         @nf.function(jit_compile=True)

@@ -26,14 +26,17 @@ stay unknown and other shapes are rejected) whose Python body binds the saved gr
 one by one. So it compiles when called, and every transformation sees ordinary primitives: it
 can be differentiated (`GradientTape`, `nf.grad`, with respect to its inputs and its Variables),
 called inside `nf.function` and `vectorized_map`. Several concrete functions for one attribute
-are tried in order; the first whose signature accepts the arguments runs.
+are tried in order; the first whose signature accepts the arguments runs. A function saved from
+`nf.function(..., jit_compile=True)` loads with `jit_compile=True`: it compiles under the same
+accuracy contract (docs/guides/performance.md), as TensorFlow keeps the flag of a saved function.
 
 Format (a directory, version 1):
 
     saved_model.json       {"format": "ndflow.saved_model", "version": 1, "tensors": <file>,
                             "variables": [{"name", "shape", "dtype", "trainable"}],
                             "objects": the Module/list/dict tree leading to Variables,
-                            "functions": {id: {"graph": ..., "signature": ..., "outputs": ...}},
+                            "functions": {id: {"graph": ..., "signature": ..., "outputs": ...,
+                                               "jit_compile": true or false (optional)}},
                             "attributes": {name: [function ids]}, "signatures": {name: id}}
     data-<token>.safetensors   Variables ("variables/<i>"), constants and array parameters
 
@@ -224,6 +227,9 @@ def save(obj, export_dir, signatures=None, options=None):
             outs.append(None if kind == "v" else enc.value(c, f"an output of {cf.name!r}"))
         functions[fid] = {
             "name": cf.name, "graph": enc.graph(g),
+            # the accuracy contract its regions were built under: a function saved from
+            # nf.function(jit_compile=True) compiles under it again when loaded
+            "jit_compile": bool(cf.fast_math),
             "signature": {"specs": [[_shape(s.shape), s.dtype.name, s.name] for s in specs],
                           "structure": _encode_def(sdef, enc)},
             "outputs": {"structure": _encode_def(cf.out_def, enc), "constants": outs}}

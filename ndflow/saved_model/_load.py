@@ -140,7 +140,11 @@ def _function(fid, f, dec):
     if _leaves(in_def) != len(specs) or _leaves(out_def) != len(consts) or \
             sum(c is _GRAPH_OUT for c in consts) != len(graph.outputs):
         dec.fail(f"{where}: its input or output structure does not match its graph")
-    return _LoadedFunction(f["name"], graph, specs, in_def, out_def, consts)
+    jit = f.get("jit_compile", False)     # absent in files written before 0.4.1
+    if not isinstance(jit, bool):
+        dec.fail(f"{where}: jit_compile must be true or false, got {jit!r:.40}")
+    return _LoadedFunction(f["name"], graph, specs, in_def, out_def, consts,
+                           jit_compile=jit or None)
 
 
 def _functions_for(name, fids, made, dec):

@@ -61,7 +61,7 @@ def _run_graph(g, args):
 class _LoadedFunction:
     """One saved concrete function, ready to call (an `nf.function` over its graph)."""
 
-    def __init__(self, name, graph, specs, in_def, out_def, out_consts):
+    def __init__(self, name, graph, specs, in_def, out_def, out_consts, jit_compile=None):
         self.name = name
         self.graph = graph
         self.input_signature = tree.unflatten(in_def, specs)
@@ -80,7 +80,8 @@ class _LoadedFunction:
             return tree.unflatten(out_def, [next(outs) if c is _GRAPH_OUT else c
                                             for c in out_consts])
         body.__name__ = name
-        self.function = function(body, input_signature=list(self.input_signature), name=name)
+        self.function = function(body, input_signature=list(self.input_signature), name=name,
+                                 jit_compile=jit_compile)
 
     def accepts(self, args):
         leaves = tree.flatten(args)
