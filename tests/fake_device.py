@@ -99,7 +99,7 @@ class FakeArray(NDArrayOperatorsMixin):
         return "FakeArray(%r)" % (self._a,)
 
     def __getattr__(self, name):      # methods: astype, copy, reshape, sum, ...
-        if name.startswith("__") or name in ("base", "ctypes", "data", "tobytes", "view"):
+        if name.startswith("__") or name in ("base", "ctypes", "data", "tobytes"):
             # no way to the host memory (__array_interface__, buffers) but .get()
             raise AttributeError(name)
         attr = getattr(self._a, name)

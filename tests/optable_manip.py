@@ -421,6 +421,23 @@ record("fromiter", _const(lambda dt: Sample(([1, 2, 3], dt)), Sample(([], np.flo
 record("fromstring", _const(Sample(("1 2 3",), {"sep": " "}),
                             lambda dt: Sample(("1,2,3,4",), {"dtype": dt, "sep": ","})),
        dtypes=(F64, I32))
+def _view_samples(rng, dt):
+    """Bytes read as another dtype: of the same itemsize (also strided and 0-d), of a smaller
+    and a larger one (the last axis resized), empty."""
+    dt = np.dtype(dt)
+    same, small = {4: np.int32, 8: np.int64, 1: np.uint8, 16: np.complex128}[dt.itemsize], np.int8
+    big = np.complex128 if dt.itemsize == 8 else np.int64
+    return [Sample((values(rng, (2, 8), dt), same)), Sample((noncontig(rng, (3, 4), dt), same)),
+            Sample((values(rng, (), dt), same)), Sample((values(rng, (3, 4), dt), small)),
+            Sample((values(rng, (2, 16 // dt.itemsize), dt), big)),
+            Sample((values(rng, (0, 8), dt), small))]
+
+
+record("ndarray.view", _view_samples, dtypes=(F32, F64, I32, BOOL, C128),
+       call=lambda m, x, dtype: m.asarray(x).view(dtype), diff_args=(),
+       grad_reason="the bits of a value, not a function of it (tf.bitcast has no gradient)")
+
+
 def _bits(rng, dt):
     return [Sample((values(rng, (2, 5), dt),)), Sample((values(rng, (2, 9), dt),), {"axis": 1}),
             Sample((values(rng, (3, 2), dt),), {"axis": 0, "bitorder": "little"}),

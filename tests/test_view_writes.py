@@ -1,6 +1,6 @@
 """Writes through views are never lost: every operation that returns a view in NumPy (`.real`,
 `.imag`, `.T`, transpose, swapaxes, moveaxis, reshape/ravel when a view, squeeze, expand_dims,
-slices with steps, `view()`, `astype(copy=False)`, `flat`, one-operand einsum, slices with
+slices with steps, `view()` and `view(dtype)`, `astype(copy=False)`, `flat`, one-operand einsum, slices with
 run-time bounds) writes into its base on every path (eager, under a tape, in nf.function, in
 vectorized_map, and their combinations), as NumPy; a view NumPy makes read-only (`diagonal`,
 `broadcast_to`, a real array's `.imag`) raises NumPy's ValueError on every path; a view a path
@@ -63,6 +63,11 @@ VIEWS = {
     "step.reshape_view": (lambda: _real((4, 3)), lambda z: z[::2].reshape(2, 1, 3)),
     "view": (_real, lambda z: z.view()),
     "astype_nocopy": (_real, lambda z: z.astype(z.dtype, copy=False)),
+    "view_int64": (_real, lambda z: z.view(np.int64)),
+    "view_int32": (_real, lambda z: z.view(np.int32)),
+    "view_int32_0d": (lambda: np.array(2.5, np.float32), lambda z: z.view(np.int32)),
+    "T.view_int64": (_real, lambda z: z.T.view(np.int64)),
+    "view_complex": (lambda: _real((2, 4)), lambda z: z.view(np.complex128)),
     "einsum_ji": (_real, lambda z: _mod(z).einsum("ij->ji", z)),
     "conj_of_real": (_real, lambda z: z.conj()),
     # copies in NumPy: the base must not change

@@ -547,10 +547,10 @@ class ndarray:
         return _tnp.copy(self)
 
     def view(self, dtype=None, type=None):
-        """The same data; with a dtype, reinterpreted on the host (bit-level, no gradient)."""
-        if dtype is None or (isinstance(dtype, builtins.type) and issubclass(dtype, ndarray)):
-            return self
-        return _tnp.asarray(self.numpy().view(dtype))
+        """As NumPy's: with a dtype, a view of the same bytes (another itemsize resizes the last
+        axis); writes reach this array on every path. No derivative, as `tf.bitcast`."""
+        plain = dtype is None or (isinstance(dtype, builtins.type) and issubclass(dtype, ndarray))
+        return self if plain else _tnp._view(self, dtype)
 
     def fill(self, value):
         self[...] = value

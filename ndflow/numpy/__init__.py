@@ -19,7 +19,7 @@ from ..core import dtypes as _dtypes
 from ._core import asarray, array  # noqa: F401
 from .creation import (zeros, ones, empty, full, zeros_like, ones_like, empty_like,  # noqa: F401
                        full_like, arange, linspace, logspace, geomspace, eye, identity, copy,
-                       asanyarray, ascontiguousarray, astype, _astype)
+                       asanyarray, ascontiguousarray, astype, _astype, _view)
 from .ufuncs import ufunc  # noqa: F401
 from .math import (add, subtract, multiply, true_divide, divide, floor_divide, remainder,  # noqa
                    mod, fmod, power, pow, float_power, maximum, minimum, fmax, fmin, arctan2,

@@ -504,6 +504,11 @@ def _astype(x, dtype, copy=True):
     return bind(E.convert_p, x, dtype=d)
 
 
+def _view(x, dtype):
+    """`x.view(dtype)`: its bytes read as `dtype`, a view (writes reach `x`), no derivative."""
+    return bind(S.bitcast_p, x, dtype=_dt.canonical(dtype))
+
+
 def astype(x, dtype, /, *, copy=True, device=None):
     """`x` converted to `dtype`, as the Array API's (and NumPy 2's) `astype`: a new array unless
     `copy=False` and the dtype already matches. Floats to integers truncate toward zero; with

@@ -333,6 +333,10 @@ def _view_inverse_imag(base, view, args, params):
     return E.set_imag_p, (base, view), {}
 
 
+def _view_inverse_bitcast(base, view, args, params):
+    return S.bitcast_p, (view,), {"dtype": np.dtype(base.dtype)}
+
+
 def _view_inverse_slice_dynamic(base, view, args, params):
     return I.update_slice_dynamic_p, (base, view) + tuple(args), params
 
@@ -372,6 +376,7 @@ _mut.VIEWS.update({
     E.real_p: _view_inverse_real,
     E.imag_p: _view_inverse_imag,
     I.slice_dynamic_p: _view_inverse_slice_dynamic,
+    S.bitcast_p: _view_inverse_bitcast,
     L.einsum_p: _view_inverse_einsum,
     M.stop_gradient_p: _view_inverse_reshape,
     M.runtime_warning_p: _view_inverse_reshape,

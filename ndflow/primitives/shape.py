@@ -410,3 +410,44 @@ def align_batched(args, axes):
             a = bind(expand_dims_p, a, axes=tuple(range(1, 1 + missing)))
         out.append(a)
     return out
+
+
+# ------------------------------------------------------------------ bitcast
+# `x.view(dtype)`: the same bytes read as another dtype, a view as NumPy's. Of another itemsize
+# the last axis is resized, and must be contiguous (NumPy's error where it is not: also for an
+# example of a vectorized_map, whose strides are its slice's).
+_BITCAST_0D = "Changing the dtype of a 0d array is only supported if the itemsize is unchanged"
+_BITCAST_LAST = ("When changing to a larger dtype, its size must be a divisor of the total size "
+                 "in bytes of the last axis of the array.")
+
+
+def _bitcast_abstract(x, dtype):
+    dtype, old = np.dtype(dtype), np.dtype(x.dtype)
+    if dtype.itemsize == old.itemsize:
+        return Aval(x.shape, dtype)
+    if len(x.shape) == 0:
+        raise ValueError(_BITCAST_0D)
+    last = x.shape[-1]
+    if last is not None:
+        nbytes = last * old.itemsize
+        if nbytes % dtype.itemsize:
+            raise ValueError(_BITCAST_LAST)
+        last = nbytes // dtype.itemsize
+    return Aval(tuple(x.shape[:-1]) + (last,), dtype)
+
+
+bitcast_p = Primitive("bitcast", lambda x, dtype: x.view(dtype), _bitcast_abstract,
+                      returns_view=True)
+# the bits of a value, not a function of it: no derivative (as tf.bitcast has none)
+bitcast_p.def_vjp(lambda ct, x, dtype: (None,))
+bitcast_p.def_jvp(lambda tangents, x, dtype: None)
+
+
+def _bitcast_batch(args, axes, dtype):
+    x, d = args[0], axes[0]
+    if np.dtype(dtype).itemsize != np.dtype(x.dtype).itemsize:
+        x, d = move_to_front(x, d), 0       # the batch axis out of the resized last axis
+    return bind(bitcast_p, x, dtype=dtype), d
+
+
+bitcast_p.batch = _bitcast_batch
