@@ -140,7 +140,7 @@ def _build(key, vjps, rules, recs, ct, keep, conn):
             t = a._tid
             s = slot_of.get(t)
             if s is not None:
-                if s >= i:
+                if i <= s < n:
                     return None       # (not a program's order: the plan's loop takes it)
                 kind = _LINK
             elif t in conn:
