@@ -126,6 +126,20 @@ def test_a_program_wired_otherwise_is_refused(sched, monkeypatch):
     assert len(S._CACHE) == 1 and len(next(iter(S._CACHE.values()))) == 2
 
 
+def test_operands_swapped_are_refused(sched, monkeypatch):
+    # both inputs of the subtract are earlier records' outputs, the second program swaps
+    # them: a schedule that did not compare each input's tid would give p the + cotangent
+    a, b = _arrays((4,), (4,), seed=16)
+    got = []
+    for swap in (False, True):
+        def f(a, b):
+            p, q = a * b, a + b
+            return tnp.sum(q - p if swap else p - q)
+        got.append(_check(monkeypatch, lambda: _grads(f, [a, b])))
+    np.testing.assert_array_equal(got[1][0].numpy(), 1.0 - b.numpy())
+    assert sched == [-1, None, -1]
+
+
 def test_a_value_used_twice_and_two_values_are_told_apart(sched, monkeypatch):
     a, b = _arrays((5,), (5,), seed=1)
     _check(monkeypatch, lambda: _grads(lambda a, b: tnp.sum(a * b), [a, b]))
@@ -151,6 +165,10 @@ def test_a_changed_watched_set_is_refused(sched, monkeypatch):
     assert got[1] is None and sched == [-1]
     got = _check(monkeypatch, lambda: _grads(lambda a, b: tnp.sum(a * b), [a, b]))
     assert got[1] is not None and sched == [-1, None, -1]
+    # and back (b keeps the tid it was watched with, not connected now): reused, the
+    # schedule would give b a gradient where it has none
+    got = _check(monkeypatch, only_a)
+    assert got[1] is None and sched[3:] == [None, -1]
 
 
 def test_changed_sources_are_refused(sched, monkeypatch):
@@ -182,6 +200,17 @@ def test_changed_targets_are_refused(sched, monkeypatch):
     _check(monkeypatch, lambda: grads(False))
     _check(monkeypatch, lambda: grads(True))
     assert sched == [-1, None, -1]
+
+    def of_m():
+        with nf.GradientTape() as tape:
+            tape.watch(a)
+            m = a * a
+            tnp.sum(m)
+        return tape.gradient(m, [a])
+    # one target as before, another record's output
+    got = _check(monkeypatch, of_m)
+    np.testing.assert_array_equal(got[0].numpy(), 2 * a.numpy())
+    assert sched[3:] == [None, None, -1]
 
 
 def test_a_changed_dtype_is_refused(sched, monkeypatch):
