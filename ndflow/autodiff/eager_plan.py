@@ -16,6 +16,10 @@ same records in the same order as the reference loop (`GradientTape._backward`) 
 * donation: a host rule that declares it may write into the cotangent it consumes when the
   pass alone holds it, so a long chain over large arrays holds fewer of them at once.
 
+A sequence of records seen before (a training loop's step) runs first as its cached schedule
+(`eager_schedule.py`): the same host rules, sums and donations, decided once for the sequence
+and checked against the records before each use; the loop here takes any record it leaves.
+
 The gradient rules know nothing of this: the plan owns the buffers. Each of the three gives the
 reference loop's bits (the same kernels on the same operands, in the same order):
 tests/test_eager_plan.py runs every op-table record's gradient both ways, and

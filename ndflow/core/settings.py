@@ -84,7 +84,8 @@ def _threads(v):
 
 
 # The routes `routes_off` may name: the planner's (graph/kernels/planner.py `Route`), the
-# eager door's (core/dispatch.py) and the tape's eager backward plan (autodiff/eager_plan.py);
+# eager door's (core/dispatch.py) and the tape's eager backward plan (autodiff/eager_plan.py)
+# with its cached schedules (autodiff/eager_schedule.py);
 # not the reference of a family, which is what the others fall back to: tier 0's one NumPy
 # call per op (T0_SMALL), a device backend op by op (DEVICE_OPS), the door's general route,
 # the tape's reference backward loop. tests/test_routes_off.py checks the names against the
