@@ -25,7 +25,7 @@ from ndflow.autodiff import eager_schedule as S
 
 import test_eager_plan as EP
 import test_optable as T
-from helpers import to_nf, value_bits
+from helpers import value_bits
 
 pytestmark = T.pytestmark
 
@@ -69,19 +69,8 @@ _SCHEDULED = {"add", "subtract", "multiply", "matmul", "maximum", "minimum", "ne
 
 @pytest.mark.parametrize("rec,dt", EP._CASES)
 def test_schedule_is_the_reference_loop_bit_for_bit(rec, dt, sched, monkeypatch):
-    rng = T._seeded(rec, dt, 30)
     compared = 0
-    for k, s in enumerate(rec.samples(rng, dt)):
-        pos = T._diff_positions(rec, s)
-        if not pos:
-            continue
-        with np.errstate(all="ignore"):
-            outs = T._float_leaves(T._eval(rec, s))
-        if not outs:
-            continue
-        cts = [tuple(tnp.asarray(rng.standard_normal(o.shape).astype(o.dtype)) for _ in "12")
-               for o in outs]
-        how = ("none", "zero", "persistent")[k % 3]
+    for s, pos, cts, how in EP._samples(rec, dt):
         with np.errstate(all="ignore"):
             first = EP._gradients(rec, s, pos, cts, how)
             again = EP._gradients(rec, s, pos, cts, how)      # (the cached schedule)
@@ -371,3 +360,35 @@ def test_output_gradients_and_sources_are_never_written(sched, monkeypatch):
     np.testing.assert_array_equal(b.numpy(), b0)
     np.testing.assert_array_equal(got[1].numpy(), og0 * a0 * a0)
     assert sched == [-1, -1]
+
+
+def test_a_chain_donates_its_cotangents_as_the_plan_does(sched):
+    # y = w * y four times: each record's cotangent is the schedule's alone, so multiply's
+    # rule writes the next one into it; the backward pass holds no more than the plan's loop
+    import tracemalloc
+    n = 1 << 18
+    x = tnp.asarray(np.random.default_rng(17).standard_normal(n))
+    ws = [tnp.asarray(np.full(n, 1.0 + i / 8)) for i in range(4)]
+
+    def peak():
+        with nf.GradientTape() as tape:
+            tape.watch(x)
+            y = x
+            for w in ws:
+                y = w * y
+            z = tnp.sum(y)
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            g = tape.gradient(z, x)
+            return (tracemalloc.get_traced_memory()[1] - base) / (8 * n), g
+        finally:
+            tracemalloc.stop()
+    scheduled, g = peak()
+    assert sched == [-1]
+    with nf.config.settings.override(routes_off={"eager_schedule"}):
+        loop, want = peak()
+    assert value_bits(g) == value_bits(want)
+    assert scheduled <= loop + 0.01, (scheduled, loop)
+    assert scheduled < 1.5, scheduled      # the result, and one more array at most

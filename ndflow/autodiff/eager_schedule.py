@@ -4,9 +4,12 @@ A training step records the same primitives, wired the same way, every time; onl
 and their tids are new. The eager plan (`eager_plan.py`) re-derives per record what does not
 change between such steps: which host rule runs it, which of its inputs need a gradient, which
 cotangent each gradient joins, which cotangents the pass must keep, and each input dtype's
-differentiability. A schedule holds those decisions, made once for a sequence of records, with
-the cotangents in numbered slots instead of a table keyed by tids; the next time the same
-sequence is recorded, it is checked against the records (`_bind`) and run (`_run`).
+differentiability. A schedule holds those decisions, made once for a sequence of records
+(`_build`), compiled into one function of straight-line Python (`_compile`) that checks the
+records against them and then runs each record's host rule with the cotangents in local names
+instead of a table keyed by tids: no loop, no per-record decisions. (The same schedule run by
+a loop over its steps cost as much as the plan's own loop: the decisions are cheap, the
+interpretation around them is not.)
 
 What a schedule assumes, and so what is checked before it runs (any difference: another
 schedule, or a new one, or the plan's own loop; never a schedule that does not fit):
@@ -23,7 +26,7 @@ schedule, or a new one, or the plan's own loop; never a schedule that does not f
 Shapes, parameters and values are not part of it: the host rules read them from the records
 on every run, as the plan does, and decide donation and summing in place on the buffers as
 they are then (who holds a cotangent is counted with `sys.getrefcount`, calibrated below on
-slots held as `_run` holds them). A schedule is only made for the plan's own situation (plain
+a buffer held as the compiled code holds its cotangents). A schedule is only made for the plan's own situation (plain
 eager execution: nested and recording tapes, traces and devices take the reference loop before
 the plan is asked), so a persistent tape, a nested tape's inner gradient or a changed program
 differ from a cached schedule in what is checked, or never reach it.
@@ -219,8 +222,9 @@ def _compile(n, nslots, steps, seeds, kept):
         live = [k for k in range(nslots) if k <= i or k in kept or k >= n]
         pairs = "(" + "".join(f"(o{k}, c{k}), " for k in live) + ")"
         body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
-        donated = "_donatable(c)" if donates else "False"
-        body += [f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, {donated})",
+        # (decided before the call: an argument already pushed for it would be counted)
+        body += ["d = _donatable(c)" if donates else "d = False",
+                 f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
                  "if g is NotImplemented:",
                  f"    c{i} = c",
                  f"    _spill(ct, {pairs})",
@@ -247,17 +251,17 @@ def _compile(n, nslots, steps, seeds, kept):
 
 
 def _donatable(c):
-    """Whether a host rule may write into cotangent `c`: only the schedule's frame holds it
-    (counted as `_calibrate` counts it), and it owns writable memory."""
-    return _refcount(c) == _SOLE and type(c) is _ndarray and c.flags.owndata \
+    """Whether a host rule may write into cotangent `c`: one name of the schedule's frame
+    alone holds it (counted as `_calibrate` counts it), and it owns writable memory."""
+    return _refcount(c) == _ALONE and type(c) is _ndarray and c.flags.owndata \
         and c.flags.writeable
 
 
 def _sum(prev, r):
-    """prev + r for a slot: in place where only the slot holds `prev` and its memory (same
-    shape and dtype: the same bits); a gradient of the running record is still held by the
-    schedule's frame (`g`, `r`), so it is never summed into."""
-    if _refcount(prev) == _SHARED and type(prev) is _ndarray and type(r) is _ndarray \
+    """prev + r for a slot: in place where only the slot's name holds `prev` and its memory
+    (same shape and dtype: the same bits); a gradient of the running record is still held by
+    the schedule's frame (`g`, `r`), so it is never summed into."""
+    if _refcount(prev) == _ALONE and type(prev) is _ndarray and type(r) is _ndarray \
             and prev.flags.owndata and prev.flags.writeable and prev.shape == r.shape \
             and prev.dtype == r.dtype:
         np.add(prev, r, out=prev)
@@ -274,18 +278,18 @@ def _spill(ct, pairs):
 
 
 def _calibrate():
-    """Reference counts of a slot's buffer as the compiled schedule's helpers see it: held by
-    one local name alone (a cotangent being consumed: `_donatable`), and by one local name
-    (the slot) while the helper sums into it (`_sum`)."""
+    """The reference count `_donatable` and `_sum` see of a buffer that one local name of the
+    calling frame alone holds (the compiled code's `c` being consumed, or its slot `c<k>`
+    summed into), counted the same way, so it does not depend on the interpreter's
+    conventions."""
     seen = []
 
     def probe(v):
         seen.append(_refcount(v))
-        return False
 
     c = np.empty(1)
     probe(c)
-    return seen[0], seen[0]
+    return seen[0]
 
 
-_SOLE, _SHARED = _calibrate()
+_ALONE = _calibrate()
