@@ -36,6 +36,7 @@ def sched(monkeypatch):
     schedule's run returned (None: its checks refused the records)."""
     monkeypatch.setattr(S, "_SEEN", 1)
     monkeypatch.setattr(S, "_CACHE", {})
+    monkeypatch.setattr(S, "_BUILT", {})
     ran = []
     real = S._compile
 
@@ -392,3 +393,25 @@ def test_a_chain_donates_its_cotangents_as_the_plan_does(sched):
     assert value_bits(g) == value_bits(want)
     assert scheduled <= loop + 0.01, (scheduled, loop)
     assert scheduled < 1.5, scheduled      # the result, and one more array at most
+
+
+def test_a_sequence_rebuilt_too_often_goes_to_the_plans_loop(sched, monkeypatch):
+    # four variants of one sequence (multiply, sum: which inputs are watched, one value used
+    # twice) in turn, two kept per key: each is built again when it comes back, up to
+    # _REBUILDS, then the plan's loop runs them all (the same bits)
+    monkeypatch.setattr(S, "_PER_KEY", 2)
+    monkeypatch.setattr(S, "_REBUILDS", 3)
+    a, b = _arrays((3,), (3,), seed=18)
+    variants = [([a, b], lambda: a * b), ([a], lambda: a * b), ([b], lambda: a * b),
+                ([a], lambda: a * a)]
+
+    def grads(watched, f):
+        with nf.GradientTape() as tape:
+            tape.watch(watched)
+            z = tnp.sum(f())
+        return tape.gradient(z, [a, b])
+    for _ in range(2):
+        for watched, f in variants:
+            _check(monkeypatch, lambda: grads(watched, f))
+    # three built (the fourth refused), the last one kept still serving its variant
+    assert sched.count(-1) == 4 and list(S._BUILT.values()) == [4]

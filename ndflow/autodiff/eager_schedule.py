@@ -55,8 +55,11 @@ _PER_KEY = 4       # schedules kept per sequence of primitives (the newest first
 _KEYS = 256        # sequences remembered at most (all forgotten beyond)
 _LONGEST = 64      # records at most in a scheduled pass (its code grows with their square)
 
+_REBUILDS = 16     # schedules built at most per sequence (then the plan's loop runs it)
+
 # tuple of primitives -> how often seen (an int, before its schedule), or a list of schedules
 _CACHE = {}
+_BUILT = {}        # tuple of primitives -> schedules built for it
 
 
 class Schedule:
@@ -91,6 +94,7 @@ def run(recs, ct, keep, conn, consume, rules):
     if type(entry) is not list:
         if entry is None and len(_CACHE) >= _KEYS:
             _CACHE.clear()
+            _BUILT.clear()
         seen = (entry or 0) + 1
         if seen < _SEEN:
             _CACHE[key] = seen
@@ -108,9 +112,11 @@ def run(recs, ct, keep, conn, consume, rules):
                 return i
     if refused:
         return n - 1
-    s = _build(key, vjps, rules, recs, ct, keep, conn)
+    built = _BUILT[key] = _BUILT.get(key, 0) + 1
     # (a sequence that cannot have one is remembered as such, with its rules: a training
-    # loop whose records the plan's loop must run does not try again every step)
+    # loop whose records the plan's loop must run does not try again every step; nor does
+    # one that keeps changing between more variants than a key keeps)
+    s = None if built > _REBUILDS else _build(key, vjps, rules, recs, ct, keep, conn)
     entry.insert(0, s or Schedule(vjps, rules, None, None))
     del entry[_PER_KEY:]
     i = None if s is None else s.run(recs, ct, keep, conn, consume)
