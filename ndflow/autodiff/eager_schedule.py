@@ -50,10 +50,13 @@ _refcount = sys.getrefcount
 # it takes its slot), or a value the tape does not follow (FREE: no gradient).
 _LINK, _NEW, _FREE = 0, 1, 2
 
-_SEEN = 2          # a sequence of primitives gets a schedule once it is recorded this often
+# A schedule costs a compile (about a millisecond for ten records, 150 lines of code, more
+# than a hundred backward passes save): only a sequence recorded this often gets one (a
+# training loop), and only one of at most _LONGEST records
+_SEEN = 8
+_LONGEST = 32
 _PER_KEY = 4       # schedules kept per sequence of primitives (the newest first)
 _KEYS = 256        # sequences remembered at most (all forgotten beyond)
-_LONGEST = 64      # records at most in a scheduled pass (its code grows with their square)
 
 _REBUILDS = 16     # schedules built at most per sequence (then the plan's loop runs it)
 
@@ -225,16 +228,15 @@ def _compile(n, nslots, steps, seeds, kept):
         ns[f"R{i}"], ns[f"N{i}"] = rule, needs
         # the slots that may hold a cotangent here: record i's and those of earlier records,
         # the kept ones and the values met (a later record's is released when it runs)
-        live = [k for k in range(nslots) if k <= i or k in kept or k >= n]
-        pairs = "(" + "".join(f"(o{k}, c{k}), " for k in live) + ")"
+        ns[f"L{i}"] = tuple((f"o{k}", f"c{k}") for k in range(nslots)
+                            if k <= i or k in kept or k >= n)
         body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
         # (decided before the call: an argument already pushed for it would be counted)
         body += ["d = _donatable(c)" if donates else "d = False",
                  f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
                  "if g is NotImplemented:",
                  f"    c{i} = c",
-                 f"    _spill(ct, {pairs})",
-                 f"    return {i}"]
+                 f"    return _spill(ct, locals(), L{i}, {i})"]
         for j, k in enumerate(dests):
             if k >= 0:
                 body += [f"r = g[{j}]",
@@ -275,12 +277,17 @@ def _sum(prev, r):
     return np.add(prev, r)
 
 
-def _spill(ct, pairs):
-    """The cotangents left in the slots, back into the table by tid (as bare buffers, as the
-    plan's loop keeps them)."""
-    for t, v in pairs:
+def _spill(ct, names, live, i):
+    """The cotangents left in the slots `live` ((tid's name, cotangent's name) each, looked up
+    in the compiled code's local `names`), back into the table by tid (as bare buffers, as
+    the plan's loop keeps them); returns `i`, the record the plan's loop goes on from. (A
+    lookup by name keeps the compiled code linear in the records: a host rule declines a
+    record rarely.)"""
+    for t, c in live:
+        v = names[c]
         if v is not None:
-            ct[t] = v
+            ct[names[t]] = v
+    return i
 
 
 def _calibrate():
