@@ -249,7 +249,8 @@ def test_a_replaced_rule_is_refused(sched, monkeypatch):
     got = _grads(lambda a, b: tnp.sum(a * b), [a, b])
     assert calls, "the replaced rule did not run"
     np.testing.assert_array_equal(got[0].numpy(), b.numpy())
-    assert sched == [-1]
+    # the schedule (of the old rule) never ran again; the sequence is the plan's loop's now
+    assert sched == [-1] and list(S._CACHE.values()) == [(P.RULES,)]
 
 
 def test_a_host_rule_declining_midway_hands_over(sched, monkeypatch):
@@ -398,7 +399,7 @@ def test_a_chain_donates_its_cotangents_as_the_plan_does(sched):
 def test_a_sequence_rebuilt_too_often_goes_to_the_plans_loop(sched, monkeypatch):
     # four variants of one sequence (multiply, sum: which inputs are watched, one value used
     # twice) in turn, two kept per key: each is built again when it comes back, up to
-    # _REBUILDS, then the plan's loop runs them all (the same bits)
+    # _REBUILDS, then the plan's loop runs them all (the same bits), without a look at them
     monkeypatch.setattr(S, "_PER_KEY", 2)
     monkeypatch.setattr(S, "_REBUILDS", 3)
     a, b = _arrays((3,), (3,), seed=18)
@@ -413,5 +414,5 @@ def test_a_sequence_rebuilt_too_often_goes_to_the_plans_loop(sched, monkeypatch)
     for _ in range(2):
         for watched, f in variants:
             _check(monkeypatch, lambda: grads(watched, f))
-    # three built (the fourth refused), the last one kept still serving its variant
-    assert sched.count(-1) == 4 and list(S._BUILT.values()) == [4]
+    assert sched.count(-1) == 3 and list(S._BUILT.values()) == [4]
+    assert list(S._CACHE.values()) == [(P.RULES,)]

@@ -35,6 +35,7 @@ The gradients are the reference loop's bits: the same host rules on the same ope
 same order as `eager_plan._host_records` (tests/test_eager_schedule.py compares the three on
 the op table, and checks that each part of the check above refuses a schedule that differs).
 """
+import operator
 import sys
 
 import numpy as np
@@ -44,6 +45,8 @@ from ..core.ndarray import ndarray, _wrap
 
 _ndarray = np.ndarray
 _refcount = sys.getrefcount
+_first = operator.itemgetter(0)
+_vjp = operator.attrgetter("vjp")
 
 # How an input of a record is found: the output of an earlier record or a value seen before
 # in the pass (LINK, its slot's tid compared), a connected value met for the first time (NEW:
@@ -60,14 +63,15 @@ _KEYS = 256        # sequences remembered at most (all forgotten beyond)
 
 _REBUILDS = 16     # schedules built at most per sequence (then the plan's loop runs it)
 
-# tuple of primitives -> how often seen (an int, before its schedule), or a list of schedules
+# tuple of primitives -> how often seen (an int, before its schedule), its schedules (a list),
+# or (rules,): none, the plan's loop runs it
 _CACHE = {}
 _BUILT = {}        # tuple of primitives -> schedules built for it
 
 
 class Schedule:
     """The decisions of one backward pass over a sequence of records (see the module's text),
-    compiled (`run`; None: the sequence has none, the plan's loop runs it).
+    compiled (`run`), for the VJP rules `vjps` and the host rules `rules`.
 
     `steps`, in the order they run (the records in reverse): (record index, host rule,
     whether it takes donations, whether its output's cotangent is kept, the slot each input's
@@ -90,12 +94,16 @@ def run(recs, ct, keep, conn, consume, rules):
     if not n or n > _LONGEST:
         return n - 1
     try:
-        key = tuple([r[0] for r in recs])
+        key = tuple(map(_first, recs))
     except TypeError:                 # (a record released: a pass that failed before)
         return n - 1
     entry = _CACHE.get(key)
     if type(entry) is not list:
-        if entry is None and len(_CACHE) >= _KEYS:
+        if type(entry) is tuple:
+            if entry[0] is rules:
+                return n - 1          # refused (see below)
+            entry = _SEEN - 1         # (refused with other rules: try again)
+        elif entry is None and len(_CACHE) >= _KEYS:
             _CACHE.clear()
             _BUILT.clear()
         seen = (entry or 0) + 1
@@ -103,26 +111,23 @@ def run(recs, ct, keep, conn, consume, rules):
             _CACHE[key] = seen
             return n - 1
         entry = _CACHE[key] = []
-    vjps = [p.vjp for p in key]
-    refused = False
+    vjps = list(map(_vjp, key))
     for s in entry:
         if s.vjps == vjps and s.rules is rules:
-            if s.run is None:
-                refused = True
-                continue
             i = s.run(recs, ct, keep, conn, consume)
             if i is not None:
                 return i
-    if refused:
-        return n - 1
     built = _BUILT[key] = _BUILT.get(key, 0) + 1
-    # (a sequence that cannot have one is remembered as such, with its rules: a training
-    # loop whose records the plan's loop must run does not try again every step; nor does
-    # one that keeps changing between more variants than a key keeps)
     s = None if built > _REBUILDS else _build(key, vjps, rules, recs, ct, keep, conn)
-    entry.insert(0, s or Schedule(vjps, rules, None, None))
+    if s is None:
+        # a sequence that cannot have one (a primitive without a host rule, a value on a
+        # device, ...), or that keeps changing between more variants than a key keeps, is
+        # the plan's loop's from now on (with these rules), without a look at its records
+        _CACHE[key] = (rules,)
+        return n - 1
+    entry.insert(0, s)
     del entry[_PER_KEY:]
-    i = None if s is None else s.run(recs, ct, keep, conn, consume)
+    i = s.run(recs, ct, keep, conn, consume)
     return n - 1 if i is None else i
 
 
