@@ -55,12 +55,11 @@ def backward(tape, ct, keep, consume):
     recs = tape._records
     conn = tape._connected
     i = len(recs) - 1
-    if "eager_schedule" not in settings.routes_off:
-        # a sequence of records seen before: its cached schedule (as many records as it
-        # takes; the loop below goes on from where it stops)
-        i = eager_schedule.run(recs, ct, keep, conn, consume, RULES)
-        if i < 0:
-            return                    # (its cotangents left wrapped)
+    # a sequence of records seen before: its cached schedule (as many records as it takes;
+    # the loop below goes on from where it stops)
+    i = eager_schedule.run(recs, ct, keep, conn, consume, RULES)
+    if i < 0:
+        return                        # (its cotangents left wrapped)
     while i >= 0:
         i = _host_records(recs, i, ct, keep, conn, consume)
         if i < 0:

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..core import dtypes as _dt
 from ..core.ndarray import ndarray, _wrap
+from ..core.settings import settings
 
 _ndarray = np.ndarray
 _refcount = sys.getrefcount
@@ -85,7 +86,7 @@ class Schedule:
 
 def run(recs, ct, keep, conn, consume, rules):
     """The backward pass over `recs` (as `eager_plan.backward`'s) by a cached schedule where
-    one fits, of the host rules `rules` (host_vjp.RULES, or a table a test puts in its place).
+    one fits (unless `settings.routes_off` names 'eager_schedule'), of the host rules `rules` (host_vjp.RULES, or a table a test puts in its place).
     Returns the index of the record the plan's loop goes on from: -1 when the schedule ran
     them all, len(recs) - 1 when none fits (nothing was done); after a host rule
     declined its record (NotImplemented), that record's index, with the table as the plan's
@@ -111,6 +112,8 @@ def run(recs, ct, keep, conn, consume, rules):
             _CACHE[key] = seen
             return n - 1
         entry = _CACHE[key] = []
+    if "eager_schedule" in settings.routes_off:
+        return n - 1                  # (read here: a refused sequence does not pay for it)
     vjps = list(map(_vjp, key))
     for s in entry:
         if s.vjps == vjps and s.rules is rules:
