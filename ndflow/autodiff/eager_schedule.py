@@ -26,10 +26,11 @@ schedule, or a new one, or the plan's own loop; never a schedule that does not f
 Shapes, parameters and values are not part of it: the host rules read them from the records
 on every run, as the plan does, and decide donation and summing in place on the buffers as
 they are then (who holds a cotangent is counted with `sys.getrefcount`, calibrated below on
-a buffer held as the compiled code holds its cotangents). A schedule is only made for the plan's own situation (plain
-eager execution: nested and recording tapes, traces and devices take the reference loop before
-the plan is asked), so a persistent tape, a nested tape's inner gradient or a changed program
-differ from a cached schedule in what is checked, or never reach it.
+a buffer held as the compiled code holds its cotangents). A schedule is only made for the
+plan's own situation (plain eager execution: nested and recording tapes, traces and devices
+take the reference loop before the plan is asked), so a persistent tape, a nested tape's inner
+gradient or a changed program differ from a cached schedule in what is checked, or never
+reach it.
 
 The gradients are the reference loop's bits: the same host rules on the same operands in the
 same order as `eager_plan._host_records` (tests/test_eager_schedule.py compares the three on
@@ -86,7 +87,8 @@ class Schedule:
 
 def run(recs, ct, keep, conn, consume, rules):
     """The backward pass over `recs` (as `eager_plan.backward`'s) by a cached schedule where
-    one fits (unless `settings.routes_off` names 'eager_schedule'), of the host rules `rules` (host_vjp.RULES, or a table a test puts in its place).
+    one fits (unless `settings.routes_off` names 'eager_schedule'), of the host rules `rules`
+    (host_vjp.RULES, or a table a test puts in its place).
     Returns the index of the record the plan's loop goes on from: -1 when the schedule ran
     them all, len(recs) - 1 when none fits (nothing was done); after a host rule
     declined its record (NotImplemented), that record's index, with the table as the plan's
