@@ -48,13 +48,10 @@ def _gradients(rec, s, pos, cts, how):
     return [value_bits(g) for g in first], [value_bits(g) for g in again]
 
 
-@pytest.mark.parametrize("rec,dt", _CASES)
-def test_eager_plan_is_the_reference_loop_bit_for_bit(rec, dt, monkeypatch):
-    runs = []
-    real = P.backward
-    monkeypatch.setattr(P, "backward", lambda *a: runs.append(1) or real(*a))
+def _samples(rec, dt):
+    """(sample, the differentiable positions, the loss's weights per float output, how the
+    gradient is asked for) for each of the record's samples with a gradient to take."""
     rng = T._seeded(rec, dt, 30)
-    compared = 0
     for k, s in enumerate(rec.samples(rng, dt)):
         pos = T._diff_positions(rec, s)
         if not pos:
@@ -65,7 +62,16 @@ def test_eager_plan_is_the_reference_loop_bit_for_bit(rec, dt, monkeypatch):
             continue
         cts = [tuple(tnp.asarray(rng.standard_normal(o.shape).astype(o.dtype)) for _ in "12")
                for o in outs]
-        how = ("none", "zero", "persistent")[k % 3]
+        yield s, pos, cts, ("none", "zero", "persistent")[k % 3]
+
+
+@pytest.mark.parametrize("rec,dt", _CASES)
+def test_eager_plan_is_the_reference_loop_bit_for_bit(rec, dt, monkeypatch):
+    runs = []
+    real = P.backward
+    monkeypatch.setattr(P, "backward", lambda *a: runs.append(1) or real(*a))
+    compared = 0
+    for s, pos, cts, how in _samples(rec, dt):
         with np.errstate(all="ignore"):
             n = len(runs)
             plan = _gradients(rec, s, pos, cts, how)

@@ -9,6 +9,7 @@ really taken (the eager door's `dispatch.door_route()`, the planner's decisions 
   sample on its three routes ('plain', 'lane': a recording tape, NumPy's promotion,
   'general': composites composed, a tape recording) against NumPy;
 - the eager backward plan and the reference backward loop: test_eager_plan.py, bit for bit;
+  the plan's cached schedules: test_eager_schedule.py, the same cases through a schedule;
 - tier 0's routes (every elementwise record, i.e. a `tnp.ufunc`, its first dtype, at most
   two samples), the settings lowered so that the records' own small samples reach each
   route; `T0_COLUMNS` on samples of shapes (2, 16, 1) and (2, 1, 2): a region compiled from
@@ -54,8 +55,9 @@ needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba is not installed")
 
 # the routes the eager backward pass takes: test_eager_plan.py runs every differentiable
-# record on both (the plan, and the reference loop with the plan off), bit for bit
-BACKWARD_ROUTES = ("eager backward plan", "reference backward loop")
+# record on both (the plan, and the reference loop with the plan off), bit for bit;
+# test_eager_schedule.py the same cases through the plan's cached schedules
+BACKWARD_ROUTES = ("eager backward plan", "reference backward loop", "eager schedule")
 
 
 _kernel, _reached = single_kernel, routes_reached

@@ -16,6 +16,10 @@ same records in the same order as the reference loop (`GradientTape._backward`) 
 * donation: a host rule that declares it may write into the cotangent it consumes when the
   pass alone holds it, so a long chain over large arrays holds fewer of them at once.
 
+A sequence of records seen before (a training loop's step) runs first as its cached schedule
+(`eager_schedule.py`): the same host rules, sums and donations, decided once for the sequence
+and checked against the records before each use; the loop here takes any record it leaves.
+
 The gradient rules know nothing of this: the plan owns the buffers. Each of the three gives the
 reference loop's bits (the same kernels on the same operands, in the same order):
 tests/test_eager_plan.py runs every op-table record's gradient both ways, and
@@ -29,6 +33,7 @@ from ..core import dtypes as _dt
 from ..core.settings import settings
 from ..core.ndarray import ndarray, _wrap
 from .host_vjp import RULES
+from . import eager_schedule
 
 _ndarray = np.ndarray
 
@@ -50,6 +55,11 @@ def backward(tape, ct, keep, consume):
     recs = tape._records
     conn = tape._connected
     i = len(recs) - 1
+    # a sequence of records seen before: its cached schedule (as many records as it takes;
+    # the loop below goes on from where it stops)
+    i = eager_schedule.run(recs, ct, keep, conn, consume, RULES)
+    if i < 0:
+        return                        # (its cotangents left wrapped)
     while i >= 0:
         i = _host_records(recs, i, ct, keep, conn, consume)
         if i < 0:
