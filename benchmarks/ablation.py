@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARKER = "ABLATION_JSON "
 THREAD_ROUTES = ("T0_THREADS", "T1_THREADS")
 DOOR = ("plain", "lane")
-EAGER_ONLY = ("eager_plan",)
+EAGER_ONLY = ("eager_plan", "eager_schedule")
 COLUMNS = ("eager", "compiled", "compiled, numba off")
 
 
