@@ -187,6 +187,8 @@ class ProductUpdate:
 
     def _numpy(self, w, a, b, s, out):
         COUNTS["ops"] += 1
+        if type(a) is not np.ndarray or type(b) is not np.ndarray or type(w) is not np.ndarray:
+            return w - (a @ b) * s       # a device's arrays: its own three operations
         g = np.matmul(a, b)
         np.multiply(g, s, out=g)
         if out is not None and not (np.may_share_memory(out, a) or np.may_share_memory(out, b)):
