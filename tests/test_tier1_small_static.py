@@ -196,31 +196,3 @@ def test_offered_buffers_declined_for_the_generated_caller(sync):
     assert_bits_equal(got, k.tier0(*xs))
     assert_bits_equal(donor, np.full(4, 7, np.float32))
 
-
-def test_fast_math_static_regions_pay_by_their_work(nf_settings):
-    """Under jit_compile=True a static region pays through the generated caller once its
-    elements x cost units reach `policy.FAST_STATIC_WORK` (a batch-32 layer's bias add and
-    relu, 4096 elements, 2 units); by default it stays on tier 0. Values NumPy's bits."""
-    from ndflow.graph.kernels import policy
-    from ndflow.graph.kernels.planner import Route, TIER0
-    from helpers import routes_reached
-    nf_settings(numba="sync")
-    assert policy.pays(4096, 2, True, fast=True) and not policy.pays(4096, 2, True)
-    assert not policy.pays(4096, 2, False, fast=True) and \
-        not policy.pays(1024, 2, True, fast=True)
-    assert "static under fast math" in policy.pays_why(4096, 2, True, fast=True)
-    rng = np.random.default_rng(0)
-    h = rng.standard_normal((32, 128)).astype(np.float32)
-    h[0, :3] = [np.nan, -0.0, np.inf]
-    b = rng.standard_normal(128).astype(np.float32)
-    want = np.maximum(h + b, np.float32(0))
-    for jit, direct in ((True, True), (None, False)):
-        f = nf.function(lambda h, b: tnp.maximum(h + b, 0), jit_compile=jit)
-        reached = set()
-        for _ in range(CALLS):
-            r, got = routes_reached(lambda: f(h, b))
-            reached |= r
-            assert_bits_equal(got.numpy(), want)
-        assert (Route.T1_DIRECT in reached or Route.T1_DIRECT_BAKED in reached) == direct, \
-            (jit, reached)
-        assert bool(reached & TIER0) != direct, (jit, reached)

@@ -434,11 +434,14 @@ def _dead_buffer_for(n, k, fk, dying, dead, used):
 
 def _fused_with_donors(n, i, donor_of, variables, dead, used, dying):
     """Fused node `n` (index i) given donors for its results: a Variable's own buffer where
-    `reuse_buffers` planned an in-place update, else a dead buffer. A Variable's buffer that
+    `reuse_buffers` planned an in-place update, else a dead buffer (not to a region whose
+    calls pay more through tier 1's generated caller, `policy.pooled_results_pay`, which
+    takes its results from its pools). A Variable's buffer that
     only tier 1 may write over gets a dead buffer beside it, which a call tier 1 does not
     take uses instead: one graph whichever tier runs."""
     slots, extra, spare = [], [], []
     fk = n.prim.impl
+    pooled = policy.pooled_results_pay(fk.prog)
     for k in range(len(n.outputs)):
         if (i, k) in donor_of:
             slots.append(k)
@@ -448,7 +451,7 @@ def _fused_with_donors(n, i, donor_of, variables, dead, used, dying):
                 if v is not None:
                     spare.append((k, v))
             continue
-        v = _dead_buffer_for(n, k, fk, dying, dead, used)
+        v = None if pooled else _dead_buffer_for(n, k, fk, dying, dead, used)
         if v is not None:
             slots.append(k)
             extra.append(v)
