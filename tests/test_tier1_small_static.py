@@ -195,4 +195,3 @@ def test_offered_buffers_declined_for_the_generated_caller(sync):
     assert calls[1] is True
     assert_bits_equal(got, k.tier0(*xs))
     assert_bits_equal(donor, np.full(4, 7, np.float32))
-
