@@ -193,7 +193,7 @@ def _prim_like(p, impl, donated_to, n_extra=None):
     abstract = None if p.abstract is None else \
         (lambda *a, **k: p.abstract(*a[:len(a) - n_extra], **k))
     q = Primitive(p.name, impl, abstract, multiple_results=p.multiple_results)
-    q.fused = p.fused
+    q.fused, q.blas = p.fused, p.blas
     try:
         REGISTRY.remove(q)    # per graph, not a primitive anyone binds
     except ValueError:
@@ -268,7 +268,7 @@ def variable_updates(g):
                 if not policy.tier1_may_write_over(fk.prog):
                     continue
                 tier1 = True
-        elif not _is_ufunc(F):
+        elif not _is_ufunc(F) and not _writes_over(F, k, F.inputs.index(V)):
             continue
         if roots is None:
             roots = alias_roots(g)
@@ -286,6 +286,13 @@ def variable_updates(g):
         if ok:
             plan.setdefault(f, {})[k] = (r, tier1)
     return plan
+
+
+def _writes_over(n, k, i):
+    """Whether node `n`'s kernel (neither fused nor a ufunc) declares that its result k may
+    be written over its operand i (`writes_over`, e.g. the product update's gemm) and takes
+    the buffer as a trailing argument."""
+    return getattr(n.prim.impl, "writes_over", {}).get(k) == i
 
 
 def _static(n):
@@ -367,7 +374,11 @@ def reuse_buffers(g):
         if i in replaced:
             nodes.append(replaced[i][0])
             continue
-        if _is_ufunc(n) and (i, 0) in donor_of:
+        if (i, 0) in donor_of and not _is_ufunc(n) and not _is_fused(n):
+            # a kernel that writes over an operand itself (`_writes_over`): the donor last
+            new = Node(_prim_like(n.prim, n.prim.impl, {0: donor_of[(i, 0)]}),
+                       tuple(n.inputs) + (donor_of[(i, 0)],), {}, n.outputs, n.loc)
+        elif _is_ufunc(n) and (i, 0) in donor_of:
             o = n.outputs[0]
             prim = _prim_like(n.prim, _InPlace(n.prim.impl, tuple(o.shape), np.dtype(o.dtype)),
                               {0: donor_of[(i, 0)]})
@@ -423,11 +434,14 @@ def _dead_buffer_for(n, k, fk, dying, dead, used):
 
 def _fused_with_donors(n, i, donor_of, variables, dead, used, dying):
     """Fused node `n` (index i) given donors for its results: a Variable's own buffer where
-    `reuse_buffers` planned an in-place update, else a dead buffer. A Variable's buffer that
+    `reuse_buffers` planned an in-place update, else a dead buffer (not to a region whose
+    calls pay more through tier 1's generated caller, `policy.pooled_results_pay`, which
+    takes its results from its pools). A Variable's buffer that
     only tier 1 may write over gets a dead buffer beside it, which a call tier 1 does not
     take uses instead: one graph whichever tier runs."""
     slots, extra, spare = [], [], []
     fk = n.prim.impl
+    pooled = policy.pooled_results_pay(fk.prog)
     for k in range(len(n.outputs)):
         if (i, k) in donor_of:
             slots.append(k)
@@ -437,7 +451,7 @@ def _fused_with_donors(n, i, donor_of, variables, dead, used, dying):
                 if v is not None:
                     spare.append((k, v))
             continue
-        v = _dead_buffer_for(n, k, fk, dying, dead, used)
+        v = None if pooled else _dead_buffer_for(n, k, fk, dying, dead, used)
         if v is not None:
             slots.append(k)
             extra.append(v)

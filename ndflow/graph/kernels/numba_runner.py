@@ -73,7 +73,8 @@ class Runner(QuickCallers):
         # view): a folded constant is the same object at every call, compacted once
         self.compact_memo = {}
         p = self.static_plan
-        static_pays = p is not None and p.ok and policy.pays(p.size, self.units, True)
+        static_pays = p is not None and p.ok and policy.pays(p.size, self.units, True,
+                                                               self.fast_math)
         # paying only through the generated caller (`settings.numba_quick_units`): buffers
         # offered for its results are declined, so that every call can take that caller (the
         # general path costs more than tier 0 here; a few elements gain nothing from a donor)

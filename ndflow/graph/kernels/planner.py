@@ -220,8 +220,8 @@ def _never_tier1(prog, fast_math):
         return None
     size = math.prod(ew.pop())
     units = policy.cost_units(prog)
-    if not policy.pays(size, units, True):
-        return policy.pays_why(size, units, True)
+    if not policy.pays(size, units, True, fast_math):
+        return policy.pays_why(size, units, True, fast_math)
     if not policy.pays(size, units):
         why = numba_tier.why_not(prog, fast_math)
         if why is None and any(o.reduce for o in prog.ops):
@@ -330,8 +330,8 @@ def _static_tier1_why(prog, fast_math):
     units = policy.cost_units(prog)
     if not p.ok:
         return "its results have different shapes"
-    if not policy.pays(p.size, units, True):
-        return policy.pays_why(p.size, units, True)
+    if not policy.pays(p.size, units, True, fast_math):
+        return policy.pays_why(p.size, units, True, fast_math)
     return exact_sum_ok(prog, p)
 
 
@@ -433,8 +433,10 @@ def tier1_signature(runner, shapes, plan, compacted):
                       where)
     units = runner.units
     static = runner.static_plan is not None
-    if not policy.pays(plan.size, units, static):
-        return decide(None, "tier 0: " + policy.pays_why(plan.size, units, static), where)
+    fast = runner.fast_math
+    if not policy.pays(plan.size, units, static, fast):
+        return decide(None, "tier 0: " + policy.pays_why(plan.size, units, static, fast),
+                      where)
     if isinstance(compacted, str):
         return decide(None, "tier 0: " + compacted, where)
     p = compacted if compacted is not None else plan
