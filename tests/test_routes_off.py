@@ -35,8 +35,7 @@ _RECORDS = [r for r in R._ELEMENTWISE if r.name in ("add", "exp", "maximum", "ar
 
 def test_the_switchable_routes_are_every_route_but_the_references():
     assert set(S.ROUTES) == {r.name for r in Route if r not in REFERENCES} | \
-        (set(dispatch.DOOR_ROUTES) - {"general"}) | {"eager_plan", "eager_schedule",
-                                                     "product_update"}
+        (set(dispatch.DOOR_ROUTES) - {"general"}) | {"eager_plan", "eager_schedule"}
     assert set(planner.FALLBACK) == set(Route) - REFERENCES
     with pytest.raises(ValueError, match="T0_SMALL"):
         nf.config.settings.override(routes_off={"T0_SMALL"})

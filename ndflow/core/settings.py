@@ -85,8 +85,7 @@ def _threads(v):
 
 # The routes `routes_off` may name: the planner's (graph/kernels/planner.py `Route`), the
 # eager door's (core/dispatch.py), the tape's eager backward plan (autodiff/eager_plan.py)
-# with its cached schedules (autodiff/eager_schedule.py), and the fast-math product update
-# (graph/updates.py);
+# with its cached schedules (autodiff/eager_schedule.py);
 # not the reference of a family, which is what the others fall back to: tier 0's one NumPy
 # call per op (T0_SMALL), a device backend op by op (DEVICE_OPS), the door's general route,
 # the tape's reference backward loop. tests/test_routes_off.py checks the names against the
@@ -94,7 +93,7 @@ def _threads(v):
 ROUTES = ("T0_INLINE", "T0_SCALAR", "T0_LARGE", "T0_COLUMNS", "T0_BLOCKED", "T0_THREADS",
           "T1_LOOP", "T1_THREADS", "T1_INPLACE", "T1_DIRECT", "T1_DIRECT_BAKED",
           "T1_DIRECT_INTO", "DEVICE_KERNEL", "plain", "lane", "eager_plan",
-          "eager_schedule", "product_update")
+          "eager_schedule")
 
 
 def _routes(v):

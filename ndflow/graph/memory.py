@@ -193,7 +193,7 @@ def _prim_like(p, impl, donated_to, n_extra=None):
     abstract = None if p.abstract is None else \
         (lambda *a, **k: p.abstract(*a[:len(a) - n_extra], **k))
     q = Primitive(p.name, impl, abstract, multiple_results=p.multiple_results)
-    q.fused, q.blas = p.fused, p.blas
+    q.fused = p.fused
     try:
         REGISTRY.remove(q)    # per graph, not a primitive anyone binds
     except ValueError:
@@ -268,7 +268,7 @@ def variable_updates(g):
                 if not policy.tier1_may_write_over(fk.prog):
                     continue
                 tier1 = True
-        elif not _is_ufunc(F) and not _writes_over(F, k, F.inputs.index(V)):
+        elif not _is_ufunc(F):
             continue
         if roots is None:
             roots = alias_roots(g)
@@ -286,13 +286,6 @@ def variable_updates(g):
         if ok:
             plan.setdefault(f, {})[k] = (r, tier1)
     return plan
-
-
-def _writes_over(n, k, i):
-    """Whether node `n`'s kernel (neither fused nor a ufunc) declares that its result k may
-    be written over its operand i (`writes_over`, e.g. the product update's gemm) and takes
-    the buffer as a trailing argument."""
-    return getattr(n.prim.impl, "writes_over", {}).get(k) == i
 
 
 def _static(n):
@@ -374,11 +367,7 @@ def reuse_buffers(g):
         if i in replaced:
             nodes.append(replaced[i][0])
             continue
-        if (i, 0) in donor_of and not _is_ufunc(n) and not _is_fused(n):
-            # a kernel that writes over an operand itself (`_writes_over`): the donor last
-            new = Node(_prim_like(n.prim, n.prim.impl, {0: donor_of[(i, 0)]}),
-                       tuple(n.inputs) + (donor_of[(i, 0)],), {}, n.outputs, n.loc)
-        elif _is_ufunc(n) and (i, 0) in donor_of:
+        if _is_ufunc(n) and (i, 0) in donor_of:
             o = n.outputs[0]
             prim = _prim_like(n.prim, _InPlace(n.prim.impl, tuple(o.shape), np.dtype(o.dtype)),
                               {0: donor_of[(i, 0)]})

@@ -612,8 +612,7 @@ from ..primitives import elementwise as E, shape as S
 from ..primitives._util import broadcast_shapes
 from ..primitives.linalg import matmul_p
 from ..primitives.indexing import getitem_p, concatenate_p
-from .updates import product_updates  # noqa: E402
-PASSES += [product_updates, elementwise_fusion, reuse_buffers]
+PASSES += [elementwise_fusion, reuse_buffers]
 DEFAULT_PASSES = PASSES
 
 
@@ -622,7 +621,7 @@ def checked_passes():
     constant folding (an operation evaluated at compile time would go unchecked), fusion (a
     fused kernel hides the operation that made a NaN) or buffer reuse (an input must still be
     there to tell whether it was finite)."""
-    skip = (constant_folding, product_updates, elementwise_fusion, reuse_buffers)
+    skip = (constant_folding, elementwise_fusion, reuse_buffers)
     return [p for p in PASSES if p not in skip]
 
 

@@ -10,9 +10,7 @@ Under the fast-math contract tier 1 may:
 - add a region's sum in its own order (on several threads): within n * eps * sum|x| of NumPy's
   sum of the same n terms (`sum_bound`; a mean divides both by n);
 and the optimizer may merge a stack of matrix products (a (..., m, k) @ (k, n)) into one BLAS
-call: each element within k * eps * sum|a_i * b_i| of NumPy's (`sum_bound` over the inner dim),
-and compute an update `w - s * (a @ b)` (SGD's, s 0-d) as one BLAS call that adds the scaled
-product into w (`graph/updates.py`): within `product_update_bound`.
+call: each element within k * eps * sum|a_i * b_i| of NumPy's (`sum_bound` over the inner dim).
 Every other function of tier 1's vocabulary is NumPy's bit for bit (a*b + c too: contracting
 it into one fused multiply-add would move NaN, inf and signed zeros, see `numba_source`), and
 so is everything that runs on tier 0. Exact under both contracts: the positions of NaN, +-inf
@@ -54,20 +52,3 @@ def sum_bound(n, abs_sum, dtype):
     sum|terms| (`abs_sum`); each order is within (n - 1) * eps / 2 * sum|terms| of the exact
     sum."""
     return n * np.finfo(dtype).eps * abs_sum
-
-
-def product_update_bound(k, s, abs_products, w, dtype):
-    """How far a product update `w - s * (a @ b)` made by one BLAS call (gemm with beta 1:
-    each sum of k products, then the scaled sum added into w with one fused multiply-add) may
-    lie from NumPy's (the product, the scaled product and the difference each rounded once):
-    (k + 2) * eps * |s| * sum|a_i * b_i| (`abs_products`: |a| @ |b|) + eps * |w|. The two
-    sums of k terms lie within k * eps * sum|terms| of each other (`sum_bound`); NumPy's two
-    further roundings add at most eps * (|s| * sum|a_i b_i| + |w|) / 2 each, the one of the
-    fused multiply-add as much again.
-
-    NaN and infinities come where NumPy's do, with one exception the fused multiply-add makes:
-    where `s * (a @ b)` alone overflows while `w - s * (a @ b)` does not (|w| above ~2**100 in
-    float32, of the product's sign), the result is that finite difference where NumPy's is an
-    infinity."""
-    return (k + 2) * np.finfo(dtype).eps * abs(s) * abs_products + \
-        np.finfo(dtype).eps * np.abs(w)
