@@ -447,15 +447,35 @@ def tier1_signature(runner, shapes, plan, compacted):
             runner.heavy and p.size >= settings.numba_parallel_heavy_min)):
         if off(Route.T1_THREADS):
             return decide(Route.T1_LOOP, why + "; " + off_why(Route.T1_THREADS), where)
-        return decide(Route.T1_THREADS, why + "; from %d elements one thread and two are "
+        how = _split(runner, p)
+        return decide(Route.T1_THREADS, why + "; from %d elements one thread and %s are "
                       "timed" % (settings.numba_parallel_heavy_min if runner.heavy
-                                 else settings.numba_parallel_min), where)
+                                 else settings.numba_parallel_min, how), where)
     return decide(Route.T1_LOOP, why + ("" if runner.parallel_ok else
                                         "; one thread (%s)" % runner.serial_why), where)
 
 
 # one-thread calls of a signature before its two-thread kernel is compiled and timed
 PAR_AFTER = 32
+# elements per chunk where tier 1 shares a loop between threads chunk by chunk
+# (`blocks.Split`): ~40 us of a sigmoid's loop, against ~2 us to hand out and call a chunk
+SPLIT_ELEMENTS = 1 << 16
+
+
+def _split(runner, plan):
+    """How a T1_THREADS signature's loop is shared between threads, in words; sets
+    `plan.split` (a `blocks.Split`) where its one-thread kernel runs chunk by chunk on
+    `blocks.threads()` threads: an elementwise region whose outermost collapsed dim makes
+    two chunks or more. Otherwise (a sum under fast math, a short outer dim) numba's
+    parallel loop on two threads, its kernel compiled after PAR_AFTER calls."""
+    if plan.split is None and not runner.red_out and plan.dims:
+        sp = blocks.Split(plan.dims, SPLIT_ELEMENTS, blocks.threads())
+        if sp.nthreads > 1:
+            plan.split = sp
+    if plan.split is not None:
+        return "%d (the one-thread kernel on chunks of %d rows of %d, shared)" % (
+            plan.split.nthreads, plan.split.rows, plan.split.d0)
+    return "two (numba's parallel loop)"
 
 
 def threads_for_call(runner, d, plan):
@@ -465,12 +485,16 @@ def threads_for_call(runner, d, plan):
     then one thread and two are timed (`blocks.ThreadChoice`)."""
     choice = plan.choice
     if choice is None and plan.kernel is not None:
-        plan.serial_runs += 1
-        if plan.serial_runs > PAR_AFTER or (
-                plan.serial_runs == 1 and runner.compiled(plan, True)):
-            # (at once where this process already compiled it: another copy of the same
-            # program, e.g. a retrace)
-            choice = plan.choice = blocks.ThreadChoice(2)
+        if plan.split is not None:
+            # shared chunk by chunk: the one-thread kernel is all it runs, timed at once
+            choice = plan.choice = plan.split
+        else:
+            plan.serial_runs += 1
+            if plan.serial_runs > PAR_AFTER or (
+                    plan.serial_runs == 1 and runner.compiled(plan, True)):
+                # (at once where this process already compiled it: another copy of the
+                # same program, e.g. a retrace)
+                choice = plan.choice = blocks.ThreadChoice(2)
     if choice is None:
         return 1, None
     d.choice = choice
