@@ -22,7 +22,7 @@ The decisions, in the order a region meets them:
 3. per signature on tier 0 (`Tier0Plan`): one NumPy call per op, out= into pooled buffers,
    chunk by chunk, chunks shared between threads;
 4. per signature on tier 1 (`tier1_signature`): whether tier 1 takes it (it pays, its
-   operands collapse, its sum is in NumPy's order), on one thread or two (timed);
+   operands collapse, its sum is in NumPy's order), on one thread or several (timed);
 5. per call, only what changes between calls of one signature: NumPy's error state ('raise'
    or 'call' send the call to tier 0, whose loops honour it), a tier-1 kernel still being
    compiled (`kernel_for_call`: the call runs tier 0, never waiting for the compile unless
@@ -479,10 +479,12 @@ def _split(runner, plan):
 
 
 def threads_for_call(runner, d, plan):
-    """How many threads this call of a T1_THREADS signature uses (1 or 2): the two-thread
-    kernel is a second, slower compile, asked for only once the one-thread kernel has run a
-    while (a short-lived program, or the first calls of a long one, do not wait behind it),
-    then one thread and two are timed (`blocks.ThreadChoice`)."""
+    """How many threads this call of a T1_THREADS signature uses (one, or the choice's
+    several), and the choice (`blocks.ThreadChoice`) or None. A loop shared chunk by chunk
+    (`plan.split`) runs the one-thread kernel: one thread and several are timed from its
+    first call. numba's two-thread kernel is a second, slower compile, asked for only once
+    the one-thread kernel has run a while (a short-lived program, or the first calls of a
+    long one, do not wait behind it), then one thread and two are timed."""
     choice = plan.choice
     if choice is None and plan.kernel is not None:
         if plan.split is not None:
