@@ -30,6 +30,7 @@ def shared(monkeypatch, nf_settings):
     nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
                 numba_parallel_heavy_min=1 << 12)
     monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1000)
+    monkeypatch.setattr(planner, "SPLIT_PER_THREAD", 1 << 40)
     monkeypatch.setattr(blocks, "ADAPT", False)
     calls = []
     real = blocks.run_split
@@ -189,6 +190,20 @@ def test_share_uses_the_helpers_and_waits_for_their_chunks():
                 done.append(c)
     blocks.share(3, work)
     assert sorted(done) == list(range(64))
+
+
+def test_split_chunks_grow_with_the_region(nf_settings, monkeypatch):
+    """Chunks of at least SPLIT_ELEMENTS, SPLIT_PER_THREAD per thread on larger regions."""
+    nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
+                numba_parallel_heavy_min=1 << 12, threads=2)
+    monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1 << 12)
+    for n, rows in ((1 << 14, 1 << 12), (1 << 18, 1 << 14)):
+        a = np.linspace(-3, 3, n, dtype=np.float32)
+        f = nf.function(lambda x: tnp.exp(x) * 2.0)
+        for _ in range(4):
+            f(a)
+        plan, = _region(f, a).runner.plans.values()
+        assert plan.split.rows == rows and plan.split.nthreads == 2
 
 
 def test_split_rows():

@@ -457,9 +457,12 @@ def tier1_signature(runner, shapes, plan, compacted):
 
 # one-thread calls of a signature before its two-thread kernel is compiled and timed
 PAR_AFTER = 32
-# elements per chunk where tier 1 shares a loop between threads chunk by chunk
-# (`blocks.Split`): ~40 us of a sigmoid's loop, against ~2 us to hand out and call a chunk
+# elements per chunk (at least) where tier 1 shares a loop between threads chunk by chunk
+# (`blocks.Split`): ~40 us of a sigmoid's loop, against ~1.8 us to slice its operands, hand
+# the chunk out and call the kernel on it; on larger regions, chunks of SPLIT_PER_THREAD
+# per thread (enough for a thread whose core is busy to take fewer)
 SPLIT_ELEMENTS = 1 << 16
+SPLIT_PER_THREAD = 8
 
 
 def _split(runner, plan):
@@ -469,7 +472,9 @@ def _split(runner, plan):
     two chunks or more. Otherwise (a sum under fast math, a short outer dim) numba's
     parallel loop on two threads, its kernel compiled after PAR_AFTER calls."""
     if plan.split is None and not runner.red_out and plan.dims:
-        sp = blocks.Split(plan.dims, SPLIT_ELEMENTS, blocks.threads())
+        nt = blocks.threads()
+        sp = blocks.Split(plan.dims, max(SPLIT_ELEMENTS, plan.size // (SPLIT_PER_THREAD * nt)),
+                          nt)
         if sp.nthreads > 1:
             plan.split = sp
     if plan.split is not None:
