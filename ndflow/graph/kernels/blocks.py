@@ -15,8 +15,11 @@ axes lie in C order in memory (`c_order`); a call with a permuted operand (Fortr
 transpose) runs the plain path instead, so its results and sums are NumPy's.
 
 Threads: chunks are handed out from one shared iterator (the calling thread takes part), so a
-core that is busy with something else simply takes fewer chunks. NumPy's error state is
-per thread (a context variable), so each thread sets the one the call asks for.
+core that is busy with something else simply takes fewer chunks (`share`: a helper not
+started when the caller's part is done never starts, and the call does not wait for it).
+NumPy's error state is per thread (a context variable), so each thread sets the one the call
+asks for. Tier 1 shares an elementwise region's compiled loop the same way (`Split`,
+`run_split`): its one-thread kernel on chunks of rows.
 
 Where the time goes (2-core AMD EPYC, float32 `1/(1+exp(-y))` at 2^24, one thread, 2026-11):
 NumPy's exp is 0.46 ns per element, the negation, add and divide 0.23 together on a chunk in
