@@ -15,8 +15,11 @@ axes lie in C order in memory (`c_order`); a call with a permuted operand (Fortr
 transpose) runs the plain path instead, so its results and sums are NumPy's.
 
 Threads: chunks are handed out from one shared iterator (the calling thread takes part), so a
-core that is busy with something else simply takes fewer chunks. NumPy's error state is
-per thread (a context variable), so each thread sets the one the call asks for.
+core that is busy with something else simply takes fewer chunks (`share`: a helper not
+started when the caller's part is done never starts, and the call does not wait for it).
+NumPy's error state is per thread (a context variable), so each thread sets the one the call
+asks for. Tier 1 shares an elementwise region's compiled loop the same way (`Split`,
+`run_split`): its one-thread kernel on chunks of rows.
 
 Where the time goes (2-core AMD EPYC, float32 `1/(1+exp(-y))` at 2^24, one thread, 2026-11):
 NumPy's exp is 0.46 ns per element, the negation, add and divide 0.23 together on a chunk in
@@ -29,6 +32,7 @@ first); the callers' pools hand back the last call's buffer when it was dropped.
 import itertools
 import math
 import os
+import queue
 import threading
 import time
 
@@ -150,6 +154,52 @@ class Blocks(ThreadChoice):
         return out
 
 
+class Split(ThreadChoice):
+    """How tier 1 shares an elementwise region's compiled loop between threads: its one-thread
+    kernel runs on chunks of `rows` rows of the outermost collapsed dim (`dims[0]`), which
+    the calling thread and helper threads take from one shared iterator (`run_split`).
+    Compared with numba's own parallel loop (its rows split once in equal parts, one per
+    thread): the kernel is the one-thread one, which LLVM vectorizes better (the parallel
+    kernel on one thread ran 1.4x slower), nothing compiles a second time, and a thread
+    whose core is busy takes fewer chunks instead of holding the call up. Elementwise: each
+    element is computed by the same code whichever thread runs it, so the bits are the one
+    thread's."""
+    __slots__ = ("rows", "nchunks", "d0")
+
+    def __init__(self, dims, chunk, nthreads):
+        inner = max(1, math.prod(dims[1:]))
+        self.d0 = dims[0]
+        self.rows = max(1, chunk // inner)
+        self.nchunks = -(-self.d0 // self.rows)
+        ThreadChoice.__init__(self, min(nthreads, self.nchunks))
+
+
+def run_split(sp, nt, kernel, args, nd, sliced):
+    """Call `kernel(*args)` chunk by chunk on `nt` threads: `args` are the collapsed dims (`nd`
+    of them), then the operands and results, each sliced along the outermost dim where
+    `sliced` says so (the others are the same for every chunk). An exception (numba's
+    dispatch refusing the arguments' types) is raised after every thread has stopped."""
+    rows, d0 = sp.rows, sp.d0
+    rest = tuple(args[1:nd])
+    arrays = args[nd:]
+    counter = iter(range(0, d0, rows))
+    failed = []
+
+    def work():
+        try:
+            for lo in counter:
+                hi = lo + rows
+                kernel(min(hi, d0) - lo, *rest,
+                       *[a[lo:hi] if s else a for a, s in zip(arrays, sliced)])
+        except BaseException as e:
+            failed.append(e)
+            for _ in counter:        # the other threads find nothing left
+                pass
+    share(nt, work)
+    if failed:
+        raise failed[0]
+
+
 class _Collector:
     """np.errstate's `call` target while chunks run: notes that an error was met."""
     __slots__ = ("hit",)
@@ -170,7 +220,6 @@ def watching():
     return {c: ("ignore" if modes[c] == "ignore" else "call") for c in _CATEGORIES}, col
 
 
-_EXECUTOR = None
 # threads -> blocked calls that ran on that many (whatever their outcome): benchmarks report
 # how often the choice fell on each (unlocked: concurrent calls may miss a count)
 USED = {}
@@ -191,28 +240,80 @@ def threads():
 _CORES = None
 
 
-_EXECUTOR_LOCK = threading.Lock()
+# ------------------------------------------------------------------ helper threads
+# Each helper thread serves its own queue. A queue's put and get cost ~1 us; a thread pool's
+# submit, cancel and result (a Future, the pool's queue and lock) cost several times that,
+# and the result's wait is where a helper that its busy core schedules late held a call up.
+_HELPERS = []
+_HELPERS_LOCK = threading.Lock()
 
 
-def _executor():
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        with _EXECUTOR_LOCK:
-            if _EXECUTOR is None:
-                from concurrent.futures import ThreadPoolExecutor
-                _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, threads() - 1),
-                                               thread_name_prefix="ndflow-block")
-    return _EXECUTOR
+def _serve(q):
+    while True:
+        q.get()()
 
 
-def _forget_executor():
-    # a forked child has none of the parent's threads: it starts its own pool when needed
-    global _EXECUTOR, _EXECUTOR_LOCK
-    _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
+def _helpers(n):
+    """The queues of (at least) `n` helper threads, started on first use."""
+    if len(_HELPERS) < n:
+        with _HELPERS_LOCK:
+            while len(_HELPERS) < n:
+                q = queue.SimpleQueue()
+                threading.Thread(target=_serve, args=(q,), daemon=True,
+                                 name="ndflow-block-%d" % len(_HELPERS)).start()
+                _HELPERS.append(q)
+    return _HELPERS
+
+
+def _forget_helpers():
+    # a forked child has none of the parent's threads: it starts its own when needed
+    global _HELPERS_LOCK
+    _HELPERS.clear()
+    _HELPERS_LOCK = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_executor)
+    os.register_at_fork(after_in_child=_forget_helpers)
+
+
+class _Gate:
+    """One helper's part in a shared call: it runs `work` unless the call closed the gate
+    first (its own part done and every chunk taken: nothing left for a late helper)."""
+    __slots__ = ("lock", "work")
+
+    def __init__(self, work):
+        self.lock = threading.Lock()
+        self.work = work
+
+    def __call__(self):
+        with self.lock:
+            w = self.work
+            if w is not None:
+                w()
+
+    def close(self):
+        """Wait for the helper if it is running `work`; after this it never will."""
+        with self.lock:
+            self.work = None
+
+
+def share(nt, work):
+    """Run `work()` on the calling thread and on `nt - 1` helper threads at once. `work` takes
+    its chunks from an iterator the calls share (so a thread that starts late, or whose core
+    is busy with something else, simply takes fewer) and never raises (it keeps what it
+    caught for the caller). Returns once every helper that started `work` has finished it: a
+    helper the system has not scheduled by the time the caller's part is done never starts
+    it, and the call does not wait for it."""
+    if nt <= 1:
+        work()
+        return
+    qs = _helpers(nt - 1)
+    gates = [_Gate(work) for _ in range(nt - 1)]
+    for q, g in zip(qs, gates):
+        q.put(g)
+    work()
+    for g in gates:
+        g.close()
 
 
 def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
@@ -252,17 +353,7 @@ def run(blk, body, xs, outs, tmp_dtypes, tmp_pool):
 
     nt = blk.choose()
     t0 = time.perf_counter()
-    if nt > 1:
-        ex = _executor()
-        futs = [ex.submit(work) for _ in range(nt - 1)]
-        work()
-        for f in futs:
-            # a helper that has not started yet (its core is busy: this machine is shared)
-            # would find no chunk left: don't wait for it to be scheduled
-            if not f.cancel():
-                f.result()
-    else:
-        work()
+    share(nt, work)
     USED[nt] = USED.get(nt, 0) + 1
     if not failed and not col.hit:
         blk.record(nt, time.perf_counter() - t0)

@@ -89,6 +89,7 @@ class Runner(QuickCallers):
         self.quick_into = None
         self.quick_into_consts = ()
         self.inplace_decisions = {}
+        self.sliced = {}               # (plan's id, in_place) -> `_sliced`'s answer
 
     # ---------------------------------------------------------------- compiling
     # (a compile reads the region's contract from its plans, `Plan.fast_math`, never from the
@@ -247,10 +248,12 @@ class Runner(QuickCallers):
             # mode's RuntimeWarnings; its values are NumPy's)
             d.fallback("NumPy's error state asks for more than warnings")
             return NotImplemented
-        par, choice = False, None
+        nt, choice = 1, None
         if d.route is Route.T1_THREADS:
             nt, choice = planner.threads_for_call(self, d, plan)
-            par = nt > 1
+        # numba's parallel kernel, or (`plan.split`) the one-thread kernel shared chunk by chunk
+        split = nt > 1 and plan.split is not None
+        par = nt > 1 and not split
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
             k = planner.kernel_for_call(self, d, plan, par, xs)
@@ -262,10 +265,17 @@ class Runner(QuickCallers):
             if choice is None:
                 s = k(*args)
             else:
+                # (timed only when it is the kernel meant, not one standing in for it)
+                timed = k is (plan.parallel_kernel if par else plan.kernel) or \
+                    (in_place and k is plan.variants.get((par, in_place)))
                 t0 = time.perf_counter()
-                s = k(*args)
-                if k is (plan.parallel_kernel if par else plan.kernel):
-                    choice.record(2 if par else 1, time.perf_counter() - t0)
+                if split:
+                    s = blocks.run_split(plan.split, nt, k, args, len(plan.dims),
+                                         self._sliced(plan, in_place))
+                else:
+                    s = k(*args)
+                if timed:
+                    choice.record(nt, time.perf_counter() - t0)
         except TypeError:           # argument types the kernel was not compiled for
             d.fallback("argument types the kernel was not compiled for")
             return NotImplemented
@@ -275,6 +285,19 @@ class Runner(QuickCallers):
         if self.red_out:
             res[self.red_out[0]] = self._reduced(plan, s, args)
         return res[0] if len(res) == 1 else tuple(res)
+
+    def _sliced(self, plan, in_place):
+        """Per kernel argument after the dims (operands, then the results not written over
+        an operand): whether it spans the outermost collapsed dim, so that a chunk of rows
+        takes a slice of it (`blocks.run_split`)."""
+        key = (id(plan), in_place)
+        got = self.sliced.get(key)
+        if got is None:
+            n, into = self.prog.n_in, dict(in_place)
+            got = [plan.full[i] and plan.pattern[i][0] for i in range(n)]
+            got += [plan.pattern[n + j][0] for j in range(len(self.outs)) if j not in into]
+            self.sliced[key] = got = tuple(got)
+        return got
 
     def _operands(self, plan, xs):
         """The kernel's arguments for the operands: the collapsed dims, then each operand
