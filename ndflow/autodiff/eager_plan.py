@@ -54,7 +54,6 @@ def backward(tape, ct, keep, consume):
     as `GradientTape._backward` does it (see there for `keep` and `consume`)."""
     recs = tape._records
     conn = tape._connected
-    i = len(recs) - 1
     # a sequence of records seen before: its cached schedule (as many records as it takes;
     # the loop below goes on from where it stops)
     i = eager_schedule.run(recs, ct, keep, conn, consume, RULES)

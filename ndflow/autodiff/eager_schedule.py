@@ -192,22 +192,21 @@ def _compile(n, nslots, steps, seeds, kept):
     table; `run(recs, ct, keep, conn, consume)` -> the index the plan's loop goes on from,
     None where the checks refuse the records (nothing was done)."""
     ns = {"_wrap": _wrap, "_donatable": _donatable, "_sum": _sum, "NotImplemented": NotImplemented}
-    last = None
     src = ["def run(recs, ct, keep, conn, consume):",
            f"    {', '.join(f'r{i}' for i in range(n))}, = recs",
            f"    {', '.join(f'o{i}' for i in range(n))}, = "
            f"{', '.join(f'r{i}[2]' for i in range(n))},",
            f"    seen = {{{', '.join(f'o{i}' for i in range(n))}}}",
-           f"    if len(seen) != {n} or len(ct) != {len(seeds)}: return {last}"]
+           f"    if len(seen) != {n} or len(ct) != {len(seeds)}: return None"]
     for k in seeds:
         src.append(f"    if o{k} not in ct or type(ct[o{k}]) is not _nd or ct[o{k}]._dev "
-                   f"is not None: return {last}")
+                   f"is not None: return None")
     ns["_nd"] = ndarray
     if kept:
         for i in range(n):
-            src.append(f"    if (o{i} in keep) is not {i in kept}: return {last}")
+            src.append(f"    if (o{i} in keep) is not {i in kept}: return None")
     else:
-        src.append(f"    if keep and not keep.isdisjoint(seen): return {last}")
+        src.append(f"    if keep and not keep.isdisjoint(seen): return None")
     # the inputs, in the order the records run (a value met first takes its slot there)
     new = []
     for i, _, _, _, _, _, checks in steps:
