@@ -11,6 +11,9 @@ Workloads (inputs from benchmarks/workloads.py, float32):
   mlp_grad     the guide's MLP gradient (32 -> 64 -> 2), batch 512 and 8192
   per_example  per-example gradients with vectorized_map (jax: vmap(grad); torch: func.vmap),
                batch 128 and 1024
+  classifier   the digits classifier's SGD step (784 -> 128 -> 10, softmax cross-entropy; ndflow
+               updates four Variables on GPU:0 in place, jax and torch return new parameters),
+               batch 32, 256 and 8192
 
 Timing: each call's work is queued on the device; a measurement runs `number` calls and
 synchronizes once, best of 5 repeats (GPU timings are steady; the best excludes the host's
@@ -30,6 +33,20 @@ import numpy as np
 from . import workloads as W
 
 SIGMOID_SIZES = [2 ** k for k in (10, 14, 18, 20, 22, 24, 26)]
+
+
+def _time_row(rows, workload, size, system, fn, sync):
+    """Time `fn` into a row of `rows` and print the row at once (a step stopped at its time limit
+    keeps what it measured); a column that fails gets its error in the row, and the others run.
+    Returns the seconds, or None."""
+    row = {"workload": workload, "size": size, "system": system, "seconds": None}
+    try:
+        row["seconds"] = _timeit(fn, sync)
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {e}"[:300]
+    rows.append(row)
+    print(json.dumps(row, default=str), flush=True)
+    return row["seconds"]
 
 
 def _timeit(fn, sync, min_time=0.05, repeat=5):
@@ -86,6 +103,24 @@ def _ndflow():
     fgrads = nf.function(grads)
     fper = nf.function(per_example)
     sync = b.synchronize
+
+    def classifier(arr):
+        """(eager step, compiled step) over Variables placed on GPU:0 from `arr`'s values."""
+        with nf.device("GPU:0"):
+            params = [nf.Variable(arr[k]) for k in ("w1", "b1", "w2", "b2")]
+
+        def train_step(x, onehot):
+            w1, b1, w2, b2 = params
+            with nf.GradientTape() as tape:
+                h = tnp.maximum(tnp.matmul(x, w1) + b1, 0)
+                logits = tnp.matmul(h, w2) + b2
+                z = logits - tnp.max(logits, axis=1, keepdims=True)
+                lse = tnp.log(tnp.sum(tnp.exp(z), axis=1))
+                loss = tnp.mean(lse - tnp.sum(z * onehot, axis=1))
+            for p, g in zip(params, tape.gradient(loss, params)):
+                p.assign_sub(g * W.D_LR)
+            return loss
+        return {"ndflow eager": train_step, "nf.function": nf.function(train_step)}
     return {
         "name": "ndflow",
         "sync": sync,
@@ -94,6 +129,7 @@ def _ndflow():
         "sigmoid": {"ndflow eager": sigmoid, "nf.function": fsig},
         "mlp_grad": {"ndflow eager": grads, "nf.function": fgrads},
         "per_example": {"nf.function": fper},
+        "classifier": classifier,
         "copy": lambda a: tnp.copy(a),
         "check": lambda out: np.asarray(out[0].numpy() if isinstance(out, list) else out.numpy()),
         "memory": b.memory_info,
@@ -110,8 +146,16 @@ def _cupy():
         return 1 / (1 + cp.exp(-y))
     ew = cp.ElementwiseKernel("float32 y", "float32 z", "z = 1.0f / (1.0f + expf(-y))",
                               "bench_sigmoid")
+
+    def classifier(arr):
+        params = [cp.asarray(arr[k]) for k in ("w1", "b1", "w2", "b2")]
+
+        def step(x, onehot):
+            return W.np_classifier_step(params, x, onehot)   # NumPy dispatches to CuPy
+        return {"cupy (hand-written step)": step}
     return {"name": "cupy", "sync": sync, "put": cp.asarray,
             "sigmoid": {"cupy": sigmoid, "cupy ElementwiseKernel": ew},
+            "classifier": classifier,
             "copy": lambda a: a.copy()}
 
 
@@ -135,6 +179,27 @@ def _jax():
     sig = jax.jit(lambda y: 1 / (1 + jnp.exp(-y)))
     last = {}
 
+    def cls_loss(params, x, onehot):
+        w1, b1, w2, b2 = params
+        h = jnp.maximum(x @ w1 + b1, 0)
+        logits = h @ w2 + b2
+        z = logits - jnp.max(logits, axis=1, keepdims=True)
+        return jnp.mean(jnp.log(jnp.sum(jnp.exp(z), axis=1)) - jnp.sum(z * onehot, axis=1))
+
+    @jax.jit
+    def cls_step(params, x, onehot):
+        val, g = jax.value_and_grad(cls_loss)(params, x, onehot)
+        return val, tuple(p - W.D_LR * gp for p, gp in zip(params, g))
+
+    def classifier(arr):
+        state = [tuple(put(arr[k]) for k in ("w1", "b1", "w2", "b2"))]
+
+        def step(x, onehot):
+            val, state[0] = cls_step(state[0], x, onehot)
+            last["out"] = val
+            return val
+        return {"jax.jit": step}
+
     def keep(f):
         def run(*a):
             last["out"] = f(*a)
@@ -146,7 +211,7 @@ def _jax():
             jax.block_until_ready(last["out"])
     return {"name": "jax", "sync": sync, "put": put,
             "sigmoid": {"jax.jit": keep(sig)}, "mlp_grad": {"jax.jit": keep(g)},
-            "per_example": {"jax.jit": keep(per)}}
+            "per_example": {"jax.jit": keep(per)}, "classifier": classifier}
 
 
 def _torch():
@@ -164,6 +229,26 @@ def _torch():
         h = torch.clamp_min(x @ w1 + b_, 0)
         return torch.sum(torch.square(h @ w2 - labels))
 
+    def cls_loss(params, x, onehot):
+        w1, b1, w2, b2 = params
+        h = torch.relu(x @ w1 + b1)
+        logits = h @ w2 + b2
+        z = logits - torch.amax(logits, dim=1, keepdim=True)
+        return torch.mean(torch.log(torch.sum(torch.exp(z), dim=1)) - torch.sum(z * onehot, dim=1))
+
+    def cls_train(params, x, onehot):
+        g, val = torch.func.grad_and_value(cls_loss)(params, x, onehot)
+        return val, tuple(p - W.D_LR * gp for p, gp in zip(params, g))
+    cls_step = torch.compile(cls_train)
+
+    def classifier(arr):
+        state = [tuple(put(arr[k]) for k in ("w1", "b1", "w2", "b2"))]
+
+        def step(x, onehot):
+            val, state[0] = cls_step(state[0], x, onehot)
+            return val
+        return {"torch.compile": step}
+
     gfn = torch.func.grad(loss, argnums=(0, 1, 2))
     per = torch.func.vmap(lambda xi, li, w1, b_, w2: gfn(w1, b_, w2, xi[None], li[None]),
                           in_dims=(0, 0, None, None, None))
@@ -172,7 +257,8 @@ def _torch():
             "mlp_grad": {"torch.compile": torch.compile(lambda w1, b_, w2, x, l: gfn(
                 w1, b_, w2, x, l))},
             "per_example": {"torch.compile": torch.compile(
-                lambda w1, b_, w2, x, l: per(x, l, w1, b_, w2))}}
+                lambda w1, b_, w2, x, l: per(x, l, w1, b_, w2))},
+            "classifier": classifier}
 
 
 def _systems():
@@ -199,7 +285,7 @@ def copy_bandwidth(systems):
     return None, None
 
 
-def run(quick=False, workloads=("sigmoid", "mlp_grad", "per_example")):
+def run(quick=False, workloads=("sigmoid", "mlp_grad", "per_example", "classifier")):
     systems, errors = _systems()
     if not systems or systems[0]["name"] != "ndflow":
         raise SystemExit("ndflow has no GPU here: " + json.dumps(errors))
@@ -212,16 +298,16 @@ def run(quick=False, workloads=("sigmoid", "mlp_grad", "per_example")):
         for s in systems:
             y = s["put"](d["y"])
             for col, fn in s.get("sigmoid", {}).items():
-                t = _timeit(lambda: fn(y), s["sync"])
-                out = fn(y)
-                err = _maxerr(out, want)
-                ratio = (2 * 4 * n / t) / bw if bw else None
-                rows.append({"workload": "sigmoid", "size": n, "system": col, "seconds": t,
-                             "bandwidth_ratio": ratio, "max_abs_err": err})
+                t = _time_row(rows, "sigmoid", n, col, lambda: fn(y), s["sync"])
+                if t is not None:
+                    rows[-1].update(bandwidth_ratio=(2 * 4 * n / t) / bw if bw else None,
+                                    max_abs_err=_maxerr(fn(y), want))
     for batch in (512, 8192) if "mlp_grad" in workloads else ():
         rows += _grad_rows(systems, "mlp_grad", batch)
     for batch in (128, 1024) if "per_example" in workloads else ():
         rows += _grad_rows(systems, "per_example", batch)
+    for batch in (32, 256, 8192) if "classifier" in workloads else ():
+        rows += _classifier_rows(systems, batch)
     return {"device": systems[0]["device"], "copy_bandwidth_GBps": bw and bw / 1e9,
             "copy_measured_with": bw_by, "rows": rows, "missing": errors,
             "memory": systems[0]["memory"]()}
@@ -235,8 +321,19 @@ def _grad_rows(systems, workload, batch):
     for s in systems:
         args = [s["put"](a) for a in args_np]
         for col, fn in s.get(workload, {}).items():
-            t = _timeit(lambda: fn(*args), s["sync"])
-            rows.append({"workload": workload, "size": batch, "system": col, "seconds": t})
+            _time_row(rows, workload, batch, col, lambda: fn(*args), s["sync"])
+    return rows
+
+
+def _classifier_rows(systems, batch):
+    d = W.make_data(W.Case("classifier_step", str(batch), str(batch), {"batch": batch}))
+    rows = []
+    for s in systems:
+        if "classifier" not in s:
+            continue
+        x, onehot = s["put"](d["x"]), s["put"](d["onehot"])
+        for col, fn in s["classifier"](d).items():    # fresh parameters for each column
+            _time_row(rows, "classifier", batch, col, lambda: fn(x, onehot), s["sync"])
     return rows
 
 
@@ -260,7 +357,8 @@ def table(res):
              "| --- | ---: | --- | ---: | ---: | ---: |"]
     for r in res["rows"]:
         t = r["seconds"]
-        ts = f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.3f} ms"
+        ts = (r.get("error", "failed") if t is None else
+              f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.3f} ms")
         ratio = r.get("bandwidth_ratio")
         err = r.get("max_abs_err")
         lines.append(f"| {r['workload']} | {r['size']} | {r['system']} | {ts} | "
@@ -276,7 +374,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default=os.environ.get("OUT") or ".")
-    p.add_argument("--workloads", default="sigmoid,mlp_grad,per_example",
+    p.add_argument("--workloads", default="sigmoid,mlp_grad,per_example,classifier",
                    help="comma-separated subset (each is written to its own files)")
     a = p.parse_args(argv)
     wl = tuple(a.workloads.split(","))
@@ -284,7 +382,7 @@ def main(argv=None):
     md = table(res)
     print(md)
     os.makedirs(a.out, exist_ok=True)
-    tag = "" if len(wl) == 3 else "_" + "_".join(wl)
+    tag = "" if len(wl) == 4 else "_" + "_".join(wl)
     with open(os.path.join(a.out, "gpu_bench%s.json" % tag), "w") as f:
         json.dump(res, f, indent=1, default=str)
     with open(os.path.join(a.out, "gpu_bench%s.md" % tag), "w") as f:

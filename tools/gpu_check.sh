@@ -9,9 +9,10 @@
 #    with torch and jax, random; tests/test_devices.py's GPU section)
 # 3. the GPU benchmarks (benchmarks/gpu.py): the sigmoid sweep to 2**26 with the device's copy
 #    bandwidth measured in the same run (ratio printed), the MLP gradient at batch 512 and 8192,
-#    per-example gradients at 128 and 1024; ndflow beside CuPy, jax.jit and torch.compile
+#    per-example gradients at 128 and 1024, the digits classifier's step at 32, 256 and 8192;
+#    ndflow beside CuPy, jax.jit and torch.compile
 #
-# Each step has its own time limit (about 7.5 minutes in all on an H100, worst case), so one
+# Each step has its own time limit (about 9 minutes in all on an H100, worst case), so one
 # slow step cannot take the others' results with it. Nothing is installed: the machine is
 # expected to have CuPy (cupy-cuda13x or 12x), numpy, ml_dtypes, opt_einsum, pytest (and
 # pytest-xdist, hypothesis; numba optional). The summary at the end says what passed.
@@ -82,13 +83,14 @@ PYEOF"
 # xdist spreads the op table over processes (CuPy compiles each new kernel once per process:
 # NVRTC time dominates a fresh machine); without it, one process
 XDIST=""
-$PY -c "import xdist" 2>/dev/null && XDIST="-n 6"
-step gpu_tests 240 $PY -m pytest -q -m gpu $XDIST -p no:cacheprovider -rfE \
+$PY -c "import xdist" 2>/dev/null && XDIST="-n ${GPU_CHECK_WORKERS:-8}"
+step gpu_tests ${GPU_CHECK_TEST_S:-240} $PY -m pytest -q -m gpu $XDIST -p no:cacheprovider -rfE \
   --junitxml="$OUT/gpu_tests.xml" tests/test_gpu.py tests/test_devices.py
 
-step bench_sigmoid 100 $PY -m benchmarks.gpu --workloads sigmoid --out "$OUT"
-step bench_mlp_grad 70 $PY -m benchmarks.gpu --workloads mlp_grad --out "$OUT"
-step bench_per_example 70 $PY -m benchmarks.gpu --workloads per_example --out "$OUT"
+step bench_sigmoid ${GPU_CHECK_BENCH_S:-100} $PY -m benchmarks.gpu --workloads sigmoid --out "$OUT"
+step bench_mlp_grad ${GPU_CHECK_BENCH_S:-70} $PY -m benchmarks.gpu --workloads mlp_grad --out "$OUT"
+step bench_per_example ${GPU_CHECK_BENCH_S:-70} $PY -m benchmarks.gpu --workloads per_example --out "$OUT"
+step bench_classifier ${GPU_CHECK_BENCH_S:-80} $PY -m benchmarks.gpu --workloads classifier --out "$OUT"
 
 echo "---- summary ($OUT/summary.txt)"
 cat "$SUMMARY"
