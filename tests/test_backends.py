@@ -195,6 +195,41 @@ def test_gradients_vectorized_map_and_variables_on_the_device(fake):
     np.testing.assert_array_equal(var.numpy(), xs)
 
 
+def test_compiled_training_step_updates_variables_on_the_device(fake):
+    """A compiled SGD step over Variables placed on the device (the digits classifier's shape):
+    the Variables' reads are no creation kernels (they take the device of their Variable), the
+    update stays on the device, and the values are NumPy's, step after step."""
+    rng = np.random.default_rng(3)
+    x, w0, b0 = rng.standard_normal((8, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)
+    onehot = np.eye(3)[rng.integers(0, 3, 8)]
+    with nf.device("GPU:0"):
+        w, b = nf.Variable(w0), nf.Variable(b0)
+        xd, od = tnp.asarray(x), tnp.asarray(onehot)
+
+    def step(x, onehot):
+        with nf.GradientTape() as tape:
+            z = tnp.matmul(x, w) + b
+            z = z - tnp.max(z, axis=1, keepdims=True)
+            loss = tnp.mean(tnp.log(tnp.sum(tnp.exp(z), axis=1)) - tnp.sum(z * onehot, axis=1))
+        for p, g in zip((w, b), tape.gradient(loss, (w, b))):
+            p.assign_sub(0.5 * g)
+        return loss
+    f = nf.function(step)
+    wn, bn = w0.copy(), b0.copy()
+    for _ in range(3):
+        loss = f(xd, od)
+        z = x @ wn + bn
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        want = np.mean(np.log(np.exp(z).sum(axis=1)) - (z * onehot).sum(axis=1))
+        d = (p - onehot) / x.shape[0]
+        wn, bn = wn - 0.5 * (x.T @ d), bn - 0.5 * d.sum(axis=0)
+        np.testing.assert_allclose(loss.numpy(), want, rtol=1e-12)
+    for var, want in ((w, wn), (b, bn)):
+        assert var.device == GPU0 and type(var._value._v) is FakeArray
+        np.testing.assert_allclose(var.numpy(), want, rtol=1e-12)
+
+
 def test_random_draws_on_the_device_are_seeded_but_not_numpys_stream(fake):
     def draw():
         tnp.random.seed(7)

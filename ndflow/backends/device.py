@@ -357,6 +357,13 @@ def _mixed(prim, args):
                          f"nf.device(...), or x.to_device(...)) before combining them")
 
 
+def allocates(prim, inputs):
+    """Whether `prim` is a creation kernel, which allocates its result on the device through
+    the `xp=` module it is given: no array inputs, and not a Variable's read or write (those
+    take their buffer from the Variable, on whatever device it lives)."""
+    return not inputs and prim.variable_access is None
+
+
 def eager_apply(prim, args, params):
     dev = STATE.device
     first = None
@@ -377,8 +384,8 @@ def eager_apply(prim, args, params):
     if b.host:
         out = prim.impl(*bufs, **params)
     else:
-        if not args:
-            params = dict(params, xp=b.xp)     # creation kernels allocate on the device
+        if allocates(prim, args):
+            params = dict(params, xp=b.xp)
         with b.activate(dev.gpu_id):
             try:
                 out = prim.impl(*bufs, **params)

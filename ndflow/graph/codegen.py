@@ -22,7 +22,7 @@ import numpy as np
 from ..core.state import STATE
 from ..core.settings import settings
 from ..core.errors import nonfinite_error
-from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS, on_device
+from ..backends.device import _BY_TYPE as _DEVICE_BUFFERS, allocates, on_device
 from .kernels import numpy_tier as T
 from .kernels.program import Program, Op
 from .ir import set_compiler
@@ -45,7 +45,7 @@ def _device_kernel(node, fn, dev):
     kernel) is copied to the device with a warning (backends.device.on_device)."""
     prim = node.prim
     many = prim.multiple_results
-    if not node.inputs:
+    if allocates(prim, node.inputs):
         fn = functools.partial(fn, xp=dev.backend.xp)
 
     def run(*a):
