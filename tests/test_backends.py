@@ -348,3 +348,107 @@ def test_fused_region_falls_back_op_by_op_without_a_compiler(fake):
     np.testing.assert_allclose(out.numpy(), np.maximum(an * bn + 1, 0.5) - np.sqrt(np.abs(an)),
                                rtol=1e-12)
     assert type(out._v) is FakeArray
+
+
+class _Partial:
+    """A device library's array that implements part of NumPy's API, as CuPy does: no
+    `spacing` ufunc, no `upper=` in cholesky, no `hermitian=`, lexsort of one stacked key array
+    without `axis`, solve without broadcast leading axes. Everything else runs NumPy's."""
+    _REFUSED_KW = {np.linalg.cholesky: "upper", np.linalg.svd: "hermitian",
+                   np.linalg.pinv: "hermitian", np.lexsort: "axis"}
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+
+    shape = property(lambda self: self.a.shape)
+    ndim = property(lambda self: self.a.ndim)
+    dtype = property(lambda self: self.a.dtype)
+
+    def astype(self, dt, copy=True):
+        return _Partial(self.a.astype(dt, copy=copy))
+
+    def __lt__(self, other):
+        return _Partial(self.a < _raw(other))
+
+    def __sub__(self, other):
+        return _Partial(self.a - _raw(other))
+
+    def __add__(self, other):
+        return _Partial(self.a + _raw(other))
+
+    def __mul__(self, other):
+        return _Partial(self.a * _raw(other))
+
+    def __getitem__(self, key):
+        return _Partial(self.a[key])
+
+    def all(self):
+        return self.a.all()
+
+    def __array_ufunc__(self, ufunc, method, *args, **kw):
+        if ufunc is np.spacing:
+            return NotImplemented
+        return _Partial(getattr(ufunc, method)(*map(_raw, args), **kw))
+
+    def __array_function__(self, func, types, args, kw):
+        if self._REFUSED_KW.get(func) in kw:
+            raise TypeError(f"{func.__name__}() got an unexpected keyword argument")
+        if func is np.lexsort and isinstance(args[0], tuple):
+            raise AttributeError("'tuple' object has no attribute 'ndim'")
+        if func is np.linalg.solve and args[0].shape[:-2] != args[1].shape[:-2]:
+            raise ValueError("a must have (..., M, M) shape and b must have (..., M, K)")
+        out = func(*[_raw(a) for a in args], **kw)
+        return tuple(map(_Partial, out)) if isinstance(out, tuple) else _Partial(out)
+
+
+def _raw(v):
+    if isinstance(v, _Partial):
+        return v.a
+    if isinstance(v, (tuple, list)):
+        return type(v)(_raw(e) for e in v)
+    return v
+
+
+def test_kernels_reach_a_library_with_part_of_numpys_signature():
+    """The kernels that CuPy's gaps broke on a real GPU (spacing, cholesky(upper=True), svd,
+    svdvals and pinv with hermitian=True or at its default, lexsort, solve with broadcast
+    leading axes) give NumPy's values through such a library; what it cannot do is a
+    TypeError."""
+    from ndflow.primitives import elementwise_extra as X, linalg_decomp as L, sorting as S
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64, np.int32):
+        x = np.array([0.0, -0.0, 1, -1, 3.5, -1e-30, np.inf, -np.inf, np.nan]).astype(dt) \
+            if dt != np.int32 else np.array([0, 1, -7, 2 ** 30], dt)
+        got = X._spacing_impl(_Partial(x)).a
+        with np.errstate(invalid="ignore"):
+            want = np.spacing(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="float16"):
+        X._spacing_impl(_Partial(np.ones(2, np.int8)))
+    m = rng.standard_normal((2, 4, 4))
+    spd = m @ m.transpose(0, 2, 1) + 4 * np.eye(4)
+    np.testing.assert_allclose(L._cholesky_impl(_Partial(spd), upper=True).a,
+                               np.linalg.cholesky(spd, upper=True), rtol=1e-12)
+    np.testing.assert_array_equal(L._cholesky_impl(_Partial(spd)).a, np.linalg.cholesky(spd))
+    np.testing.assert_allclose(L._svd_impl(_Partial(m), False, False)[1].a,
+                               np.linalg.svd(m, compute_uv=False), rtol=1e-12)
+    sym = m + m.transpose(0, 2, 1)            # indefinite: negative eigenvalues flip V's rows
+    sym[:, 0, 3] = 7.0                         # the upper triangle is not read
+    u, sv, vh = (r.a for r in L._svd_impl(_Partial(sym), False, True))
+    wu, ws, wvh = np.linalg.svd(sym, hermitian=True)
+    np.testing.assert_allclose(sv, ws, rtol=1e-12)
+    np.testing.assert_allclose(u @ (sv[..., None] * vh), wu @ (ws[..., None] * wvh), atol=1e-12)
+    np.testing.assert_allclose(L._svdvals_impl(_Partial(sym), True).a,
+                               np.linalg.svd(sym, compute_uv=False, hermitian=True), rtol=1e-12)
+    np.testing.assert_allclose(L._pinv_impl(_Partial(sym), 1e-15, True).a,
+                               np.linalg.pinv(sym, 1e-15, hermitian=True), rtol=1e-9, atol=1e-12)
+    b = rng.standard_normal((4, 2))
+    np.testing.assert_allclose(L._solve_impl(_Partial(spd), _Partial(b)).a,
+                               np.linalg.solve(spd, b), rtol=1e-12)
+    k1, k2 = rng.integers(0, 3, 9), rng.integers(0, 3, 9)
+    got = S._lexsort_impl(_Partial(k1), _Partial(k2), axis=-1).a
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.lexsort((k1, k2)))
+    with pytest.raises(TypeError, match="1-d keys of one dtype"):
+        S._lexsort_impl(_Partial(k1), _Partial(k2.astype(np.float64)), axis=-1)

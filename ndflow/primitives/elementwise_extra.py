@@ -102,7 +102,23 @@ logaddexp_p, logaddexp2_p = _logaddexp_prims()
 
 
 # ------------------------------------------------------------------ piecewise constant / integer
-spacing_p = unary("spacing", np.spacing, _zero_grad, "spacing(x)")
+def _spacing_impl(x):
+    try:
+        return np.spacing(x)
+    except TypeError:
+        if isinstance(x, (np.ndarray, np.generic)):
+            raise
+    # a device library without the ufunc (CuPy): the distance to the next float away from zero
+    # (-0.0 counts as +0.0, NaN and inf give NaN, as NumPy's); float16 has no such kernel there
+    dt = np.result_type(np.spacing(np.zeros(1, x.dtype)))
+    if dt.itemsize < 4:
+        raise TypeError(f"spacing of {x.dtype} (a float16 result) has no kernel here")
+    x = x.astype(dt, copy=False)
+    inf = np.asarray(np.inf, dt)
+    return np.where(x < 0, np.nextafter(x, -inf) - x, np.nextafter(x, inf) - x)
+
+
+spacing_p = unary("spacing", _spacing_impl, _zero_grad, "spacing(x)")
 gcd_p = binary("gcd", np.gcd, _zero_grad, "gcd(x, y)")
 lcm_p = binary("lcm", np.lcm, _zero_grad, "lcm(x, y)")
 bitwise_count_p = unary("bitwise_count", np.bitwise_count, _zero_grad, "bitwise_count(x)",

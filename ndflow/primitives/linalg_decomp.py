@@ -182,6 +182,14 @@ def _blas(*args, **kw):
     return Primitive(*args, blas=True, **kw)
 
 
+def _set(**flags):
+    """The keyword flags that are set. A flag left at NumPy's default is not passed, so that a
+    device library implementing part of NumPy's signature (CuPy's linalg has no `hermitian` or
+    `upper`) runs the default case; a set flag it lacks is its TypeError, which names the
+    primitive and the device (backends.device.eager_apply)."""
+    return {k: v for k, v in flags.items() if v}
+
+
 inv_p = _blas("inv", _inv_impl, lambda a, singular="raise": Aval(a.shape, a.dtype))
 inv_p.def_vjp(_inv_vjp, uses_out=True)
 inv_p.batch = _batch_front(inv_p)
@@ -257,7 +265,17 @@ def _solve_batch(args, axes):
     return bind(solve_p, *align_batched(args, axes)), 0
 
 
-solve_p = _blas("solve", np.linalg.solve, _solve_abstract)
+def _solve_impl(a, b):
+    if a.shape[:-2] != b.shape[:-2] and not isinstance(a, np.ndarray):
+        # device libraries (CuPy) take equal leading axes only: broadcast them here, as NumPy's
+        # gufunc does (views, no copies)
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a = np.broadcast_to(a, batch + a.shape[-2:])
+        b = np.broadcast_to(b, batch + b.shape[-2:])
+    return np.linalg.solve(a, b)
+
+
+solve_p = _blas("solve", _solve_impl, _solve_abstract)
 solve_p.def_vjp(_solve_vjp, uses_out=True)
 solve_p.batch = _solve_batch
 
@@ -278,8 +296,16 @@ def _cholesky_vjp(ct, a, out, upper=False):
     return (_triangle_ct(_cj(g), lower=not upper),)
 
 
-cholesky_p = _blas("cholesky", lambda a, upper=False: np.linalg.cholesky(a, upper=upper),
-                       lambda a, upper=False: Aval(a.shape, a.dtype))
+def _cholesky_impl(a, upper=False):
+    try:
+        return np.linalg.cholesky(a, **_set(upper=upper))
+    except TypeError:
+        if not upper or isinstance(a, np.ndarray):
+            raise
+    return np.conj(np.swapaxes(np.linalg.cholesky(a), -1, -2))   # a library without `upper`
+
+
+cholesky_p = _blas("cholesky", _cholesky_impl, lambda a, upper=False: Aval(a.shape, a.dtype))
 cholesky_p.def_vjp(_cholesky_vjp, uses_out=True)
 cholesky_p.batch = _batch_front(cholesky_p)
 
@@ -515,8 +541,25 @@ def _svd_finite(a, what="SVD did not converge"):
 def _svd_impl(a, full_matrices, hermitian):
     if not hermitian:           # hermitian: eigh of one triangle, which stops on its own
         _svd_finite(a)
-    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices, hermitian=hermitian)
-    return u, s, vh
+    try:
+        return tuple(np.linalg.svd(a, full_matrices=full_matrices, **_set(hermitian=hermitian)))
+    except TypeError:
+        if not hermitian or isinstance(a, np.ndarray):
+            raise
+    return _hermitian_svd(a)
+
+
+def _hermitian_svd(a, compute_uv=True):
+    """NumPy's svd(hermitian=True) for a device library without the flag (CuPy): from eigh of
+    the lower triangle, |eigenvalues| in descending order, V^H = (U sign(w))^H."""
+    if not compute_uv:
+        return np.flip(np.sort(np.abs(np.linalg.eigvalsh(a)), axis=-1), axis=-1)
+    w, u = np.linalg.eigh(a)
+    order = np.flip(np.argsort(np.abs(w), axis=-1), axis=-1)
+    w = np.take_along_axis(w, order, axis=-1)
+    u = np.take_along_axis(u, order[..., None, :], axis=-1)
+    vh = np.conj(np.swapaxes(u * np.sign(w)[..., None, :], -1, -2))
+    return u, np.abs(w), vh
 
 
 def _svd_abstract(a, full_matrices, hermitian):
@@ -585,8 +628,16 @@ def _svdvals_abstract(a, hermitian):
     return Aval(batch + (None if m is None or n is None else min(m, n),), _real_dtype(a.dtype))
 
 
-svdvals_p = _blas("svdvals", lambda a, hermitian: np.linalg.svd(
-    a, compute_uv=False, hermitian=hermitian), _svdvals_abstract)
+def _svdvals_impl(a, hermitian):
+    try:
+        return np.linalg.svd(a, compute_uv=False, **_set(hermitian=hermitian))
+    except TypeError:
+        if not hermitian or isinstance(a, np.ndarray):
+            raise
+    return _hermitian_svd(a, compute_uv=False)
+
+
+svdvals_p = _blas("svdvals", _svdvals_impl, _svdvals_abstract)
 svdvals_p.def_vjp(_svdvals_vjp)
 svdvals_p.batch = _batch_front(svdvals_p)
 
@@ -601,7 +652,15 @@ def _pinv_impl(a, rcond, hermitian, scale_by_size=False):
         rcond = rcond * max(a.shape[-2:])
     if not hermitian:
         _svd_finite(a)
-    return np.linalg.pinv(a, rcond, hermitian=hermitian)
+    try:
+        return np.linalg.pinv(a, rcond, **_set(hermitian=hermitian))
+    except TypeError:
+        if not hermitian or isinstance(a, np.ndarray):
+            raise
+    # a device library without the flag (CuPy): the Hermitian matrix of the lower triangle,
+    # which is what NumPy's hermitian path reads
+    low = np.tril(a)
+    return np.linalg.pinv(low + np.conj(np.swapaxes(np.tril(a, -1), -1, -2)), rcond)
 
 
 def _pinv_abstract(a, rcond, hermitian, scale_by_size=False):

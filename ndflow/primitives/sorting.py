@@ -96,8 +96,22 @@ def _lexsort_batch(args, dims, axis):
     return bind(lexsort_p, *keys, axis=(axis % nd) + 1), 0
 
 
-lexsort_p = Primitive("lexsort", lambda *keys, axis: np.lexsort(keys, axis=axis),
-                      _lexsort_abstract)
+def _lexsort_impl(*keys, axis):
+    try:
+        return np.lexsort(keys, axis=axis)
+    except TypeError:
+        if all(isinstance(k, np.ndarray) for k in keys):
+            raise
+    # a device library without NumPy's signature (CuPy) sorts 1-d keys of one dtype, stacked
+    # into one array: the keys are not cast to a common dtype (a cast could merge distinct
+    # values), so others refuse
+    if any(k.ndim != 1 or k.dtype != keys[0].dtype for k in keys):
+        raise TypeError("lexsort takes 1-d keys of one dtype here (got "
+                        + ", ".join(f"{k.dtype}{list(k.shape)}" for k in keys) + ")")
+    return np.lexsort(np.stack(keys)).astype(np.int64, copy=False)
+
+
+lexsort_p = Primitive("lexsort", _lexsort_impl, _lexsort_abstract)
 lexsort_p.def_vjp(_no_grad)
 lexsort_p.batch = _lexsort_batch
 
