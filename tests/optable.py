@@ -76,6 +76,11 @@ class OpRecord:
     # tests/test_paths_agree.py: {exclusion: reason} for a comparison or path this record
     # legitimately does not take part in (the kinds are paths_agree.EXCLUSIONS)
     paths_reasons: dict = dataclasses.field(default_factory=dict)
+    # device_canon(result, sample) -> the form results are compared in on a device
+    # (tests/test_backends.run_record_on_device), where NumPy leaves part of the answer to the
+    # implementation and a device library picks differently (a partition's order inside its
+    # segments, eigenvector signs); both NumPy's result and the device's are canonicalized
+    device_canon: Optional[Callable] = None
 
     def __post_init__(self):
         if self.call is None:
@@ -834,3 +839,4 @@ def kinds_of(rec):
             seen.add(d.kind)
             out.append(d)
     return out
+

@@ -7,8 +7,8 @@ accurate. Every sample shape is fixed (the random generator only picks values).
 """
 import numpy as np
 
-from optable import (record, values, Sample, F32, F64, I32, C128, FLOATS,
-                     BOOL)
+from optable import (record, values, Sample, F32, F64, I32, C128, FLOATS, BOOL)
+from optable_canon import eigh_canon, eig_canon, svd_canon
 
 _LA = FLOATS + (I32, C128)         # NumPy computes integers in float64
 _LA_TOL = {F32: (1e-4, 1e-5)}      # composed float32 results vs NumPy's float64-then-rounded
@@ -229,7 +229,7 @@ def _eigh_samples(rng, dt):
 
 
 record("linalg.eigh", _eigh_samples, dtypes=_LA, call=_la("eigh"), tol=_LA_TOL,
-       grad_tol=(1e-5, 1e-7))
+       grad_tol=(1e-5, 1e-7), device_canon=eigh_canon)
 record("linalg.eigvalsh", _eigh_samples, dtypes=_LA, call=_la("eigvalsh"), tol=_LA_TOL,
        grad_tol=(1e-5, 1e-7))
 
@@ -244,7 +244,7 @@ def _eig_samples(rng, dt):
 # complex results are split into real and imaginary parts, so the gradient checks (which look
 # at real outputs) see them; real eigenvalues (real results) are checked in test_linalg.py
 record("linalg.eig", _eig_samples, dtypes=FLOATS + (C128,), call=_split_call("eig"),
-       tol=_LA_TOL, grad_tol=(1e-5, 1e-7))
+       tol=_LA_TOL, grad_tol=(1e-5, 1e-7), device_canon=eig_canon)
 record("linalg.eigvals", _eig_samples, dtypes=FLOATS + (C128,), call=_split_call("eigvals"),
        tol=_LA_TOL, grad_tol=(1e-5, 1e-7))
 
@@ -264,7 +264,7 @@ def _svd_samples(rng, dt):
 
 # full_matrices=True on a non-square matrix (extra columns not unique) is in test_linalg.py
 record("linalg.svd", _svd_samples, dtypes=_LA, call=_la("svd"), tol=_LA_TOL,
-       grad_tol=(1e-5, 1e-7), **_SVD_NONFINITE).paths_nonfinite_error = np.linalg.LinAlgError
+       grad_tol=(1e-5, 1e-7), device_canon=svd_canon, **_SVD_NONFINITE).paths_nonfinite_error = np.linalg.LinAlgError
 record("linalg.svdvals", lambda rng, dt: [
     Sample((_rect(rng, s, dt),)) for s in ((4, 3), (3, 5), (2, 3, 3))] + [
     Sample((_rect(rng, (4, 3), dt, noncontig=True),), desc="noncontig")],

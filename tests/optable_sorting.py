@@ -2,6 +2,7 @@
 searchsorted, unique, extract, select, piecewise) and set operations (isin, intersect1d, ...)."""
 import numpy as np
 
+from optable_canon import partition_canon, argpartition_canon
 from optable import record, Sample, values, noncontig, _ints, REAL, F16, F32, F64, I32, I64, \
     BOOL, C128
 
@@ -72,8 +73,9 @@ def _partition_samples(rng, dt):
         if dt.kind in "iu" else [])
 
 
-record("partition", _partition_samples, dtypes=REAL + (I64,))
-record("argpartition", _partition_samples, dtypes=REAL + (I64,))
+record("partition", _partition_samples, dtypes=REAL + (I64,), device_canon=partition_canon)
+record("argpartition", _partition_samples, dtypes=REAL + (I64,),
+       device_canon=argpartition_canon)
 
 
 def _searchsorted_samples(rng, dt):
