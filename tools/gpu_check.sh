@@ -7,6 +7,7 @@
 # 2. the GPU tests: pytest -m gpu (tests/test_gpu.py: the op table on GPU:0 eagerly and
 #    compiled, fused regions as one CUDA kernel, no synchronization on compiled calls, DLPack
 #    with torch and jax, random; tests/test_devices.py's GPU section)
+#    then tools/gpu_probe.py (what the first run left open: a signed zero, copy bandwidth)
 # 3. the GPU benchmarks (benchmarks/gpu.py): the sigmoid sweep to 2**26 with the device's copy
 #    bandwidth measured in the same run (ratio printed), the MLP gradient at batch 512 and 8192,
 #    per-example gradients at 128 and 1024, the digits classifier's step at 32, 256 and 8192;
@@ -86,6 +87,8 @@ XDIST=""
 $PY -c "import xdist" 2>/dev/null && XDIST="-n ${GPU_CHECK_WORKERS:-8}"
 step gpu_tests ${GPU_CHECK_TEST_S:-240} $PY -m pytest -q -m gpu $XDIST -p no:cacheprovider -rfE \
   --junitxml="$OUT/gpu_tests.xml" tests/test_gpu.py tests/test_devices.py
+
+step probe 60 $PY tools/gpu_probe.py
 
 step bench_sigmoid ${GPU_CHECK_BENCH_S:-100} $PY -m benchmarks.gpu --workloads sigmoid --out "$OUT"
 step bench_mlp_grad ${GPU_CHECK_BENCH_S:-70} $PY -m benchmarks.gpu --workloads mlp_grad --out "$OUT"
