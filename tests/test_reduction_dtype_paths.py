@@ -122,3 +122,13 @@ def test_empty_variance_is_nan_with_unknown_sizes():
                     input_signature=[nf.TensorSpec([None, None], np.float64)])
     v, s, m = (np.asarray(r.numpy()) for r in f(tnp.zeros((0, 2))))
     assert np.isnan(v).all() and v.shape == (2,) and np.isnan(s) and np.isnan(m).all()
+
+
+@pytest.mark.parametrize("c", [
+    ("prod", "int8", "complex64", (2, 3), None, False, True, 1),      # found by the test above
+    ("prod", "complex64", "complex64", (3, 2, 2), 0, False, True, 3),
+    ("prod", "float32", "complex128", (4,), 0, True, True, 0)])
+def test_complex_prod_skips_what_where_leaves_out(c):
+    """NumPy's prod(where=) skips the masked elements; multiplying them in as 1+0j instead
+    turns an imaginary -0 into +0 (the sign of zero differed on every path)."""
+    _check(*c)

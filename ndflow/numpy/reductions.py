@@ -11,7 +11,7 @@ from ..primitives._util import norm_axes, norm_axis, legacy_0d, c_axis
 from ..primitives.misc import runtime_warning_p
 from ._core import asarray
 from ._outarg import write_out as _write_out
-from .manipulation import broadcast_to, reshape
+from .manipulation import broadcast_to, expand_dims, reshape
 from .math import (add, imag, maximum, minimum, multiply, real, sqrt, square, subtract,
                    true_divide, where_)
 
@@ -24,9 +24,14 @@ def _axes(a, axis, legacy=False):
 
 
 def _masked(a, where, fill):
-    """a with the elements `where` leaves out replaced by `fill`. The mask broadcasts to a's
-    shape, never a to the mask's (NumPy's reductions refuse a mask that would enlarge the
-    array: its axes were counted on a)."""
+    """a with the elements `where` leaves out replaced by `fill` (see `_mask`)."""
+    return E_where(_mask(a, where), a, fill)
+
+
+def _mask(a, where):
+    """`where` as a boolean mask over a. The mask broadcasts to a's shape, never a to the
+    mask's (NumPy's reductions refuse a mask that would enlarge the array: its axes were
+    counted on a)."""
     w = asarray(where)
     if w.ndim > a.ndim or builtins.any(
             d == 1 and e is not None and e != 1
@@ -35,7 +40,7 @@ def _masked(a, where, fill):
                          "remapping" if w.ndim > a.ndim else
                          f"non-broadcastable operand with shape {tuple(w.shape)} doesn't match "
                          f"the broadcast shape {tuple(a.shape)}")
-    return E_where(w, a, fill)
+    return w
 
 
 def _sum_dtype(d):
@@ -111,11 +116,18 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)
-    if where is not None:
-        a = _masked(a, where, 1)
-    if a.dtype != d:
-        a = bind(E.convert_p, a, dtype=d)
-    r = bind(R.reduce_prod_p, a, axes=axes, keepdims=bool(keepdims))
+    if where is not None and d.kind == "c":      # the masked elements skipped, as NumPy's
+        w = asarray(_mask(a, where), dtype=_dt.BOOL)
+        if w.ndim < a.ndim:
+            w = expand_dims(w, tuple(range(a.ndim - w.ndim)))
+        r = bind(R.reduce_prod_where_p, a if a.dtype == d else bind(E.convert_p, a, dtype=d), w,
+                 axes=axes, keepdims=bool(keepdims))
+    else:
+        if where is not None:
+            a = _masked(a, where, 1)
+        if a.dtype != d:
+            a = bind(E.convert_p, a, dtype=d)
+        r = bind(R.reduce_prod_p, a, axes=axes, keepdims=bool(keepdims))
     if initial is not None:
         r = multiply(r, asarray(initial, dtype=r.dtype))
     return _out(r, out)

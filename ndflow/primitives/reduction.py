@@ -6,9 +6,9 @@ import numpy as np
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import BOOL, I64
 from .cumulative import cumprod_p
-from .elementwise import eq_p, convert_p, ones_like_p
+from .elementwise import eq_p, convert_p, ones_like_p, select_p, zeros_like_p
 from .indexing import getitem_p, concatenate_p
-from .shape import move_to_front
+from .shape import move_to_front, expand_dims_p
 from .sums import _reduced_shape, keep_axes, reduction, reduce_sum_p
 from .sums import sum_to_p  # noqa: F401  (re-exported: R.sum_to_p above the primitives)
 
@@ -70,6 +70,40 @@ reduce_min_p = reduction("reduce_min", _extremum_impl(np.minimum, "min"), _extre
 reduce_prod_p = reduction("reduce_prod",
                           lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims,
                                                             dtype=x.dtype), _prod_vjp)
+
+
+# A product over the elements a boolean mask selects, as NumPy's prod(where=) forms it: the
+# masked elements are skipped, not multiplied by the identity. For complex values the two
+# differ in the sign of zeros ((a + bj)(1 + 0j) can turn an imaginary -0 into +0), so the NumPy
+# layer takes this one for complex results; real ones multiply by 1 exactly.
+def _prod_where_impl(x, w, axes, keepdims):
+    return np.prod(x, axis=axes, keepdims=keepdims, dtype=x.dtype, where=w)
+
+
+def _prod_where_abstract(x, w, axes, keepdims):
+    return Aval(_reduced_shape(x.shape, axes, keepdims), x.dtype)
+
+
+def _prod_where_vjp(ct, x, w, axes, keepdims):
+    """The gradient of the product of where(w, x, 1), zero where w leaves an element out."""
+    (g,) = _prod_vjp(ct, bind(select_p, w, x, bind(ones_like_p, x)), axes, keepdims)
+    return bind(select_p, w, g, bind(zeros_like_p, g)), None
+
+
+def _prod_where_batch(args, dims, axes, keepdims):
+    """The mask has x's rank (the NumPy layer pads it); it broadcasts to x, never x to it, so
+    an unbatched x is spread over the batch first (a select of x with itself)."""
+    x, w = (move_to_front(a, d) if d is not None else bind(expand_dims_p, a, axes=(0,))
+            for a, d in zip(args, dims))
+    if dims[0] is None:
+        x = bind(select_p, w, x, x)
+    return bind(reduce_prod_where_p, x, w, axes=tuple(a + 1 for a in axes),
+                keepdims=keepdims), 0
+
+
+reduce_prod_where_p = Primitive("reduce_prod_where", _prod_where_impl, _prod_where_abstract)
+reduce_prod_where_p.def_vjp(_prod_where_vjp)
+reduce_prod_where_p.batch = _prod_where_batch
 _nograd = lambda ct, x, **kw: (None,)  # noqa: E731
 reduce_any_p = reduction("reduce_any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims),
                          _nograd, lambda x, axes, keepdims: Aval(_reduced_shape(x.shape, axes, keepdims), BOOL))
