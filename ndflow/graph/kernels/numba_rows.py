@@ -22,21 +22,25 @@ from .numba_tier import _scalar_expr, _Ineligible, _FLOATS, helpers
 from .numba_scalar import typename
 from .pool import errstate_flags
 from ...primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
-from ...primitives.shape import expand_dims_p
+from ...primitives.shape import expand_dims_p, reshape_p
+from ...primitives.indexing import getitem_p
 
 FULL, ROW, COL, ALL, OPERAND = "full", "row", "col", "all", "operand"
 _INIT = {reduce_sum_p: "0", reduce_max_p: "-np.inf", reduce_min_p: "np.inf"}
 # NumPy's max/min reduction keeps the last of equal values and the first NaN, as these do
 # `acc = f(acc, x)` (an element equal to the accumulator replaces it: -0.0 and +0.0)
-_COMBINE = {reduce_sum_p: "{0} + {1}", reduce_max_p: "_maximum({1}, {0})",
-            reduce_min_p: "_minimum({1}, {0})"}
+_COMBINE = {reduce_sum_p: "{0} + {1}", reduce_max_p: "_maximum({0}, {1})",
+            reduce_min_p: "_minimum({0}, {1})"}
 
 
 def is_row_shape_op(prim, params, in_shape, out_shape):
-    """Whether an op is the one shape op a row region holds: a row's values given their
-    trailing unit axis back, (B,) -> (B, 1) (what a sum's gradient does before broadcasting)."""
-    return prim is expand_dims_p and params.get("axes") == (1,) and len(in_shape) == 1 and \
-        tuple(out_shape) == (in_shape[0], 1)
+    """Whether an op is one of the shape ops a row region holds: a row's values given their
+    trailing unit axis back, (B,) -> (B, 1), as a sum's gradient does before broadcasting
+    (`expand_dims`, a reshape, `v[:, None]`)."""
+    if len(in_shape) != 1 or tuple(out_shape) != (in_shape[0], 1):
+        return False
+    return prim is expand_dims_p and params.get("axes") == (1,) or prim is reshape_p or \
+        prim is getitem_p and params.get("spec") == (("s", None, None, None), ("n",))
 
 
 class RowForm:
@@ -76,6 +80,8 @@ class RowForm:
         p = max([phase[a] for a in o.args] + [0])
         if o.reduce:
             a, axes = o.args[0], o.params.get("axes")
+            if ks[0] == OPERAND and prog.value_shape(a) == S:
+                ks = [FULL]                 # the matrix itself, read in the pass
             if o.prim not in _INIT or o.dtype not in _FLOATS or prog.value_dtype(a) != o.dtype:
                 raise _Ineligible("reduction '%s' on %s" % (o.prim.name, o.dtype))
             if ks[0] == FULL and axes == (1,):
@@ -189,7 +195,8 @@ def _passes(form, w):
         sinks, lines_in, before, after = [], [], [], []
         for j, o in enumerate(prog.ops):
             a = o.args[0] if o.reduce else None
-            if a is None or kind[a] != FULL or phase[a] != p:
+            if a is None or phase[a] != p or not (
+                    kind[a] == FULL or a < n and prog.ins[a][0] == form.S):
                 continue
             sinks.append(a)
             src = w.name(a, FULL)
@@ -240,8 +247,9 @@ def kernel_source(form, fast_math=True, name="row_kernel"):
                 body += [ind + ln for ln in w.op(j, ROW)]
         if not sinks:
             continue
-        w.made = {m for m in w.made if m[1] != FULL}
-        inner = ["t%d = b%d[j]" % (v - n, v - n) for v in sorted(load)]
+        w.made = {m for m in w.made if m[1] != FULL} | {(a, FULL) for a in sinks if a < n}
+        inner = [w.read(a, FULL, form.S) for a in sorted(set(sinks)) if a < n]
+        inner += ["t%d = b%d[j]" % (v - n, v - n) for v in sorted(load)]
         for v in need:
             inner += w.op(v - n, FULL)
             if v in kept:
@@ -314,6 +322,7 @@ class RowRunner:
         self._submit, self._load = submit, load
         self.quick = None
         self.asked = False
+        self.refused = None
 
     def report(self):
         d = self.decision
@@ -325,7 +334,8 @@ class RowRunner:
         for x in xs:
             if isinstance(x, np.ndarray) and x.ndim:
                 if not x.flags.c_contiguous:
-                    self.decision.fallback("an operand not in C order")
+                    # (one kernel per region: one compiled for the layouts seen first)
+                    self.refused = "an operand not in C order on the first call"
                     return
                 d = np.zeros(x.shape, x.dtype)
                 d.flags.writeable = x.flags.writeable
@@ -388,7 +398,7 @@ class RowRunner:
                 self._ask(xs)
                 q = self.quick          # (made at once when compiling synchronously)
             if q is None:
-                self.decision.fallback("its kernel compiling")
+                self.decision.fallback(self.refused or "its kernel compiling")
                 return NotImplemented
         out = q(xs)
         if out is NotImplemented:

@@ -226,6 +226,8 @@ def _never_tier1(prog, fast_math):
         return policy.pays_why(size, units, True, fast_math)
     if not policy.pays(size, units):
         why = numba_tier.why_not(prog, fast_math)
+        if why is not None and numba_rows.why_not(prog, fast_math) is None:
+            return None             # a row kernel (`tier1_runner`)
         if why is None and any(o.reduce for o in prog.ops):
             try:
                 why = exact_sum_ok(prog, CollapsedPlan(prog, shapes, fast_math))
