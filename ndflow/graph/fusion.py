@@ -321,16 +321,28 @@ def _row_regions(g, groups):
                 got |= set(groups[member[u]]) if u in member else {u}
         return got
 
+    written = {}
+
+    def writes(i):
+        # (asked once per node: writing a whole region's kernel at every trial is slow)
+        n = g.nodes[i]
+        if i not in written:
+            written[i] = _row_shape_op(n) or why_not_fusible(n) is None and (
+                _is_reduction(n) or numba_rows.renders(
+                    Op(n.prim, (), n.params, n.outputs[0].shape, n.outputs[0].dtype),
+                    [v.dtype for v in n.inputs]))
+        return written[i]
+
     def ok(idx):
         nodes = [g.nodes[i] for i in sorted(idx)]
-        if len({epoch[i] for i in idx}) != 1 or not _convex(g, idx) or any(
-                why_not_fusible(n) is not None and not _row_shape_op(n) for n in nodes):
+        if len({epoch[i] for i in idx}) != 1 or not all(writes(i) for i in idx) or \
+                not _convex(g, idx):
             return False
         used = _used_outside(g, idx, users)
         if any(_row_shape_op(n) and n.outputs[0].id in used for n in nodes):
             return False            # (tier 0's expand_dims is a view: kept inside)
         prog, _, _ = program_from_nodes(nodes, used)
-        return numba_rows.why_not(prog, True) is None
+        return numba_rows.why_not(prog, True, render=False) is None
 
     for i, n in enumerate(g.nodes):
         if i in taken or not _is_reduction(n) or n.params.get("axes") != (1,) or \

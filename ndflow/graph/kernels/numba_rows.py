@@ -113,15 +113,28 @@ class RowForm:
                           % (o.prim.name, o.shape, S))
 
 
-def why_not(prog, fast_math):
-    """None when a row kernel runs `prog` under its contract `fast_math`, else the reason."""
+def why_not(prog, fast_math, render=True):
+    """None when a row kernel runs `prog` under its contract `fast_math`, else the reason;
+    `render`: also whether every op is written (fusion, growing a region, asks that once per
+    op: `renders`)."""
     if not fast_math:
         return "a row kernel sums in its loop's order: only under jit_compile=True"
     try:
-        kernel_source(RowForm(prog), fast_math=True)
+        form = RowForm(prog)
+        if render:
+            kernel_source(form, fast_math=True)
     except _Ineligible as e:
         return str(e)
     return None
+
+
+def renders(op, in_dtypes):
+    """Whether a row kernel writes the elementwise `op` (a program's `Op`) on `in_dtypes`."""
+    try:
+        _scalar_expr(op, ["a%d" % i for i in range(len(in_dtypes))], in_dtypes, True)
+    except _Ineligible:
+        return False
+    return True
 
 
 class _Writer:
