@@ -207,3 +207,37 @@ def test_why_not_names_what_a_row_kernel_refuses():
     kernels = _regions(g, logits)
     assert kernels and all(numba_rows.why_not(k.prog, True) for k in kernels)
     assert contract.FAST
+
+
+def _shapes(x, bias, col, s):
+    z = x + bias - tnp.max(x + bias, axis=1, keepdims=True)
+    r = tnp.sum(z * col, axis=1, keepdims=True)
+    return (tnp.max(x + bias, axis=1), z * s, r, tnp.sum(z * s, axis=0, keepdims=True),
+            tnp.sum(r), tnp.sum(z, axis=(0, 1), keepdims=True))
+
+
+def test_operands_and_results_of_every_shape(nf_settings):
+    """A square matrix (a bias of its width broadcasts along rows, a column along columns, a
+    0-d scale), results of the row's shape with and without its unit axis, a first-axis sum
+    keeping its dims, whole sums of a row's values and of the matrix: NumPy's shapes and
+    dtypes, the exact ones bit for bit, the sums within the contract."""
+    nf_settings(numba="sync", hot_calls=1)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((6, 6)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    col = rng.standard_normal((6, 1)).astype(np.float32)
+    s = np.float32(0.5)
+    fast = nf.function(_shapes, jit_compile=True)
+    assert len(_regions(fast, x, bias, col, s)) == 1, nf.config.explain(fast)
+    reached, got = routes_reached(lambda: [fast(x, bias, col, s) for _ in range(3)][-1])
+    assert Route.T1_ROWS in reached and _row_kernels(fast), nf.config.explain(fast)
+    want = _shapes(*(tnp.asarray(a) for a in (x, bias, col, s)))
+    for o, w in zip(got, want):
+        assert o.shape == w.shape and o.dtype == w.dtype, (o.shape, w.shape)
+    assert_bits_equal(got[0].numpy(), want[0].numpy())
+    assert_bits_equal(got[1].numpy(), want[1].numpy())
+    z = np.abs(want[1].numpy() / s)
+    _within_sums(got[2], want[2], 6, (z * np.abs(col)).sum(1, keepdims=True), "row sums")
+    _within_sums(got[3], want[3], 6, (z * s).sum(0, keepdims=True), "column sums")
+    _within_sums(got[4], want[4], 36, (z * np.abs(col)).sum(), "sum of row sums")
+    _within_sums(got[5], want[5], 36, z.sum(), "whole sum")
