@@ -402,6 +402,45 @@ def test_tier1_written_over_a_variable(nf_settings):
     assert_bits_equal(v.numpy(), want)
 
 
+def _row_program(names):
+    """`_group_program` on x less its row's max (a reduction along the last axis used in the
+    region: a row region under fast math, `numba_rows`), and the row sums of the last."""
+    g = _group_program(names)
+
+    def f(x, y):
+        outs = g(x - tnp.max(x, axis=1, keepdims=True), y)
+        return outs + [tnp.sum(outs[-1], axis=1)]
+    return f
+
+
+@needs_numba
+def test_tier1_row_kernel(nf_settings):
+    """T1_ROWS: every float function of tier 1's vocabulary in a row region (after the
+    row's max, summed along the row at the end) under fast math, on an operand with NaN,
+    infinities and signed zeros and a broadcast row: within 8 ulps of the eager ops (the
+    row sums within the contract's n * eps * sum|x|)."""
+    groups, _ = _groups()
+    for dt in (np.dtype(np.float64), np.dtype(np.float32)):
+        names = sorted({n for (d, _), ns in groups.items() if d == dt for n in ns})
+        nf_settings(numba="sync", hot_calls=1, fast_math=True)
+        x, y = _operands(dt, (24, 40), 5)
+        f = _row_program(names)
+        g = nf.function(f)
+        with np.errstate(all="ignore"):
+            reached, got = _reached(lambda: [g(x, y) for _ in range(2)][-1])
+            want = f(to_nf(x), to_nf(y))
+        assert Route.T1_ROWS in reached, (dt, reached, nf.config.explain(g))
+        for n, o, w in zip(names + ["sum"], got[:-1], want[:-1]):
+            eps = np.finfo(w.dtype).eps if w.dtype.kind == "f" else 0
+            np.testing.assert_allclose(o.numpy(), w.numpy(), rtol=8 * eps, atol=4 * eps,
+                                       err_msg=f"row kernel: {n} on {dt}")
+        s, w = got[-1].numpy(), want[-1].numpy()
+        terms = np.abs(np.nan_to_num(want[-2].numpy(), posinf=0, neginf=0)).sum(1)
+        ok = np.isfinite(w)
+        np.testing.assert_array_equal(np.isfinite(s), ok)
+        assert np.all(np.abs(s[ok] - w[ok]) <= (40 + 8) * np.finfo(w.dtype).eps * terms[ok])
+
+
 # ------------------------------------------------------------------ the fake device
 class _Compiling(FakeBackend):
     """A fake device with a 'compiled' kernel for every region (op by op underneath)."""
@@ -442,7 +481,8 @@ _TIER1_CASES = {Route.T1_LOOP: test_tier1_compiles_every_scalar_function,
                 Route.T1_DIRECT: test_tier1_generated_callers,
                 Route.T1_DIRECT_BAKED: test_tier1_generated_callers,
                 Route.T1_INPLACE: test_tier1_written_over_a_variable,
-                Route.T1_DIRECT_INTO: test_tier1_written_over_a_variable}
+                Route.T1_DIRECT_INTO: test_tier1_written_over_a_variable,
+                Route.T1_ROWS: test_tier1_row_kernel}
 _DEVICE_CASES = (Route.DEVICE_OPS, Route.DEVICE_KERNEL)
 
 

@@ -92,7 +92,7 @@ def _threads(v):
 # modules'.
 ROUTES = ("T0_INLINE", "T0_SCALAR", "T0_LARGE", "T0_COLUMNS", "T0_BLOCKED", "T0_THREADS",
           "T1_LOOP", "T1_THREADS", "T1_INPLACE", "T1_DIRECT", "T1_DIRECT_BAKED",
-          "T1_DIRECT_INTO", "DEVICE_KERNEL", "plain", "lane", "eager_plan",
+          "T1_DIRECT_INTO", "T1_ROWS", "DEVICE_KERNEL", "plain", "lane", "eager_plan",
           "eager_schedule")
 
 

@@ -29,6 +29,7 @@ region is built by hand from nodes that cannot be fused):
 `settings.fusion = False` (`nf.config.settings`) turns the pass off.
 """
 import heapq
+import math
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from .ir import Node
 from ..core.primitive import Primitive, Aval, REGISTRY
 from ..core.settings import settings
 from ..primitives.reduction import reduce_sum_p, reduce_max_p, reduce_min_p
-from .kernels import Program, Op, kernel_for, policy
+from .kernels import Program, Op, kernel_for, policy, numba_rows
 
 
 class FusionError(ValueError):
@@ -197,7 +198,7 @@ def program_from_nodes(nodes, used_outside):
     """(Program, input Vars, output Vars) for `nodes` (topologically ordered); results are the
     values in `used_outside` (var ids). Raises FusionError naming the op that cannot be fused."""
     for n in nodes:
-        why = why_not_fusible(n)
+        why = None if _row_shape_op(n) else why_not_fusible(n)
         if why is not None:
             raise FusionError(why)
     made = {n.outputs[0].id for n in nodes}
@@ -214,8 +215,11 @@ def program_from_nodes(nodes, used_outside):
     prog_ops = [Op(n.prim, args, n.params, n.outputs[0].shape, n.outputs[0].dtype,
                    reduce=_is_reduction(n)) for n, args in ops]
     outs = [n.outputs[0] for n in nodes if n.outputs[0].id in used_outside]
-    ew = [n for n in nodes if not _is_reduction(n)]
-    shape = tuple(ew[0].outputs[0].shape) if ew else ()
+    ew = [tuple(n.outputs[0].shape) for n in nodes if not _is_reduction(n)]
+    shape = ew[0] if ew else ()
+    if any(s != shape for s in ew):
+        # a row region (`_row_regions`): the matrix's shape, the largest
+        shape = max(ew, key=lambda s: (len(s), math.prod(d or 0 for d in s)))
     prog = Program([(v.shape, v.dtype) for v in ins], prog_ops, [num[o.id] for o in outs], shape)
     return prog, ins, outs
 
@@ -244,6 +248,8 @@ def elementwise_fusion(g):
               if (len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
                   or len(m) == 1 and _outer(g.nodes[m[0]])) and _convex(g, m)}
     groups = _split_inexact_reductions(g, groups)
+    if policy.row_regions():
+        groups = _row_regions(g, groups)
     if not groups:
         return g
     uses_blas = any(n.prim.blas for n in g.nodes)
@@ -285,6 +291,87 @@ def _split_inexact_reductions(g, groups):
                 m = rest
         out[r] = m
     return out
+
+
+def _row_shape_op(node):
+    return len(node.inputs) == 1 and numba_rows.is_row_shape_op(
+        node.prim, node.params, tuple(node.inputs[0].shape), tuple(node.outputs[0].shape))
+
+
+def _row_regions(g, groups):
+    """Each reduction along the last axis of a matrix, grown with the regions and nodes around
+    it that compute on the same rows (a softmax, its loss and its gradient, up to the bias
+    gradient's sum) into one region while the whole stays one a row kernel runs
+    (`numba_rows.why_not`), convex and within one effect epoch (`policy.row_regions`)."""
+    member = {i: r for r, m in groups.items() for i in m}
+    producer, users, epoch, e = {}, {}, [], 0
+    for i, n in enumerate(g.nodes):
+        e += bool(n.prim.effect)
+        epoch.append(e)
+        for o in n.outputs:
+            producer[o.id] = i
+        for v in n.inputs:
+            users.setdefault(v.id, []).append(i)
+    out, taken = dict(groups), set()
+
+    def unit(i):
+        got = set(groups[member[i]]) if i in member else {i}
+        if _row_shape_op(g.nodes[i]):       # with its users: its view stays inside
+            for u in users.get(g.nodes[i].outputs[0].id, ()):
+                got |= set(groups[member[u]]) if u in member else {u}
+        return got
+
+    written = {}
+
+    def writes(i):
+        # (asked once per node: writing a whole region's kernel at every trial is slow)
+        n = g.nodes[i]
+        if i not in written:
+            written[i] = _row_shape_op(n) or why_not_fusible(n) is None and (
+                _is_reduction(n) or numba_rows.renders(
+                    Op(n.prim, (), n.params, n.outputs[0].shape, n.outputs[0].dtype),
+                    [v.dtype for v in n.inputs]))
+        return written[i]
+
+    def ok(idx):
+        nodes = [g.nodes[i] for i in sorted(idx)]
+        if len({epoch[i] for i in idx}) != 1 or not all(writes(i) for i in idx) or \
+                not _convex(g, idx):
+            return False
+        used = _used_outside(g, idx, users)
+        if any(_row_shape_op(n) and n.outputs[0].id in used for n in nodes):
+            return False            # (tier 0's expand_dims is a view: kept inside)
+        prog, _, _ = program_from_nodes(nodes, used)
+        return numba_rows.why_not(prog, True, render=False) is None
+
+    for i, n in enumerate(g.nodes):
+        if i in taken or not _is_reduction(n) or n.params.get("axes") != (1,) or \
+                len(n.inputs[0].shape) != 2 or None in n.inputs[0].shape:
+            continue
+        region = unit(i)
+        grown = True
+        while grown:
+            grown = False
+            near = {producer[v.id] for k in region for v in g.nodes[k].inputs
+                    if v.id in producer} | {u for k in region for o in g.nodes[k].outputs
+                                            for u in users.get(o.id, ())}
+            for c in sorted(near - region - taken):
+                trial = region | unit(c)
+                if not trial & taken and ok(trial):
+                    region, grown = trial, True
+        if region & taken or not ok(region):
+            continue
+        for r in {member[k] for k in region if k in member}:
+            out.pop(r, None)
+        out[min(region)] = sorted(region)
+        taken |= region
+    return out
+
+
+def _used_outside(g, idx, users):
+    outs = {v.id for v in g.outputs}
+    return {o.id for i in idx for o in g.nodes[i].outputs
+            if o.id in outs or any(u not in idx for u in users.get(o.id, ()))}
 
 
 def _outer(node):

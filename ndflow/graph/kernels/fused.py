@@ -138,7 +138,8 @@ class FusedKernel:
                 return None
         if self.spent < self.due or not planner.compile_pays(self):
             return None
-        self.runner = Runner(self, settings.numba == "sync")
+        sync = settings.numba == "sync"
+        self.runner = planner.tier1_runner(self, sync) or Runner(self, sync)
         return self.runner
 
     def _cold(self, xs, donors):

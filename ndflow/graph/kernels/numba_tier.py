@@ -82,6 +82,9 @@ def _body(prog, in_names, fast_math):
     for v, (_, dt) in enumerate(prog.ins):
         if dt not in ok:
             raise _Ineligible("dtype %s" % dt)
+    if sum(o.reduce for o in prog.ops) > 1:
+        # (a row region, `numba_rows`: its own kernel)
+        raise _Ineligible("several reductions")
     for j, o in enumerate(prog.ops):
         if o.dtype not in ok:
             raise _Ineligible("dtype %s" % o.dtype)

@@ -44,7 +44,7 @@ import importlib.util
 import math
 import threading
 
-from . import numba_compile, numba_tier, policy
+from . import numba_compile, numba_tier, numba_rows, policy
 from .numba_plan import Plan as CollapsedPlan, exact_sum_ok
 from .program import runtime_shapes
 from . import blocks, contract
@@ -67,6 +67,7 @@ class Route(enum.Enum):
     T1_DIRECT = "tier 1, generated caller"
     T1_DIRECT_BAKED = "tier 1, generated caller, constants in the kernel"
     T1_DIRECT_INTO = "tier 1, generated caller writing over operands"
+    T1_ROWS = "tier 1, row kernel (reductions along the last axis inside the loop)"
     DEVICE_KERNEL = "device backend, one compiled kernel"
     DEVICE_OPS = "device backend, op by op"
 
@@ -85,6 +86,7 @@ FALLBACK = {
     Route.T1_DIRECT: "the runner's general call (T1_LOOP)",
     Route.T1_DIRECT_BAKED: "the generated caller of the plain kernel (T1_DIRECT)",
     Route.T1_DIRECT_INTO: "the runner's general call with the in-place kernel (T1_INPLACE)",
+    Route.T1_ROWS: "tier 0 for good (the row region has no other compiled loop)",
     Route.DEVICE_KERNEL: "each op its own kernel (DEVICE_OPS)",
 }
 
@@ -224,6 +226,8 @@ def _never_tier1(prog, fast_math):
         return policy.pays_why(size, units, True, fast_math)
     if not policy.pays(size, units):
         why = numba_tier.why_not(prog, fast_math)
+        if why is not None and numba_rows.why_not(prog, fast_math) is None:
+            return None             # a row kernel (`tier1_runner`)
         if why is None and any(o.reduce for o in prog.ops):
             try:
                 why = exact_sum_ok(prog, CollapsedPlan(prog, shapes, fast_math))
@@ -269,6 +273,12 @@ def at_hot(fk):
         why = off_why(Route.T1_LOOP)
     else:
         why = numba_tier.why_not(prog, fk.fast_math)
+        if why is not None and prog.static:
+            rows = numba_rows.why_not(prog, fk.fast_math)
+            if rows is None and not off(Route.T1_ROWS):
+                return None         # a row kernel (`tier1_runner`)
+            if rows is None:
+                why += "; " + off_why(Route.T1_ROWS)
         if why is not None:
             why = "tier 1 refuses it: " + why
         elif prog.static:
@@ -277,6 +287,22 @@ def at_hot(fk):
         return None
     return decide(fk.tier0_plan.route if fk.tier0_plan is not None else None,
                   "tier 0 for good: " + why, _where(prog))
+
+
+def tier1_runner(fk, sync):
+    """The row kernel's runner for the hot region `fk` (`at_hot` let it have tier 1) where
+    tier 1's loop refuses the region (T1_ROWS, `numba_rows`: reductions along the last axis
+    used inside the region), else None (the loop's runner, `numba_runner.Runner`, whose
+    signatures `tier1_signature` plans)."""
+    prog = fk.prog
+    why = numba_tier.why_not(prog, fk.fast_math)
+    if why is None or not prog.static or numba_rows.why_not(prog, fk.fast_math) is not None:
+        return None
+    d = decide(Route.T1_ROWS, "tier 1's loop refuses it (%s); rows of %s: one pass over "
+               "each row per round of reductions" % (why, numba_rows.RowForm(prog).S),
+               _where(prog))
+    return numba_rows.RowRunner(fk, sync, d, lambda fn: direct(fk, fn, quick_call=True),
+                                numba_compile._submit, numba_compile._load)
 
 
 # tier-0 seconds run by regions waiting for tier 1, all together (numba's start is paid once,
@@ -306,7 +332,7 @@ def compile_pays(fk):
     than about a second never imports numba, and a longer one spends at most about twice
     what the best choice in hindsight would have."""
     global _started
-    if settings.numba == "sync":
+    if settings.numba == "sync" or numba_rows.made(fk.prog):
         return True
     start, kernel = numba_compile.cost(fk.prog)
     if (not _started and _cold < start) or fk.spent < kernel:
@@ -371,7 +397,8 @@ class Tier0Plan:
                 self.route, self.why = Route.T0_SMALL, off_why(Route.T0_SCALAR)
                 return
             self.route, self.why = Route.T0_SMALL, "%d elements < settings.large_min " \
-                "(%d)" % (n, settings.large_min)
+                "(%d)" % (n, settings.large_min) if self.S is not None else \
+                "values of several shapes (a row region)"
             return
         self._large(prog, in_shapes, blockable, parallel)
 

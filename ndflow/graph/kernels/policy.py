@@ -140,6 +140,14 @@ def columns_as_product(out_shape):
     return pays(math.prod(out_shape), 2.0)
 
 
+def row_regions():
+    """Whether fusion grows a reduction along the last axis of a matrix, with what computes
+    on the same rows around it, into one region (`numba_rows`: a softmax and its gradient in
+    one loop nest): under the fast-math contract, whose sums may run in the loop's order.
+    Tier 0 runs such a region op by op (NumPy's calls, as unfused)."""
+    return settings.fast_math
+
+
 def tier1_may_write_over(prog):
     """Whether a result of `prog` may be given one of its own operands' buffers where only
     tier 1 can write over it (it reads every operand of an element before writing the

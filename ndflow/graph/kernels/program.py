@@ -85,6 +85,8 @@ def runtime_shapes(prog, in_shapes):
             s = a[0]
             shapes.append(tuple(1 if i in axes else d for i, d in enumerate(s)) if keep
                           else tuple(d for i, d in enumerate(s) if i not in axes))
+        elif not o.prim.elementwise:
+            shapes.append(o.shape)      # a row region's expand_dims (static: numba_rows)
         else:
             shapes.append(np.broadcast_shapes(*a))
     return shapes
