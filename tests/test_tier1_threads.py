@@ -134,6 +134,59 @@ def test_split_results_written_over_an_operand(shared, nf_settings):
     assert shared
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_timed_choice_retries_and_keeps_the_bits(nf_settings, monkeypatch, jit):
+    """The timed choice on calls that each take RETRY_SECONDS (a clock that jumps): after the
+    warm-up the way not chosen is tried every EXPLORE_MIN calls, so calls run on one thread
+    and on two in turn, and every result is the one thread's bit for bit (NumPy's by default,
+    within the accuracy bound under jit_compile=True)."""
+    nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
+                numba_parallel_heavy_min=1 << 12, threads=1)
+    monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1000)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    now = [0.0]
+
+    def clock():
+        now[0] += blocks.RETRY_SECONDS
+        return now[0]
+    monkeypatch.setattr(blocks, "clock", clock)
+    used = []
+    real = blocks.ThreadChoice.record
+
+    def record(self, nt, seconds):
+        used.append(nt)
+        return real(self, nt, seconds)
+    monkeypatch.setattr(blocks.ThreadChoice, "record", record)
+    a = _specials((1 << 14) + 5, np.random.default_rng(9))
+
+    def sig(x):
+        return 1 / (1 + tnp.exp(-x))
+    one = nf.function(sig, jit_compile=jit)
+    for _ in range(4):
+        want = one(a).numpy()
+    assert not used
+    nf_settings(threads=2)
+    f = nf.function(sig, jit_compile=jit)
+    n = 1 + 2 * blocks.WARM + 4 * blocks.EXPLORE_MIN
+    for _ in range(200):
+        k = len(used)
+        got = f(a).numpy()
+        if len(used) > k:      # (a tier-1 call: the first calls run tier 0, NumPy's exp)
+            assert_bits_equal(got, want)
+        if len(used) >= n:
+            break
+    after = used[1 + 2 * blocks.WARM:]
+    assert len(after) >= 4 * blocks.EXPLORE_MIN, used
+    assert 1 in after and 2 in after and after.count(min(after, key=after.count)) >= 3, used
+    with np.errstate(all="ignore"):
+        ref = 1 / (1 + np.exp(-a))
+    if not jit:
+        assert_bits_equal(want, ref)
+    else:
+        np.testing.assert_allclose(want, ref, rtol=4e-7, atol=0)
+        assert_bits_equal(np.isnan(want), np.isnan(ref))
+
+
 def test_one_thread_setting_never_shares(shared, nf_settings):
     nf_settings(threads=1)
     a = np.linspace(-5, 5, 1 << 14, dtype=np.float32)
