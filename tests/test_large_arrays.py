@@ -456,18 +456,21 @@ def test_threads_are_chosen_by_timing(monkeypatch):
 
 
 def test_the_way_not_chosen_is_retried_after_retry_seconds(monkeypatch):
-    """Long calls (the clock advancing a tenth of RETRY_SECONDS per call, as a 2^24 sigmoid
-    on a busy machine) retry the losing way every RETRY_SECONDS, not only every
-    EXPLORE..EXPLORE_MAX calls, but never more often than every EXPLORE_MIN calls (calls of
-    RETRY_SECONDS and more)."""
+    """Long calls (here 1/32 of RETRY_SECONDS each, as a 2^24 sigmoid on a busy machine)
+    retry the losing way every RETRY_SECONDS, not only every EXPLORE..EXPLORE_MAX calls, but
+    never more often than every EXPLORE_MIN calls (calls of RETRY_SECONDS and more)."""
     # (times that binary fractions hold exactly; the tries' gap is in calls, between the
-    # calls that chose one thread: the clock is read before the call's own time passes)
+    # calls that chose one thread: the clock is read before the call's own time passes, so
+    # RETRY_SECONDS / per_call calls after a try, the next call is the next try)
     monkeypatch.setattr(blocks, "RETRY_SECONDS", 0.5)
-    _, _, tries = _tries_of_one(monkeypatch, 1 / 64)
+    gap = 32 + 1
+    _, _, tries = _tries_of_one(monkeypatch, blocks.RETRY_SECONDS / 32)
     gaps = [b - a for a, b in zip(tries, tries[1:])]
-    assert 2 * blocks.EXPLORE < 33 < blocks.EXPLORE_MAX
-    assert gaps[:2] == [2 * blocks.EXPLORE, 33] and set(gaps[1:]) == {33}, gaps
-    _, _, tries = _tries_of_one(monkeypatch, 1.0)
+    assert 2 * blocks.EXPLORE < gap < blocks.EXPLORE_MAX
+    # the first gap by the call count (2 * EXPLORE after the first lost try), the others by
+    # the clock (before 4 * EXPLORE calls)
+    assert gaps[:2] == [2 * blocks.EXPLORE, gap] and set(gaps[1:]) == {gap}, gaps
+    _, _, tries = _tries_of_one(monkeypatch, blocks.RETRY_SECONDS)
     gaps = [b - a for a, b in zip(tries, tries[1:])]
     assert len(tries) >= 20 and set(gaps) == {blocks.EXPLORE_MIN}, gaps
 
