@@ -420,10 +420,10 @@ def test_exception_in_a_chunk_propagates(blocked, monkeypatch):
     assert calls
 
 
-def _tries_of_one(monkeypatch, per_call, ncalls=300):
-    """Calls of a choice where threads are twice as fast as one thread, each call taking
-    `per_call` s of `blocks.clock`: the threads of each call, and the calls (1-based) that ran
-    on one thread after the warm-up."""
+def _tries_of_one(monkeypatch, per_call, slower=2.0, ncalls=300):
+    """Calls of a choice where a call on threads takes `per_call` s and one on one thread
+    `slower` times that (on `blocks.clock`, standing still where `per_call` is 0): the
+    threads of each call, and the calls (1-based) that ran on one thread after the warm-up."""
     blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
     monkeypatch.setattr(blocks, "ADAPT", True)
     now = [1000.0]
@@ -432,8 +432,9 @@ def _tries_of_one(monkeypatch, per_call, ncalls=300):
     for _ in range(ncalls):
         nt = blk.choose()
         picks.append(nt)
-        now[0] += per_call
-        blk.record(nt, 1.0 if nt == 2 else 2.0)
+        t = (per_call or 1.0) * (1.0 if nt == 2 else slower)
+        now[0] += t if per_call else 0.0
+        blk.record(nt, t)
     ones = [i + 1 for i, t in enumerate(picks) if t == 1]
     return blk, picks, ones[blocks.WARM:]
 
@@ -456,23 +457,24 @@ def test_threads_are_chosen_by_timing(monkeypatch):
 
 
 def test_the_way_not_chosen_is_retried_after_retry_seconds(monkeypatch):
-    """Long calls (here 1/32 of RETRY_SECONDS each, as a 2^24 sigmoid on a busy machine)
-    retry the losing way every RETRY_SECONDS, not only every EXPLORE..EXPLORE_MAX calls, but
-    never more often than every EXPLORE_MIN calls (calls of RETRY_SECONDS and more)."""
-    # (times that binary fractions hold exactly; the tries' gap is in calls, between the
-    # calls that chose one thread: the clock is read before the call's own time passes, so
-    # RETRY_SECONDS / per_call calls after a try, the next call is the next try)
-    monkeypatch.setattr(blocks, "RETRY_SECONDS", 0.5)
-    gap = 32 + 1
-    _, _, tries = _tries_of_one(monkeypatch, blocks.RETRY_SECONDS / 32)
+    """Long calls (a 2^24 sigmoid) retry the slower way RETRY_SECONDS after its last try,
+    not only every EXPLORE..EXPLORE_MAX calls, but no sooner than TRY_SHARE times its call's
+    time after it (so that its tries cost at most ~1/TRY_SHARE of the time)."""
+    # (times that binary fractions hold exactly; the gaps are in calls, between the calls
+    # that chose one thread: k calls after a try, the clock has moved k - 1 calls' time)
+    # RETRY_SECONDS is 96 calls on threads; TRY_SHARE calls on one thread, 64
+    monkeypatch.setattr(blocks, "RETRY_SECONDS", 0.75)
+    monkeypatch.setattr(blocks, "TRY_SHARE", 32)
+    _, _, tries = _tries_of_one(monkeypatch, 1 / 128)
     gaps = [b - a for a, b in zip(tries, tries[1:])]
-    assert 2 * blocks.EXPLORE < gap < blocks.EXPLORE_MAX
-    # the first gap by the call count (2 * EXPLORE after the first lost try), the others by
-    # the clock (before 4 * EXPLORE calls)
-    assert gaps[:2] == [2 * blocks.EXPLORE, gap] and set(gaps[1:]) == {gap}, gaps
-    _, _, tries = _tries_of_one(monkeypatch, blocks.RETRY_SECONDS)
+    e = blocks.EXPLORE
+    assert blocks.EXPLORE_MAX == 8 * e == 128
+    # by the call count after the first two lost tries (32, 64 calls), then by the clock
+    assert gaps[:3] == [2 * e, 4 * e, 96 + 1] and set(gaps[2:]) == {97}, gaps
+    # calls of RETRY_SECONDS each, one thread 1.5x slower: TRY_SHARE x 1.5 = 48 calls
+    _, _, tries = _tries_of_one(monkeypatch, 0.75, slower=1.5)
     gaps = [b - a for a, b in zip(tries, tries[1:])]
-    assert len(tries) >= 20 and set(gaps) == {blocks.EXPLORE_MIN}, gaps
+    assert gaps[0] == 2 * e and set(gaps[1:]) == {48 + 1}, gaps
 
 
 def test_the_first_call_is_not_a_sample(monkeypatch):

@@ -52,10 +52,10 @@ WARM = 2
 KEEP = 3
 # ... or, whichever comes first, RETRY_SECONDS since its last try (at 2^24 elements a call
 # takes ~7 ms: EXPLORE_MAX calls are ~1 s, longer than a busy spell, or a benchmark's whole
-# measurement), but never more often than every EXPLORE_MIN calls (calls of 0.1 s and more:
-# a try that loses by 2x then costs at most 1/EXPLORE_MIN of the time)
+# measurement), but not before TRY_SHARE times its own call's time has passed since then:
+# however long the calls, tries of the slower way cost at most ~1/TRY_SHARE of the time
 RETRY_SECONDS = 0.1
-EXPLORE_MIN = 8
+TRY_SHARE = 32
 # a try of the other way counts as lost when it is this much slower than the chosen way
 MARGIN = 1.1
 # the clock of the tries (tests replace it)
@@ -95,10 +95,10 @@ class ThreadChoice:
         the helper threads; measured 1.5-9x a later call's time, and as a sample of the way it
         ran on it left that way one real sample against the other's WARM). Then the faster
         one runs and the other is tried again after `every` calls (from EXPLORE, doubling
-        while it keeps losing by more than MARGIN, up to EXPLORE_MAX) or RETRY_SECONDS
-        (after at least EXPLORE_MIN calls), whichever comes first: a choice made while the
-        machine was busy is tried again within a fraction of a second however long the calls
-        are. The bookkeeping is not locked: concurrent calls may lose a sample, never fail."""
+        while it keeps losing by more than MARGIN, up to EXPLORE_MAX) or after RETRY_SECONDS,
+        whichever comes first (but no sooner than TRY_SHARE of its calls' time): a choice
+        made while the machine was busy is tried again within a fraction of a second. The
+        bookkeeping is not locked: concurrent calls may lose a sample, never fail."""
         if self.nthreads <= 1 or not ADAPT:
             return self.nthreads
         self.calls += 1
@@ -110,9 +110,10 @@ class ThreadChoice:
         best, other = (1, self.nthreads) if one < many else (self.nthreads, 1)
         if not self.next_try:
             self.next_try = self.calls + self.every
-        due = self.calls >= self.next_try or (
-            self.calls >= self.next_try - self.every + EXPLORE_MIN
-            and clock() - self.tried.get(other, 0.0) >= RETRY_SECONDS)
+        due = self.calls >= self.next_try
+        if not due:
+            since = clock() - self.tried.get(other, 0.0)
+            due = since >= RETRY_SECONDS and since >= TRY_SHARE * (one if other == 1 else many)
         self.exploring = due
         return other if due else best
 
