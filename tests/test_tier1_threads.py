@@ -57,6 +57,18 @@ def _region(f, *args):
     return fk
 
 
+def _check_sigmoid(got, a, jit):
+    """`got` is NumPy's sigmoid of `a` bit for bit, or under jit_compile=True within the
+    accuracy bound (NaN where NumPy's is)."""
+    with np.errstate(all="ignore"):
+        ref = 1 / (1 + np.exp(-a))
+    if not jit:
+        assert_bits_equal(got, ref)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=4e-7, atol=0)
+        assert_bits_equal(np.isnan(got), np.isnan(ref))
+
+
 @pytest.mark.parametrize("jit", [False, True])
 @pytest.mark.parametrize("nthreads", [2, 3])
 def test_split_sigmoid_is_the_one_threads_bits(shared, nf_settings, jit, nthreads):
@@ -81,13 +93,7 @@ def test_split_sigmoid_is_the_one_threads_bits(shared, nf_settings, jit, nthread
     for _ in range(3):
         assert_bits_equal(f(tnp.asarray(a)).numpy(), want_one)
     assert shared == [nthreads] * 3, shared
-    with np.errstate(all="ignore"):
-        ref = 1 / (1 + np.exp(-a))
-    if not jit:
-        assert_bits_equal(want_one, ref)
-    else:
-        np.testing.assert_allclose(want_one, ref, rtol=4e-7, atol=0)
-        assert_bits_equal(np.isnan(want_one), np.isnan(ref))
+    _check_sigmoid(want_one, a, jit)
     fk = _region(f, tnp.asarray(a))
     assert fk.tier() == 1
     plan, = fk.runner.plans.values()
@@ -179,13 +185,7 @@ def test_timed_choice_retries_and_keeps_the_bits(nf_settings, monkeypatch, jit):
     after = used[1 + 2 * blocks.WARM:]
     assert len(after) >= 24, used
     assert 1 in after and 2 in after and after.count(min(after, key=after.count)) >= 3, used
-    with np.errstate(all="ignore"):
-        ref = 1 / (1 + np.exp(-a))
-    if not jit:
-        assert_bits_equal(want, ref)
-    else:
-        np.testing.assert_allclose(want, ref, rtol=4e-7, atol=0)
-        assert_bits_equal(np.isnan(want), np.isnan(ref))
+    _check_sigmoid(want, a, jit)
 
 
 def test_one_thread_setting_never_shares(shared, nf_settings):
