@@ -711,14 +711,15 @@ def test_plain_broadcasts_stay_unfused(numpy_only):
 @needs_numba
 def test_numba_tier_cost_model_small_regions_of_many_ops(numba_sync):
     """A kernel call costs about 5 small NumPy calls: regions that cost tier 0 more compile
-    from fewer elements (a select chain); cheap ones (a 4-op sigmoid) stay on tier 0 below
-    `settings.numba_min` (under fast math, a static one below `policy.FAST_STATIC_WORK`
-    elements x units: 512 x 4 here)."""
+    from fewer elements (a select chain); cheap ones (a 3-op `1 / (1 + exp(y))`) stay on
+    tier 0 below `settings.numba_min` (a static one: below `settings.numba_quick_units` ops,
+    4; under fast math, also below `policy.FAST_STATIC_WORK` elements x units: 512 x 3
+    here)."""
     from ndflow.graph.kernels import policy
     assert policy.pays(1024, 9.5) and not policy.pays(1024, 4)
     assert not policy.pays(64, 20) and policy.pays(nf.config.settings.numba_min, 1)
-    assert 512 * 4 < policy.FAST_STATIC_WORK
-    s = nf.function(lambda y: 1 / (1 + tnp.exp(-y)))
+    assert 512 * 3 < policy.FAST_STATIC_WORK and 3 < nf.config.settings.numba_quick_units
+    s = nf.function(lambda y: 1 / (1 + tnp.exp(y)))
     sk = _tier1(s, np.linspace(-3, 3, 512), n=5)[0]
     assert sk.tier() == 0 and "too small" in sk.tier1_unavailable
     rng = np.random.default_rng(6)

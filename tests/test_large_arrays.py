@@ -420,29 +420,80 @@ def test_exception_in_a_chunk_propagates(blocked, monkeypatch):
     assert calls
 
 
-def test_threads_are_chosen_by_timing(monkeypatch):
-    """One thread or several: each is timed (WARM calls of each, alternately, before the first
-    choice), the faster runs, the slower is retried now and then (so a busy spell does not
-    switch threads off for good)."""
+def _tries_of_one(monkeypatch, per_call, slower=2.0, ncalls=300):
+    """Calls of a choice where a call on threads takes `per_call` s and one on one thread
+    `slower` times that (on `blocks.clock`, standing still where `per_call` is 0): the
+    threads of each call, and the calls (1-based) that ran on one thread after the warm-up."""
     blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
     monkeypatch.setattr(blocks, "ADAPT", True)
+    now = [1000.0]
+    monkeypatch.setattr(blocks, "clock", lambda: now[0])
     picks = []
-    for _ in range(300):
+    for _ in range(ncalls):
         nt = blk.choose()
         picks.append(nt)
-        blk.record(nt, 1.0 if nt == 2 else 2.0)        # threads twice as fast
-    w, e = blocks.WARM, blocks.EXPLORE
-    assert picks[:2 * w] == [2, 1] * w
+        t = (per_call or 1.0) * (1.0 if nt == 2 else slower)
+        now[0] += t if per_call else 0.0
+        blk.record(nt, t)
     ones = [i + 1 for i, t in enumerate(picks) if t == 1]
-    # after the warm-up, one try at EXPLORE calls, then (losing each time) at 2x, 4x ... apart,
-    # never more than EXPLORE_MAX apart
-    tries = ones[w:]
-    gaps = [b - a for a, b in zip([2 * w + 1] + tries, tries)]
+    return blk, picks, ones[blocks.WARM:]
+
+
+def test_threads_are_chosen_by_timing(monkeypatch):
+    """One thread or several: each is timed (after a first call that is not counted, WARM
+    calls of each, alternately, before the first choice), the faster runs, the slower is
+    retried now and then (so a busy spell does not switch threads off for good): on a clock
+    that stands still, after EXPLORE calls, then (losing each time) 2x, 4x ... apart, never
+    more than EXPLORE_MAX apart."""
+    blk, picks, tries = _tries_of_one(monkeypatch, 0.0)
+    w, e = blocks.WARM, blocks.EXPLORE
+    assert picks[:1 + 2 * w] == [2] + [2, 1] * w
+    gaps = [b - a for a, b in zip([1 + 2 * w + 1] + tries, tries)]
     assert gaps[:3] == [e, 2 * e, 4 * e]
     assert max(gaps) == blocks.EXPLORE_MAX and len(tries) >= 3
     for _ in range(blocks.KEEP):
         blk.record(2, 10.0)                              # threads got slow for KEEP calls
     assert blk.choose() == 1
+
+
+def test_the_way_not_chosen_is_retried_after_retry_seconds(monkeypatch):
+    """Long calls (a 2^24 sigmoid) retry the slower way RETRY_SECONDS after its last try,
+    not only every EXPLORE..EXPLORE_MAX calls, but no sooner than TRY_SHARE times its call's
+    time after it (so that its tries cost at most ~1/TRY_SHARE of the time)."""
+    # (times that binary fractions hold exactly; the gaps are in calls, between the calls
+    # that chose one thread: k calls after a try, the clock has moved k - 1 calls' time)
+    # RETRY_SECONDS is 96 calls on threads; TRY_SHARE calls on one thread, 64
+    monkeypatch.setattr(blocks, "RETRY_SECONDS", 0.75)
+    monkeypatch.setattr(blocks, "TRY_SHARE", 32)
+    _, _, tries = _tries_of_one(monkeypatch, 1 / 128)
+    gaps = [b - a for a, b in zip(tries, tries[1:])]
+    e = blocks.EXPLORE
+    assert blocks.EXPLORE_MAX == 8 * e == 128
+    # by the call count after the first two lost tries (32, 64 calls), then by the clock
+    assert gaps[:3] == [2 * e, 4 * e, 96 + 1] and set(gaps[2:]) == {97}, gaps
+    # calls of RETRY_SECONDS each, one thread 1.5x slower: TRY_SHARE x 1.5 = 48 calls
+    _, _, tries = _tries_of_one(monkeypatch, 0.75, slower=1.5)
+    gaps = [b - a for a, b in zip(tries, tries[1:])]
+    assert gaps[0] == 2 * e and set(gaps[1:]) == {48 + 1}, gaps
+
+
+def test_the_first_call_is_not_a_sample(monkeypatch):
+    """The first call of a choice pays once for what later calls reuse (a new result buffer,
+    the helper threads starting): its time is no sample of the way it ran on, so each way
+    has WARM real samples when the first choice is made."""
+    blk = blocks.Blocks((1000,), [(1000,)], 10, nthreads=2)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    nt = blk.choose()
+    blk.record(nt, 50.0)
+    assert blk.samples == {}
+    # threads 1.0 and 0.8, one thread 0.9 and 1.2 (a noisy spell): had the first call been
+    # a sample, threads would have had one real one (1.0) against one thread's best of two
+    # (0.9), and lost
+    times = {2: [1.0, 0.8], 1: [0.9, 1.2]}
+    for _ in range(2 * blocks.WARM):
+        nt = blk.choose()
+        blk.record(nt, times[nt].pop(0))
+    assert blk.estimate(2) == 0.8 and blk.choose() == 2
 
 
 def test_a_slow_first_call_does_not_decide(monkeypatch):
@@ -456,7 +507,7 @@ def test_a_slow_first_call_does_not_decide(monkeypatch):
         # threads' first call slow (5x one thread's), then twice as fast as one thread
         blk.record(nt, 2.0 if nt == 1 else (5.0 if 2 not in picks else 1.0))
         picks.append(nt)
-    assert picks[2 * blocks.WARM:].count(1) <= 1
+    assert picks[1 + 2 * blocks.WARM:].count(1) <= 1     # after the first call and the warm-up
 
 
 def test_a_busy_spell_in_a_try_does_not_lock_threads_out(monkeypatch):

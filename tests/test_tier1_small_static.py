@@ -195,3 +195,28 @@ def test_offered_buffers_declined_for_the_generated_caller(sync):
     assert calls[1] is True
     assert_bits_equal(got, k.tier0(*xs))
     assert_bits_equal(donor, np.full(4, 7, np.float32))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("n", [1, 32, 1024])
+def test_four_op_sigmoid_takes_the_generated_caller(sync, nf_settings, jit, n):
+    """The sigmoid's four ops (negate, exp, add, divide: 4 units) on a few elements reach
+    `settings.numba_quick_units`: one compiled call through the generated caller, NumPy's bits
+    by default (within the accuracy bound under jit_compile=True), special values included."""
+    nf_settings(fast_math=jit)
+    vals = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.7, -88.7, -104.0, 1e-30, 2.5],
+                    np.float32)
+    x = np.resize(vals, n) if n < 32 else np.concatenate(
+        [vals, np.random.default_rng(n).standard_normal(n - vals.size).astype(np.float32)])
+    f = nf.function(lambda y: 1 / (1 + tnp.exp(-y)), jit_compile=jit)
+    for _ in range(CALLS):
+        got = f(x).numpy()
+    k, = _kernels(f, x)
+    assert k.tier() == 1 and callable(k.runner.quick), k.tier1_unavailable
+    with np.errstate(all="ignore"):
+        want = 1 / (1 + np.exp(-x))
+    if jit:
+        np.testing.assert_allclose(got, want, rtol=4e-7, atol=0)
+        assert_bits_equal(np.isnan(got), np.isnan(want))
+    else:
+        assert_bits_equal(got, want)

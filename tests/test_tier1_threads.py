@@ -57,6 +57,18 @@ def _region(f, *args):
     return fk
 
 
+def _check_sigmoid(got, a, jit):
+    """`got` is NumPy's sigmoid of `a` bit for bit, or under jit_compile=True within the
+    accuracy bound (NaN where NumPy's is)."""
+    with np.errstate(all="ignore"):
+        ref = 1 / (1 + np.exp(-a))
+    if not jit:
+        assert_bits_equal(got, ref)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=4e-7, atol=0)
+        assert_bits_equal(np.isnan(got), np.isnan(ref))
+
+
 @pytest.mark.parametrize("jit", [False, True])
 @pytest.mark.parametrize("nthreads", [2, 3])
 def test_split_sigmoid_is_the_one_threads_bits(shared, nf_settings, jit, nthreads):
@@ -81,13 +93,7 @@ def test_split_sigmoid_is_the_one_threads_bits(shared, nf_settings, jit, nthread
     for _ in range(3):
         assert_bits_equal(f(tnp.asarray(a)).numpy(), want_one)
     assert shared == [nthreads] * 3, shared
-    with np.errstate(all="ignore"):
-        ref = 1 / (1 + np.exp(-a))
-    if not jit:
-        assert_bits_equal(want_one, ref)
-    else:
-        np.testing.assert_allclose(want_one, ref, rtol=4e-7, atol=0)
-        assert_bits_equal(np.isnan(want_one), np.isnan(ref))
+    _check_sigmoid(want_one, a, jit)
     fk = _region(f, tnp.asarray(a))
     assert fk.tier() == 1
     plan, = fk.runner.plans.values()
@@ -132,6 +138,54 @@ def test_split_results_written_over_an_operand(shared, nf_settings):
         want = np.exp(-np.abs(want)) * np.float32(0.5) + want
         assert_bits_equal(v.numpy(), want)
     assert shared
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_timed_choice_retries_and_keeps_the_bits(nf_settings, monkeypatch, jit):
+    """The timed choice on a clock that jumps RETRY_SECONDS at each reading (each call
+    looks long since the last try): after the warm-up the way not chosen is tried again
+    and again, so calls run on one thread and on two in turn, and every result is the one
+    thread's bit for bit (NumPy's by default, within the accuracy bound under
+    jit_compile=True)."""
+    nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
+                numba_parallel_heavy_min=1 << 12, threads=1)
+    monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1000)
+    monkeypatch.setattr(blocks, "ADAPT", True)
+    now = [0.0]
+
+    def clock():
+        now[0] += blocks.RETRY_SECONDS
+        return now[0]
+    monkeypatch.setattr(blocks, "clock", clock)
+    used = []
+    real = blocks.ThreadChoice.record
+
+    def record(self, nt, seconds):
+        used.append(nt)
+        return real(self, nt, seconds)
+    monkeypatch.setattr(blocks.ThreadChoice, "record", record)
+    a = _specials((1 << 14) + 5, np.random.default_rng(9))
+
+    def sig(x):
+        return 1 / (1 + tnp.exp(-x))
+    one = nf.function(sig, jit_compile=jit)
+    for _ in range(4):
+        want = one(a).numpy()
+    assert not used
+    nf_settings(threads=2)
+    f = nf.function(sig, jit_compile=jit)
+    n = 1 + 2 * blocks.WARM + 24
+    for _ in range(200):
+        k = len(used)
+        got = f(a).numpy()
+        if len(used) > k:      # (a tier-1 call: the first calls run tier 0, NumPy's exp)
+            assert_bits_equal(got, want)
+        if len(used) >= n:
+            break
+    after = used[1 + 2 * blocks.WARM:]
+    assert len(after) >= 24, used
+    assert 1 in after and 2 in after and after.count(min(after, key=after.count)) >= 3, used
+    _check_sigmoid(want, a, jit)
 
 
 def test_one_thread_setting_never_shares(shared, nf_settings):

@@ -163,7 +163,7 @@ class Settings:
         its call costs more than the NumPy calls it saves. From half of it, regions of three
         NumPy calls or more; from 1/32 of it, regions of six or more (the cost model,
         `graph/kernels/policy.py`).""")
-    numba_quick_units = _Field(5.0, _units, """A region of static shapes that costs tier 0
+    numba_quick_units = _Field(4.0, _units, """A region of static shapes that costs tier 0
         at least this many NumPy calls gets its tier-1 kernel whatever its size: its calls
         then take a generated caller of about one microsecond.""")
     numba_parallel_min = _Field(1 << 22, _count(0), """Elements from which tier 1 may split a

@@ -50,15 +50,24 @@ EXPLORE = 16
 EXPLORE_MAX = 8 * EXPLORE
 WARM = 2
 KEEP = 3
+# ... or, whichever comes first, RETRY_SECONDS since its last try (at 2^24 elements a call
+# takes ~7 ms: EXPLORE_MAX calls are ~1 s, longer than a busy spell, or a benchmark's whole
+# measurement), but not before TRY_SHARE times its own call's time has passed since then:
+# however long the calls, tries of the slower way cost at most ~1/TRY_SHARE of the time
+RETRY_SECONDS = 0.1
+TRY_SHARE = 32
 # a try of the other way counts as lost when it is this much slower than the chosen way
 MARGIN = 1.1
+# the clock of the tries (tests replace it)
+clock = time.perf_counter
 
 
 class ThreadChoice:
     """One thread or `nthreads` for the calls of one kernel on one shape, whichever is timed
     faster (`choose` before a call, `record` its time after). Used by the chunked tier and by
     tier 1's two-thread loops below their fixed size limit."""
-    __slots__ = ("nthreads", "calls", "samples", "every", "next_try", "exploring")
+    __slots__ = ("nthreads", "calls", "samples", "every", "next_try", "exploring", "tried",
+                 "first")
 
     def __init__(self, nthreads):
         self.nthreads = nthreads
@@ -67,6 +76,8 @@ class ThreadChoice:
         self.every = EXPLORE
         self.next_try = 0
         self.exploring = False
+        self.tried = {}          # threads -> `clock()` when its last sample was recorded
+        self.first = True        # the first call's time is not a sample (see `choose`)
 
     def estimate(self, nthreads):
         """Seconds per call with `nthreads`: the fastest of its last KEEP calls (a call can
@@ -79,11 +90,15 @@ class ThreadChoice:
         """Threads for this call. Whether a second thread pays depends on what else the
         machine runs (on a busy 2-core machine a helper thread is scheduled late and the call
         waits for its last chunk: measured 2.5x slower at 2^18 elements), so both ways are
-        timed: first WARM calls of each, alternately (a single first call is a poor sample:
-        it may fault in a new result buffer or start the thread pool), then the faster one
-        runs and the other is tried again every `every`-th call (from EXPLORE, doubling while
-        it keeps losing by more than MARGIN, up to EXPLORE_MAX). The bookkeeping is not locked:
-        concurrent calls may lose a sample, never fail."""
+        timed: first WARM calls of each, alternately, after a first call that is not counted
+        (it pays once for what later calls reuse: a new result buffer's page faults, starting
+        the helper threads; measured 1.5-9x a later call's time, and as a sample of the way it
+        ran on it left that way one real sample against the other's WARM). Then the faster
+        one runs and the other is tried again after `every` calls (from EXPLORE, doubling
+        while it keeps losing by more than MARGIN, up to EXPLORE_MAX) or after RETRY_SECONDS,
+        whichever comes first (but no sooner than TRY_SHARE of its calls' time): a choice
+        made while the machine was busy is tried again within a fraction of a second. The
+        bookkeeping is not locked: concurrent calls may lose a sample, never fail."""
         if self.nthreads <= 1 or not ADAPT:
             return self.nthreads
         self.calls += 1
@@ -95,10 +110,17 @@ class ThreadChoice:
         best, other = (1, self.nthreads) if one < many else (self.nthreads, 1)
         if not self.next_try:
             self.next_try = self.calls + self.every
-        self.exploring = self.calls >= self.next_try
-        return other if self.exploring else best
+        due = self.calls >= self.next_try
+        if not due:
+            since = clock() - self.tried.get(other, 0.0)
+            due = since >= RETRY_SECONDS and since >= TRY_SHARE * (one if other == 1 else many)
+        self.exploring = due
+        return other if due else best
 
     def record(self, nthreads, seconds):
+        if self.first:
+            self.first = False
+            return
         if self.exploring:
             self.exploring = False
             others = [self.estimate(k) for k in self.samples if k != nthreads]
@@ -106,6 +128,7 @@ class ThreadChoice:
             self.every = min(self.every * 2, EXPLORE_MAX) if lost else EXPLORE
             self.next_try = self.calls + self.every
         self.samples[nthreads] = (self.samples.get(nthreads, ()) + (seconds,))[-KEEP:]
+        self.tried[nthreads] = clock()
 
 
 class Blocks(ThreadChoice):
