@@ -84,7 +84,7 @@ def _ndflow():
     def put(a):
         return tnp.asarray(a, device="GPU:0")
 
-    from .impl_ndflow import setup, _compute_gradients
+    from .impl_ndflow import setup, _compute_gradients, classifier_train_step
     setup()
 
     def grads(w1, b_, w2, x, labels):        # the guide's gradient, as the CPU table runs it
@@ -108,18 +108,7 @@ def _ndflow():
         """(eager step, compiled step) over Variables placed on GPU:0 from `arr`'s values."""
         with nf.device("GPU:0"):
             params = [nf.Variable(arr[k]) for k in ("w1", "b1", "w2", "b2")]
-
-        def train_step(x, onehot):
-            w1, b1, w2, b2 = params
-            with nf.GradientTape() as tape:
-                h = tnp.maximum(tnp.matmul(x, w1) + b1, 0)
-                logits = tnp.matmul(h, w2) + b2
-                z = logits - tnp.max(logits, axis=1, keepdims=True)
-                lse = tnp.log(tnp.sum(tnp.exp(z), axis=1))
-                loss = tnp.mean(lse - tnp.sum(z * onehot, axis=1))
-            for p, g in zip(params, tape.gradient(loss, params)):
-                p.assign_sub(g * W.D_LR)
-            return loss
+        train_step = classifier_train_step(params)
         return {"ndflow eager": train_step, "nf.function": nf.function(train_step)}
     return {
         "name": "ndflow",
