@@ -494,3 +494,61 @@ def test_device_canonical_forms_accept_other_valid_answers_only():
         np.testing.assert_allclose(g, e, atol=1e-12)
     half = svd_canon((u * sg, sv, vh), None)           # u flipped without its vh row: wrong
     assert not np.allclose(half[2], svd_canon((u, sv, vh), None)[2])
+
+
+def test_cupy_backend_keeps_the_sign_of_zero_cupys_fill_drops():
+    """CuPy uploads a 0-d array, and makes `full`, by `ndarray.fill`, which writes zero bytes
+    for any value equal to 0: -0.0 became +0.0 on an H200 (format_float_positional printed
+    '0.'). The CuPy backend uploads 0-d values as bytes and makes a signed-zero `full` by a copy.
+    Here a module that fills the way CuPy does stands in for it."""
+    from ndflow.backends.cupy_backend import CupyBackend
+
+    class Memset(np.ndarray):
+        pass
+
+    class FakeCupy:
+        ndarray = Memset
+
+        class cuda:
+            class Device:
+                def __init__(self, i=0):
+                    pass
+
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *a):
+                    return False
+
+        @staticmethod
+        def _fill(shape, dtype, value):
+            v = np.asarray(value, dtype)
+            out = np.empty(shape, dtype)
+            if v == 0:
+                out[...] = 0                     # memset: the sign is gone
+            else:
+                out[...] = v
+            return out
+
+        @classmethod
+        def asarray(cls, a):
+            a = np.asarray(a)
+            return cls._fill((), a.dtype, a) if a.ndim == 0 else a.copy()
+
+        @classmethod
+        def full(cls, shape, value, dtype=None):
+            return cls._fill(shape, np.asarray(value, dtype).dtype, value)
+
+        broadcast_to = staticmethod(np.broadcast_to)
+
+    b = CupyBackend(FakeCupy)
+    for dt in (np.float32, np.float64, np.complex128):
+        z = np.asarray(-0.0, dt) if dt != np.complex128 else np.asarray(complex(-0.0, -0.0))
+        assert not np.signbit(np.real(FakeCupy.asarray(z))), "the stand-in drops the sign"
+        up = b.from_host(z)
+        assert up.shape == () and np.signbit(np.real(up)) and np.signbit(np.imag(up)) == \
+            np.signbit(np.imag(z))
+        f = b.make("full", (2, 3), z[()], dt)
+        assert f.shape == (2, 3) and f.dtype == dt and np.signbit(np.real(f)).all()
+    np.testing.assert_array_equal(b.make("full", (2,), 1.5, np.float64), [1.5, 1.5])
+    assert np.array_equal(b.from_host(np.arange(3.0)), np.arange(3.0))

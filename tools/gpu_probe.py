@@ -2,7 +2,10 @@
 tools/gpu_check.sh after the tests (one short step):
 
 1. Signed zero: `tnp.format_float_positional` of a 0-d GPU array holding -0.0 printed '0.'
-   there; each step from the host array to the printed text is checked here.
+   there. The cause found in CuPy's source afterwards: it uploads a 0-d array, and makes
+   `full`, by `ndarray.fill`, which writes zero bytes for any value equal to 0. The CuPy
+   backend now avoids both (tests/test_backends.py has a stand-in); this checks it on the
+   device, and item assignment of -0.0, which may take the same path in CuPy.
 2. Bandwidth: CuPy's copy and ndflow's fused sigmoid (a CuPy ElementwiseKernel) moved about
    1.7 TB/s at 2**26 float32 where jax.jit's sigmoid moved 4.1 TB/s. This times copies and
    sigmoid kernels written several ways (CuPy's, a result buffer given, float4 loads over a
@@ -27,6 +30,12 @@ print("in scope asarray signbit:", np.signbit(z.numpy()))
 v = tnp.asarray(np.array([-0.0, 1.0]), device="GPU:0")
 print("1-d signbit:", np.signbit(v.numpy()))
 print("0-d float32:", np.signbit(tnp.asarray(np.asarray(-0.0, np.float32), device="GPU:0").numpy()))
+print("cupy.full(-0.0) signbit (CuPy itself):", np.signbit(cp.full(3, -0.0).get()))
+print("tnp.full(-0.0) on GPU signbit:", np.signbit(tnp.full((3,), -0.0, device="GPU:0").numpy()))
+w = tnp.ones(4, device="GPU:0")
+w[1] = -0.0
+w[2:] = -0.0
+print("item assignment of -0.0 on GPU signbit:", np.signbit(w.numpy()))
 
 print("== bandwidth, 2**26 float32")
 n = 1 << 26

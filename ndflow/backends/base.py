@@ -64,6 +64,12 @@ class Backend:
         """A buffer of this backend holding the host array `a` (a copy unless host)."""
         raise NotImplementedError
 
+    def make(self, fn, *args, **kw):
+        """`xp.fn(*args, **kw)`: a creation function of the array module (full, zeros, arange,
+        eye) on the current device. A backend whose module differs from NumPy's answer in
+        some case overrides it."""
+        return getattr(self.xp, fn)(*args, **kw)
+
     def to_host(self, buf):
         """A NumPy array holding `buf` (a copy unless host): the one explicit way off the device."""
         raise NotImplementedError

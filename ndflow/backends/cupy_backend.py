@@ -24,6 +24,16 @@ from .base import Backend
 from ..graph.kernels import cuda_tier
 
 
+def _signed_zero(value):
+    """Whether `value` (a scalar or 0-d array) is a zero, or has a zero part, with its sign bit
+    set: the values CuPy's fill-by-memset would write as +0."""
+    v = np.asarray(value)
+    if v.ndim or v.dtype.kind not in "fc":
+        return False
+    parts = (v.real, v.imag) if v.dtype.kind == "c" else (v,)
+    return any(p == 0 and np.signbit(p) for p in parts)
+
+
 class CupyBackend(Backend):
     name = "cupy"
     device_type = "GPU"
@@ -74,7 +84,22 @@ class CupyBackend(Backend):
 
     def from_host(self, a, index=0):
         with self.xp.cuda.Device(index):
+            if np.ndim(a) == 0:
+                # CuPy uploads a 0-d array by `fill`, which writes zero bytes for any value
+                # equal to 0, so -0.0 arrived as +0.0 (seen on an H200): bytes of a 1-element
+                # array, then its 0-d view
+                return self.xp.asarray(np.reshape(a, (1,))).reshape(())
             return self.xp.asarray(a)
+
+    def make(self, fn, *args, **kw):
+        if fn == "full" and _signed_zero(args[1]):
+            # CuPy's full fills by `fill` (zero bytes for a value equal to 0, see from_host):
+            # the value goes up as bytes and is broadcast by a copy kernel, which keeps its sign
+            shape, value = args[0], args[1]
+            dtype = args[2] if len(args) > 2 else kw.get("dtype")
+            one = self.xp.asarray(np.full(1, value, dtype))
+            return self.xp.broadcast_to(one.reshape(()), shape).copy()
+        return getattr(self.xp, fn)(*args, **kw)
 
     def to_host(self, buf):
         if isinstance(buf, (np.ndarray, np.generic)):

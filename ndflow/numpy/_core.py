@@ -26,20 +26,16 @@ def _place(buf):
     return wrap_on(buf, dev)
 
 
-def _xp():
-    dev = STATE.device
-    return np if dev is None else dev.backend.xp
-
-
 def _place_dev(buf):
     return wrap_on(buf, STATE.device)
 
 
 def _make(fn, *args, **kw):
     """`xp.fn(*args, **kw)` of the current device's array module, as an ndflow array there."""
-    xp = _xp()
-    buf = getattr(xp, fn)(*args, **kw)
-    return _place(buf) if xp is np else _place_dev(buf)
+    dev = STATE.device
+    if dev is None or dev.backend.xp is np:
+        return _place(getattr(np, fn)(*args, **kw))
+    return _place_dev(dev.backend.make(fn, *args, **kw))
 
 
 def resolve_device(device):
