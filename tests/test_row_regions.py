@@ -15,6 +15,7 @@ from ndflow.graph import fusion
 from ndflow.graph.kernels import contract, numba_rows, planner
 from ndflow.graph.kernels.planner import Route
 
+from benchmarks import impl_ndflow, workloads as W
 from helpers import assert_bits_equal, routes_reached
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -158,36 +159,16 @@ def test_a_training_step_updates_its_variables_in_place(nf_settings):
     init = [(rng.standard_normal(s) * 0.3).astype(np.float32) for s in ((d, h), (h,), (h, c),
                                                                         (c,))]
     ps = [nf.Variable(w.copy()) for w in init]
-
-    @nf.function(jit_compile=True)
-    def step(x, onehot):
-        w1, b1, w2, b2 = ps
-        with nf.GradientTape() as tape:
-            hh = tnp.maximum(tnp.matmul(x, w1) + b1, 0)
-            logits = tnp.matmul(hh, w2) + b2
-            z = logits - tnp.max(logits, axis=1, keepdims=True)
-            loss = tnp.mean(tnp.log(tnp.sum(tnp.exp(z), axis=1)) - tnp.sum(z * onehot, axis=1))
-        for p, g in zip(ps, tape.gradient(loss, ps)):
-            p.assign_sub(g * 0.1)
-        return loss
+    impl_ndflow.setup()
+    step = nf.function(impl_ndflow.classifier_train_step(ps), jit_compile=True)
 
     ref = [w.copy() for w in init]
     reached, losses = routes_reached(lambda: [step(x, onehot) for _ in range(4)])
     assert Route.T1_ROWS in reached, nf.config.explain(step)
     for k, loss in enumerate(losses):
-        w1, b1, w2, b2 = ref
-        hp = x @ w1 + b1
-        hh = np.maximum(hp, 0)
-        lg = hh @ w2 + b2
-        z = lg - lg.max(1, keepdims=True)
-        want = np.mean(np.log(np.exp(z).sum(1)) - (z * onehot).sum(1))
+        want = W.np_classifier_step(ref, x, onehot)      # NumPy's step, updating ref
         # earlier steps' rounding carries into the weights: compare the loss loosely
         np.testing.assert_allclose(loss.numpy(), want, rtol=1e-5, err_msg="step %d" % k)
-        p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
-        dl = (p - onehot) / b
-        dh = (dl @ w2.T) * (hp > 0)
-        for r, g in zip(ref, (x.T @ dh, dh.sum(0), hh.T @ dl, dl.sum(0))):
-            r -= np.float32(0.1) * g
         for v in ps:
             assert not np.shares_memory(loss.numpy(), v.numpy())
     for v, r in zip(ps, ref):

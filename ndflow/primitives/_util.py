@@ -153,3 +153,16 @@ def owned_ok(a, *others):
                 d != 1 and d != e for d, e in zip(ov.shape[::-1], v.shape[::-1]))):
             return False
     return True
+
+
+def numpy_or(call, fallback, *arrays, when=True):
+    """`call()` (a kernel written with NumPy's signature), or, where a device library that
+    implements part of it (CuPy) refuses with a TypeError, `fallback()`: the same value by
+    other means. On NumPy arrays, or when `when` is false (the case the fallback does not
+    compute), the TypeError is the kernel's own and is raised."""
+    try:
+        return call()
+    except TypeError:
+        if not when or all(isinstance(a, (np.ndarray, np.generic)) for a in arrays):
+            raise
+    return fallback()

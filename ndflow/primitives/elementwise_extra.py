@@ -7,7 +7,7 @@ As in elementwise.py, operands arrive promoted to NumPy's loop dtypes.
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes, elementwise
+from ._util import broadcast_shapes, elementwise, numpy_or
 from .sums import unbroadcast
 from .elementwise import unary, binary, _zero_grad
 from .elementwise import (trunc_p, div_p, select_p, eq_p, zeros_like_p, ones_like_p, neg_p,
@@ -103,13 +103,13 @@ logaddexp_p, logaddexp2_p = _logaddexp_prims()
 
 # ------------------------------------------------------------------ piecewise constant / integer
 def _spacing_impl(x):
-    try:
-        return np.spacing(x)
-    except TypeError:
-        if isinstance(x, (np.ndarray, np.generic)):
-            raise
-    # a device library without the ufunc (CuPy): the distance to the next float away from zero
-    # (-0.0 counts as +0.0, NaN and inf give NaN, as NumPy's); float16 has no such kernel there
+    return numpy_or(lambda: np.spacing(x), lambda: _spacing_by_nextafter(x), x)
+
+
+def _spacing_by_nextafter(x):
+    """For a device library without the ufunc (CuPy): the distance to the next float away
+    from zero (-0.0 counts as +0.0, NaN and inf give NaN, as NumPy's); float16 has no such
+    kernel there."""
     dt = np.result_type(np.spacing(np.zeros(1, x.dtype)))
     if dt.itemsize < 4:
         raise TypeError(f"spacing of {x.dtype} (a float16 result) has no kernel here")

@@ -32,7 +32,7 @@ Gradient conventions (read before changing a rule):
 import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
-from ._util import broadcast_shapes
+from ._util import broadcast_shapes, numpy_or
 from .sums import unbroadcast
 from .shape import move_to_front, align_batched
 from ..core.ndarray import SpecializationError
@@ -297,12 +297,8 @@ def _cholesky_vjp(ct, a, out, upper=False):
 
 
 def _cholesky_impl(a, upper=False):
-    try:
-        return np.linalg.cholesky(a, **_set(upper=upper))
-    except TypeError:
-        if not upper or isinstance(a, np.ndarray):
-            raise
-    return np.conj(np.swapaxes(np.linalg.cholesky(a), -1, -2))   # a library without `upper`
+    return numpy_or(lambda: np.linalg.cholesky(a, **_set(upper=upper)),   # without `upper`:
+                    lambda: np.conj(np.swapaxes(np.linalg.cholesky(a), -1, -2)), a, when=upper)
 
 
 cholesky_p = _blas("cholesky", _cholesky_impl, lambda a, upper=False: Aval(a.shape, a.dtype))
@@ -541,12 +537,9 @@ def _svd_finite(a, what="SVD did not converge"):
 def _svd_impl(a, full_matrices, hermitian):
     if not hermitian:           # hermitian: eigh of one triangle, which stops on its own
         _svd_finite(a)
-    try:
-        return tuple(np.linalg.svd(a, full_matrices=full_matrices, **_set(hermitian=hermitian)))
-    except TypeError:
-        if not hermitian or isinstance(a, np.ndarray):
-            raise
-    return _hermitian_svd(a)
+    return numpy_or(lambda: tuple(np.linalg.svd(a, full_matrices=full_matrices,
+                                                **_set(hermitian=hermitian))),
+                    lambda: _hermitian_svd(a), a, when=hermitian)
 
 
 def _hermitian_svd(a, compute_uv=True):
@@ -629,12 +622,8 @@ def _svdvals_abstract(a, hermitian):
 
 
 def _svdvals_impl(a, hermitian):
-    try:
-        return np.linalg.svd(a, compute_uv=False, **_set(hermitian=hermitian))
-    except TypeError:
-        if not hermitian or isinstance(a, np.ndarray):
-            raise
-    return _hermitian_svd(a, compute_uv=False)
+    return numpy_or(lambda: np.linalg.svd(a, compute_uv=False, **_set(hermitian=hermitian)),
+                    lambda: _hermitian_svd(a, compute_uv=False), a, when=hermitian)
 
 
 svdvals_p = _blas("svdvals", _svdvals_impl, _svdvals_abstract)
@@ -652,15 +641,11 @@ def _pinv_impl(a, rcond, hermitian, scale_by_size=False):
         rcond = rcond * max(a.shape[-2:])
     if not hermitian:
         _svd_finite(a)
-    try:
-        return np.linalg.pinv(a, rcond, **_set(hermitian=hermitian))
-    except TypeError:
-        if not hermitian or isinstance(a, np.ndarray):
-            raise
-    # a device library without the flag (CuPy): the Hermitian matrix of the lower triangle,
-    # which is what NumPy's hermitian path reads
-    low = np.tril(a)
-    return np.linalg.pinv(low + np.conj(np.swapaxes(np.tril(a, -1), -1, -2)), rcond)
+    # without the flag: the Hermitian matrix of the lower triangle, what NumPy's path reads
+    return numpy_or(lambda: np.linalg.pinv(a, rcond, **_set(hermitian=hermitian)),
+                    lambda: np.linalg.pinv(np.tril(a) + np.conj(np.swapaxes(np.tril(a, -1),
+                                                                             -1, -2)), rcond),
+                    a, when=hermitian)
 
 
 def _pinv_abstract(a, rcond, hermitian, scale_by_size=False):

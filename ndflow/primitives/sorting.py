@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.primitive import Primitive, Aval, bind
 from ..core.dtypes import I64
-from ._util import broadcast_shapes
+from ._util import broadcast_shapes, numpy_or
 from .sums import unbroadcast
 from .cumulative import scatter_add_along_axis, gather_along_axis
 from .indexing import getitem_p
@@ -97,14 +97,13 @@ def _lexsort_batch(args, dims, axis):
 
 
 def _lexsort_impl(*keys, axis):
-    try:
-        return np.lexsort(keys, axis=axis)
-    except TypeError:
-        if all(isinstance(k, np.ndarray) for k in keys):
-            raise
-    # a device library without NumPy's signature (CuPy) sorts 1-d keys of one dtype, stacked
-    # into one array: the keys are not cast to a common dtype (a cast could merge distinct
-    # values), so others refuse
+    return numpy_or(lambda: np.lexsort(keys, axis=axis), lambda: _lexsort_stacked(keys), *keys)
+
+
+def _lexsort_stacked(keys):
+    """A device library without NumPy's signature (CuPy) sorts 1-d keys of one dtype, stacked
+    into one array: the keys are not cast to a common dtype (a cast could merge distinct
+    values), so others refuse."""
     if any(k.ndim != 1 or k.dtype != keys[0].dtype for k in keys):
         raise TypeError("lexsort takes 1-d keys of one dtype here (got "
                         + ", ".join(f"{k.dtype}{list(k.shape)}" for k in keys) + ")")

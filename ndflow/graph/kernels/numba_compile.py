@@ -94,18 +94,30 @@ def _compiled(prog, plan, parallel):
 
 def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
     key = _kernel_key(prog, plan, parallel, in_place, baked, scalars, static)
-    with _LOCK:
-        k = _KERNELS.get(key)
+    k = made(key)
     if k is not None:
         return k
+    name = "fused_kernel"
+    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars, static)
+    _verify_replicas(src)
+    return build(key, prog, src, name, _dummy_args(prog, plan, in_place, baked, scalars))
+
+
+def made(key):
+    """The kernel `build` made under `key` in this process, or None."""
+    with _LOCK:
+        return _KERNELS.get(key)
+
+
+def build(key, prog, src, name, dummy):
+    """The dispatcher of `src` (its function `name`) compiled for the arguments `dummy`, or
+    loaded from the disk cache; kept as this process's kernel `key` of `prog` (`made`, `cost`)
+    with its time counted in STATS. Tier 1's loops and row kernels (`numba_rows`) both come
+    from here."""
     t0, rested = time.perf_counter(), STATS["rest_s"]
     if STATS["import_s"] is None:
         import numba  # noqa: F401
         STATS["import_s"] = time.perf_counter() - t0
-    name = "fused_kernel"
-    src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars, static)
-    _verify_replicas(src)
-    dummy = _dummy_args(prog, plan, in_place, baked, scalars)
     try:
         disp = _load(src, name)
         disp(*dummy)    # compiles (or loads from the disk cache)

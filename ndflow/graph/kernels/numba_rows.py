@@ -310,16 +310,6 @@ def result_specs(form):
     return out
 
 
-_MADE = {}            # (program key, operand and result types) -> compiled kernel
-_PROGRAMS = set()     # keys of the programs with a kernel made in this process
-
-
-def made(prog):
-    """Whether this process has a row kernel of `prog` (another copy of the region asks for
-    it at once: it costs no compile)."""
-    return prog.key in _PROGRAMS
-
-
 class RowRunner:
     """Tier 1 for a row region (`planner.Route.T1_ROWS`): on its first call the kernel is
     compiled for the operands' types (in the background unless `sync`; tier 0 runs the calls
@@ -329,10 +319,10 @@ class RowRunner:
     warnings, an operand of another type or layout: numba's dispatch refuses it, compiling
     is off) returns NotImplemented: tier 0 runs it."""
 
-    def __init__(self, fk, sync, decision, ready, submit, load):
+    def __init__(self, fk, sync, decision, ready, submit, made, build):
         self.fk, self.prog, self.form = fk, fk.prog, RowForm(fk.prog)
         self.sync, self.decision, self.ready = sync, decision, ready
-        self._submit, self._load = submit, load
+        self._submit, self._made, self._build = submit, made, build
         self.quick = None
         self.asked = False
         self.refused = None
@@ -356,23 +346,19 @@ class RowRunner:
                 d = np.zeros(1, np.asarray(x).dtype)
             dummies.append(d)
         dummies += [np.zeros(s, dt) for s, dt, _, _ in result_specs(self.form)]
-        key = (self.prog.key, tuple((d.shape, d.dtype.str, d.flags.writeable)
-                                    for d in dummies))
+        key = ("rows", self.prog.key, tuple((d.shape, d.dtype.str, d.flags.writeable)
+                                            for d in dummies))
 
         def job():
-            k = _MADE.get(key)
+            k = self._made(key)
             if k is None:
                 src = kernel_source(self.form)
                 if "kernels" in _dbg.FLAGS:
                     _dbg.log("# ndflow fused kernel, tier 1 (row kernel):\n" + src)
-                k = self._load(src, "row_kernel")
-                k(*dummies)                 # compiles (or loads from the disk cache)
-                k.disable_compile()         # another type later: tier 0, not a stall
-                _MADE[key] = k
-                _PROGRAMS.add(self.prog.key)
+                k = self._build(key, self.prog, src, "row_kernel", dummies)
             self.quick = self._caller(k)
             self.ready(self.quick.qcall)
-        self._submit(job, self.sync or key in _MADE)
+        self._submit(job, self.sync or self._made(key) is not None)
 
     def _caller(self, k):
         n = self.prog.n_in

@@ -302,7 +302,8 @@ def tier1_runner(fk, sync):
                "each row per round of reductions" % (why, numba_rows.RowForm(prog).S),
                _where(prog))
     return numba_rows.RowRunner(fk, sync, d, lambda fn: direct(fk, fn, quick_call=True),
-                                numba_compile._submit, numba_compile._load)
+                                numba_compile._submit, numba_compile.made,
+                                numba_compile.build)
 
 
 # tier-0 seconds run by regions waiting for tier 1, all together (numba's start is paid once,
@@ -332,7 +333,7 @@ def compile_pays(fk):
     than about a second never imports numba, and a longer one spends at most about twice
     what the best choice in hindsight would have."""
     global _started
-    if settings.numba == "sync" or numba_rows.made(fk.prog):
+    if settings.numba == "sync":
         return True
     start, kernel = numba_compile.cost(fk.prog)
     if (not _started and _cold < start) or fk.spent < kernel:
