@@ -13,7 +13,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.core.ndarray import ndarray, _wrap
-from ndflow.graph import function as F
+from ndflow.graph import function as F, concrete
 
 from helpers import run_threads
 
@@ -241,7 +241,7 @@ def test_a_contradicted_assumption_switches_graphs_through_the_entry():
 @pytest.mark.parametrize("inline", [True, False])
 def test_errors_in_the_entry_name_the_node_and_the_users_line(inline, monkeypatch):
     if not inline:
-        monkeypatch.setattr(F, "_INLINE_LINES", 0)     # the entry calls `run`
+        monkeypatch.setattr(concrete, "_INLINE_LINES", 0)     # the entry calls `run`
 
     def body(m):
         y = m * 2

@@ -42,7 +42,7 @@ from ..core.primitive import Primitive, Aval, bind
 from ..core.state import STATE
 from ..core.ndarray import ndarray
 from ..graph.ir import Graph
-from ..graph import function as _function
+from ..graph import function as _function, concrete as _concrete
 from .. import numpy as tnp
 from . import _records as R
 from ._png import encode_png
@@ -705,16 +705,16 @@ def trace_on(graph=True, profiler=False, profiler_outdir=None):
         return
     with _Trace.lock:
         _Trace.graphs = [] if graph else None
-    if graph and _collect not in _function.TRACE_HOOKS:
-        _function.TRACE_HOOKS.append(_collect)
+    if graph and _collect not in _concrete.TRACE_HOOKS:
+        _concrete.TRACE_HOOKS.append(_collect)
 
 
 def trace_off():
     """Stop collecting graphs and forget those collected (`tf.summary.trace_off`)."""
     with _Trace.lock:
         _Trace.graphs = None
-    if _collect in _function.TRACE_HOOKS:
-        _function.TRACE_HOOKS.remove(_collect)
+    if _collect in _concrete.TRACE_HOOKS:
+        _concrete.TRACE_HOOKS.remove(_collect)
 
 
 def _run_metadata(gdefs):
