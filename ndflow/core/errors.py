@@ -20,6 +20,23 @@ def user_line():
     return "<unknown>"
 
 
+class TracingError(TypeError):
+    """A Python-level decision (bool, int, len of unknown size, conversion to NumPy) was asked
+    of a symbolic value inside `nf.function` or `nf.vectorized_map`."""
+
+
+class SpecializationError(TracingError):
+    """A compiled graph assumed something about values that a call's values contradict (the
+    eigenvalues of a real matrix are all real, so NumPy's result is real): `nf.function`
+    catches it and runs the graph traced for what was observed (`site`: which assumption of
+    the trace, `observed`: the value seen). Raised to the user only by a graph that cannot be
+    retraced (a concrete or saved function)."""
+
+    def __init__(self, msg, site=None, observed=None):
+        super().__init__(msg)
+        self.site, self.observed = site, observed
+
+
 class OpError(Exception):
     """An operation failed while it ran, as `tf.errors.OpError`. Built with a message, or with
     TensorFlow's `(node_def, op, message)`."""

@@ -21,28 +21,12 @@ import numpy as np
 from . import mutation as _mut
 from . import dispatch as _door
 from .errors import user_line as _user_line
+from .errors import TracingError, SpecializationError  # noqa: F401  (the package imports them from here too)
 
 _tnp = None       # ndflow.numpy, set when it is imported (methods are NumPy-layer calls)
 _new = object.__new__
 _tid_counter = itertools.count(1)
 SYMBOLIC = "<symbolic>"
-
-
-class TracingError(TypeError):
-    """A Python-level decision (bool, int, len of unknown size, conversion to NumPy) was asked
-    of a symbolic value inside `nf.function` or `nf.vectorized_map`."""
-
-
-class SpecializationError(TracingError):
-    """A compiled graph assumed something about values that a call's values contradict (the
-    eigenvalues of a real matrix are all real, so NumPy's result is real): `nf.function`
-    catches it and runs the graph traced for what was observed (`site`: which assumption of
-    the trace, `observed`: the value seen). Raised to the user only by a graph that cannot be
-    retraced (a concrete or saved function)."""
-
-    def __init__(self, msg, site=None, observed=None):
-        super().__init__(msg)
-        self.site, self.observed = site, observed
 
 
 def static_size(x):
