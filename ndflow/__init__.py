@@ -7,7 +7,8 @@ import os as _os
 
 from . import numpy  # noqa: F401  (registers primitives, the NumPy layer and ndarray methods)
 from .numpy import ndarray, experimental_enable_numpy_behavior  # noqa: F401
-from .core.ndarray import TracingError, TensorShape  # noqa: F401
+from .core.ndarray import TensorShape  # noqa: F401
+from .core.errors import TracingError  # noqa: F401
 from .core.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32,  # noqa
                           uint64, float16, float32, float64, complex64, complex128)
 # device placement hooks itself into core's eager path when imported: it stays eager

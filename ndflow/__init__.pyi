@@ -32,8 +32,8 @@ from . import vectorize as vectorize
 from .autodiff.forward import ForwardAccumulator as ForwardAccumulator
 from .autodiff.tape import GradientTape as GradientTape
 from .autodiff.tape import UnconnectedGradients as UnconnectedGradients
+from .core.errors import TracingError as TracingError
 from .core.ndarray import TensorShape as TensorShape
-from .core.ndarray import TracingError as TracingError
 from .graph.signature import TensorSpec as TensorSpec
 from .numpy import ndarray as Tensor
 from .numpy import ndarray as ndarray
