@@ -21,7 +21,7 @@ schedule, or a new one, or the plan's own loop; never a schedule that does not f
   (so need no gradient): the watched set and the sources (`keep`) included;
 * the seeds (which outputs the targets are) and the kept outputs;
 * every handle an eager array on the default device, and each input that takes a gradient of
-  the dtype the schedule decided its differentiability for.
+  a dtype equal to the one the schedule decided its differentiability for.
 
 Shapes, parameters and values are not part of it: the host rules read them from the records
 on every run, as the plan does, and decide donation and summing in place on the buffers as
