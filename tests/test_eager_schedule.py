@@ -210,6 +210,20 @@ def test_a_changed_dtype_is_refused(sched, monkeypatch):
     assert sched == [-1, None, -1, None, -1]
 
 
+def test_an_equal_dtype_object_runs_the_schedule(sched, monkeypatch):
+    # the checks compare dtypes with ==: a float64 dtype object of its own (metadata makes
+    # NumPy build a new one) is as differentiable as the one the schedule was built for, so
+    # the schedule runs, with the reference loop's bits; a float32 one is still refused
+    md = np.dtype(np.float64, metadata={"unit": "m"})
+    assert md == np.float64 and md is not np.dtype(np.float64)
+    for dt in (np.float64, md, np.float32):
+        a, b = (tnp.asarray(v.astype(dt)) for v in
+                np.random.default_rng(6).standard_normal((2, 3)))
+        assert a._v.dtype is (md if dt is md else np.dtype(dt))
+        _check(monkeypatch, lambda: _grads(lambda a, b: tnp.sum(a * b - b), [a, b]))
+    assert sched == [-1, -1, None, -1]
+
+
 def test_a_non_differentiable_program_is_refused(sched, monkeypatch):
     # the same primitives on integers (TensorFlow: their gradients are None): the schedule
     # built for floats, which gives each input a gradient, must not be reused for them

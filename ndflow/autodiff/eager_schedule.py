@@ -21,7 +21,7 @@ schedule, or a new one, or the plan's own loop; never a schedule that does not f
   (so need no gradient): the watched set and the sources (`keep`) included;
 * the seeds (which outputs the targets are) and the kept outputs;
 * every handle an eager array on the default device, and each input that takes a gradient of
-  the dtype the schedule decided its differentiability for.
+  a dtype equal to the one the schedule decided its differentiability for.
 
 Shapes, parameters and values are not part of it: the host rules read them from the records
 on every run, as the plan does, and decide donation and summing in place on the buffers as
@@ -207,27 +207,36 @@ def _compile(n, nslots, steps, seeds, kept):
             src.append(f"    if (o{i} in keep) is not {i in kept}: return None")
     else:
         src.append(f"    if keep and not keep.isdisjoint(seen): return None")
-    # the inputs, in the order the records run (a value met first takes its slot there)
-    new = []
+    # the inputs, in the order the records run (a value met first takes its slot there),
+    # checked together: a tuple compared costs a few instructions an input, a test of its own
+    # line a dozen (the checks are most of a small schedule's run)
+    new, devs, links, dtypes, free = [], [], [], [], []
     for i, _, _, _, _, _, checks in steps:
         names = [f"x{i}_{j}" for j in range(len(checks))]
         src.append(f"    {', '.join(names)}, = r{i}[1]")
         for x, (kind, k, d) in zip(names, checks):
-            cond = [f"{x}._dev is not None"]
+            devs.append(f"{x}._dev")
             if kind == _LINK:
-                cond.append(f"{x}._tid != o{k}")
+                links.append((f"{x}._tid", f"o{k}"))
             elif kind == _NEW:
                 src.append(f"    o{k} = {x}._tid")
-                cond += [f"o{k} in seen", f"o{k} not in conn"]
                 new.append(k)
             else:
-                cond.append(f"{x}._tid in conn")
+                free.append(f"{x}._tid in conn")
             if d is not None:
+                # (==: a dtype equal to the one decided for is as differentiable)
+                dtypes.append((f"{x}._v.dtype", f"D{x}"))
                 ns[f"D{x}"] = d
-                cond.append(f"{x}._v.dtype is not D{x}")
-            src.append(f"    if {' or '.join(cond)}: return None")
-            if kind == _NEW:
-                src.append(f"    seen.add(o{k})")
+    ns["_NONES"] = (None,) * len(devs)
+    src.append(f"    if ({', '.join(devs)},) != _NONES: return None")
+    for k in new:
+        src += [f"    if o{k} in seen or o{k} not in conn: return None", f"    seen.add(o{k})"]
+    for pairs in (links, dtypes):
+        if pairs:
+            src.append(f"    if ({', '.join(a for a, _ in pairs)},) != "
+                       f"({', '.join(b for _, b in pairs)},): return None")
+    if free:
+        src.append(f"    if {' or '.join(free)}: return None")
     src.append("    " + " = ".join([f"x{i}_{j}" for i, *_, c in steps
                                         for j in range(len(c))] + ["None"]))
     src.append(f"    {' = '.join(f'c{k}' for k in range(nslots))} = None")
@@ -239,19 +248,23 @@ def _compile(n, nslots, steps, seeds, kept):
         # the kept ones and the values met (a later record's is released when it runs)
         ns[f"L{i}"] = tuple((f"o{k}", f"c{k}") for k in range(nslots)
                             if k <= i or k in kept or k >= n)
-        body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
-        # (decided before the call: an argument already pushed for it would be counted)
-        body += ["d = _donatable(c)" if donates else "d = False",
-                 f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
-                 "if g is NotImplemented:",
-                 f"    c{i} = c",
-                 f"    return _spill(ct, locals(), L{i}, {i})"]
+        if donates:
+            body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
+            # (decided before the call: an argument already pushed for it would be counted)
+            body += ["d = _donatable(c)", f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
+                     "if g is NotImplemented:", f"    c{i} = c",
+                     f"    return _spill(ct, locals(), L{i}, {i})"]
+        else:
+            # (the slot itself passed: the rule never writes into it)
+            body = [f"g = R{i}(c{i}, r{i}[1], o{i}, r{i}[3], N{i}, False)",
+                    "if g is NotImplemented:", f"    return _spill(ct, locals(), L{i}, {i})"]
+            body += [] if is_kept else [f"c{i} = None"]
         for j, k in enumerate(dests):
             if k >= 0:
                 body += [f"r = g[{j}]",
                          "if r is not None:",
                          f"    c{k} = r if c{k} is None else _sum(c{k}, r)"]
-        body.append("c = g = r = None")
+        body.append("c = g = r = None" if donates else "g = r = None")
         src.append(f"    if c{i} is not None:")
         src += ["        " + b for b in body]
         # (the record released once its rule has run, as the plan's loop releases it)

@@ -194,20 +194,20 @@ class GradientTape(TapeMemory):
             keep = self._keep
             handles = tuple([keep(a) if i in reads else shape_only(a)
                              for i, a in enumerate(args)])
-        if type(outs) is not tuple:
-            outs = (outs,)
-        for o in outs:
-            if not o._tid:
-                o._tid = next(_tids)
-            conn.add(o._tid)
-        if prim.vjp_uses_out:
-            outh = tuple(map(self._keep, outs))
-        elif len(outs) == 1 and not prim.multiple_results:
-            outh = outs[0]._tid
+        if type(outs) is not tuple and not (prim.vjp_uses_out or prim.multiple_results):
+            # (the common record: one output, named by its tid alone, with no tuple around it)
+            outh = outs._tid = outs._tid or next(_tids)
+            conn.add(outh)
         else:
-            outh = tuple(map(shape_only, outs))
+            outs = outs if type(outs) is tuple else (outs,)
+            for o in outs:
+                if not o._tid:
+                    o._tid = next(_tids)
+                conn.add(o._tid)
+            outh = tuple(map(self._keep, outs)) if prim.vjp_uses_out else outs[0]._tid \
+                if len(outs) == 1 and not prim.multiple_results else tuple(map(shape_only, outs))
         if prim.returns_view:
-            self._see_view(prim, args, outs, handles, params)
+            self._see_view(prim, args, outs if type(outs) is tuple else (outs,), handles, params)
         self._records.append((prim, handles, outh, params))
 
     # ------------------------------------------------------------------ differentiation
