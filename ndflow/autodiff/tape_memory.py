@@ -19,11 +19,10 @@ import numpy as np
 
 from ..core import mutation as _mut
 from ..core.mutation import alias as _alias, root_of as _root_of
-from ..core.ndarray import ndarray, new_tid
+from ..core.ndarray import new_tid
 
 _ndarray = np.ndarray
 _weakref = weakref.ref
-_new = object.__new__
 
 _BY_SHAPE = {}    # shape -> the read-only broadcast zero last used for it (its dtype checked)
 _SHAPE_ONLY = {}  # (shape, id(dtype)) -> a read-only broadcast zero of that shape and dtype
@@ -42,13 +41,8 @@ def shape_only(a):
     z = _BY_SHAPE.get(v.shape)
     if z is None or z.dtype is not v.dtype:
         z = _BY_SHAPE[v.shape] = _zero_like(v)
-    # (`_alias(a)` with the zero for its value, built at once: five of these per step of a
-    # small training loop)
-    h = _new(ndarray)
+    h = _alias(a)
     h._v = z
-    h._t = None
-    h._dev = a._dev
-    h._tid = a._tid
     return h
 
 
