@@ -541,6 +541,41 @@ def test_fast_math_float32_on_a_dense_sample(name, clamp, monkeypatch):
 
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["exp", "expm1"])
+def test_exp_scale_at_every_exponent(name, dtype):
+    """exp and expm1 scale their polynomial by 2**n as two factors whose bit patterns come from
+    x * log2(e) + SHIFT's (the exponent bias is in SHIFT): around n * ln 2 for every n that
+    the clamp lets through, from subnormal and zero results to overflow, the numba function
+    (as the kernels compile it) and the NumPy version are within the contract's bound of
+    NumPy's, with its zeros, infinities and signs."""
+    from numba import njit
+    fi = np.finfo(dtype)
+    n = np.arange(fi.minexp - fi.nmant - 3, fi.maxexp + 3, dtype=np.float64)
+    frac = np.array([-0.5001, -0.4999, -1e-6, 0.0, 1e-6, 0.3, 0.4999, 0.5001])
+    x = ((n[:, None] + frac) * np.log(2)).ravel().astype(dtype)
+    x = np.concatenate([x, np.nextafter(x, dtype(np.inf)), np.nextafter(x, dtype(-np.inf))])
+    fn = mathlib.numba_functions()[(name, np.dtype(dtype))]
+
+    @njit(fastmath=set(), error_model="numpy")
+    def run(a, out):
+        for i in range(a.shape[0]):
+            out[i] = fn(a[i])
+    got = np.empty_like(x)
+    run(x, got)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    for g in (got, mathlib.numpy_version(name, dtype)(x)):
+        assert not np.isnan(g).any()
+        special = np.isinf(want) | (want == 0) | (want == -1)
+        np.testing.assert_array_equal(g[special], want[special])
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(want))
+        err = _ulps(g, want)
+        assert err.max() <= _bound(name, dtype), (x[err.argmax()], g[err.argmax()])
+    assert (got == 0).any() and np.isinf(got).any() and ((got > 0) & (got < fi.tiny)).any()
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):
     f = nf.function(lambda y: (1 / (1 + tnp.exp(-y)), tnp.tanh(y) * 2 - tnp.log(tnp.abs(y))))
     rng = np.random.default_rng(7)
