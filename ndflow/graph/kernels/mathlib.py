@@ -12,10 +12,12 @@ and subnormal inputs and results come out as NumPy's do (tests/test_fusion.py ch
 
 Inside a kernel the loop runs 8 float32 lanes (AVX2) at ~3 instructions a cycle, so what a
 function costs is its instruction count: a clamp is two NaN-keeping max/min (one instruction
-each) rather than selects, n is rounded by adding 1.5 * 2**mant rather than by floor and a
-conversion, integer steps are cast back to the float's width (numba widens int32 arithmetic to
-64 bits, which takes two registers per 8 lanes), and a NaN is passed on by the arithmetic
-rather than tested for where it can be.
+each) rather than selects, n is rounded by adding 1.5 * 2**mant (and twice the exponent bias,
+which 2**n's factors then carry) rather than by floor and a conversion, exp of a negation is
+its own function (`exp_neg`, the negation folded into the multiply-adds), integer steps are
+cast back to the float's width (numba widens int32 arithmetic to 64 bits, which takes two
+registers per 8 lanes), and a NaN is passed on by the arithmetic rather than tested for where
+it can be.
 
 The functions only use names from `_NUMPY_OPS` (or `_numba_ops()`): `where` (select, no
 branches, so loops vectorize), `clamp` (NumPy's NaN-keeping maximum, then minimum, with

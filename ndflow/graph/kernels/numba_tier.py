@@ -111,7 +111,8 @@ def _body(prog, in_names, fast_math):
         if any(a is None for a in args):
             raise _Ineligible("a reduction's result used inside the region")
         expr = _scalar_expr(o, args, [prog.value_dtype(a) for a in o.args], fast_math, negated)
-        if o.prim.name == "negative" and o.dtype in _FLOATS:
+        if o.prim.name == "negative" and o.dtype in _FLOATS and \
+                prog.value_dtype(o.args[0]) == o.dtype:
             negated["t%d" % j] = args[0]
         if o.dtype == np.bool_:
             lines.append("t%d = %s" % (j, expr))
