@@ -32,6 +32,8 @@ from ...primitives.reduction import reduce_sum_p as _reduce_sum_p
 # ------------------------------------------------------------------ scalar vocabulary
 # (how each function of it is written: numba_scalar)
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# a primitive whose scalar expression is -x (its operand's negation), in the vocabulary's terms
+_NEGATION = ("call", "negative", (("operand", 0),))
 _OWN_CALL = re.compile(r"\b(?:%s)\s*\(" % "|".join(mathlib.FUNCTIONS))   # in expression text
 _E = None
 
@@ -111,8 +113,8 @@ def _body(prog, in_names, fast_math):
         if any(a is None for a in args):
             raise _Ineligible("a reduction's result used inside the region")
         expr = _scalar_expr(o, args, [prog.value_dtype(a) for a in o.args], fast_math, negated)
-        if o.prim.name == "negative" and o.dtype in _FLOATS and \
-                prog.value_dtype(o.args[0]) == o.dtype:
+        if o.prim.scalar is not None and o.prim.scalar.tree == _NEGATION and \
+                o.dtype in _FLOATS and prog.value_dtype(o.args[0]) == o.dtype:
             negated["t%d" % j] = args[0]
         if o.dtype == np.bool_:
             lines.append("t%d = %s" % (j, expr))
