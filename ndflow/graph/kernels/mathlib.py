@@ -12,10 +12,12 @@ and subnormal inputs and results come out as NumPy's do (tests/test_fusion.py ch
 
 Inside a kernel the loop runs 8 float32 lanes (AVX2) at ~3 instructions a cycle, so what a
 function costs is its instruction count: a clamp is two NaN-keeping max/min (one instruction
-each) rather than selects, n is rounded by adding 1.5 * 2**mant rather than by floor and a
-conversion, integer steps are cast back to the float's width (numba widens int32 arithmetic to
-64 bits, which takes two registers per 8 lanes), and a NaN is passed on by the arithmetic
-rather than tested for where it can be.
+each) rather than selects, n is rounded by adding 1.5 * 2**mant (and twice the exponent bias,
+which 2**n's factors then carry) rather than by floor and a conversion, exp of a negation is
+its own function (`exp_neg`, the negation folded into the multiply-adds), integer steps are
+cast back to the float's width (numba widens int32 arithmetic to 64 bits, which takes two
+registers per 8 lanes), and a NaN is passed on by the arithmetic rather than tested for where
+it can be.
 
 The functions only use names from `_NUMPY_OPS` (or `_numba_ops()`): `where` (select, no
 branches, so loops vectorize), `clamp` (NumPy's NaN-keeping maximum, then minimum, with
@@ -217,22 +219,49 @@ def _exp_poly(s):
     return tuple(s.F(1 / math.factorial(k)) for k in range(s.exp_terms))
 
 
-def _make_exp(s):
+def _shift(s):
+    """1.5 * 2**mant + 2 * bias: x * log2(e) + SHIFT rounds x * log2(e) to an integer n (to
+    nearest even, |n| < 2**(mant - 1) after the clamp), held in the low bits of the sum's bit
+    pattern as SHIFT's bits + n + 2 * bias: no rounding instruction, no float-to-int
+    conversion, and 2**n's two factors come from those bits by shifts and one subtraction
+    (`_scale_bits`), with the exponent bias already in them."""
+    return s.F(1.5 * 2.0 ** s.mant + 2 * s.bias)
+
+
+def _scale_bits(b, MANT, I):
+    """The bit patterns of 2**n1 and 2**(n - n1), n1 = n >> 1, from b, the bits of
+    x * log2(e) + SHIFT (`_shift`): b's low bits hold m = n + 2 * bias, so (m >> 1) << MANT is
+    2**n1's pattern and (m << MANT) - that is 2**(n - n1)'s; SHIFT's own bits (and half of
+    them) end in more zero bits than MANT, so they shift out, and m << MANT wrapping past the
+    word cancels in the difference (for float32 2 shifts, an and and a subtraction per vector,
+    where adding the bias to each factor took two more)
+    (numba widens integer arithmetic to 64 bits: each step is cast back, so that LLVM keeps 8
+    float32 lanes' integers in one vector register, not two)."""
+    h = to_int(to_int(b >> 1, I) << MANT, I)
+    return h, to_int(to_int(b << MANT, I) - h, I)
+
+
+def _make_exp(s, negated=False):
+    """exp, or with `negated` exp(-x) (`exp_neg`: a kernel's exp of a negation, as in a
+    sigmoid): the clamp's bounds swap sides and the negation of the clamped value is a
+    product by -1, which LLVM folds into the multiply-adds that use it, so that the negation
+    costs no instruction and no sign-mask register per vector (the sigmoid's loop ~10%
+    faster); the same values as exp(-x), bit for bit."""
     F, I = s.F, s.I
-    LO, HI = s.exp_lo, s.exp_hi
+    LO, HI = (-s.exp_hi, -s.exp_lo) if negated else (s.exp_lo, s.exp_hi)
+    SIGN = F(-1 if negated else 1)
     LOG2E = F(1 / math.log(2))
     LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
-    # 1.5 * 2**mant: x * log2(e) + SHIFT rounds x * log2(e) to an integer n (to nearest even,
-    # |n| < 2**(mant - 1) after the clamp), held in the low bits of the sum's bit pattern as
-    # SHIFT's bits + n: no rounding instruction, no float-to-int conversion
-    SHIFT = F(1.5 * 2.0 ** s.mant)
+    SHIFT = _shift(s)
     C = _exp_poly(s)
-    MANT, ONE_BITS = s.mant, s.bias << s.mant
+    MANT = s.mant
     K = len(C)
 
     def exp(x):
-        xc = clamp(x, LO, HI)                   # a NaN stays NaN, through every step below
-        t = xc * LOG2E + SHIFT
+        xc = SIGN * clamp(x, LO, HI)            # a NaN stays NaN, through every step below
+        # (one multiply-add, not a product and a sum: n is whichever integer it rounds to and
+        # r below is reduced by that n; one instruction and one register fewer per vector)
+        t = fma(xc, LOG2E, SHIFT)
         n = t - SHIFT
         # x - n * ln 2 in two multiply-adds: n * LN2_HI is exact, so the first is the exact
         # difference, and the second rounds once (two instructions fewer per vector than
@@ -241,17 +270,11 @@ def _make_exp(s):
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
             p = fma(p, r, C[j])
-        # 2**n as two normal factors 2**n1 * 2**(n - n1), n1 = n >> 1: p * 2**n1 is exact, the
-        # last product rounds once (also into the subnormal range, and to inf past the largest
-        # float); products rather than exponent adds, so that a NaN stays NaN. Their bits come
-        # from t's without subtracting SHIFT's: SHIFT's bits (and half of them) end in more
-        # zero bits than MANT, so they shift out
-        # (numba widens integer arithmetic to 64 bits: each step is cast back, so that LLVM
-        # keeps 8 float32 lanes' integers in one vector register, not two)
-        b = bits(t)
-        h = to_int(to_int(b >> 1, I) << MANT, I)
-        s2 = to_int(to_int(b << MANT, I) - h, I)
-        return p * from_bits(h + ONE_BITS, F) * from_bits(s2 + ONE_BITS, F)
+        # 2**n as two normal factors 2**n1 * 2**(n - n1): p * 2**n1 is exact, the last product
+        # rounds once (also into the subnormal range, and to inf past the largest float);
+        # products rather than exponent adds, so that a NaN stays NaN
+        h, s2 = _scale_bits(bits(t), MANT, I)
+        return p * from_bits(h, F) * from_bits(s2, F)
     return exp
 
 
@@ -260,25 +283,23 @@ def _make_expm1(s):
     LO, HI = s.m1_lo, s.exp_hi
     LOG2E, ONE, ZERO = F(1 / math.log(2)), F(1), F(0)
     LN2_HI, LN2_LO = F(_LN2_HI[F]), F(_LN2_LO[F])
-    SHIFT = F(1.5 * 2.0 ** s.mant)          # as in exp
+    SHIFT = _shift(s)
     # expm1(r) = r * (1 + r/2 + r**2/6 + ...)
     C = tuple(F(1 / math.factorial(k + 1)) for k in range(s.exp_terms))
-    MANT, ONE_BITS, FMANT = s.mant, s.bias << s.mant, F(s.mant)
+    MANT, FMANT = s.mant, F(s.mant)
     K = len(C)
 
     def expm1(x):
         xc = clamp(x, LO, HI)                   # a NaN stays NaN through every step, as in exp
-        t = xc * LOG2E + SHIFT
+        t = fma(xc, LOG2E, SHIFT)
         n = t - SHIFT
         r = fma(-n, LN2_LO, fma(-n, LN2_HI, xc))     # as in exp
         p = C[K - 1]
         for j in range(K - 2, -1, -1):
             p = fma(p, r, C[j])
         q = r * p
-        b = bits(t)
-        h = to_int(to_int(b >> 1, I) << MANT, I)
-        s1 = from_bits(h + ONE_BITS, F)
-        s2 = from_bits(to_int(to_int(b << MANT, I) - h, I) + ONE_BITS, F)
+        h1, h2 = _scale_bits(bits(t), MANT, I)
+        s1, s2 = from_bits(h1, F), from_bits(h2, F)
         sc = s1 * s2
         # 2**n * (1 + q) - 1 without cancellation while 2**n - 1 is exact; past that the -1
         # is below rounding and the product may overflow to inf as it should
@@ -351,10 +372,12 @@ def _build(ops, wrap=lambda f: f):
     out = {}
     for dt, s in SPECS.items():
         g = dict(ops, __name__=__name__)
+        g["_scale_bits"] = wrap(_rebind(_scale_bits, g))
         exp = wrap(_rebind(_make_exp(s), g))
+        out[("exp_neg", dt)] = wrap(_rebind(_make_exp(s, negated=True), g))
         expm1 = wrap(_rebind(_make_expm1(s), g))
         log = wrap(_rebind(_make_log(s), g))
-        g2 = dict(ops, expm1=expm1)
+        g2 = dict(g, expm1=expm1)
         tanh = wrap(_rebind(_make_tanh(s, expm1), g2))
         out.update({("exp", dt): exp, ("expm1", dt): expm1, ("log", dt): log, ("tanh", dt): tanh})
     return out
@@ -383,6 +406,8 @@ def numpy_version(name, dtype):
 
 
 FUNCTIONS = ("exp", "expm1", "log", "tanh")
+# (and, built beside them for the kernels only, exp_neg: exp(-x) with the negation folded in,
+# which a fast-math kernel calls for the exp of a negation, `numba_tier._body`)
 
 
 _NUMBA_FUNCS = None
