@@ -101,10 +101,10 @@ def _bad_slice(key):
 
 def _want_for(name, key, want):
     """NumPy's outcome as a path can see it: with every size unknown an integer out of bounds
-    is found only when the function runs, so a slice bound that is not an integer (refused for
-    any sizes) is reported first, while tracing."""
-    if name == "jit_unknown" and isinstance(want, IndexError) and "out of bounds" in str(want) \
-            and _bad_slice(key):
+    or a mask of the wrong length is found only when the function runs, so a slice bound that
+    is not an integer (refused for any sizes) is reported first, while tracing."""
+    if name == "jit_unknown" and isinstance(want, IndexError) and _bad_slice(key) and (
+            "out of bounds" in str(want) or "boolean index did not match" in str(want)):
         return TypeError("slice indices must be integers")
     return want
 
@@ -152,6 +152,30 @@ def test_setitem_errors_and_values_agree_on_every_path(key):
     want = _outcome(lambda: _np_set(key))
     for name, run in _set_paths(key).items():
         _agree(_outcome(run), _want_for(name, key, want), f"x[{key!r}] = -1 {name}")
+
+
+@pytest.mark.parametrize("key", [
+    (slice(0, 1.5), np.array([False, True])),          # found by the search above
+    (np.array([True]), slice(0, 1.5)),
+    (True, slice(0, 1.5), np.array([True, False])),
+    (Ellipsis, np.array([True, False]), slice(0, 1.5)),
+    (slice(0, 1.5), np.array([[True, False, True]])),
+    (5, np.array([True, False])),
+    (5, slice(0, 1.5)),
+    (slice(0, 1.5), 5),
+    (slice(0, 1.5), np.array([0, 9])),
+])
+def test_a_mismatched_mask_is_numpys_first_error_on_every_path(key):
+    """NumPy compares every boolean mask with its axes while it prepares the index, before it
+    reads a slice's bounds or checks an integer's range: a mismatched mask is the IndexError
+    it raises wherever the mask stands, and a float slice bound its TypeError only after."""
+    want = _outcome(lambda: X[key])
+    assert isinstance(want, Exception)
+    for name, run in _get_paths(key).items():
+        _agree(_outcome(run), _want_for(name, key, want), f"x[{key!r}] {name}")
+    for name, run in _set_paths(key).items():
+        _agree(_outcome(run), _want_for(name, key, _outcome(lambda: _np_set(key))),
+               f"x[{key!r}] = -1 {name}")
 
 
 def test_an_empty_mask_is_not_checked_on_any_path():

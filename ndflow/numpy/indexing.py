@@ -65,6 +65,7 @@ def _split_index(x, key):
     if used > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but "
                          f"{used} were indexed")
+    _check_masks(entries, x, used)
     spec, arrays, inserted, shape = [], [], [], list(x.shape)
     pos = 0           # the axis of x (with the inserted axes) the next entry indexes
     for e in entries:
@@ -125,22 +126,52 @@ def _mask_indices(mask, x, shape, pos, n_inserted):
     """nonzero(mask) for a mask indexing axes pos.. of an array of `shape`: NumPy's IndexError
     when their sizes differ (checked now where both are known, else when the graph runs;
     a mask axis of size 0 is not checked)."""
-    unknown = False
-    for j, m in enumerate(mask.shape):
-        d = shape[pos + j]
-        if d is None or m is None:
-            unknown = True
-        elif d != m and m != 0:     # (NumPy does not compare a mask axis of size 0)
-            raise IndexError(f"boolean index did not match indexed array along axis "
-                             f"{pos + j - n_inserted}; size of axis is {d} but size of "
-                             f"corresponding boolean axis is {m}")
-    if not unknown:
+    if _check_mask(mask, shape, pos, n_inserted):
         return bind_nonzero(mask)
     return list(bind(I.nonzero_p, mask, x, start=pos - n_inserted))
 
 
+def _check_mask(mask, shape, pos, n_inserted):
+    """NumPy's IndexError where a mask's axis differs from the axis it indexes (an axis of
+    size 0 in the mask is not compared); whether every size was known to compare."""
+    known = True
+    for j, m in enumerate(mask.shape):
+        d = shape[pos + j]
+        if d is None or m is None:
+            known = False
+        elif d != m and m != 0:
+            raise IndexError(f"boolean index did not match indexed array along axis "
+                             f"{pos + j - n_inserted}; size of axis is {d} but size of "
+                             f"corresponding boolean axis is {m}")
+    return known
+
+
+def _check_masks(entries, x, used):
+    """Every mask of the index against the axes it indexes, before anything else is read:
+    NumPy compares them while it prepares the index, so a mismatched mask is its error even
+    after a slice with a float bound or an integer out of bounds (which it meets later)."""
+    shape, pos, n_inserted = list(x.shape), 0, 0
+    for e in entries:
+        if e[0] == "e":
+            pos += x.ndim - used
+        elif e[0] == "b":
+            if e[1].ndim == 0:          # a new axis of length 1 and a mask of one element
+                shape.insert(pos, 1)
+                n_inserted += 1
+                pos += 1
+            else:
+                _check_mask(e[1], shape, pos, n_inserted)
+                pos += e[1].ndim
+        elif e[0] != "n":
+            pos += 1
+
+
 def _slice_part(v):
-    s = _static_int(v)
+    try:
+        s = _static_int(v)
+    except TypeError:
+        raise TypeError("slice indices must be integers or None or have an __index__ "
+                        "method") from None
     if s is None:
         raise TypeError("slice bounds must be Python integers or concrete arrays; got a traced "
                         "value (use tnp.take or dynamic_slice-style indexing with arrays)")
