@@ -265,3 +265,52 @@ def test_errstate_raise_is_honoured_by_the_compiled_loop_tier(monkeypatch, nf_se
     assert seen
     with np.errstate(all="ignore"):
         assert_same(f(x), (1.0 / x.numpy()) * 2.0 + 1.0 - x.numpy())
+
+
+def test_syntax_trees_are_read_one_thread_at_a_time(tmp_path, monkeypatch):
+    """CPython 3.11 counts the depth of the syntax trees it builds in one counter per
+    interpreter (python/cpython#106905): NumPy's .npy header reader (`ast.literal_eval`),
+    AutoGraph's parser and the scalar vocabulary's parser, run by two threads at once, raised
+    "SystemError: AST constructor recursion depth mismatch" (np.load from four threads, in
+    test_paths_agree). Each runs holding core.state.AST_LOCK."""
+    import ast
+    import os
+    import sys
+    from ndflow.core.state import AST_LOCK
+    from ndflow.primitives import scalar
+
+    ours = os.path.dirname(nf.__file__)
+    held = []
+    real_eval, real_parse = ast.literal_eval, ast.parse
+
+    def caller():
+        # (NumPy's header reader, or ndflow's own code: what the lock is for; a module that
+        # an import runs once, numpy.ma's, builds its signatures with ast too)
+        f = sys._getframe(2).f_code.co_filename
+        return "numpy" if "format" in os.path.basename(f) and "numpy" in f else \
+            "ndflow" if f.startswith(ours) else None
+
+    def literal_eval(*a, **k):
+        held.append(("literal_eval", caller(), AST_LOCK.locked()))
+        return real_eval(*a, **k)
+
+    def parse(*a, **k):
+        held.append(("parse", caller(), AST_LOCK.locked()))
+        return real_parse(*a, **k)
+
+    np.save(tmp_path / "a.npy", np.arange(3.0))
+    np.savez(tmp_path / "b.npz", x=np.arange(2))
+    monkeypatch.setattr(ast, "literal_eval", literal_eval)
+    monkeypatch.setattr(ast, "parse", parse)
+    np.testing.assert_array_equal(tnp.load(tmp_path / "a.npy"), np.arange(3.0))
+    with tnp.load(tmp_path / "b.npz") as f:
+        np.testing.assert_array_equal(f["x"], np.arange(2))
+    assert scalar._parse("x + 1", ["x"]) == ("call", "add", (("operand", 0), ("const", 1)))
+
+    def traced(v):
+        return v + 1 if v.shape[0] > 1 else v
+    nf.function(traced)(tnp.ones(3))
+    seen = [(name, who, locked) for name, who, locked in held if who]
+    assert [n for n, who, _ in seen if who == "numpy"].count("literal_eval") >= 2, held
+    assert [n for n, who, _ in seen if who == "ndflow"].count("parse") >= 2, held
+    assert all(locked for *_, locked in seen), seen

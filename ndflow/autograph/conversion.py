@@ -13,12 +13,12 @@ import os
 import sys
 import sysconfig
 import textwrap
-import threading
 import types
 import warnings
 import weakref
 
 from . import transformer as T
+from ..core.state import AST_LOCK
 
 _CODE_CACHE = {}                        # original code object -> (factory code, source) | None
 _FN_CACHE = weakref.WeakKeyDictionary()  # original function -> converted function
@@ -104,13 +104,6 @@ def _lambda_node(tree, code):
 _FILE_TREES = {}
 
 
-# CPython 3.11 counts the depth of the AST it builds or reads (ast.parse, compile() of a tree)
-# in one counter per interpreter: two threads doing it at once can raise "SystemError: AST
-# constructor recursion depth mismatch" (python/cpython#106905, seen here when functions are
-# first traced from several threads). Ours take turns.
-_AST_LOCK = threading.Lock()
-
-
 def _file_tree(filename):
     """The parsed source file (a lambda's own lines need not parse on their own)."""
     import linecache
@@ -120,7 +113,7 @@ def _file_tree(filename):
         if not lines:
             raise T.Unsupported("its source is not available")
         try:
-            with _AST_LOCK:
+            with AST_LOCK:   # (one thread at a time: core.state.AST_LOCK)
                 hit = ast.parse("".join(lines))
         except SyntaxError:
             raise T.Unsupported("its source file does not parse")
@@ -140,7 +133,7 @@ def _parse(f):
             raise T.Unsupported(f"its source is not available ({e})")
         src = textwrap.dedent(src)
         try:
-            with _AST_LOCK:
+            with AST_LOCK:
                 tree = ast.parse(src)
         except SyntaxError:
             raise T.Unsupported("its source does not parse on its own")
@@ -206,7 +199,7 @@ def _converted_code(f):
         fdef.name = code.co_name if code.co_name.isidentifier() else "_nfag_lambda"
         source = ast.unparse(fdef)           # (to_code shows the user's name)
         fdef.name = inner
-        with _AST_LOCK:
+        with AST_LOCK:
             compiled = compile(mod, code.co_filename, "exec")
         _collect_codes(compiled)
         hit = _CODE_CACHE[code] = (compiled, params, source)

@@ -19,6 +19,13 @@ import weakref
 
 from .settings import settings, ON_CHANGE
 
+# CPython 3.11 counts the depth of a syntax tree it builds or reads (ast.parse, compile() of a
+# tree, and so NumPy's .npy header reader, which calls ast.literal_eval) in one counter per
+# interpreter: two threads doing it at once can raise "SystemError: AST constructor recursion
+# depth mismatch" (python/cpython#106905; seen in AutoGraph tracing from several threads and
+# in np.load from several). Every use of ndflow's takes this lock, so they take turns.
+AST_LOCK = _thread.allocate_lock()
+
 
 class _Slot:
     """Whether a thread is counted as slow; outlives the thread's state so that a thread ending

@@ -13,6 +13,7 @@ Values written must be concrete: inside `nf.function` use `nf.numpy_function`.
 import numpy as np
 
 from ..core.ndarray import ndarray
+from ..core.state import AST_LOCK
 from ._core import asarray
 
 
@@ -71,7 +72,8 @@ class NpzFile:
         self.files = list(npz.files)
 
     def __getitem__(self, key):
-        r = self._npz[key]
+        with AST_LOCK:          # (NumPy reads the array's header with ast.literal_eval)
+            r = self._npz[key]
         return _to_nf(r, "load") if isinstance(r, np.ndarray) else r
 
     def __contains__(self, key):
@@ -118,8 +120,9 @@ def load(file, mmap_mode=None, allow_pickle=False, fix_imports=True, encoding="A
     """Read a `.npy` file (an ndflow array) or an `.npz` archive (an `NpzFile` of ndflow
     arrays), as `numpy.load`. Pickled contents are refused unless `allow_pickle=True`; a
     pickled object that is not an array is then returned as NumPy gives it."""
-    r = np.load(file, mmap_mode=mmap_mode, allow_pickle=allow_pickle, fix_imports=fix_imports,
-                encoding=encoding, max_header_size=max_header_size)
+    with AST_LOCK:              # (NumPy reads the header with ast.literal_eval)
+        r = np.load(file, mmap_mode=mmap_mode, allow_pickle=allow_pickle,
+                    fix_imports=fix_imports, encoding=encoding, max_header_size=max_header_size)
     if isinstance(r, np.lib.npyio.NpzFile):
         return NpzFile(r)
     if isinstance(r, np.ndarray):

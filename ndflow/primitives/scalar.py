@@ -31,6 +31,8 @@ import ast
 
 import numpy as np
 
+from ..core.state import AST_LOCK
+
 # function -> (number of operands, rule for its result dtype): 'same' (its operands'), 'bool',
 # 'uint8', 'first' (its first operand's), 'dtype' (its second operand names the dtype
 # parameter), 'select' (its second and third operands')
@@ -135,7 +137,9 @@ def _parse(source, operands):
                              "parameter" % source)
         return ("call", f, tuple(args))
 
-    return conv(ast.parse(source, mode="eval").body)
+    with AST_LOCK:
+        tree = ast.parse(source, mode="eval")
+    return conv(tree.body)
 
 
 def render(scalar, names, in_dtypes, out_dtype, params, spell, literal):
