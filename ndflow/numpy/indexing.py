@@ -65,26 +65,19 @@ def _split_index(x, key):
     if used > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but "
                          f"{used} were indexed")
-    _check_masks(entries, x, used)
-    spec, arrays, inserted, shape = [], [], [], list(x.shape)
-    pos = 0           # the axis of x (with the inserted axes) the next entry indexes
-    for e in entries:
-        k = e[0]
-        if k == "e":
-            spec.append(e)
-            pos += x.ndim - used
-        elif k == "n":
+    at, before, inserted, shape, known = _lay_out(entries, x, used)
+    spec, arrays = [], []
+    for i, e in enumerate(entries):
+        k, pos = e[0], at[i]
+        if k in "en":
             spec.append(e)
         elif k == "b":
-            mask = e[1]
-            if mask.ndim == 0:
-                inserted.append(pos)
-                shape.insert(pos, 1)
-                mask = reshape(mask, (1,))
-            idx = _mask_indices(mask, x, shape, pos, len(inserted))
+            mask = e[1] if e[1].ndim else reshape(e[1], (1,))
+            # (sizes unknown while tracing: the graph checks them when it runs)
+            idx = bind_nonzero(mask) if known[i] else \
+                list(bind(I.nonzero_p, mask, x, start=pos - before[i]))
             spec.extend([("a",)] * len(idx))
             arrays.extend(idx)
-            pos += mask.ndim
         else:
             if k == "s":
                 # NumPy reads the entries in order: an integer out of bounds before a later
@@ -92,12 +85,11 @@ def _split_index(x, key):
                 e = ("s",) + tuple(None if v is None else _slice_part(v)
                                    for v in (e[1].start, e[1].stop, e[1].step))
             elif k == "i" and shape[pos] is not None and not -shape[pos] <= e[1] < shape[pos]:
-                raise IndexError(f"index {e[1]} is out of bounds for axis {pos - len(inserted)} "
+                raise IndexError(f"index {e[1]} is out of bounds for axis {pos - before[i]} "
                                  f"with size {shape[pos]}")
             spec.append(e if k != "a" else ("a",))
             if k == "a":
                 arrays.append(e[1])
-            pos += 1
     if inserted:
         x = bind(expand_dims_p, x, axes=tuple(inserted))
     return x, tuple(spec), arrays, tuple(inserted)
@@ -122,15 +114,6 @@ def _index_array(k):
                          "arrays used as indices must be of integer (or boolean) type") from None
 
 
-def _mask_indices(mask, x, shape, pos, n_inserted):
-    """nonzero(mask) for a mask indexing axes pos.. of an array of `shape`: NumPy's IndexError
-    when their sizes differ (checked now where both are known, else when the graph runs;
-    a mask axis of size 0 is not checked)."""
-    if _check_mask(mask, shape, pos, n_inserted):
-        return bind_nonzero(mask)
-    return list(bind(I.nonzero_p, mask, x, start=pos - n_inserted))
-
-
 def _check_mask(mask, shape, pos, n_inserted):
     """NumPy's IndexError where a mask's axis differs from the axis it indexes (an axis of
     size 0 in the mask is not compared); whether every size was known to compare."""
@@ -146,24 +129,29 @@ def _check_mask(mask, shape, pos, n_inserted):
     return known
 
 
-def _check_masks(entries, x, used):
-    """Every mask of the index against the axes it indexes, before anything else is read:
-    NumPy compares them while it prepares the index, so a mismatched mask is its error even
-    after a slice with a float bound or an integer out of bounds (which it meets later)."""
-    shape, pos, n_inserted = list(x.shape), 0, 0
-    for e in entries:
+def _lay_out(entries, x, used):
+    """Where each entry indexes: per entry its axis of x with the new axes of 0-d masks
+    inserted (`at`) and how many were inserted before it (`before`); the inserted axes, the
+    shape with them, and per mask whether its sizes were all known. Every mask is compared
+    with its axes here, before any slice bound or integer is read: NumPy compares them while
+    it prepares the index, so a mismatched mask is its error even after a slice with a float
+    bound or an integer out of bounds (which it meets later)."""
+    at, before, inserted, shape, known = [], [], [], list(x.shape), {}
+    pos = 0
+    for i, e in enumerate(entries):
+        if e[0] == "b" and e[1].ndim == 0:      # a new axis of length 1, a mask of one element
+            inserted.append(pos)
+            shape.insert(pos, 1)
+        at.append(pos)
+        before.append(len(inserted))
         if e[0] == "e":
             pos += x.ndim - used
         elif e[0] == "b":
-            if e[1].ndim == 0:          # a new axis of length 1 and a mask of one element
-                shape.insert(pos, 1)
-                n_inserted += 1
-                pos += 1
-            else:
-                _check_mask(e[1], shape, pos, n_inserted)
-                pos += e[1].ndim
+            known[i] = e[1].ndim == 0 or _check_mask(e[1], shape, pos, len(inserted))
+            pos += max(e[1].ndim, 1)
         elif e[0] != "n":
             pos += 1
+    return at, before, inserted, shape, known
 
 
 def _slice_part(v):
