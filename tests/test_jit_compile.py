@@ -226,8 +226,9 @@ def _x64(n=100_000, seed=0):
 def test_the_flag_changes_the_route(nf_settings):
     """float64 exp: by default tier 1 refuses it (no replica of NumPy's loop: NumPy's bits on
     tier 0); with jit_compile=True the same region runs on tier 1 with ndflow's own exp, and
-    its bits differ from NumPy's somewhere, within the bound."""
-    nf_settings(numba="sync", hot_calls=1)
+    its bits differ from NumPy's somewhere, within the bound. (One thread: on more, from
+    `settings.numba_parallel_heavy_min` elements, the route is tier 1's timed T1_THREADS.)"""
+    nf_settings(numba="sync", hot_calls=1, threads=1)
     x = _x64()
     want = np.exp(x) * 2.0 + 1.0
     fast, exact = nf.function(_affine_exp, jit_compile=True), nf.function(_affine_exp)
@@ -407,7 +408,7 @@ def test_saved_models_keep_the_flag(nf_settings, tmp_path):
     function loads with the default; a file without the key (written before the key existed)
     loads with the default, and a key that is not a bool is a ValueError."""
     import json
-    nf_settings(numba="sync", hot_calls=1)
+    nf_settings(numba="sync", hot_calls=1, threads=1)
     sig = [nf.TensorSpec([None], nf.float64)]
     x, want = _x64(seed=10), np.exp(_x64(seed=10)) * 2.0 + 1.0
     fast = _saved_and_loaded(nf.function(_affine_exp, jit_compile=True, input_signature=sig),

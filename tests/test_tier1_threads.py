@@ -1,9 +1,10 @@
-"""Tier 1 on several threads: an elementwise region's one-thread kernel shared chunk by chunk
-between the calling thread and helper threads (`blocks.Split`, `blocks.run_split`), and the
-helpers' hand-out (`blocks.share`). Results are the one thread's bit for bit, in both
-contracts (NumPy's bits by default; under jit_compile=True the same bits on any number of
-threads), for chunks that end mid-vector, operands broadcast along either collapsed dim, and
-results written over an operand."""
+"""Tier 1 on several threads: an elementwise region's parallel kernel is numba's parallel loop
+over chunks of rows, each chunk a call of the region's one-thread kernel
+(`numba_source._Text.chunks`), timed against one thread; and the helper threads that tier 0's
+chunks use (`blocks.share`). Results are the one thread's bit for bit, in both contracts
+(NumPy's bits by default; under jit_compile=True the same bits on any number of threads), for
+chunks that end mid-vector, operands broadcast along either collapsed dim, and results
+written over an operand."""
 import importlib.util
 import threading
 
@@ -13,7 +14,7 @@ import pytest
 import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.graph import fusion
-from ndflow.graph.kernels import blocks, planner
+from ndflow.graph.kernels import blocks, numba_runner, numba_source, planner
 from ndflow.graph.kernels.planner import Route
 from helpers import assert_bits_equal
 
@@ -23,22 +24,21 @@ pytestmark = [pytest.mark.skipif(importlib.util.find_spec("numba") is None,
 
 
 @pytest.fixture
-def shared(monkeypatch, nf_settings):
-    """Tier 1 compiled in the call from few elements, split from 2**12 elements into chunks
-    of 1000 elements (so chunks end mid-vector), every call on `threads` threads (no timing
-    choice); records each shared call's thread count."""
+def parallel(monkeypatch, nf_settings):
+    """Tier 1 compiled in the call from few elements, its parallel kernel from 2**12 elements
+    and at once (no PAR_AFTER one-thread calls first), every call on `threads` threads (no
+    timing choice); records the thread count of each call that runs the parallel kernel."""
     nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
                 numba_parallel_heavy_min=1 << 12)
-    monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1000)
-    monkeypatch.setattr(planner, "SPLIT_PER_THREAD", 1 << 40)
+    monkeypatch.setattr(planner, "PAR_AFTER", 0)
     monkeypatch.setattr(blocks, "ADAPT", False)
     calls = []
-    real = blocks.run_split
+    real = numba_runner.parallel_threads
 
-    def spy(sp, nt, kernel, args, nd, sliced):
-        calls.append(nt)
-        return real(sp, nt, kernel, args, nd, sliced)
-    monkeypatch.setattr(blocks, "run_split", spy)
+    def spy(n):
+        calls.append(n)
+        return real(n)
+    monkeypatch.setattr(numba_runner, "parallel_threads", spy)
     return calls
 
 
@@ -71,10 +71,11 @@ def _check_sigmoid(got, a, jit):
 
 @pytest.mark.parametrize("jit", [False, True])
 @pytest.mark.parametrize("nthreads", [2, 3])
-def test_split_sigmoid_is_the_one_threads_bits(shared, nf_settings, jit, nthreads):
-    """The sigmoid on 2 and 3 threads: NumPy's bits by default, the one-thread kernel's bits
-    under jit_compile=True (within the accuracy bound of NumPy's); every call after the first
-    shared (no numba-parallel kernel compiled)."""
+def test_parallel_sigmoid_is_the_one_threads_bits(parallel, nf_settings, jit, nthreads):
+    """The sigmoid on 2 and 3 threads (more than this machine may have: numba's pool caps
+    it): NumPy's bits by default, the one-thread kernel's bits under jit_compile=True (within
+    the accuracy bound of NumPy's), on 2**14 + 7 elements (chunks of 342: they end
+    mid-vector); every call after the first runs the parallel kernel."""
     rng = np.random.default_rng(5)
     a = _specials((1 << 14) + 7, rng)
 
@@ -84,27 +85,28 @@ def test_split_sigmoid_is_the_one_threads_bits(shared, nf_settings, jit, nthread
     one = nf.function(sig, jit_compile=jit)
     for _ in range(4):         # (the first calls run tier 0, before the region is hot)
         want_one = one(tnp.asarray(a)).numpy()
-    assert _region(one, tnp.asarray(a)).tier() == 1 and not shared
+    assert _region(one, tnp.asarray(a)).tier() == 1 and not parallel
     nf_settings(threads=nthreads)
     f = nf.function(sig, jit_compile=jit)
     for _ in range(4):
         f(tnp.asarray(a))
-    del shared[:]
+    del parallel[:]
     for _ in range(3):
         assert_bits_equal(f(tnp.asarray(a)).numpy(), want_one)
-    assert shared == [nthreads] * 3, shared
+    assert parallel == [nthreads] * 3, parallel
     _check_sigmoid(want_one, a, jit)
     fk = _region(f, tnp.asarray(a))
     assert fk.tier() == 1
     plan, = fk.runner.plans.values()
-    assert plan.split is not None and plan.split.nthreads == nthreads
-    assert plan.parallel_kernel is None
+    assert plan.parallel_kernel is not None and plan.parallel_kernel is not plan.kernel
+    assert "fused_kernel_rows(hi - lo, x0[lo:hi], x1, o0[lo:hi])" in \
+        plan.parallel_kernel.ndflow_source
     assert Route.T1_THREADS.value in planner.explain(f)
 
 
-def test_split_with_operands_broadcast_along_either_dim(shared, nf_settings):
-    """A (37, 1000) region with a row (1000,) and a column (37, 1) operand: chunks of one
-    row each slice the column and the result, and pass the row whole."""
+def test_parallel_with_operands_broadcast_along_either_dim(parallel, nf_settings):
+    """A (37, 1000) region with a row (1000,) and a column (37, 1) operand: the chunks (one
+    row each) slice the column, the matrix and the result, and pass the row whole."""
     nf_settings(threads=2)
     rng = np.random.default_rng(6)
     x = rng.standard_normal((37, 1000)).astype(np.float32)
@@ -114,15 +116,17 @@ def test_split_with_operands_broadcast_along_either_dim(shared, nf_settings):
     want = np.exp(x * row - col) + col
     for _ in range(6):
         assert_bits_equal(f(x, row, col).numpy(), want)
-    assert shared and set(shared) == {2}
+    assert parallel and set(parallel) == {2}
     fk = _region(f, x, row, col)
     plan, = fk.runner.plans.values()
-    assert plan.dims == (37, 1000) and plan.split.rows == 1 and plan.split.nchunks == 37
+    assert plan.dims == (37, 1000)
+    src = plan.parallel_kernel.ndflow_source
+    assert "fused_kernel_rows(hi - lo, d1, x0[lo:hi], x1, x2[lo:hi], o0[lo:hi])" in src, src
 
 
-def test_split_results_written_over_an_operand(shared, nf_settings):
+def test_parallel_results_written_over_an_operand(parallel, nf_settings):
     """A Variable updated in place by a large region (its result given the Variable's own
-    buffer): shared between threads, the values are NumPy's step after step."""
+    buffer): on two threads the values are NumPy's step after step."""
     nf_settings(threads=2)
     rng = np.random.default_rng(7)
     v0 = rng.standard_normal((1 << 13) + 3).astype(np.float32)
@@ -137,7 +141,27 @@ def test_split_results_written_over_an_operand(shared, nf_settings):
         step()
         want = np.exp(-np.abs(want)) * np.float32(0.5) + want
         assert_bits_equal(v.numpy(), want)
-    assert shared
+    assert parallel
+
+
+def test_parallel_kernel_text():
+    """The chunks' loop around the one-thread kernel: only operands and results that span
+    the outermost collapsed dim are sliced; a sum keeps numba's parallel loop around its
+    element loop (no chunks: its rows' sums are the loop's own)."""
+    from ndflow.graph.kernels.numba_plan import Plan
+    x = nf.function(lambda a, b: a * b + 1.0)
+    a = np.ones((64, 3), np.float32)
+    b = np.ones((1, 3), np.float32)
+    for _ in range(2):
+        x(a, b)
+    fk = _region(x, a, b)
+    plan = Plan(fk.prog, [sh for sh, _ in fk.prog.ins], False)
+    src = numba_source._kernel_source(fk.prog, plan, True, "k")
+    assert "def k_rows(" in src and "parallel=False" in src
+    assert "for c in prange(" in src and "k_rows(hi - lo, d1, x0[lo:hi], x1, x2, o0[lo:hi])" \
+        in src, src
+    one = numba_source._kernel_source(fk.prog, plan, False, "k")
+    assert "prange" not in one.split("def k(")[1] and "k_rows" not in one
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -149,7 +173,7 @@ def test_timed_choice_retries_and_keeps_the_bits(nf_settings, monkeypatch, jit):
     jit_compile=True)."""
     nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
                 numba_parallel_heavy_min=1 << 12, threads=1)
-    monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1000)
+    monkeypatch.setattr(planner, "PAR_AFTER", 0)
     monkeypatch.setattr(blocks, "ADAPT", True)
     now = [0.0]
 
@@ -188,15 +212,15 @@ def test_timed_choice_retries_and_keeps_the_bits(nf_settings, monkeypatch, jit):
     _check_sigmoid(want, a, jit)
 
 
-def test_one_thread_setting_never_shares(shared, nf_settings):
+def test_one_thread_setting_never_runs_the_parallel_kernel(parallel, nf_settings):
     nf_settings(threads=1)
     a = np.linspace(-5, 5, 1 << 14, dtype=np.float32)
     f = nf.function(lambda x: 1 / (1 + tnp.exp(-x)), jit_compile=True)
     for _ in range(3):
         f(a)
-    assert not shared
+    assert not parallel
     plan, = _region(f, a).runner.plans.values()
-    assert plan.split is None
+    assert plan.parallel_kernel is None and plan.choice is None
 
 
 def test_share_does_not_wait_for_a_helper_not_started():
@@ -244,26 +268,3 @@ def test_share_uses_the_helpers_and_waits_for_their_chunks():
                 done.append(c)
     blocks.share(3, work)
     assert sorted(done) == list(range(64))
-
-
-def test_split_chunks_grow_with_the_region(nf_settings, monkeypatch):
-    """Chunks of at least SPLIT_ELEMENTS, SPLIT_PER_THREAD per thread on larger regions."""
-    nf_settings(numba="sync", numba_min=1, numba_parallel_min=1 << 12,
-                numba_parallel_heavy_min=1 << 12, threads=2)
-    monkeypatch.setattr(planner, "SPLIT_ELEMENTS", 1 << 12)
-    for n, rows in ((1 << 14, 1 << 12), (1 << 18, 1 << 14)):
-        a = np.linspace(-3, 3, n, dtype=np.float32)
-        f = nf.function(lambda x: tnp.exp(x) * 2.0)
-        for _ in range(4):
-            f(a)
-        plan, = _region(f, a).runner.plans.values()
-        assert plan.split.rows == rows and plan.split.nthreads == 2
-
-
-def test_split_rows():
-    sp = blocks.Split((10, 300), 1000, 4)
-    assert (sp.rows, sp.nchunks, sp.nthreads) == (3, 4, 4)
-    sp = blocks.Split((5, 10_000), 1000, 8)
-    assert (sp.rows, sp.nchunks, sp.nthreads) == (1, 5, 5)
-    sp = blocks.Split((1, 10_000), 1000, 2)
-    assert sp.nthreads == 1

@@ -166,12 +166,15 @@ class Settings:
     numba_quick_units = _Field(4.0, _units, """A region of static shapes that costs tier 0
         at least this many NumPy calls gets its tier-1 kernel whatever its size: its calls
         then take a generated caller of about one microsecond.""")
-    numba_parallel_min = _Field(1 << 22, _count(0), """Elements from which tier 1 may split a
-        region's loop over two threads (never in graphs that call BLAS, whose threads keep
-        spinning after a call). From there, one thread and two are both timed and the faster
-        one runs.""")
-    numba_parallel_heavy_min = _Field(1 << 18, _count(0), """The same limit for regions that
-        call exp, log or tanh (4-5 times an add per element: a second thread pays sooner).""")
+    numba_parallel_min = _Field(1 << 18, _count(0), """Elements from which tier 1 may split a
+        region's loop between threads (never in graphs that call BLAS, whose threads keep
+        spinning after a call). From there, one thread and several are both timed and the
+        faster one runs. Starting numba's parallel loop costs
+        ~20 us: measured (2-core x86, float32, two ops), two threads took 1.22x one thread's
+        time at 2**17 elements, 0.87x at 2**18, 0.58x at 2**20.""")
+    numba_parallel_heavy_min = _Field(1 << 16, _count(0), """The same limit for regions that
+        call exp, log or tanh (4-5 times an add per element: a second thread pays sooner;
+        the sigmoid on two threads took 1.06x one thread's time at 2**15, 0.89x at 2**16).""")
     # ---------------------------------------------------------------- tier 0 (NumPy)
     large_min = _Field(4096, _count(0), """Elements from which tier 0 writes each operation
         into pooled buffers with `out=` (below, each operation allocates its result, which

@@ -18,8 +18,8 @@ Threads: chunks are handed out from one shared iterator (the calling thread take
 core that is busy with something else simply takes fewer chunks (`share`: a helper not
 started when the caller's part is done never starts, and the call does not wait for it).
 NumPy's error state is per thread (a context variable), so each thread sets the one the call
-asks for. Tier 1 shares an elementwise region's compiled loop the same way (`Split`,
-`run_split`): its one-thread kernel on chunks of rows.
+asks for. (Tier 1 shares its loops by numba's own parallel loop, whose threads never take
+the interpreter lock: `numba_source._Text.chunks`.)
 
 Where the time goes (2-core AMD EPYC, float32 `1/(1+exp(-y))` at 2^24, one thread, 2026-11):
 NumPy's exp is 0.46 ns per element, the negation, add and divide 0.23 together on a chunk in
@@ -65,7 +65,7 @@ clock = time.perf_counter
 class ThreadChoice:
     """One thread or `nthreads` for the calls of one kernel on one shape, whichever is timed
     faster (`choose` before a call, `record` its time after). Used by the chunked tier and by
-    tier 1's two-thread loops below their fixed size limit."""
+    tier 1's parallel loops."""
     __slots__ = ("nthreads", "calls", "samples", "every", "next_try", "exploring", "tried",
                  "first")
 
@@ -175,52 +175,6 @@ class Blocks(ThreadChoice):
                 x = x[lo:hi]
             out.append(x)
         return out
-
-
-class Split(ThreadChoice):
-    """How tier 1 shares an elementwise region's compiled loop between threads: its one-thread
-    kernel runs on chunks of `rows` rows of the outermost collapsed dim (`dims[0]`), which
-    the calling thread and helper threads take from one shared iterator (`run_split`).
-    Compared with numba's own parallel loop (its rows split once in equal parts, one per
-    thread): the kernel is the one-thread one, which LLVM vectorizes better (the parallel
-    kernel on one thread ran 1.4x slower), nothing compiles a second time, and a thread
-    whose core is busy takes fewer chunks instead of holding the call up. Elementwise: each
-    element is computed by the same code whichever thread runs it, so the bits are the one
-    thread's."""
-    __slots__ = ("rows", "nchunks", "d0")
-
-    def __init__(self, dims, chunk, nthreads):
-        inner = max(1, math.prod(dims[1:]))
-        self.d0 = dims[0]
-        self.rows = max(1, chunk // inner)
-        self.nchunks = -(-self.d0 // self.rows)
-        ThreadChoice.__init__(self, min(nthreads, self.nchunks))
-
-
-def run_split(sp, nt, kernel, args, nd, sliced):
-    """Call `kernel(*args)` chunk by chunk on `nt` threads: `args` are the collapsed dims (`nd`
-    of them), then the operands and results, each sliced along the outermost dim where
-    `sliced` says so (the others are the same for every chunk). An exception (numba's
-    dispatch refusing the arguments' types) is raised after every thread has stopped."""
-    rows, d0 = sp.rows, sp.d0
-    rest = tuple(args[1:nd])
-    arrays = args[nd:]
-    counter = iter(range(0, d0, rows))
-    failed = []
-
-    def work():
-        try:
-            for lo in counter:
-                hi = lo + rows
-                kernel(min(hi, d0) - lo, *rest,
-                       *[a[lo:hi] if s else a for a, s in zip(arrays, sliced)])
-        except BaseException as e:
-            failed.append(e)
-            for _ in counter:        # the other threads find nothing left
-                pass
-    share(nt, work)
-    if failed:
-        raise failed[0]
 
 
 class _Collector:

@@ -58,6 +58,19 @@ def _load(src, name, cache=True):
     return kernel_cache.load(src, name, _STAMP, cache)
 
 
+_threads_set = threading.local()
+
+
+def parallel_threads(n):
+    """Have the calling thread's numba parallel loops run on `n` threads (at most numba's
+    pool). numba's setting is per thread and its setter costs ~2.5 us, so it is called only
+    when `n` changes for this thread."""
+    if getattr(_threads_set, "n", None) != n:
+        import numba
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        _threads_set.n = n
+
+
 def _verify_replicas(src):
     """Raise (leaving tier 0 in place) unless every replica of NumPy's math that `src` calls
     matched NumPy's loop in this process (`replica.verify`, once per function)."""

@@ -13,14 +13,13 @@ class Plan:
     kernel's math follow it)."""
     __slots__ = ("fast_math", "dims", "pattern", "in_shapes", "out_shapes", "acc_shape",
                  "red_shape", "size", "S", "kernel", "parallel_kernel", "requested", "ok",
-                 "writeable", "variants", "full", "sum_why", "choice", "serial_runs", "split")
+                 "writeable", "variants", "full", "sum_why", "choice", "serial_runs")
 
     def __init__(self, prog, in_shapes, fast_math):
         self.fast_math = fast_math
         self.kernel = self.parallel_kernel = None
         self.choice = None         # blocks.ThreadChoice where the thread count is timed
         self.serial_runs = 0       # calls of the one-thread kernel before `choice` exists
-        self.split = None          # blocks.Split where threads share the loop chunk by chunk
         self.sum_why = False       # `exact_sum_ok`, once known
         self.variants = {}     # (parallel, in_place) -> kernel writing results over operands
         self.requested = set()

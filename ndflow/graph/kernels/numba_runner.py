@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from . import blocks, planner, policy
-from .numba_compile import _compile, _compiled, _submit
+from .numba_compile import _compile, _compiled, _submit, parallel_threads
 from .numba_plan import Plan
 from .numba_quick import QuickCallers
 from .numba_tier import _OWN_CALL
@@ -89,7 +89,6 @@ class Runner(QuickCallers):
         self.quick_into = None
         self.quick_into_consts = ()
         self.inplace_decisions = {}
-        self.sliced = {}               # (plan's id, in_place) -> `_sliced`'s answer
 
     # ---------------------------------------------------------------- compiling
     # (a compile reads the region's contract from its plans, `Plan.fast_math`, never from the
@@ -251,9 +250,7 @@ class Runner(QuickCallers):
         nt, choice = 1, None
         if d.route is Route.T1_THREADS:
             nt, choice = planner.threads_for_call(self, d, plan)
-        # numba's parallel kernel, or (`plan.split`) the one-thread kernel shared chunk by chunk
-        split = nt > 1 and plan.split is not None
-        par = nt > 1 and not split
+        par = nt > 1
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
             k = planner.kernel_for_call(self, d, plan, par, xs)
@@ -268,12 +265,10 @@ class Runner(QuickCallers):
                 # (timed only when it is the kernel meant, not one standing in for it)
                 timed = k is (plan.parallel_kernel if par else plan.kernel) or \
                     (in_place and k is plan.variants.get((par, in_place)))
+                if par:
+                    parallel_threads(nt)
                 t0 = time.perf_counter()
-                if split:
-                    s = blocks.run_split(plan.split, nt, k, args, len(plan.dims),
-                                         self._sliced(plan, in_place))
-                else:
-                    s = k(*args)
+                s = k(*args)
                 if timed:
                     choice.record(nt, time.perf_counter() - t0)
         except TypeError:           # argument types the kernel was not compiled for
@@ -285,19 +280,6 @@ class Runner(QuickCallers):
         if self.red_out:
             res[self.red_out[0]] = self._reduced(plan, s, args)
         return res[0] if len(res) == 1 else tuple(res)
-
-    def _sliced(self, plan, in_place):
-        """Per kernel argument after the dims (operands, then the results not written over
-        an operand): whether it spans the outermost collapsed dim, so that a chunk of rows
-        takes a slice of it (`blocks.run_split`)."""
-        key = (id(plan), in_place)
-        got = self.sliced.get(key)
-        if got is None:
-            n, into = self.prog.n_in, dict(in_place)
-            got = [plan.full[i] and plan.pattern[i][0] for i in range(n)]
-            got += [plan.pattern[n + j][0] for j in range(len(self.outs)) if j not in into]
-            self.sliced[key] = got = tuple(got)
-        return got
 
     def _operands(self, plan, xs):
         """The kernel's arguments for the operands: the collapsed dims, then each operand

@@ -128,6 +128,13 @@ def _pairwise_tree(lo, n):
     return "(%s + %s)" % (_pairwise_tree(lo, h), _pairwise_tree(lo + h, n - h))
 
 
+# Chunks a two-thread kernel cuts its outermost dim into (`_Text.chunks`): numba's parallel
+# loop hands each thread an equal run of them, so they need only divide evenly between a few
+# threads; each is one call of the one-thread kernel (tens of ns) on at least ~1K elements
+# where two threads are used at all (`settings.numba_parallel_min`)
+CHUNKS = 48
+
+
 class _Text:
     """What the parts of one kernel's text share: the region, its collapsed plan and the
     choices `_kernel_source` describes."""
@@ -159,6 +166,37 @@ class _Text:
         # the outermost loop is split between threads unless it runs along a reduced axis
         outer_red = self.red and not self.full_red and not self.pat[-1][0]
         self.parallel = parallel and not outer_red
+
+    def chunks(self, name):
+        """An elementwise region's two-thread kernel: numba's parallel loop over CHUNKS
+        chunks of rows of the outermost collapsed dim, each a call of the one-thread kernel
+        (`<name>_rows`) on slices of the operands that span that dim. Its loop vectorizes as
+        on one thread (numba's parallel loop around the element loop itself ran 1.3-1.4x
+        slower per thread on the sigmoid), and each element is computed by the same code
+        whichever thread runs it, so the results are the one thread's bit for bit."""
+        n = self.n
+        params = ["d%d" % k for k in range(self.r)]
+        args = ["hi - lo"] + params[1:]
+        for i in range(n):
+            if i in self.baked:
+                continue
+            x = "x%d" % i
+            params.append(x)
+            args.append(x + "[lo:hi]" if i not in self.scalars and self.pat[i][0] else x)
+        for k in range(len(self.outs)):
+            if k not in self.into:
+                o = "o%d" % k
+                params.append(o)
+                args.append(o + "[lo:hi]" if self.pat[n + k][0] else o)
+        return ["", "",
+                "@njit(parallel=True, fastmath=set(), error_model='numpy', nogil=True)",
+                "def %s(%s):" % (name, ", ".join(params)),
+                "    rows = (d0 + %d) // %d" % (CHUNKS - 1, CHUNKS),
+                "    for c in prange((d0 + rows - 1) // rows):",
+                "        lo = c * rows",
+                "        hi = min(lo + rows, d0)",
+                "        %s_rows(%s)" % (name, ", ".join(args)),
+                "    return 0"]
 
     def index(self, p):
         if not any(p):
@@ -289,9 +327,15 @@ def _kernel_source(prog, plan, parallel, name, in_place=(), baked=(), scalars=()
     `_pairwise_tree`)."""
     t = _Text(prog, plan, parallel, in_place, baked, scalars, static)
     body = _body(prog, ["a%d" % i for i in range(prog.n_in)], plan.fast_math)
-    L = t.head(name, body)
+    chunked = t.parallel and not t.red and t.r > 0
+    if chunked:
+        t.parallel = False          # the one-thread kernel, which the chunks call
+    L = t.head(name + "_rows" if chunked else name, body)
     loops, ind = t.loops(body)
-    return "\n".join(L + loops + t.tail(ind)) + "\n"
+    L += loops + t.tail(ind)
+    if chunked:
+        L += t.chunks(name)
+    return "\n".join(L) + "\n"
 
 
 def _dummy_args(prog, plan, in_place=(), baked=(), scalars=()):

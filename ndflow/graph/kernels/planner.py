@@ -487,51 +487,28 @@ def tier1_signature(runner, shapes, plan, compacted):
 
 # one-thread calls of a signature before its two-thread kernel is compiled and timed
 PAR_AFTER = 32
-# elements per chunk (at least) where tier 1 shares a loop between threads chunk by chunk
-# (`blocks.Split`): ~40 us of a sigmoid's loop, against ~1.8 us to slice its operands, hand
-# the chunk out and call the kernel on it; on larger regions, chunks of SPLIT_PER_THREAD
-# per thread (enough for a thread whose core is busy to take fewer)
-SPLIT_ELEMENTS = 1 << 16
-SPLIT_PER_THREAD = 8
 
 
 def _split(runner, plan):
-    """How a T1_THREADS signature's loop is shared between threads, in words; sets
-    `plan.split` (a `blocks.Split`) where its one-thread kernel runs chunk by chunk on
-    `blocks.threads()` threads: an elementwise region whose outermost collapsed dim makes
-    two chunks or more. Otherwise (a sum under fast math, a short outer dim) numba's
-    parallel loop on two threads, its kernel compiled after PAR_AFTER calls."""
-    if plan.split is None and not runner.red_out and plan.dims:
-        nt = blocks.threads()
-        sp = blocks.Split(plan.dims, max(SPLIT_ELEMENTS, plan.size // (SPLIT_PER_THREAD * nt)),
-                          nt)
-        if sp.nthreads > 1:
-            plan.split = sp
-    if plan.split is not None:
-        return "%d (the one-thread kernel on chunks of %d rows of %d, shared)" % (
-            plan.split.nthreads, plan.split.rows, plan.split.d0)
-    return "two (numba's parallel loop)"
+    """How a T1_THREADS signature's loop is shared between threads, in words."""
+    how = "chunks of rows, each the one-thread loop" if not runner.red_out else "its sum's rows"
+    return "%d (numba's parallel loop over %s)" % (blocks.threads(), how)
 
 
 def threads_for_call(runner, d, plan):
     """How many threads this call of a T1_THREADS signature uses (one, or the choice's
-    several), and the choice (`blocks.ThreadChoice`) or None. A loop shared chunk by chunk
-    (`plan.split`) runs the one-thread kernel: one thread and several are timed from its
-    first call. numba's two-thread kernel is a second, slower compile, asked for only once
-    the one-thread kernel has run a while (a short-lived program, or the first calls of a
-    long one, do not wait behind it), then one thread and two are timed."""
+    several), and the choice (`blocks.ThreadChoice`) or None. numba's parallel kernel is a
+    second, slower compile, asked for only once the one-thread kernel has run a while (a
+    short-lived program, or the first calls of a long one, do not wait behind it), then one
+    thread and `blocks.threads()` are timed."""
     choice = plan.choice
     if choice is None and plan.kernel is not None:
-        if plan.split is not None:
-            # shared chunk by chunk: the one-thread kernel is all it runs, timed at once
-            choice = plan.choice = plan.split
-        else:
-            plan.serial_runs += 1
-            if plan.serial_runs > PAR_AFTER or (
-                    plan.serial_runs == 1 and runner.compiled(plan, True)):
-                # (at once where this process already compiled it: another copy of the
-                # same program, e.g. a retrace)
-                choice = plan.choice = blocks.ThreadChoice(2)
+        plan.serial_runs += 1
+        if plan.serial_runs > PAR_AFTER or (
+                plan.serial_runs == 1 and runner.compiled(plan, True)):
+            # (at once where this process already compiled it: another copy of the
+            # same program, e.g. a retrace)
+            choice = plan.choice = blocks.ThreadChoice(blocks.threads())
     if choice is None:
         return 1, None
     d.choice = choice
