@@ -65,6 +65,7 @@ def _assert_one_graph(graph, monkeypatch, what):
 
 # ------------------------------------------------------------------ the benchmark workloads
 _CASES = [
+    W.Case("add", "1048576", "2**20", {"n": 2 ** 20}),
     W.Case("sigmoid", "1", "1", {"n": 1}),
     W.Case("sigmoid", "1048576", "2**20", {"n": 2 ** 20}),
     W.Case("mlp_grad", "32", "batch 32", {"batch": 32}),
@@ -156,3 +157,39 @@ def test_optable_graphs_do_not_depend_on_numba(rec, monkeypatch):
             cf = nf.function(_chained(rec, s)).get_concrete_function(
                 *[to_nf(a) for a in s.args])
         _assert_one_graph(cf.traced_graph, monkeypatch, "%s%r" % (rec.name, s))
+
+
+# ------------------------------------------------------------------ one operation, shared
+@pytest.mark.parametrize("jit", [False, True])
+def test_one_large_operation_is_a_region_where_threads_can_share_it(nf_settings, jit):
+    """One elementwise operation of `settings.numba_parallel_min` elements or more is a region
+    of its own when more than one thread is given (NumPy runs it on one thread): not on one
+    thread, not below the limit, not in a graph that calls BLAS, not for an operation tier 1
+    does not compile. Its values are NumPy's bits on every route it takes (tier 0 first, then
+    tier 1 on one thread or several, timed)."""
+    from ndflow.graph import fusion
+    n = settings.numba_parallel_min
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    w = rng.standard_normal((n // 64, 64)).astype(np.float32)
+
+    def regions(f, *args):
+        return len(fusion.fused_kernels(f.get_concrete_function(*args).graph))
+    nf_settings(threads=2, numba="sync", hot_calls=1)
+    add = nf.function(lambda a, b: a + b, jit_compile=jit)
+    assert regions(add, x, y) == 1
+    assert regions(nf.function(lambda a, b: a + b, jit_compile=jit), x[:-1], y[:-1]) == 0
+    # (complex: tier 1 has no loop for it)
+    assert regions(nf.function(lambda a: tnp.sqrt(a), jit_compile=jit),
+                   np.ones(n, np.complex64)) == 0
+    blas = nf.function(lambda a, m: (a + a, m @ m.T), jit_compile=jit)
+    assert regions(blas, x, w[:64]) == 0
+    for _ in range(planner.PAR_AFTER + 8):
+        got = add(x, y).numpy()
+    np.testing.assert_array_equal(got, x + y)
+    assert not np.shares_memory(got, add(x, y).numpy())
+    if kernels.numba_available():
+        assert planner.Route.T1_THREADS.value in nf.config.explain(add)
+    nf_settings(threads=1)
+    assert regions(nf.function(lambda a, b: a + b, jit_compile=jit), x, y) == 0

@@ -168,8 +168,9 @@ class Settings:
         then take a generated caller of about one microsecond.""")
     numba_parallel_min = _Field(1 << 18, _count(0), """Elements from which tier 1 may split a
         region's loop between threads (never in graphs that call BLAS, whose threads keep
-        spinning after a call). From there, one thread and several are both timed and the
-        faster one runs. Starting numba's parallel loop costs
+        spinning after a call), and from which one elementwise operation alone becomes a
+        region so that it can be (NumPy runs it on one thread). From there, one thread and
+        several are both timed and the faster one runs. Starting numba's parallel loop costs
         ~20 us: measured (2-core x86, float32, two ops), two threads took 1.22x one thread's
         time at 2**17 elements, 0.87x at 2**18, 0.58x at 2**20.""")
     numba_parallel_heavy_min = _Field(1 << 16, _count(0), """The same limit for regions that

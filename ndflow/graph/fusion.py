@@ -244,15 +244,15 @@ def elementwise_fusion(g):
     """The pass: regions of two or more fusible nodes become one fused node each."""
     if not settings.fusion:
         return g
+    uses_blas = any(n.prim.blas for n in g.nodes)
     groups = {r: m for r, m in _regions(g).items()
               if (len(m) >= 2 and any(not _is_reduction(g.nodes[i]) for i in m)
-                  or len(m) == 1 and _outer(g.nodes[m[0]])) and _convex(g, m)}
+                  or len(m) == 1 and _alone(g.nodes[m[0]], uses_blas)) and _convex(g, m)}
     groups = _split_inexact_reductions(g, groups)
     if policy.row_regions():
         groups = _row_regions(g, groups)
     if not groups:
         return g
-    uses_blas = any(n.prim.blas for n in g.nodes)
     out = _build(g, groups, uses_blas)
     if out is not None:
         return out
@@ -374,13 +374,17 @@ def _used_outside(g, idx, users):
             if o.id in outs or any(u not in idx for u in users.get(o.id, ()))}
 
 
-def _outer(node):
-    """Whether one elementwise node is worth a kernel of its own (`policy.outer_region`: an
-    outer-product-like broadcast large enough for a compiled loop)."""
+def _alone(node, uses_blas):
+    """Whether one elementwise node is worth a kernel of its own: an outer-product-like
+    broadcast large enough for a compiled loop (`policy.outer_region`), or an operation whose
+    loop threads can share (`policy.shared_region`)."""
     if _is_reduction(node):
         return False
-    return policy.outer_region(tuple(node.outputs[0].shape),
-                               [tuple(v.shape) for v in node.inputs])
+    if policy.outer_region(tuple(node.outputs[0].shape),
+                           [tuple(v.shape) for v in node.inputs]):
+        return True
+    prog, _, _ = program_from_nodes([node], {v.id for v in node.outputs})
+    return policy.shared_region(prog, uses_blas)
 
 
 def _build(g, groups, uses_blas):
