@@ -75,14 +75,14 @@ def build(column, case, d):
         # (settings.numba 'sync'), so that the timed calls do not wait for them, as the
         # peers' columns are timed after their compiles (first_call times the start); the
         # timed copy's regions then find their kernels made. Large regions compile their
-        # two-thread loop only after PAR_AFTER one-thread calls, so the throwaway copy runs
-        # that long, and waits for that compile.
+        # parallel loop only after PAR_AFTER one-thread calls, so the throwaway copy of a
+        # stateless workload runs that long, and waits for that compile.
         from ndflow.graph.kernels import wait_for_compiles
         warm = _build(column, case, d)
         with nf.config.settings.override(numba="sync"):
             for _ in range(1 if case.workload == "polyfit_adam" else 4):
                 warm()
-            if case.workload == "sigmoid":
+            if case.workload in _STATELESS:
                 from ndflow.graph.kernels import planner
                 for _ in range(planner.PAR_AFTER + 2):
                     warm()
