@@ -223,6 +223,53 @@ def test_one_thread_setting_never_runs_the_parallel_kernel(parallel, nf_settings
     assert plan.parallel_kernel is None and plan.choice is None
 
 
+def _in_a_forked_child(body):
+    """Run `body()` in a forked child; its exit status (0: `body` returned true)."""
+    import os
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if body() else 2
+        finally:
+            os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_a_forked_child_runs_its_loops_on_one_thread(parallel, nf_settings):
+    """numba terminates a child forked from a process that ran its parallel loop (GNU OpenMP)
+    when the child starts one: a region whose parallel kernel ran in the parent runs on one
+    thread in the child, with the same bits."""
+    nf_settings(threads=2)
+    a = _specials((1 << 14) + 3, np.random.default_rng(11))
+    f = nf.function(lambda x: 1 / (1 + tnp.exp(-x)))
+    for _ in range(6):
+        want = f(a).numpy()
+    assert parallel
+    del parallel[:]
+
+    def child():
+        return all(np.array_equal(f(a).numpy(), want, equal_nan=True) for _ in range(6)) \
+            and not parallel
+    assert _in_a_forked_child(child) == 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_a_forked_child_compiles_in_a_worker_of_its_own():
+    """The background compile thread does not survive a fork: the child starts its own, and
+    a compile it asks for is made (it was queued for a thread that no longer exists)."""
+    from ndflow.graph.kernels import numba_compile
+    numba_compile._submit(lambda: None, False)
+    assert numba_compile.wait(30)
+    done = []
+
+    def child():
+        numba_compile._submit(lambda: done.append(1), False)
+        return numba_compile.wait(30) and done == [1]
+    assert _in_a_forked_child(child) == 0
+
+
 def test_share_does_not_wait_for_a_helper_not_started():
     """A helper whose thread is busy (here: blocked) when the caller's part is done never runs
     the call's work, and the call returns without waiting for it."""

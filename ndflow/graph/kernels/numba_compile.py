@@ -2,6 +2,7 @@
 cache (`kernel_cache`), one background thread for compiles (or the caller's, with
 `settings.numba = "sync"`), and the kernels made so far in this process."""
 import hashlib
+import os
 import queue
 import sys
 import threading
@@ -59,16 +60,24 @@ def _load(src, name, cache=True):
 
 
 _threads_set = threading.local()
+_parallel_ran = False
+# Whether this process was forked from one that had run a numba parallel loop: GNU OpenMP
+# (numba's 'omp' threading layer on Linux) cannot start one again after a fork, and numba
+# terminates a child that tries ("fork() called from a process already using GNU OpenMP"), so
+# tier 1 keeps such a child's loops on one thread (`planner.threads_for_call`).
+FORKED_AFTER_PARALLEL = False
 
 
 def parallel_threads(n):
     """Have the calling thread's numba parallel loops run on `n` threads (at most numba's
-    pool). numba's setting is per thread and its setter costs ~2.5 us, so it is called only
-    when `n` changes for this thread."""
+    pool); called before each parallel loop. numba's setting is per thread and its setter
+    costs ~2.5 us, so it is called only when `n` changes for this thread."""
+    global _parallel_ran
     if getattr(_threads_set, "n", None) != n:
         import numba
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
         _threads_set.n = n
+        _parallel_ran = True
 
 
 def _verify_replicas(src):
@@ -228,6 +237,21 @@ def _submit(job, sync):
         _worker = threading.Thread(target=_work, name="ndflow-numba", daemon=True)
         _worker.start()
     _Q.put(job)
+
+
+def _after_fork_in_child():
+    """A forked child has none of the parent's threads: its compiles get a worker of their
+    own (the parent's queue, locks and count of pending compiles may be in any state; compiles
+    the parent had queued are not made here, and those regions stay on tier 0)."""
+    global _worker, _pending, _Q, _LOCK, _idle, _threads_set, FORKED_AFTER_PARALLEL
+    _worker, _pending = None, 0
+    _Q, _LOCK, _idle = queue.Queue(), threading.Lock(), threading.Condition()
+    _threads_set = threading.local()
+    FORKED_AFTER_PARALLEL = FORKED_AFTER_PARALLEL or _parallel_ran
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def wait(timeout=None):

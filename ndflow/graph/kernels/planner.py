@@ -500,7 +500,10 @@ def threads_for_call(runner, d, plan):
     several), and the choice (`blocks.ThreadChoice`) or None. numba's parallel kernel is a
     second, slower compile, asked for only once the one-thread kernel has run a while (a
     short-lived program, or the first calls of a long one, do not wait behind it), then one
-    thread and `blocks.threads()` are timed."""
+    thread and `blocks.threads()` are timed. In a process forked from one that ran numba's
+    parallel loop, one thread (`numba_compile.FORKED_AFTER_PARALLEL`)."""
+    if numba_compile.FORKED_AFTER_PARALLEL:
+        return 1, None
     choice = plan.choice
     if choice is None and plan.kernel is not None:
         plan.serial_runs += 1
