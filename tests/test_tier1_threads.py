@@ -223,6 +223,62 @@ def test_one_thread_setting_never_runs_the_parallel_kernel(parallel, nf_settings
     assert plan.parallel_kernel is None and plan.choice is None
 
 
+def test_one_parallel_loop_at_a_time(parallel, nf_settings):
+    """While another thread's parallel loop runs (its lock held here), a call runs the
+    one-thread kernel, with the same bits, and is not timed as a one-thread sample."""
+    nf_settings(threads=2)
+    a = _specials((1 << 14) + 1, np.random.default_rng(12))
+    f = nf.function(lambda x: 1 / (1 + tnp.exp(-x)))
+    for _ in range(6):
+        want = f(a).numpy()
+    assert parallel
+    del parallel[:]
+    with numba_runner._ONE_PARALLEL:
+        for _ in range(3):
+            assert_bits_equal(f(a).numpy(), want)
+    assert not parallel
+    f(a)
+    assert parallel == [2]
+
+
+_WORKQUEUE_SCRIPT = """
+import threading, numpy as np, ndflow as nf, ndflow.numpy as tnp
+from ndflow.graph.kernels import blocks, planner
+planner.PAR_AFTER = 0
+blocks.ADAPT = False
+nf.config.settings.numba = "sync"
+nf.config.settings.threads = 2
+x = np.linspace(-9, 9, 1 << 16, dtype=np.float32)
+f = nf.function(lambda v: 1 / (1 + tnp.exp(-v)))
+for _ in range(4):
+    want = f(x).numpy()
+import numba
+assert numba.threading_layer() == "workqueue"
+bad = []
+def run():
+    for _ in range(200):
+        if not np.array_equal(f(x).numpy(), want):
+            bad.append(1)
+ts = [threading.Thread(target=run) for _ in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("ok", len(bad))
+"""
+
+
+def test_parallel_loops_from_several_threads_on_numba_workqueue():
+    """numba's 'workqueue' threading layer (where no OpenMP or TBB is found) terminates the
+    process when two threads launch parallel loops at once; four threads calling one compiled
+    function run (one parallel loop at a time) and get the same values."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
+    r = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.split()[-2:] == ["ok", "0"], (r.stdout, r.stderr)
+
+
 def _in_a_forked_child(body):
     """Run `body()` in a forked child; its exit status (0: `body` returned true)."""
     import os

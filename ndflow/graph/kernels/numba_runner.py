@@ -9,6 +9,7 @@ Operands are collapsed before the call: dims that every operand shares (or broad
 same way merge, so most regions run a 1-d or 2-d loop over C-contiguous memory, which LLVM
 vectorizes. A kernel is specialised to that broadcast pattern; patterns and programs are the
 cache key (`numba_compile`)."""
+import threading
 import time
 
 import numpy as np
@@ -33,6 +34,12 @@ def _compact(x):
 
 
 _STRIDED = "strided"
+
+# One numba parallel loop at a time in the process; a call that finds one running runs its
+# one-thread kernel. numba's 'workqueue' threading layer (where neither OpenMP nor TBB is
+# found) terminates the process when two threads launch parallel loops at once, and on the
+# other layers two loops at once would share the same cores anyway.
+_ONE_PARALLEL = threading.Lock()
 
 
 class Runner(QuickCallers):
@@ -250,6 +257,18 @@ class Runner(QuickCallers):
         nt, choice = 1, None
         if d.route is Route.T1_THREADS:
             nt, choice = planner.threads_for_call(self, d, plan)
+        if nt > 1:
+            if _ONE_PARALLEL.acquire(False):
+                try:
+                    return self._run(d, plan, xs, orig, donors, nt, choice)
+                finally:
+                    _ONE_PARALLEL.release()
+            nt, choice = 1, None            # another thread's parallel loop is running
+        return self._run(d, plan, xs, orig, donors, nt, choice)
+
+    def _run(self, d, plan, xs, orig, donors, nt, choice):
+        """The rest of a general call: the kernel for `nt` threads (the one standing in for
+        it while it compiles), the operands and results, the call (timed for `choice`)."""
         par = nt > 1
         k = plan.parallel_kernel if par else plan.kernel
         if k is None:
