@@ -223,20 +223,29 @@ def test_one_thread_setting_never_runs_the_parallel_kernel(parallel, nf_settings
     assert plan.parallel_kernel is None and plan.choice is None
 
 
-def test_one_parallel_loop_at_a_time(parallel, nf_settings):
-    """While another thread's parallel loop runs (its lock held here), a call runs the
-    one-thread kernel, with the same bits, and is not timed as a one-thread sample."""
+def _sigmoid_on_two_threads(parallel, nf_settings, seed):
+    """A compiled sigmoid whose parallel kernel has run (the `parallel` record then emptied):
+    (the function, its operand, its result)."""
     nf_settings(threads=2)
-    a = _specials((1 << 14) + 1, np.random.default_rng(12))
+    a = _specials((1 << 14) + seed, np.random.default_rng(seed))
     f = nf.function(lambda x: 1 / (1 + tnp.exp(-x)))
     for _ in range(6):
         want = f(a).numpy()
     assert parallel
     del parallel[:]
+    return f, a, want
+
+
+def test_one_parallel_loop_at_a_time(parallel, nf_settings):
+    """While another thread's parallel loop runs (its lock held here), a call runs the
+    one-thread kernel, with the same bits, and is not timed as a one-thread sample."""
+    f, a, want = _sigmoid_on_two_threads(parallel, nf_settings, 12)
+    plan, = _region(f, a).runner.plans.values()
+    samples = dict(plan.choice.samples)
     with numba_runner._ONE_PARALLEL:
         for _ in range(3):
             assert_bits_equal(f(a).numpy(), want)
-    assert not parallel
+    assert not parallel and plan.choice.samples == samples
     f(a)
     assert parallel == [2]
 
@@ -297,13 +306,7 @@ def test_a_forked_child_runs_its_loops_on_one_thread(parallel, nf_settings):
     """numba terminates a child forked from a process that ran its parallel loop (GNU OpenMP)
     when the child starts one: a region whose parallel kernel ran in the parent runs on one
     thread in the child, with the same bits."""
-    nf_settings(threads=2)
-    a = _specials((1 << 14) + 3, np.random.default_rng(11))
-    f = nf.function(lambda x: 1 / (1 + tnp.exp(-x)))
-    for _ in range(6):
-        want = f(a).numpy()
-    assert parallel
-    del parallel[:]
+    f, a, want = _sigmoid_on_two_threads(parallel, nf_settings, 11)
 
     def child():
         return all(np.array_equal(f(a).numpy(), want, equal_nan=True) for _ in range(6)) \
