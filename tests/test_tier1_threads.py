@@ -6,6 +6,9 @@ chunks use (`blocks.share`). Results are the one thread's bit for bit, in both c
 chunks that end mid-vector, operands broadcast along either collapsed dim, and results
 written over an operand."""
 import importlib.util
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -279,9 +282,6 @@ def test_parallel_loops_from_several_threads_on_numba_workqueue():
     """numba's 'workqueue' threading layer (where no OpenMP or TBB is found) terminates the
     process when two threads launch parallel loops at once; four threads calling one compiled
     function run (one parallel loop at a time) and get the same values."""
-    import os
-    import subprocess
-    import sys
     env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
     r = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=600)
@@ -290,7 +290,6 @@ def test_parallel_loops_from_several_threads_on_numba_workqueue():
 
 def _in_a_forked_child(body):
     """Run `body()` in a forked child; its exit status (0: `body` returned true)."""
-    import os
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -301,7 +300,7 @@ def _in_a_forked_child(body):
     return os.waitpid(pid, 0)[1]
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_forked_child_runs_its_loops_on_one_thread(parallel, nf_settings):
     """numba terminates a child forked from a process that ran its parallel loop (GNU OpenMP)
     when the child starts one: a region whose parallel kernel ran in the parent runs on one
@@ -314,7 +313,7 @@ def test_a_forked_child_runs_its_loops_on_one_thread(parallel, nf_settings):
     assert _in_a_forked_child(child) == 0
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_forked_child_compiles_in_a_worker_of_its_own():
     """The background compile thread does not survive a fork: the child starts its own, and
     a compile it asks for is made (it was queued for a thread that no longer exists)."""

@@ -175,19 +175,10 @@ class _Text:
         slower per thread on the sigmoid), and each element is computed by the same code
         whichever thread runs it, so the results are the one thread's bit for bit."""
         n = self.n
-        params = ["d%d" % k for k in range(self.r)]
-        args = ["hi - lo"] + params[1:]
-        for i in range(n):
-            if i in self.baked:
-                continue
-            x = "x%d" % i
-            params.append(x)
-            args.append(x + "[lo:hi]" if i not in self.scalars and self.pat[i][0] else x)
-        for k in range(len(self.outs)):
-            if k not in self.into:
-                o = "o%d" % k
-                params.append(o)
-                args.append(o + "[lo:hi]" if self.pat[n + k][0] else o)
+        params = self.params()
+        spans = {"x%d" % i: i not in self.scalars and self.pat[i][0] for i in range(n)}
+        spans.update(("o%d" % k, self.pat[n + k][0]) for k in range(len(self.outs)))
+        args = ["hi - lo"] + [p + "[lo:hi]" if spans.get(p) else p for p in params[1:]]
         return ["", "",
                 "@njit(parallel=True, fastmath=set(), error_model='numpy', nogil=True)",
                 "def %s(%s):" % (name, ", ".join(params)),
@@ -197,6 +188,14 @@ class _Text:
                 "        hi = min(lo + rows, d0)",
                 "        %s_rows(%s)" % (name, ", ".join(args)),
                 "    return 0"]
+
+    def params(self):
+        """The kernel's parameters: the collapsed dims, the operands not written into it,
+        the results not written over an operand, and a partial sum's accumulator."""
+        return ["d%d" % k for k in range(self.r)] + \
+            ["x%d" % i for i in range(self.n) if i not in self.baked] + \
+            ["o%d" % k for k in range(len(self.outs)) if k not in self.into] + \
+            (["acc"] if self.red and not self.full_red else [])
 
     def index(self, p):
         if not any(p):
@@ -212,11 +211,8 @@ class _Text:
 
     def head(self, name, body):
         """The module's imports and constants, and the kernel's decorator and def line."""
-        n, r = self.n, self.r
-        params = ["d%d" % k for k in range(r)] + \
-            ["x%d" % i for i in range(n) if i not in self.baked] + \
-            ["o%d" % k for k in range(len(self.outs)) if k not in self.into] + \
-            (["acc"] if self.red and not self.full_red else [])
+        r = self.r
+        params = self.params()
         h = helpers()
         used = sorted({m for line in body for m in re.findall(r"\b([A-Za-z_]\w*)\(", line)
                        if m in h})
