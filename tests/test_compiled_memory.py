@@ -1,8 +1,10 @@
 """A compiled training step run many times holds no more memory at the end than after its
 warm-up: nothing per call is kept (caches keyed per call, pools that grow, records that pile
 up), eager NumPy buffers included (NumPy reports its allocations to tracemalloc)."""
+import functools
 import gc
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -54,3 +56,41 @@ def test_compiled_training_step_memory_stays_flat(numba):
             tracemalloc.stop()
     # 400 calls: a leak of even 64 bytes per call shows (the loss array itself is ~100 bytes)
     assert grown < 16 * 1024, f"{grown} bytes held after 400 more calls"
+
+
+class _Held:
+    """What a closure holds (a weak reference can name it)."""
+
+
+def _compiled_and_dropped(kind):
+    held = _Held()
+
+    def f(x):
+        held                                    # in f's closure
+        return x * 2.0
+
+    def again(x, n=1):
+        held
+        return x * 2.0 if n == 0 else again(x, n - 1)    # f's closure holds f itself
+
+    if kind == "wrapper":
+        nf.function(f)(tnp.asarray([1.0]))    # f converted first: its twin is in f.__dict__
+
+    @functools.wraps(f)                         # copies f's __dict__, f's twin included
+    def wrapper(x):
+        return f(x) + 1.0
+
+    target = {"plain": f, "recursive": again, "wrapper": wrapper}[kind]
+    fn = nf.function(target)
+    want = {"plain": [2.0, 4.0], "recursive": [2.0, 4.0], "wrapper": [3.0, 5.0]}[kind]
+    np.testing.assert_array_equal(fn(tnp.asarray([1.0, 2.0])).numpy(), want)
+    return weakref.ref(held), weakref.ref(target)
+
+
+@pytest.mark.parametrize("kind", ["plain", "recursive", "wrapper"])
+def test_a_compiled_function_dropped_is_freed_with_its_closure(kind):
+    """AutoGraph's converted twin of a function shares its closure: the cache of twins must not
+    keep the function (and the arrays its closure holds) alive once the user drops it."""
+    held, target = _compiled_and_dropped(kind)
+    gc.collect()
+    assert held() is None and target() is None

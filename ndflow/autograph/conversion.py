@@ -21,7 +21,12 @@ from . import transformer as T
 from ..core.state import AST_LOCK
 
 _CODE_CACHE = {}                        # original code object -> (factory code, source) | None
-_FN_CACHE = weakref.WeakKeyDictionary()  # original function -> converted function
+# A function's converted twin is kept on the function itself, not in a table keyed by it: the
+# twin shares the function's closure cells, which can hold the function (a nested function that
+# calls itself), so a table's entry would keep every converted function, and what its closure
+# holds, alive for good. On the function it is a cycle the collector frees with it. The weak
+# reference names whose twin it is: functools.wraps copies a function's __dict__ to its wrapper.
+_TWIN = "__ndflow_autograph_twin__"
 _GENERATED = set()        # code objects we compiled (never converted again)
 _TWIN_CODE = {}           # original code object -> the twin's code (named as the original)
 _WARNED = set()
@@ -227,7 +232,6 @@ def _build(f):
     g.__doc__ = f.__doc__
     g.__module__ = f.__module__
     g.__dict__.update(f.__dict__)
-    g.__wrapped_by_autograph__ = f
     return g
 
 
@@ -261,10 +265,9 @@ def convert(f, warn=True):
         return f
     if not inspect.isfunction(f) or not should_convert(f):
         return f
-    try:
-        return _FN_CACHE[f]
-    except (KeyError, TypeError):
-        pass
+    hit = f.__dict__.get(_TWIN)
+    if hit is not None and hit[0]() is f:
+        return hit[1]
     try:
         g = _build(f)
     except (T.Unsupported, SyntaxError) as e:
@@ -276,10 +279,7 @@ def convert(f, warn=True):
                           f"as written (Python control flow on traced values raises "
                           f"nf.TracingError)", stacklevel=3)
         g = f
-    try:
-        _FN_CACHE[f] = g
-    except TypeError:
-        pass
+    setattr(f, _TWIN, (weakref.ref(f), g))
     return g
 
 
