@@ -291,35 +291,7 @@ def _compile(n, nslots, steps, seeds, kept, tail=None):
         # the kept ones and the values met (a later record's is released when it runs)
         ns[f"L{i}"] = tuple((f"o{k}", f"c{k}") for k in range(nslots)
                             if k <= i or k in kept or k >= n)
-        if donates:
-            body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
-            # (decided before the call: an argument already pushed for it would be counted)
-            body += ["d = _donatable(c)", f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
-                     "if g is NotImplemented:", f"    c{i} = c",
-                     f"    return _spill(ct, locals(), L{i}, {i})"]
-        else:
-            # (the slot itself passed: the rule never writes into it)
-            body = [f"g = R{i}(c{i}, r{i}[1], o{i}, r{i}[3], N{i}, False)",
-                    "if g is NotImplemented:", f"    return _spill(ct, locals(), L{i}, {i})"]
-            body += [] if is_kept else [f"c{i} = None"]
-        for j, k in enumerate(dests):
-            if k >= 0:
-                body += [f"r = g[{j}]",
-                         "if r is not None:",
-                         f"    c{k} = r if c{k} is None else _sum(c{k}, r)"]
-        body.append("c = g = r = None" if donates else "g = r = None")
-        src.append(f"    if c{i} is not None:")
-        if tail is not None and tail[0] == i:
-            # a square under a sum from a seed of exactly one: x + x (the square's record is
-            # then left with no cotangent, as a record none reaches)
-            s, j, m, d = tail
-            ns["DU"] = d
-            src += [f"        if _unit(c{i}, DU):",
-                    f"            c{m} = _twice(r{j}[1][0]._v)",
-                    f"            c{i} = None",
-                    "        else:"]
-            body = ["    " + b for b in body]
-        src += ["        " + b for b in body]
+        src += _step(i, donates, is_kept, dests, tail, ns)
         # (the record released once its rule has run, as the plan's loop releases it)
         src.append(f"    r{i} = None")
         src.append(f"    if consume: recs[{i}] = None")
@@ -331,6 +303,41 @@ def _compile(n, nslots, steps, seeds, kept, tail=None):
     exec(compile(text, "<ndflow eager schedule>", "exec"), ns)
     ns["run"].source = text           # (for a reader: print(schedule.run.source))
     return ns["run"]
+
+
+def _step(i, donates, is_kept, dests, tail, ns):
+    """The compiled lines of record i's step (its rule `R<i>` on the cotangent in `c<i>`, each
+    gradient summed into its slot), and for the sum of a unit-seed tail (`_unit_tail`) the
+    two records' x + x in front of them."""
+    if donates:
+        body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
+        # (decided before the call: an argument already pushed for it would be counted)
+        body += ["d = _donatable(c)", f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
+                 "if g is NotImplemented:", f"    c{i} = c",
+                 f"    return _spill(ct, locals(), L{i}, {i})"]
+    else:
+        # (the slot itself passed: the rule never writes into it)
+        body = [f"g = R{i}(c{i}, r{i}[1], o{i}, r{i}[3], N{i}, False)",
+                "if g is NotImplemented:", f"    return _spill(ct, locals(), L{i}, {i})"]
+        body += [] if is_kept else [f"c{i} = None"]
+    for j, k in enumerate(dests):
+        if k >= 0:
+            body += [f"r = g[{j}]",
+                     "if r is not None:",
+                     f"    c{k} = r if c{k} is None else _sum(c{k}, r)"]
+    body.append("c = g = r = None" if donates else "g = r = None")
+    src = [f"    if c{i} is not None:"]
+    if tail is not None and tail[0] == i:
+        # a square under a sum from a seed of exactly one: x + x (the square's record is
+        # then left with no cotangent, as a record none reaches)
+        _, j, m, d = tail
+        ns["DU"] = d
+        src += [f"        if _unit(c{i}, DU):",
+                f"            c{m} = _twice(r{j}[1][0]._v)",
+                f"            c{i} = None",
+                "        else:"]
+        body = ["    " + b for b in body]
+    return src + ["        " + b for b in body]
 
 
 def _unit(c, d):
