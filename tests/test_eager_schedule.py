@@ -477,6 +477,16 @@ def test_a_square_under_a_sum_from_a_unit_seed_is_the_reference(dtype, sched, tw
             _check(monkeypatch, lambda: _grads(lambda w: tnp.sum(tnp.square(w)), [w]))
     assert sched == [-1] * 4 and twice_calls == [v.shape] * 4
 
+    # a persistent tape: both gradients take it (its records are kept, not consumed)
+    def persistent():
+        with nf.GradientTape(persistent=True) as tape:
+            tape.watch(w)
+            z = tnp.sum(tnp.square(w * a - c))
+        return tape.gradient(z, [w]) + tape.gradient(z, [w])
+    with np.errstate(all="ignore"):
+        got = _check(monkeypatch, persistent)
+    assert _bits(got[:1]) == _bits(got[1:]) and twice_calls == [v.shape] * 6
+
 
 def test_the_unit_seed_shortcut_reads_the_seed(sched, twice_calls, monkeypatch):
     # a seed the caller gives: of another value (two, NaN, -0.0, -1, a one of another dtype
@@ -500,9 +510,10 @@ def test_the_unit_seed_shortcut_reads_the_seed(sched, twice_calls, monkeypatch):
 
 
 def test_where_the_unit_seed_shortcut_does_not_apply(sched, twice_calls, monkeypatch):
-    # the square read by another record too; x given a gradient before the square's (a record
-    # after it, reached by nothing: the check is on the program, not on the run); a complex
-    # square (1 * x is not x's bits); a square of two values; each the reference's bits
+    # the square's own gradient asked for (its cotangent kept); the square read by another
+    # record too; x given a gradient before the square's (a record after it, reached by
+    # nothing: the check is on the program, not on the run); a complex square (1 * x is not
+    # x's bits); a square of two values; each the reference's bits
     v = _special(np.float64)
     x, y = tnp.asarray(v), tnp.asarray(v[::-1].copy())
     xc = tnp.asarray(v + 1j * v[::-1])
@@ -516,13 +527,20 @@ def test_where_the_unit_seed_shortcut_does_not_apply(sched, twice_calls, monkeyp
         q = x * x
         x * 3.0
         return tnp.sum(q)
+    def square_asked_for():
+        with nf.GradientTape() as tape:
+            tape.watch(x)
+            q = x * x
+            z = tnp.sum(q)
+        return tape.gradient(z, [x, q])
     with np.errstate(all="ignore"):
         for _ in range(2):
+            _check(monkeypatch, square_asked_for)
             _check(monkeypatch, lambda: _grads(shared, [x]))
             _check(monkeypatch, lambda: _grads(later, [x]))
             _check(monkeypatch, lambda: _grads(lambda x: tnp.sum(tnp.square(x)), [xc]))
             _check(monkeypatch, lambda: _grads(lambda x, y: tnp.sum(x * y), [x, y]))
-    assert twice_calls == [] and sched.count(-1) == 8
+    assert twice_calls == [] and sched.count(-1) == 10
 
 
 def test_labels_get_no_gradient_computed(sched, monkeypatch):
