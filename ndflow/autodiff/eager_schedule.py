@@ -35,6 +35,9 @@ reach it.
 The gradients are the reference loop's bits: the same host rules on the same operands in the
 same order as `eager_plan._host_records` (tests/test_eager_schedule.py compares the three on
 the op table, and checks that each part of the check above refuses a schedule that differs).
+One pair of steps is decided together: a loss ending in sum(x * x) whose seed is exactly one
+runs as x + x, the rules' (1 * x) + (1 * x) without the broadcast and the product (`_unit_tail`;
+the seed is read on every run, and any other seed runs both rules).
 """
 import operator
 import sys
