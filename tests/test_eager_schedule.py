@@ -13,7 +13,9 @@ fresh cache per test) and:
   parameters, which the rules read on every run, give the reference's bits when they change
   under the same schedule; persistent and nested tapes;
 * an MLP's gradients, scheduled, are checked against finite differences, and its
-  output_gradients and sources are never written into.
+  output_gradients and sources are never written into;
+* a square under a sum from a seed of exactly one runs as x + x: the reference's bits on
+  special values, never for another seed or where the program does not fit.
 """
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ import ndflow as nf
 import ndflow.numpy as tnp
 from ndflow.autodiff import eager_plan as P
 from ndflow.autodiff import eager_schedule as S
+from ndflow.primitives import elementwise as E
 
 import test_eager_plan as EP
 import test_optable as T
@@ -430,3 +433,126 @@ def test_a_sequence_rebuilt_too_often_goes_to_the_plans_loop(sched, monkeypatch)
             _check(monkeypatch, lambda: grads(watched, f))
     assert sched.count(-1) == 3 and list(S._BUILT.values()) == [4]
     assert list(S._CACHE.values()) == [(P.RULES,)]
+
+
+# ------------------------------------------------------------------ the loss's tail
+_SPECIAL = {np.float16: (0x7C01, 0xFE01), np.float32: (0x7F800001, 0xFFC00123),
+            np.float64: (0x7FF0000000000001, 0xFFF8000000000123)}
+
+
+def _special(dtype, n=4):
+    """Values where a product by one could differ from its operand: signed zeros, infinities,
+    NaNs (a signaling one and a negative quiet one with payloads, by their bits), the
+    smallest subnormal, the largest finite value (x + x overflows), then random ones."""
+    d = np.dtype(dtype)
+    it = {2: np.uint16, 4: np.uint32, 8: np.uint64}[d.itemsize]
+    nans = np.array(_SPECIAL[dtype], it).view(d)
+    fi = np.finfo(d)
+    v = np.concatenate([[0.0, -0.0, np.inf, -np.inf], nans, [fi.smallest_subnormal, fi.max,
+                        -fi.tiny, 1.5]]).astype(d)
+    v[4:6] = nans                         # (kept by their bits through the concatenate)
+    rng = np.random.default_rng(21)
+    return np.concatenate([v, rng.standard_normal(n).astype(d)])
+
+
+@pytest.fixture
+def twice_calls(monkeypatch):
+    calls = []
+    real = S.twice
+    monkeypatch.setattr(S, "twice", lambda x: calls.append(x.shape) or real(x))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_square_under_a_sum_from_a_unit_seed_is_the_reference(dtype, sched, twice_calls,
+                                                                 monkeypatch):
+    # sum(square(w * a - c)) and sum(square(w)): with the default seed the schedule runs the
+    # sum's and the square's records as x + x, the reference's (1 * x) + (1 * x) bits on
+    # special values, and labels (c) get no gradient computed
+    v = _special(dtype)
+    w, a, c = tnp.asarray(v), tnp.asarray(v[::-1].copy()), tnp.asarray(np.roll(v, 3))
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            _check(monkeypatch, lambda: _grads(lambda w: tnp.sum(tnp.square(w * a - c)), [w]))
+            _check(monkeypatch, lambda: _grads(lambda w: tnp.sum(tnp.square(w)), [w]))
+    assert sched == [-1] * 4 and twice_calls == [v.shape] * 4
+
+    # a persistent tape: both gradients take it (its records are kept, not consumed)
+    def persistent():
+        with nf.GradientTape(persistent=True) as tape:
+            tape.watch(w)
+            z = tnp.sum(tnp.square(w * a - c))
+        return tape.gradient(z, [w]) + tape.gradient(z, [w])
+    with np.errstate(all="ignore"):
+        got = _check(monkeypatch, persistent)
+    assert _bits(got[:1]) == _bits(got[1:]) and twice_calls == [v.shape] * 6
+
+
+def test_the_unit_seed_shortcut_reads_the_seed(sched, twice_calls, monkeypatch):
+    # a seed the caller gives: of another value (two, NaN, -0.0, -1, a one of another dtype
+    # just above one, a one of another shape) the sum's and the square's rules run; exactly one
+    # (as a float or an array) is the default seed's bits and may take it
+    v = _special(np.float32)
+    w, c = tnp.asarray(v), tnp.asarray(np.roll(v, 5))
+    with np.errstate(all="ignore"):
+        for og in (2.0, np.nan, -0.0, -1.0, np.float64(1 + 2 ** -20), np.ones((1,))):
+            def f(og=og):
+                with nf.GradientTape() as tape:
+                    tape.watch(w)
+                    z = tnp.sum(tnp.square(w - c), keepdims=np.shape(og) == (1,))
+                return tape.gradient(z, [w], output_gradients=og)
+            _check(monkeypatch, f)
+            _check(monkeypatch, f)
+        assert twice_calls == []
+        _check(monkeypatch, lambda: _grads(lambda w: tnp.sum(tnp.square(w - c)), [w],
+                                           output_gradients=np.float32(1)))
+    assert twice_calls == [v.shape]
+
+
+def test_where_the_unit_seed_shortcut_does_not_apply(sched, twice_calls, monkeypatch):
+    # the square's own gradient asked for (its cotangent kept); the square read by another
+    # record too; x given a gradient before the square's (a record after it, reached by
+    # nothing: the check is on the program, not on the run); a complex square (1 * x is not
+    # x's bits); a square of two values; each the reference's bits
+    v = _special(np.float64)
+    x, y = tnp.asarray(v), tnp.asarray(v[::-1].copy())
+    xc = tnp.asarray(v + 1j * v[::-1])
+
+    def shared(x):
+        q = x * x
+        q * 3.0
+        return tnp.sum(q)
+
+    def later(x):
+        q = x * x
+        x * 3.0
+        return tnp.sum(q)
+    def square_asked_for():
+        with nf.GradientTape() as tape:
+            tape.watch(x)
+            q = x * x
+            z = tnp.sum(q)
+        return tape.gradient(z, [x, q])
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            _check(monkeypatch, square_asked_for)
+            _check(monkeypatch, lambda: _grads(shared, [x]))
+            _check(monkeypatch, lambda: _grads(later, [x]))
+            _check(monkeypatch, lambda: _grads(lambda x: tnp.sum(tnp.square(x)), [xc]))
+            _check(monkeypatch, lambda: _grads(lambda x, y: tnp.sum(x * y), [x, y]))
+    assert twice_calls == [] and sched.count(-1) == 10
+
+
+def test_labels_get_no_gradient_computed(sched, monkeypatch):
+    # sub's rule is asked for the prediction's cotangent only (no negated copy for labels)
+    seen = []
+    sub = E.sub_p
+    rules = dict(P.RULES)
+    rule, vjp, donates = rules[sub]
+    rules[sub] = (lambda ct, args, outs, p, needs, d: seen.append(needs) or
+                  rule(ct, args, outs, p, needs, d), vjp, donates)
+    monkeypatch.setattr(P, "RULES", rules)
+    w, c = _arrays((6, 2), (6, 2), dtype=np.float32, seed=22)
+    for _ in range(2):
+        _check(monkeypatch, lambda: _grads(lambda w: tnp.sum(tnp.square(w - c)), [w]))
+    assert seen == [(True, False)] * 2 and sched == [-1, -1]

@@ -35,6 +35,9 @@ reach it.
 The gradients are the reference loop's bits: the same host rules on the same operands in the
 same order as `eager_plan._host_records` (tests/test_eager_schedule.py compares the three on
 the op table, and checks that each part of the check above refuses a schedule that differs).
+One pair of steps is decided together: a loss ending in sum(x * x) whose seed is exactly one
+runs as x + x, the rules' (1 * x) + (1 * x) without the broadcast and the product (`_unit_tail`;
+the seed is read on every run, and any other seed runs both rules).
 """
 import operator
 import sys
@@ -44,6 +47,8 @@ import numpy as np
 from ..core import dtypes as _dt
 from ..core.ndarray import ndarray, _wrap
 from ..core.settings import settings
+from ..primitives import elementwise as E, reduction as R
+from .host_vjp import RULES, twice
 
 _ndarray = np.ndarray
 _refcount = sys.getrefcount
@@ -183,15 +188,56 @@ def _build(key, vjps, rules, recs, ct, keep, conn):
                       tuple(checks)))
     seeds = sorted(slot_of[t] for t in ct)
     kept = sorted(slot_of[t] for t in keep if t in slot_of and slot_of[t] < n)
-    return Schedule(vjps, rules, _compile(n, nslots, steps, seeds, kept), steps)
+    tail = _unit_tail(key, rules, steps, seeds)
+    return Schedule(vjps, rules, _compile(n, nslots, steps, seeds, kept, tail), steps)
 
 
-def _compile(n, nslots, steps, seeds, kept):
+def _unit_tail(key, rules, steps, seeds):
+    """A loss that ends in sum(x * x) (a square under a sum), its sum the one seeded target:
+    (the sum's record, the square's, x's slot, x's dtype), whose two steps the compiled code
+    runs as `host_vjp.twice(x)` when the seed is exactly one (checked on every run: a seed
+    the caller gives, of another value, runs both rules). None for any other program.
+
+    The two steps' cotangents must be theirs alone, so that the pair's result is what the
+    rules give: the square's output feeds the sum only, and x's slot takes no gradient
+    before the square's (its first: the reference's `gx + gx`, not `(prev + gx) + gx`).
+    x real floating (for a complex x, 1 * x is not x's bits: (1 + 0j) * (a + inf j))."""
+    if len(seeds) != 1:
+        return None
+    order = {st[0]: k for k, st in enumerate(steps)}
+    top = steps[0]
+    s = seeds[0]
+    if top[0] != s or key[s] is not R.reduce_sum_p or top[3]:
+        return None
+    if top[1] is not RULES[R.reduce_sum_p][0] or len(top[4]) != 1 or top[4][0] < 0:
+        return None
+    j = top[4][0]
+    sq = steps[order[j]] if j in order else None
+    if sq is None or key[j] is not E.mul_p or sq[1] is not RULES[E.mul_p][0] or sq[3]:
+        return None
+    m = sq[4][0]
+    if sq[4] != (m, m) or m < 0 or m in seeds:
+        return None
+    d = sq[6][0][2]
+    if d is None or d.kind != "f":
+        return None
+    for st in steps:
+        if st[0] != s and j in st[4]:
+            return None                   # (another record reads the square)
+        if st is sq:
+            break
+        if m in st[4]:
+            return None                   # (x takes a gradient before the square's)
+    return s, j, m, d
+
+
+def _compile(n, nslots, steps, seeds, kept, tail=None):
     """The schedule as one function, straight-line Python: the checks, then each record's
     rule with its cotangents in local names `c<slot>` (the tids in `o<slot>`) instead of a
     table; `run(recs, ct, keep, conn, consume)` -> the index the plan's loop goes on from,
-    None where the checks refuse the records (nothing was done)."""
-    ns = {"_wrap": _wrap, "_donatable": _donatable, "_sum": _sum, "NotImplemented": NotImplemented}
+    None where the checks refuse the records (nothing was done). `tail`: see `_unit_tail`."""
+    ns = {"_wrap": _wrap, "_donatable": _donatable, "_sum": _sum, "NotImplemented": NotImplemented,
+          "_unit": _unit, "_twice": twice}
     src = ["def run(recs, ct, keep, conn, consume):",
            f"    {', '.join(f'r{i}' for i in range(n))}, = recs",
            f"    {', '.join(f'o{i}' for i in range(n))}, = "
@@ -248,25 +294,7 @@ def _compile(n, nslots, steps, seeds, kept):
         # the kept ones and the values met (a later record's is released when it runs)
         ns[f"L{i}"] = tuple((f"o{k}", f"c{k}") for k in range(nslots)
                             if k <= i or k in kept or k >= n)
-        if donates:
-            body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
-            # (decided before the call: an argument already pushed for it would be counted)
-            body += ["d = _donatable(c)", f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
-                     "if g is NotImplemented:", f"    c{i} = c",
-                     f"    return _spill(ct, locals(), L{i}, {i})"]
-        else:
-            # (the slot itself passed: the rule never writes into it)
-            body = [f"g = R{i}(c{i}, r{i}[1], o{i}, r{i}[3], N{i}, False)",
-                    "if g is NotImplemented:", f"    return _spill(ct, locals(), L{i}, {i})"]
-            body += [] if is_kept else [f"c{i} = None"]
-        for j, k in enumerate(dests):
-            if k >= 0:
-                body += [f"r = g[{j}]",
-                         "if r is not None:",
-                         f"    c{k} = r if c{k} is None else _sum(c{k}, r)"]
-        body.append("c = g = r = None" if donates else "g = r = None")
-        src.append(f"    if c{i} is not None:")
-        src += ["        " + b for b in body]
+        src += _step(i, donates, is_kept, dests, tail, ns)
         # (the record released once its rule has run, as the plan's loop releases it)
         src.append(f"    r{i} = None")
         src.append(f"    if consume: recs[{i}] = None")
@@ -278,6 +306,47 @@ def _compile(n, nslots, steps, seeds, kept):
     exec(compile(text, "<ndflow eager schedule>", "exec"), ns)
     ns["run"].source = text           # (for a reader: print(schedule.run.source))
     return ns["run"]
+
+
+def _step(i, donates, is_kept, dests, tail, ns):
+    """The compiled lines of record i's step (its rule `R<i>` on the cotangent in `c<i>`, each
+    gradient summed into its slot), and for the sum of a unit-seed tail (`_unit_tail`) the
+    two records' x + x in front of them."""
+    if donates:
+        body = [f"c = c{i}"] + ([] if is_kept else [f"c{i} = None"])
+        # (decided before the call: an argument already pushed for it would be counted)
+        body += ["d = _donatable(c)", f"g = R{i}(c, r{i}[1], o{i}, r{i}[3], N{i}, d)",
+                 "if g is NotImplemented:", f"    c{i} = c",
+                 f"    return _spill(ct, locals(), L{i}, {i})"]
+    else:
+        # (the slot itself passed: the rule never writes into it)
+        body = [f"g = R{i}(c{i}, r{i}[1], o{i}, r{i}[3], N{i}, False)",
+                "if g is NotImplemented:", f"    return _spill(ct, locals(), L{i}, {i})"]
+        body += [] if is_kept else [f"c{i} = None"]
+    for j, k in enumerate(dests):
+        if k >= 0:
+            body += [f"r = g[{j}]",
+                     "if r is not None:",
+                     f"    c{k} = r if c{k} is None else _sum(c{k}, r)"]
+    body.append("c = g = r = None" if donates else "g = r = None")
+    src = [f"    if c{i} is not None:"]
+    if tail is not None and tail[0] == i:
+        # a square under a sum from a seed of exactly one: x + x (the square's record is
+        # then left with no cotangent, as a record none reaches)
+        _, j, m, d = tail
+        ns["DU"] = d
+        src += [f"        if _unit(c{i}, DU):",
+                f"            c{m} = _twice(r{j}[1][0]._v)",
+                f"            c{i} = None",
+                "        else:"]
+        body = ["    " + b for b in body]
+    return src + ["        " + b for b in body]
+
+
+def _unit(c, d):
+    """Whether seed buffer `c` is a 0-d array of dtype `d` holding exactly one (the default
+    seed, or an output gradient of that value: the same bits either way)."""
+    return type(c) is _ndarray and c.shape == () and c.dtype == d and c.item() == 1
 
 
 def _donatable(c):
