@@ -7,6 +7,8 @@ conditions (NumPy's error state, a compile still pending) send single calls to t
 counted."""
 import importlib.util
 import io
+import subprocess
+import sys
 import time
 import warnings
 from contextlib import redirect_stderr
@@ -221,7 +223,6 @@ def test_sync_compile_is_asked_for_on_the_hot_call(monkeypatch, nf_settings):
 def test_background_compile_lowers_the_switch_interval_while_it_runs():
     """A background compile runs with a short thread switch interval (the caller coming back
     from NumPy's loops does not wait 5 ms for the interpreter lock), restored after it."""
-    import sys
     before = sys.getswitchinterval()
     seen = []
     numba_compile._submit(lambda: seen.append(sys.getswitchinterval()), sync=False)
@@ -240,7 +241,6 @@ def test_background_compile_rests_unless_a_thread_waits_for_it(monkeypatch):
     """The background compile works in slices with rests between them (the caller keeps the
     interpreter lock most of the time), in its own thread only; a thread waiting for the
     compiles (`wait`) lifts the rests."""
-    import sys
     import time
     monkeypatch.setattr(numba_compile, "RUN_S", 0.0)     # rest at every look
     monkeypatch.setattr(numba_compile, "REST_S", 0.0)
@@ -266,3 +266,24 @@ def test_background_compile_rests_unless_a_thread_waits_for_it(monkeypatch):
     numba_compile._submit(waited_job, sync=False)
     assert numba_compile.wait(timeout=30)
     assert seen["rests"] == 0
+
+
+@needs_numba
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_llvm_is_loaded_before_numba_by_a_call_that_releases_the_lock():
+    """ctypes' own `dlopen` keeps the interpreter lock while LLVM's ~170 MB library is mapped
+    (a caller's call stalled 75-145 ms behind it); the background compile loads it first
+    through libc's `dlopen`, so numba's later load finds it there. A fresh process: afterwards
+    the library is mapped, and neither llvmlite nor numba was imported for it."""
+    code = (
+        "import sys\n"
+        "from ndflow.graph.kernels import numba_compile\n"
+        "assert 'llvmlite' not in sys.modules\n"
+        "numba_compile._load_llvm_without_the_lock()\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "assert 'libllvmlite' in maps, 'not loaded'\n"
+        "assert not any(m.startswith(('llvmlite', 'numba')) for m in sys.modules)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -1,7 +1,9 @@
 """Compiling tier-1 kernels: numba (imported here, on the first compile), the verified disk
 cache (`kernel_cache`), one background thread for compiles (or the caller's, with
 `settings.numba = "sync"`), and the kernels made so far in this process."""
+import ctypes
 import hashlib
+import importlib.util
 import os
 import queue
 import sys
@@ -125,6 +127,32 @@ def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=Fal
     return build(key, prog, src, name, _dummy_args(prog, plan, in_place, baked, scalars))
 
 
+def _load_llvm_without_the_lock():
+    """Load llvmlite's LLVM library through libc's `dlopen`, called as a ctypes foreign
+    function, which releases the interpreter lock. numba's start loads the same library with
+    `ctypes.CDLL`, whose `dlopen` keeps the lock while the dynamic loader maps and relocates
+    ~170 MB: 75 ms on an idle machine, 145 ms under load, in which a caller's call that comes
+    back from NumPy cannot go on (measured: one 145 ms call of the compiled MLP step, in the
+    middle of its matrix product). Loaded first this way, the library is already there for
+    ctypes, whose `dlopen` only counts one more use. Where the library or `dlopen` is not
+    found (another platform, another layout), numba's start loads it as before."""
+    try:
+        spec = importlib.util.find_spec("llvmlite")
+        name = {"linux": "libllvmlite.so", "darwin": "libllvmlite.dylib"}.get(
+            sys.platform.rstrip("0123456789"))
+        if spec is None or not spec.submodule_search_locations or name is None:
+            return
+        path = os.path.join(spec.submodule_search_locations[0], "binding", name)
+        if not os.path.exists(path):
+            return
+        dlopen = ctypes.CDLL(None).dlopen
+    except (OSError, AttributeError, ValueError):
+        return
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+    # (the handle is kept for good: the library stays loaded for llvmlite anyway)
+    dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL)
+
+
 def made(key):
     """The kernel `build` made under `key` in this process, or None."""
     with _LOCK:
@@ -204,6 +232,7 @@ def _polite(frame, event, arg):
 
 def _work():
     global _pending
+    _load_llvm_without_the_lock()   # before numba's start: its first job imports numba
     sys.setprofile(_polite)         # this thread's only
     while True:
         job = _Q.get()
