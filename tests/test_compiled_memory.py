@@ -94,3 +94,16 @@ def test_a_compiled_function_dropped_is_freed_with_its_closure(kind):
     held, target = _compiled_and_dropped(kind)
     gc.collect()
     assert held() is None and target() is None
+
+
+def test_a_converted_function_still_pickles_by_value():
+    """The twin kept on a function travels as nothing when the function is shipped by value
+    (cloudpickle, as Dask's workers get it), and the copy is converted again where it runs."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    scale = 3.0
+    f = lambda x: x * scale if x.shape[0] > 1 else x      # noqa: E731 (shipped by value)
+    fn = nf.function(f)
+    np.testing.assert_array_equal(fn(tnp.asarray([1.0, 2.0])).numpy(), [3.0, 6.0])
+    g = cloudpickle.loads(cloudpickle.dumps(f))
+    np.testing.assert_array_equal(nf.function(g)(tnp.asarray([1.0, 2.0])).numpy(), [3.0, 6.0])
+    np.testing.assert_array_equal(nf.function(g)(tnp.asarray([5.0])).numpy(), [5.0])

@@ -24,9 +24,26 @@ _CODE_CACHE = {}                        # original code object -> (factory code,
 # A function's converted twin is kept on the function itself, not in a table keyed by it: the
 # twin shares the function's closure cells, which can hold the function (a nested function that
 # calls itself), so a table's entry would keep every converted function, and what its closure
-# holds, alive for good. On the function it is a cycle the collector frees with it. The weak
-# reference names whose twin it is: functools.wraps copies a function's __dict__ to its wrapper.
+# holds, alive for good. On the function it is a cycle the collector frees with it.
 _TWIN = "__ndflow_autograph_twin__"
+
+
+class _Twin:
+    """`fn`, the converted twin of `owner` (held weakly: functools.wraps copies a function's
+    __dict__ to its wrapper, whose twin this is not). Pickled as nothing: a function shipped
+    by value to another process (cloudpickle, Dask) carries its __dict__, and is converted
+    again there."""
+    __slots__ = ("owner", "fn")
+
+    def __init__(self, owner, fn):
+        self.owner, self.fn = weakref.ref(owner), fn
+
+    def __reduce__(self):
+        return (_no_twin, ())
+
+
+def _no_twin():
+    return None
 _GENERATED = set()        # code objects we compiled (never converted again)
 _TWIN_CODE = {}           # original code object -> the twin's code (named as the original)
 _WARNED = set()
@@ -266,8 +283,8 @@ def convert(f, warn=True):
     if not inspect.isfunction(f) or not should_convert(f):
         return f
     hit = f.__dict__.get(_TWIN)
-    if hit is not None and hit[0]() is f:
-        return hit[1]
+    if hit is not None and hit.owner() is f:
+        return hit.fn
     try:
         g = _build(f)
     except (T.Unsupported, SyntaxError) as e:
@@ -279,7 +296,7 @@ def convert(f, warn=True):
                           f"as written (Python control flow on traced values raises "
                           f"nf.TracingError)", stacklevel=3)
         g = f
-    setattr(f, _TWIN, (weakref.ref(f), g))
+    setattr(f, _TWIN, _Twin(f, g))
     return g
 
 
