@@ -107,3 +107,48 @@ def test_a_converted_function_still_pickles_by_value():
     g = cloudpickle.loads(cloudpickle.dumps(f))
     np.testing.assert_array_equal(nf.function(g)(tnp.asarray([1.0, 2.0])).numpy(), [3.0, 6.0])
     np.testing.assert_array_equal(nf.function(g)(tnp.asarray([5.0])).numpy(), [5.0])
+
+
+class _Model(nf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nf.Variable(np.array([1.0, 2.0, 3.0]))
+
+    @nf.function
+    def __call__(self, x):
+        return x * self.w
+
+    @nf.function(input_signature=[nf.TensorSpec([None], tnp.float64)])
+    def scaled(self, x):
+        if tnp.sum(x) > 0:                      # AutoGraph: a traced condition
+            return x * 2.0 * self.w
+        return x
+
+
+def test_a_compiled_method_does_not_keep_its_object_alive():
+    """As tf.function's methods: the copy of a compiled method bound to an object (one per
+    object, kept while the object lives) holds the object weakly, so a model dropped is freed
+    with its Variables; a bound method kept past its object runs its traced graphs and says so
+    when it would trace again."""
+    m = _Model()
+    x = tnp.asarray([1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(m(x).numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(m.scaled(x).numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(m.scaled(-x).numpy(), [-1.0, -1.0, -1.0])
+    assert m.scaled is m.scaled and m.scaled.experimental_get_tracing_count() == 1
+    assert m.scaled.python_function.__self__ is m
+    held, var = weakref.ref(m), weakref.ref(m.w)
+    del m
+    gc.collect()
+    assert held() is None and var() is None
+
+    m = _Model()
+    kept = m.__call__                  # its traced graph holds m.w, not m
+    kept(x)
+    held = weakref.ref(m)
+    del m
+    gc.collect()
+    assert held() is None
+    np.testing.assert_array_equal(kept(x).numpy(), [1.0, 2.0, 3.0])    # traced: no m needed
+    with pytest.raises(ReferenceError, match="__call__"):
+        kept(tnp.asarray([1.0]))       # a new shape traces the method again: m is needed

@@ -3,7 +3,9 @@ optimize it, generate straight-line code, and run that on later calls."""
 import collections
 import contextlib
 import functools
+import inspect
 import operator
+import types
 import sys
 import time
 import warnings
@@ -155,6 +157,45 @@ class _FastEntries(dict):
             f._recent = ()
 
 
+class _Method:
+    """A compiled method's Python function bound to its object, which it holds weakly (as
+    tf.function's methods do): `Function.__get__` keeps one bound Function per object in a
+    table keyed weakly by the object, and a bound Function holding its object strongly (a
+    `functools.partial`) kept every object, its Variables included, alive for good."""
+    __slots__ = ("fn", "ref")
+
+    def __init__(self, fn, ref):
+        self.fn, self.ref = fn, ref
+
+    def obj(self):
+        obj = self.ref()
+        if obj is None:
+            raise ReferenceError("the object whose compiled method %s was bound to has been "
+                                 "deleted" % getattr(self.fn, "__qualname__", self.fn))
+        return obj
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(self.obj(), *args, **kwargs)
+
+    def method(self):
+        """The bound method, as Python makes it (holding the object while it is used)."""
+        return types.MethodType(self.fn, self.obj())
+
+    # what functools.update_wrapper, input_signature's binding and error messages read are the
+    # function's own, less its first parameter (as a bound method's)
+    __doc__ = property(lambda self: self.fn.__doc__)
+    __signature__ = property(lambda self: inspect.signature(self.method()))
+
+    def __getattr__(self, name):
+        if name in ("__name__", "__qualname__"):
+            return getattr(self.fn, name)
+        raise AttributeError(name)
+
+    def __reduce__(self):
+        # (pickled as the bound method: the copy holds its own object)
+        return (functools.partial, (self.fn, self.obj()))
+
+
 class Function:
     """A compiled Python function, as `tf.function` (see `function`)."""
 
@@ -197,7 +238,7 @@ class Function:
 
     @property
     def python_function(self):
-        return self._fn
+        return self._fn.method() if type(self._fn) is _Method else self._fn
 
     def __reduce__(self):
         # pickling (Dask and multiprocessing ship functions this way) sends the Python function
@@ -213,8 +254,12 @@ class Function:
         except TypeError:
             bound = None
         if bound is None:
-            bound = Function(functools.partial(self._fn, obj), self._sig, self._reduce_retracing,
-                             self._jit_compile, self._autograph, self._name)
+            try:
+                fn = _Method(self._fn, weakref.ref(obj))
+            except TypeError:       # an object without weak references: held by its copy
+                fn = functools.partial(self._fn, obj)
+            bound = Function(fn, self._sig, self._reduce_retracing, self._jit_compile,
+                             self._autograph, self._name)
             try:
                 self._instances[obj] = bound
             except TypeError:
@@ -225,7 +270,9 @@ class Function:
         """The Python function traced: fn, or its AutoGraph conversion (made once)."""
         f = self._converted
         if f is None:
-            if self._autograph:
+            if self._autograph and type(self._fn) is _Method:
+                f = _Method(convert(self._fn.fn), self._fn.ref)
+            elif self._autograph:
                 f = convert(self._fn)
             else:
                 f = self._fn
@@ -648,7 +695,8 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
     optimized graph. Random ops draw fresh numbers and Variables are read and written at every
     call. With `autograph=True` (the default) `if`, `while` and `for` on traced values become
     `nf.cond` / `nf.while_loop` (see `ndflow.autograph`); `autograph=False` traces the function
-    as written.
+    as written. On a method, each object gets its own compiled copy, which holds the object
+    weakly (as `tf.function`'s): compiling a method never keeps an object alive.
 
     Parameters
     ----------
