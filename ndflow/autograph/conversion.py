@@ -26,6 +26,10 @@ _CODE_CACHE = {}                        # original code object -> (factory code,
 # calls itself), so a table's entry would keep every converted function, and what its closure
 # holds, alive for good. On the function it is a cycle the collector frees with it.
 _TWIN = "__ndflow_autograph_twin__"
+_GENERATED = set()        # code objects we compiled (never converted again)
+_TWIN_CODE = {}           # original code object -> the twin's code (named as the original)
+_WARNED = set()
+_NOT_CONVERTED = "__ndflow_do_not_convert__"
 
 
 class _Twin:
@@ -44,10 +48,6 @@ class _Twin:
 
 def _no_twin():
     return None
-_GENERATED = set()        # code objects we compiled (never converted again)
-_TWIN_CODE = {}           # original code object -> the twin's code (named as the original)
-_WARNED = set()
-_NOT_CONVERTED = "__ndflow_do_not_convert__"
 
 
 def _library_roots():

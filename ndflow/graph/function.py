@@ -5,9 +5,9 @@ import contextlib
 import functools
 import inspect
 import operator
-import types
 import sys
 import time
+import types
 import warnings
 import weakref
 

@@ -131,8 +131,8 @@ def _load_llvm_without_the_lock():
     """Load llvmlite's LLVM library through libc's `dlopen`, called as a ctypes foreign
     function, which releases the interpreter lock. numba's start loads the same library with
     `ctypes.CDLL`, whose `dlopen` keeps the lock while the dynamic loader maps and relocates
-    ~170 MB: 75 ms on an idle machine, 145 ms under load, in which a caller's call that comes
-    back from NumPy cannot go on (measured: one 145 ms call of the compiled MLP step, in the
+    ~170 MB: 11-75 ms on an idle machine, 145 ms under load, in which a caller's call that
+    comes back from NumPy cannot go on (measured: one 145 ms call of the compiled MLP step, in the
     middle of its matrix product). Loaded first this way, the library is already there for
     ctypes, whose `dlopen` only counts one more use. Where the library or `dlopen` is not
     found (another platform, another layout), numba's start loads it as before."""
