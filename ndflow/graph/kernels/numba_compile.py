@@ -2,6 +2,7 @@
 cache (`kernel_cache`), one background thread for compiles (or the caller's, with
 `settings.numba = "sync"`), and the kernels made so far in this process."""
 import ctypes
+import gc
 import hashlib
 import importlib.util
 import os
@@ -127,30 +128,50 @@ def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=Fal
     return build(key, prog, src, name, _dummy_args(prog, plan, in_place, baked, scalars))
 
 
-def _load_llvm_without_the_lock():
-    """Load llvmlite's LLVM library through libc's `dlopen`, called as a ctypes foreign
-    function, which releases the interpreter lock. numba's start loads the same library with
-    `ctypes.CDLL`, whose `dlopen` keeps the lock while the dynamic loader maps and relocates
-    ~170 MB: 11-75 ms on an idle machine, 145 ms under load, in which a caller's call that
-    comes back from NumPy cannot go on (measured: one 145 ms call of the compiled MLP step, in the
-    middle of its matrix product). Loaded first this way, the library is already there for
-    ctypes, whose `dlopen` only counts one more use. Where the library or `dlopen` is not
-    found (another platform, another layout), numba's start loads it as before."""
+# The shared libraries numba's start loads that take longest to map, as (package, its folder,
+# file names up to the first dot): LLVM (llvmlite's, ~170 MB); SciPy's BLAS and LAPACK wrappers,
+# through which numba reaches BLAS (they bring SciPy's own OpenBLAS, 25 MB); numba's largest
+# extensions. Measured during numba's start beside a caller: one extension import (SciPy's
+# _fblas) holding the interpreter lock 6-100 ms.
+_LIBRARIES = (("llvmlite", "binding", ("libllvmlite",)),
+              ("scipy", "linalg", ("_fblas", "_flapack", "cython_blas", "cython_lapack")),
+              ("numba", "", ("_helperlib", "_dispatcher")))
+
+
+def _library_files():
+    for package, folder, stems in _LIBRARIES:
+        spec = importlib.util.find_spec(package)      # (a top-level package: not imported)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        where = os.path.join(spec.submodule_search_locations[0], folder)
+        try:
+            names = sorted(os.listdir(where))
+        except OSError:
+            continue
+        for n in names:
+            if n.partition(".")[0] in stems and n.endswith((".so", ".dylib")):
+                yield os.path.join(where, n)
+
+
+def _load_libraries_without_the_lock():
+    """Load the shared libraries numba's start will load (`_LIBRARIES`) through libc's
+    `dlopen`, called as a ctypes foreign function, which releases the interpreter lock. numba's
+    start loads them with `ctypes.CDLL` or as extension modules, whose `dlopen` keeps the lock
+    while the dynamic loader maps and relocates them (LLVM alone: 11-75 ms on an idle machine,
+    145 ms under load), and a caller's call that comes back from NumPy cannot go on meanwhile
+    (measured: one 145 ms call of the compiled MLP step, in the middle of its matrix product).
+    Loaded first this way, each is already there, and those `dlopen` calls only count one more
+    use. Where `dlopen` or a library is not found (another platform or layout), numba's start
+    loads it as before."""
     try:
-        spec = importlib.util.find_spec("llvmlite")
-        name = {"linux": "libllvmlite.so", "darwin": "libllvmlite.dylib"}.get(
-            sys.platform.rstrip("0123456789"))
-        if spec is None or not spec.submodule_search_locations or name is None:
-            return
-        path = os.path.join(spec.submodule_search_locations[0], "binding", name)
-        if not os.path.exists(path):
-            return
         dlopen = ctypes.CDLL(None).dlopen
-    except (OSError, AttributeError, ValueError):
+        files = list(_library_files())
+    except (OSError, AttributeError, ValueError, ImportError):
         return
     dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
-    # (the handle is kept for good: the library stays loaded for llvmlite anyway)
-    dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL)
+    for path in files:
+        # (the handles are kept for good: the libraries stay loaded for numba anyway)
+        dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL)
 
 
 def made(key):
@@ -232,18 +253,28 @@ def _polite(frame, event, arg):
 
 def _work():
     global _pending
-    _load_llvm_without_the_lock()   # before numba's start: its first job imports numba
+    _load_libraries_without_the_lock()  # before numba's start: its first job imports numba
     sys.setprofile(_polite)         # this thread's only
     while True:
         job = _Q.get()
         before = sys.getswitchinterval()
         ours = min(before, SWITCH_S)
         sys.setswitchinterval(ours)
+        # A compile makes hundreds of thousands of objects, and the collections they trigger
+        # run here, holding the interpreter lock; a full one walks the whole heap (measured
+        # beside a caller during numba's start: two, 87 ms, the caller's worst call 65 ms).
+        # What existed before the job is frozen while it runs (collections do not walk it; its
+        # cycles are collected after the job), unless the program froze objects itself.
+        frozen = gc.get_freeze_count() == 0
+        if frozen:
+            gc.freeze()
         try:
             job()
         except Exception as e:          # a failed compile leaves tier 0 in place
             STATS["failures"].append(repr(e))
         finally:
+            if frozen:
+                gc.unfreeze()
             if abs(sys.getswitchinterval() - ours) < 1e-9:   # unless changed meanwhile
                 sys.setswitchinterval(before)
             with _idle:
