@@ -8,6 +8,7 @@ counted."""
 import gc
 import importlib.util
 import io
+import os
 import subprocess
 import sys
 import time
@@ -288,6 +289,26 @@ def test_background_compile_freezes_what_existed_while_a_job_runs():
         numba_compile._submit(job_seeing(seen), sync=False)
         assert numba_compile.wait(timeout=30)
         assert seen[0] > 0 and gc.get_freeze_count() == 0
+    finally:
+        gc.freeze()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_job_runs_has_nothing_frozen():
+    """A process forked while a compile job had the heap frozen gets nobody to undo it: the
+    child unfreezes (`numba_compile`'s at-fork hook)."""
+    gc.unfreeze()
+    try:
+        status = []
+
+        def job():
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0 if gc.get_freeze_count() == 0 else 1)
+            status.append(os.waitpid(pid, 0)[1])
+        numba_compile._submit(job, sync=False)
+        assert numba_compile.wait(timeout=30)
+        assert status == [0]
     finally:
         gc.freeze()
 

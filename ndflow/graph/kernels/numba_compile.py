@@ -251,6 +251,9 @@ def _polite(frame, event, arg):
         _slice[0] = _clock() + RUN_S
 
 
+_froze = [False]   # whether a job runs with the heap frozen by `_work` (a fork may copy that)
+
+
 def _work():
     global _pending
     _load_libraries_without_the_lock()  # before numba's start: its first job imports numba
@@ -265,15 +268,16 @@ def _work():
         # beside a caller during numba's start: two, 87 ms, the caller's worst call 65 ms).
         # What existed before the job is frozen while it runs (collections do not walk it; its
         # cycles are collected after the job), unless the program froze objects itself.
-        frozen = gc.get_freeze_count() == 0
-        if frozen:
+        _froze[0] = gc.get_freeze_count() == 0
+        if _froze[0]:
             gc.freeze()
         try:
             job()
         except Exception as e:          # a failed compile leaves tier 0 in place
             STATS["failures"].append(repr(e))
         finally:
-            if frozen:
+            if _froze[0]:
+                _froze[0] = False
                 gc.unfreeze()
             if abs(sys.getswitchinterval() - ours) < 1e-9:   # unless changed meanwhile
                 sys.setswitchinterval(before)
@@ -308,6 +312,9 @@ def _after_fork_in_child():
     _Q, _LOCK, _idle = queue.Queue(), threading.Lock(), threading.Condition()
     _threads_set = threading.local()
     FORKED_AFTER_PARALLEL = FORKED_AFTER_PARALLEL or _parallel_ran
+    if _froze[0]:               # forked while a job ran: nobody here would undo its freeze
+        _froze[0] = False
+        gc.unfreeze()
 
 
 if hasattr(os, "register_at_fork"):
