@@ -139,6 +139,7 @@ _LIBRARIES = (("llvmlite", "binding", ("libllvmlite",)),
 
 
 def _library_files():
+    """The paths of `_LIBRARIES` in this installation (those found)."""
     for package, folder, stems in _LIBRARIES:
         spec = importlib.util.find_spec(package)      # (a top-level package: not imported)
         if spec is None or not spec.submodule_search_locations:
@@ -251,11 +252,11 @@ def _polite(frame, event, arg):
         _slice[0] = _clock() + RUN_S
 
 
-_froze = [False]   # whether a job runs with the heap frozen by `_work` (a fork may copy that)
+_froze = False     # whether a job runs with the heap frozen by `_work` (a fork may copy that)
 
 
 def _work():
-    global _pending
+    global _pending, _froze
     _load_libraries_without_the_lock()  # before numba's start: its first job imports numba
     sys.setprofile(_polite)         # this thread's only
     while True:
@@ -268,16 +269,16 @@ def _work():
         # beside a caller during numba's start: two, 87 ms, the caller's worst call 65 ms).
         # What existed before the job is frozen while it runs (collections do not walk it; its
         # cycles are collected after the job), unless the program froze objects itself.
-        _froze[0] = gc.get_freeze_count() == 0
-        if _froze[0]:
+        _froze = gc.get_freeze_count() == 0
+        if _froze:
             gc.freeze()
         try:
             job()
         except Exception as e:          # a failed compile leaves tier 0 in place
             STATS["failures"].append(repr(e))
         finally:
-            if _froze[0]:
-                _froze[0] = False
+            if _froze:
+                _froze = False
                 gc.unfreeze()
             if abs(sys.getswitchinterval() - ours) < 1e-9:   # unless changed meanwhile
                 sys.setswitchinterval(before)
@@ -307,13 +308,13 @@ def _after_fork_in_child():
     """A forked child has none of the parent's threads: its compiles get a worker of their
     own (the parent's queue, locks and count of pending compiles may be in any state; compiles
     the parent had queued are not made here, and those regions stay on tier 0)."""
-    global _worker, _pending, _Q, _LOCK, _idle, _threads_set, FORKED_AFTER_PARALLEL
+    global _worker, _pending, _Q, _LOCK, _idle, _threads_set, FORKED_AFTER_PARALLEL, _froze
     _worker, _pending = None, 0
     _Q, _LOCK, _idle = queue.Queue(), threading.Lock(), threading.Condition()
     _threads_set = threading.local()
     FORKED_AFTER_PARALLEL = FORKED_AFTER_PARALLEL or _parallel_ran
-    if _froze[0]:               # forked while a job ran: nobody here would undo its freeze
-        _froze[0] = False
+    if _froze:                  # forked while a job ran: nobody here would undo its freeze
+        _froze = False
         gc.unfreeze()
 
 
