@@ -200,7 +200,10 @@ class Case:
 # ------------------------------------------------------------------ running the paths
 class Raised:
     def __init__(self, exc):
-        self.exc = exc
+        # the type and message are the result; the traceback would keep every frame it passed
+        # alive, the tapes in them too, until a collection (a tape alive holds every
+        # later write up: core/mutation.py)
+        self.exc = exc.with_traceback(None)
 
     def __repr__(self):
         return "raised %s: %s" % (type(self.exc).__name__, str(self.exc)[:200])
