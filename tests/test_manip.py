@@ -212,6 +212,42 @@ def test_pad_unknown_sizes_every_mode():
                     ctx=mode)
 
 
+def test_pad_median_is_numpys_at_the_extremes_on_every_path():
+    """numpy.median is np.mean of the middle one or two: an odd region gives its middle
+    element (not (m + m) / 2, which overflowed to inf past half the largest float and made NaN
+    at a corner), float16's pair is summed in float32; eager, compiled (known and unknown
+    sizes) and vectorized, bit for bit with NaN where NumPy has it."""
+    def same(got, want, ctx):
+        got = np.asarray(got.numpy() if hasattr(got, "numpy") else got)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), \
+            (ctx, got, want)
+    for dt in (np.float64, np.float32, np.float16, np.int32):
+        big = np.finfo(dt).max if np.dtype(dt).kind == "f" else np.iinfo(dt).max
+        a = np.array([[big, 1, big], [big, -big, big], [big, big, 2], [-big, big, 1]], dt)
+        for stat in (None, 1, 2, 3, (2, 1)):
+            kw = {} if stat is None else {"stat_length": stat}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = np.pad(a, ((2, 1), (1, 2)), mode="median", **kw)
+                ctx = (np.dtype(dt).name, stat)
+                same(tnp.pad(tnp.asarray(a), ((2, 1), (1, 2)), mode="median", **kw), want, ctx)
+                pad = lambda x: tnp.pad(x, ((2, 1), (1, 2)), mode="median", **kw)  # noqa: E731
+                same(nf.function(pad)(tnp.asarray(a)), want, ctx + ("compiled",))
+                f = nf.function(pad, input_signature=[nf.TensorSpec([None, None], dt)])
+                same(f(tnp.asarray(a)), want, ctx + ("unknown sizes",))
+                rows = nf.vectorized_map(
+                    lambda r: tnp.pad(r, (1, 2), mode="median", **kw), tnp.asarray(a))
+                same(rows, np.stack([np.pad(r, (1, 2), mode="median", **kw) for r in a]),
+                     ctx + ("vectorized",))
+    # odd and even regions: the gradient reaches the middle element(s) in NumPy's share
+    x = tnp.asarray(np.array([3.0, 1.0, 2.0, 5.0]))
+    for stat, want in ((3, [0.0, 0.0, 1.0, 0.0]), (2, [0.5, 0.5, 0.0, 0.0])):
+        with nf.GradientTape() as t:
+            t.watch(x)
+            y = tnp.pad(x, (1, 0), mode="median", stat_length=stat)[0]
+        np.testing.assert_array_equal(t.gradient(y, x).numpy(), want)
+
+
 def test_pad_constant_values_are_differentiable():
     c = tnp.asarray(1.5)
     x = tnp.asarray(V)

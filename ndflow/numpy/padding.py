@@ -336,7 +336,10 @@ def _pad_stat(x, ax, b, a, lb, la, mode):
 def _median_keepdims(x, ax):
     """The median along `ax` (keepdims), from ranks by pairwise comparison (ties broken by
     position): the middle element, or the mean of the two middle ones; NaN if any is NaN.
-    Quadratic in the axis length: used on the short stat regions of pad."""
+    Quadratic in the axis length: used on the short stat regions of pad. As numpy.median,
+    which takes np.mean of the middle one or two: an odd length gives the middle element
+    itself (not (m + m) / 2, which overflows past half the largest float), and float16's pair
+    is summed in float32."""
     v = moveaxis(x, ax, -1)
     nd = v.ndim
     xi = expand_dims(v, nd)           # (..., L, 1)
@@ -350,7 +353,13 @@ def _median_keepdims(x, ax):
     zero = asarray(0, dtype=dt)
     lo = sum_(where(rank == (L - 1) // 2, vv, zero), axis=-1, keepdims=True)
     hi = sum_(where(rank == L // 2, vv, zero), axis=-1, keepdims=True)
-    med = true_divide(add(lo, hi), asarray(2, dtype=dt))
+    if isinstance(L, int) and L % 2:
+        med = lo           # (no pair computed: its overflow would warn where NumPy does not)
+    else:
+        acc = np.dtype(np.float32) if dt == np.float16 else dt
+        pair = true_divide(add(lo.astype(acc), hi.astype(acc)), asarray(2, dtype=acc))
+        pair = pair.astype(dt) if acc != dt else pair
+        med = pair if isinstance(L, int) else where(L % 2 == 1, lo, pair)
     if dt.kind in "fc":
         med = where(any_(isnan(vv), axis=-1, keepdims=True), asarray(np.nan, dtype=dt), med)
     return moveaxis(med, -1, ax)
