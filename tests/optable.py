@@ -783,11 +783,15 @@ PATHS_REASONS = [
         _CONTRACTIONS),
     ("zero_sign",
         "the sign of a zero result is not NumPy's to define here: which of equal -0.0 and 0.0 "
-        "a set routine or a min/max reduction keeps depends on NumPy's SIMD kernels, and a "
+        "a set routine or a min/max reduction keeps depends on NumPy's SIMD kernels (fmin and "
+        "fmax of 0.0 and -0.0 give the second operand inside their SIMD loop and the first in "
+        "its scalar tail: np.fmin(zeros(5), -zeros(5)) is [-0, -0, -0, -0, 0] in float64, so "
+        "a compiled, taped or batched kernel cannot follow where an element falls), and a "
         "contraction's sum starts from +0.0 in some kernels (BLAS, einsum) and from the first "
         "product in others",
         ("unique", "unique_all", "unique_counts", "unique_inverse", "unique_values", "union1d",
-         "setxor1d", "intersect1d", "setdiff1d", "pad", "nanmin", "nanmax") + _CONTRACTIONS),
+         "setxor1d", "intersect1d", "setdiff1d", "pad", "nanmin", "nanmax", "fmin",
+         "fmax") + _CONTRACTIONS),
     ("zero_sign_batched",
         "order statistics of equal -0.0 and 0.0: the batched sort orders them differently "
         "from one example's sort (both valid: they compare equal)",
