@@ -356,9 +356,8 @@ def _median_keepdims(x, ax):
     if isinstance(L, int) and L % 2:
         med = lo           # (no pair computed: its overflow would warn where NumPy does not)
     else:
-        acc = np.dtype(np.float32) if dt == np.float16 else dt
-        pair = true_divide(add(lo.astype(acc), hi.astype(acc)), asarray(2, dtype=acc))
-        pair = pair.astype(dt) if acc != dt else pair
+        # numpy.median's np.mean of the middle pair (tnp.mean: float16 summed in float32)
+        pair = mean_(concatenate([lo, hi], axis=-1), axis=-1, keepdims=True)
         med = pair if isinstance(L, int) else where(L % 2 == 1, lo, pair)
     if dt.kind in "fc":
         med = where(any_(isnan(vv), axis=-1, keepdims=True), asarray(np.nan, dtype=dt), med)
