@@ -52,19 +52,36 @@ def _rounding(op_type):
 
 
 # ------------------------------------------------------------------ unary math
+@functools.lru_cache(maxsize=None)
+def _exact_powers(base, dtype):
+    """(k of the first, base**k for every k) over the powers of `base` that are finite and
+    positive floats of `dtype`, as NumPy's pow rounds them; for base 10 only normal ones (a
+    subnormal is too coarse to tell 10**k from its neighbours)."""
+    with np.errstate(all="ignore"):
+        b = np.asarray(base, dtype)
+        top = int(np.ceil(np.log(float(np.finfo(np.float64).max)) / np.log(base))) + 1
+        ks = np.arange(-top - 60, top)
+        vals = np.power(b, ks.astype(dtype))
+        tiny = np.finfo(dtype if dtype != D.BFLOAT16 else np.float32).tiny
+        keep = np.isfinite(vals) & (vals > 0 if base == 2.0 else vals >= tiny)
+    ks, vals = ks[keep], vals[keep]
+    return int(ks[0]), vals
+
+
 def _log_base(base):
     """log(x) / log(base), and exactly k where x is base**k: the quotient of two rounded
     logarithms misses the integer for many powers (log10(1000) would be 2.9999999999999996,
-    and floor(log10(x)) one digit short)."""
+    and floor(log10(x)) one digit short). x is compared with a table of the powers (the
+    runtime's own Pow of float64 is not correctly rounded in every version)."""
     def conv(ctx, n, ins):
         dt = _out(n)
         r = ctx.op("Div", [ctx.op("Log", ins), ctx.const(np.log(np.asarray(base, dt)))])
-        k = ctx.op("Round", [r])
-        power = ctx.op("Equal", [ctx.op("Pow", [ctx.const(base, dt), k]), ins[0]])
-        if base != 2.0:      # a subnormal is too coarse to tell 10**k from its neighbours
-            tiny = np.finfo(dt if dt != D.BFLOAT16 else np.float32).tiny
-            power = ctx.op("And", [power, ctx.op("GreaterOrEqual", [ins[0],
-                                                                    ctx.const(tiny, dt)])])
+        first, table = _exact_powers(base, np.dtype(dt))
+        lo, hi = ctx.const(first, dt), ctx.const(first + len(table) - 1, dt)
+        k = ctx.op("Clip", [ctx.op("Round", [r]), lo, hi])
+        k = ctx.op("Where", [ctx.op("IsNaN", [k]), lo, k])    # (x negative or NaN)
+        at = ctx.cast(ctx.op("Sub", [k, lo]), np.int64)
+        power = ctx.op("Equal", [ctx.op("Gather", [ctx.const(table), at], axis=0), ins[0]])
         # (k is zero only for x == 1, where it is +0.0 as NumPy's)
         return ctx.where(power, k, r, dt, x_nonzero=True)
     return conv
