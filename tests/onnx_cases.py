@@ -277,6 +277,41 @@ def _sum_tol(x, axes, keep, prim):
     return 4 * n * eps * np.nan_to_num(mag, posinf=0.0)
 
 
+def _add_reduce(prim):
+    """NumPy's sum with a cast, a mask or a start value: each source dtype's grid summed in a
+    wider dtype, with and without a mask (the grid's own pattern of True), with and without a
+    start value, over each axis choice; empty arrays too."""
+    for src, dst in ((np.bool_, np.int64), (np.int32, np.int64), (np.int32, np.float64),
+                     (np.uint8, np.float32), (np.float16, np.float32), (np.float32, np.float64),
+                     (np.float64, np.float64)):
+        src, dst = np.dtype(src), np.dtype(dst)
+        g = _grid(src, extremes=not D.is_float(dst))
+        mask = (np.arange(g.size).reshape(g.shape) % 3) != 1
+        for masked in (False, True):
+            for start in (None, 2):
+                if not masked and start is None and src == dst:
+                    continue          # (the plain sum: reduce_sum's cases)
+                for axes, keep in (((0,), False), ((1,), True), ((0, 1), False), ((), False)):
+                    params = dict(axes=axes, keepdims=keep, dtype=dst, initial=start)
+                    if masked:
+                        f = lambda x, w, params=params: bind(prim, x, w, **params)  # noqa: E731
+                        specs = [spec([None, None], src), spec([None, None], np.bool_)]
+                        feeds = [(g, mask)] + ([(e, np.zeros(e.shape, bool)) for e in
+                                                _empties(src)] if axes else [])
+                    else:
+                        f = lambda x, params=params: bind(prim, x, **params)  # noqa: E731
+                        specs = [spec([None, None], src)]
+                        feeds = [(g,)] + ([(e,) for e in _empties(src)] if axes else [])
+                    approx = D.is_float(dst)
+
+                    def tol(feed, axes=axes, keep=keep, dst=dst):
+                        x = feed[0] if len(feed) == 1 else np.where(feed[1], feed[0], 0)
+                        return [_sum_tol(x.astype(dst), axes, keep, R.reduce_sum_p)]
+                    yield Case(f, specs, feeds, f"add_reduce {src} in {dst} mask={masked} "
+                               f"initial={start} axes={axes}", dst, approx=approx,
+                               atol=tol if approx else None)
+
+
 def _argext(prim):
     for dt in DTYPES:
         g = _grid(dt)
@@ -625,6 +660,7 @@ MAKERS = {
     R.reduce_sum_p: _reductions, R.reduce_prod_p: _reductions, R.reduce_max_p: _reductions,
     R.reduce_min_p: _reductions, R.reduce_any_p: _reductions, R.reduce_all_p: _reductions,
     R.argmax_p: _argext, R.argmin_p: _argext, R.sum_to_p: _sum_to,
+    R.add_reduce_p: _add_reduce,
     C.cumsum_p: _cumsum, So.sort_p: _sorting, So.argsort_p: _sorting,
     L.matmul_p: _matmul, L.einsum_p: _einsum, LD.det_p: _det,
     SH.reshape_p: _through("reshape", lambda x: (tnp.reshape(x, (-1,)), tnp.reshape(x, (-1, 1)))),

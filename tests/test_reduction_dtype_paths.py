@@ -132,3 +132,49 @@ def test_complex_prod_skips_what_where_leaves_out(c):
     """NumPy's prod(where=) skips the masked elements; multiplying them in as 1+0j instead
     turns an imaginary -0 into +0 (the sign of zero differed on every path)."""
     _check(*c)
+
+
+def _exact_record(name, dtypes):
+    return OpRecord(name, lambda rng, dt: [], dtypes=("float64",),
+                    tol={np.dtype(d): (0, 0) for d in dtypes})
+
+
+@pytest.mark.parametrize("name,dt,kw", [
+    ("sum", "float64", {"where": 0.8}),
+    ("sum", "float32", {"where": 0.95}),
+    ("sum", "float16", {"where": 0.5}),
+    ("sum", "float32", {"where": 0.7, "initial": 0.3}),
+    ("sum", "float16", {"dtype": "float32"}),            # cast in NumPy's 8192-element buffers
+    ("sum", "int32", {"dtype": "float32"}),
+    ("sum", "float16", {"dtype": "float32", "where": 0.9}),
+    ("mean", "float32", {"where": 0.8}),
+    ("mean", "float16", {}),                              # summed in float32
+    ("var", "float64", {"where": 0.6}),
+    ("nansum", "float32", {"where": 0.7}),
+])
+@pytest.mark.parametrize("n", [9, 100, 9000, 20000])
+def test_sums_add_in_numpys_order_on_every_path(name, dt, kw, n):
+    """NumPy's sum with `where=` adds each run of selected elements to the total, and with a
+    cast it sums buffers of 8192 elements: neither is the pairwise sum of a masked or cast
+    array, so the bits differed from NumPy's on every path (eager too, with a mask) for sizes
+    from 9 up. Normal values (not small integers, whose sums are exact in any order), compared
+    bit for bit on every path."""
+    rng = np.random.default_rng(n)
+    kw = dict(kw)
+    density = kw.pop("where", None)
+    if "dtype" in kw:
+        kw["dtype"] = np.dtype(kw["dtype"])
+    batch = []
+    for _ in range(3):
+        x = (rng.standard_normal(n) * (50 if dt == "int32" else 1)).astype(dt)
+        if density is not None:
+            if name.startswith("nan"):
+                x[rng.random(n) < 0.1] = np.nan
+            kw = dict(kw, where=rng.random(n) < density)
+        batch.append(Sample((x,), dict(kw), "drawn"))
+    for s in batch:
+        s.layouts = ["as_is"]
+    case = types.SimpleNamespace(sample=batch[0], batch=batch, seed=n)
+    rec = _exact_record(name, (dt, "float32", "float64"))
+    problems = P.check_case(rec, case)
+    assert not problems, f"{name} {dt} {kw.keys()} n={n}: " + "; ".join(problems)

@@ -12,6 +12,7 @@ from ..primitives.misc import runtime_warning_p
 from ._core import asarray
 from ._outarg import write_out as _write_out
 from .manipulation import broadcast_to, expand_dims, reshape
+from .ufuncs import _mask, add_reduce
 from .math import (add, imag, maximum, minimum, multiply, real, sqrt, square, subtract,
                    true_divide, where_)
 
@@ -26,21 +27,6 @@ def _axes(a, axis, legacy=False):
 def _masked(a, where, fill):
     """a with the elements `where` leaves out replaced by `fill` (see `_mask`)."""
     return E_where(_mask(a, where), a, fill)
-
-
-def _mask(a, where):
-    """`where` as a boolean mask over a. The mask broadcasts to a's shape, never a to the
-    mask's (NumPy's reductions refuse a mask that would enlarge the array: its axes were
-    counted on a)."""
-    w = asarray(where)
-    if w.ndim > a.ndim or builtins.any(
-            d == 1 and e is not None and e != 1
-            for d, e in zip(a.shape[a.ndim - w.ndim:], w.shape)):
-        raise ValueError("input operand has more dimensions than allowed by the axis "
-                         "remapping" if w.ndim > a.ndim else
-                         f"non-broadcastable operand with shape {tuple(w.shape)} doesn't match "
-                         f"the broadcast shape {tuple(a.shape)}")
-    return w
 
 
 def _sum_dtype(d):
@@ -83,8 +69,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     a = asarray(a)
     d = _dt.canonical(dtype) if dtype is not None else _sum_dtype(a.dtype)
     axes = _axes(a, axis, legacy=True)
-    if where is not None:
-        a = _masked(a, where, 0)
+    if where is not None or (a.dtype != d and d.kind in "fc"):
+        return _out(add_reduce(a, axes, keepdims, d, initial, where), out)
     if a.dtype != d:
         a = bind(E.convert_p, a, dtype=d)
     r = bind(R.reduce_sum_p, a, axes=axes, keepdims=bool(keepdims))

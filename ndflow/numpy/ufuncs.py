@@ -224,8 +224,13 @@ class ufunc:
         if len(axes) > 1 and not self._reorderable:
             raise ValueError(f"reduction operation '{self.__name__}' is not reorderable, so at "
                              f"most one axis may be specified")
-        x = a if a.dtype == rd else bind(E.convert_p, a, dtype=rd)
         has_init = initial is not _NO_VALUE and initial is not None
+        if self._reduce is REDUCE_SUM and a.ndim and axes and (
+                where is not True or (a.dtype != rd and rd.kind in "fc")):
+            # NumPy's order of additions, which the mask or the cast decide (see add_reduce)
+            r = add_reduce(a, axes, keepdims, rd, initial if has_init else None, where)
+            return r if out is None else _write_out(self, r, out, "unsafe")
+        x = a if a.dtype == rd else bind(E.convert_p, a, dtype=rd)
         ident = initial if has_init else self.identity
         mask = None
         if where is not True:
@@ -653,6 +658,58 @@ def _at(uf, a, indices, b):
 
 
 # ------------------------------------------------------------------ specialized reductions/scans
+def _mask(a, where):
+    """`where` as a boolean mask over a. The mask broadcasts to a's shape, never a to the
+    mask's (NumPy's reductions refuse a mask that would enlarge the array: its axes were
+    counted on a)."""
+    w = asarray(where)
+    if w.ndim > a.ndim or any(
+            d == 1 and e is not None and e != 1
+            for d, e in zip(a.shape[a.ndim - w.ndim:], w.shape)):
+        raise ValueError("input operand has more dimensions than allowed by the axis "
+                         "remapping" if w.ndim > a.ndim else
+                         f"non-broadcastable operand with shape {tuple(w.shape)} doesn't match "
+                         f"the broadcast shape {tuple(a.shape)}")
+    return w
+
+
+def add_reduce(a, axes, keepdims, dtype, initial=None, where=None):
+    """NumPy's sum of `a` in `dtype` where its rounding depends on the order NumPy's loop
+    takes (a cast to a float dtype, a `where` mask, a start value with either): the
+    `add_reduce` primitive, which calls NumPy with the same arguments (see its comment).
+    `axes` normalised; `where` as NumPy takes it (True: no mask)."""
+    if where is True:
+        where = None
+    ops = (a,)
+    if where is not None:
+        w = asarray(_mask(a, where), dtype=_dt.BOOL)
+        if w.ndim < a.ndim:
+            w = expand_dims(w, tuple(range(a.ndim - w.ndim)))
+        ops += (w,)
+    if initial is not None:
+        initial = _start_value(initial)
+    return bind(R.add_reduce_p, *ops, axes=tuple(axes), keepdims=bool(keepdims),
+                dtype=np.dtype(dtype), initial=initial)
+
+
+def _start_value(initial):
+    """`initial` as the primitive's parameter: a Python number as it is, an array's one element
+    as a NumPy scalar of its dtype (NumPy casts either to the result's dtype). Its value must
+    be known when the sum is bound."""
+    if isinstance(initial, ndarray):
+        if initial._t is not None:
+            raise TypeError("sum: `initial` must be a number known when the function is traced "
+                            "(NumPy adds it before the elements, so it is a parameter of the "
+                            "sum); got a traced array")
+        initial = initial.numpy()
+    if isinstance(initial, (bool, int, float, complex, np.generic)):
+        return initial
+    v = np.asarray(initial)
+    if v.ndim or v.dtype.kind not in "biufc":
+        raise ValueError(f"sum: `initial` must be a number, got {initial!r}")
+    return v[()]
+
+
 def reduce_with(prim):
     return lambda x, axes, keepdims: bind(prim, x, axes=axes, keepdims=keepdims)
 

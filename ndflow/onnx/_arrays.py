@@ -102,6 +102,35 @@ def _reduction(kind):
     return conv
 
 
+def _add_reduce(ctx, n, ins):
+    """NumPy's sum with a cast, a mask or a start value (`add_reduce`): the cast, zeros where
+    the mask leaves an element out (their signs do not matter: a sum starts from +0.0), the sum
+    as reduce_sum's, then the start value; float sums round as the runtime's do."""
+    x, *w = ins
+    p = n.params
+    dt, axes, keep = np.dtype(p["dtype"]), tuple(p["axes"]), p["keepdims"]
+    if _dt(n.inputs[0]) != dt:
+        x = ctx.cast(x, dt)
+    if w:
+        x = ctx.where(w[0], x, ctx.const(0, dt), dt, x_nonzero=True)
+    if not axes:
+        r = ctx.positive_zero(x, dt) if is_float(dt) else ctx.op("Identity", [x])
+    elif dt.kind == "b":
+        r = _any_all(ctx, x, axes, keep, True)
+    elif dt.kind in "iu":
+        r = int_sum(ctx, x, n.inputs[0].ndim, axes, keep, dt)
+    else:
+        r = ctx.positive_zero(ctx.reduce("ReduceSum", x, axes, keep), dt)
+    start = p["initial"]
+    if start is None:
+        return r
+    if dt.kind == "b":
+        return ctx.op("Or", [r, ctx.const(bool(start))])
+    if dt.kind in "iu" and dt.itemsize < 4:
+        ctx.fail(f"a sum in {dt} with a start value")
+    return ctx.op("Add", [r, ctx.const(np.asarray(start).astype(dt))])
+
+
 def _any_all(ctx, b, axes, keep, any_):
     """any/all of a bool tensor over `axes`: ReduceMax/Min of 0/1 compared with 0 (an empty
     ReduceMax is the lowest int32, an empty ReduceMin the highest: False and True)."""
@@ -253,7 +282,8 @@ REDUCTIONS = {
     R.reduce_sum_p: _reduction("sum"), R.reduce_max_p: _reduction("max"),
     R.reduce_min_p: _reduction("min"), R.reduce_prod_p: _reduction("prod"),
     R.reduce_any_p: _any_all_conv(True), R.reduce_all_p: _any_all_conv(False),
-    R.sum_to_p: _sum_to, R.argmax_p: _argext("ArgMax"), R.argmin_p: _argext("ArgMin"),
+    R.sum_to_p: _sum_to, R.add_reduce_p: _add_reduce,
+    R.argmax_p: _argext("ArgMax"), R.argmin_p: _argext("ArgMin"),
     L.matmul_p: _matmul, L.einsum_p: _einsum, LD.det_p: _det, C.cumsum_p: _cumsum,
     So.sort_p: _topk_sort("values"), So.argsort_p: _topk_sort("indices"),
 }

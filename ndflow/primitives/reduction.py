@@ -10,7 +10,7 @@ from .elementwise import eq_p, convert_p, ones_like_p, select_p, zeros_like_p
 from .indexing import getitem_p, concatenate_p
 from .shape import move_to_front, expand_dims_p
 from .sums import _reduced_shape, keep_axes, reduction, reduce_sum_p
-from .sums import sum_to_p  # noqa: F401  (re-exported: R.sum_to_p above the primitives)
+from .sums import sum_to_p, add_reduce_p  # noqa: F401  (re-exported: R.* above the primitives)
 
 
 def _extremum_vjp(ct, x, out, axes, keepdims):

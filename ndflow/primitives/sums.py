@@ -82,6 +82,59 @@ reduce_sum_p = reduction("reduce_sum", _sum_impl, _sum_vjp)
 reduce_sum_p.vjp_reads = ()      # the gradient is the cotangent broadcast to x's shape
 
 
+# ------------------------------------------------------------------ add_reduce (NumPy's loop order)
+# NumPy's sum rounds as its loop visits the elements, and two of its arguments change that
+# order. A cast (`dtype=` other than the array's, or float16's mean) goes through buffers of
+# 8192 elements, each summed pairwise and added to the total, which is not the pairwise sum of
+# the cast array; a `where=` mask sums each run of selected elements and adds it, starting from
+# `initial`, which is not the sum of the array with zeros in place of the others. So these sums
+# are one primitive that calls NumPy's `add.reduce` with the same arguments, and no pass fuses
+# it or replaces its loop. x, then the mask (bool, x's rank) when there is one.
+def _add_reduce_impl(x, *w, axes, keepdims, dtype, initial):
+    if not w and initial is None:      # (the arguments every array library's sum takes)
+        return np.sum(x, axis=axes, dtype=dtype, keepdims=keepdims)
+    kw = {"where": w[0]} if w else {}
+    if initial is not None:
+        kw["initial"] = initial
+    return np.sum(x, axis=axes, dtype=dtype, keepdims=keepdims, **kw)
+
+
+def _add_reduce_abstract(x, *w, axes, keepdims, dtype, initial):
+    return Aval(_reduced_shape(x.shape, axes, keepdims), np.dtype(dtype))
+
+
+def _add_reduce_vjp(ct, x, *w, axes, keepdims, dtype, initial):
+    """The cotangent spread over x (zero where the mask leaves an element out), then cast
+    back to x's dtype as the cast's own rule does (no gradient for integers and bools)."""
+    src = np.dtype(x.dtype)
+    if src.kind not in "fc" and src.name != "bfloat16":
+        return (None,) * (1 + len(w))
+    g = broadcast_like(keep_axes(ct, axes, keepdims), x)
+    if w:
+        g = bind(E.select_p, w[0], g, bind(E.zeros_like_p, g))
+    if src.kind != "c" and np.dtype(g.dtype).kind == "c":
+        g = bind(E.real_p, g)
+    if np.dtype(g.dtype) != src:
+        g = bind(E.convert_p, g, dtype=src)
+    return (g,) + (None,) * len(w)
+
+
+def _add_reduce_batch(args, dims, axes, keepdims, dtype, initial):
+    """The batch axis in front of x and of the mask; an unbatched x is spread over the batch
+    of its mask (a select of x with itself), since the mask broadcasts to x, never x to it."""
+    x, *w = (S.move_to_front(a, d) if d is not None else bind(S.expand_dims_p, a, axes=(0,))
+             for a, d in zip(args, dims))
+    if dims[0] is None:
+        x = bind(E.select_p, w[0], x, x)
+    return bind(add_reduce_p, x, *w, axes=tuple(a + 1 for a in axes), keepdims=keepdims,
+                dtype=dtype, initial=initial), 0
+
+
+add_reduce_p = Primitive("add_reduce", _add_reduce_impl, _add_reduce_abstract)
+add_reduce_p.def_vjp(_add_reduce_vjp, reads=(1,))
+add_reduce_p.batch = _add_reduce_batch
+
+
 # ------------------------------------------------------------------ sum_to (unbroadcast at run time)
 def _sum_to_axes(ct_shape, like_shape, keep, like_keep):
     body, target = ct_shape[keep:], like_shape[like_keep:]
