@@ -20,7 +20,9 @@ results.
 Each bound is the largest distance measured on 3.2e7 random bit patterns per dtype, every
 float32 value around the overflow and underflow edges and every 256th float32 bit pattern
 (float64 tanh's 4 ulps, at -0.0078084685927837, showed on a dense sample where the random ones
-gave 3). tests/test_jit_compile.py checks the edges and 2**20 random patterns at each run.
+gave 3). NumPy's results depend on the CPU: its float32 expm1 on an AVX-512 machine was 3 ulps
+from ours where the AVX2 machine the table was first measured on gave 2.
+tests/test_jit_compile.py checks the edges and 2**20 random patterns at each run.
 """
 import numpy as np
 
@@ -30,7 +32,9 @@ FAST = "fast math (jit_compile=True): within the accuracy contract's bounds"
 # function of the scalar vocabulary (not a primitive) -> {dtype: ulps of NumPy's result}
 ULPS = {
     "exp": {"float32": 2, "float64": 1},
-    "expm1": {"float32": 2, "float64": 2},
+    # float32 expm1: ours is within 2 ulps of the correctly rounded value, and so is NumPy's
+    # on an AVX-512 machine, where 3 was measured between the two (2 on an AVX2 one)
+    "expm1": {"float32": 3, "float64": 2},
     "log": {"float32": 3, "float64": 1},
     "tanh": {"float32": 3, "float64": 4},
 }
