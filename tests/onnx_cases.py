@@ -656,6 +656,7 @@ MAKERS = {
     E.full_like_p: _fill, E.real_p: _identity_like(_bind), E.imag_p: _identity_like(_bind),
     M.stop_gradient_p: _identity_like(_bind), M.own_result_p: _identity_like(_bind),
     M.runtime_warning_p: _identity_like(lambda p, x: bind(p, x, message="careful")),
+    SH.batch_outermost_p: _identity_like(lambda p, x: bind(p, x, lead=1)),
     M.runtime_error_p: _runtime_error,
     R.reduce_sum_p: _reductions, R.reduce_prod_p: _reductions, R.reduce_max_p: _reductions,
     R.reduce_min_p: _reductions, R.reduce_any_p: _reductions, R.reduce_all_p: _reductions,

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..graph import control as Cf
 from ..primitives import random as Rn, misc as M
+from ..primitives.shape import batch_outermost_p
 from ..train.variable import read_var_p, assign_var_p
 from ._emit import _SMALL, body_graph, emit_graph, loop_formals, subgraph, tensor_type
 from ._math import as_bool, identity
@@ -167,6 +168,7 @@ def _runtime_error(ctx, n, ins):
 CONTROL = {
     Rn.random_draw_p: _random, M.stop_gradient_p: identity, M.own_result_p: identity,
     M.runtime_warning_p: identity, M.runtime_error_p: _runtime_error,
+    batch_outermost_p: identity,        # (a layout in memory: ONNX tensors have none)
     read_var_p: _read_variable, assign_var_p: _assign_variable,
     Cf.cond_p: _cond, Cf.cond_effect_p: _cond, Cf.while_p: _while, Cf.while_effect_p: _while,
     Cf.scan_p: _scan, Cf.scan_effect_p: _scan,

@@ -8,7 +8,7 @@ from ..core.dtypes import BOOL, I64
 from .cumulative import cumprod_p
 from .elementwise import eq_p, convert_p, ones_like_p, select_p, zeros_like_p
 from .indexing import getitem_p, concatenate_p
-from .shape import move_to_front, expand_dims_p
+from .shape import move_to_front, expand_dims_p, example_order
 from .sums import _reduced_shape, keep_axes, reduction, reduce_sum_p
 from .sums import sum_to_p, add_reduce_p  # noqa: F401  (re-exported: R.* above the primitives)
 
@@ -69,7 +69,8 @@ reduce_max_p = reduction("reduce_max", _extremum_impl(np.maximum, "max"), _extre
 reduce_min_p = reduction("reduce_min", _extremum_impl(np.minimum, "min"), _extremum_vjp)
 reduce_prod_p = reduction("reduce_prod",
                           lambda x, axes, keepdims: np.prod(x, axis=axes, keepdims=keepdims,
-                                                            dtype=x.dtype), _prod_vjp)
+                                                            dtype=x.dtype), _prod_vjp,
+                          ordered=True)
 
 
 # A product over the elements a boolean mask selects, as NumPy's prod(where=) forms it: the
@@ -93,7 +94,7 @@ def _prod_where_vjp(ct, x, w, axes, keepdims):
 def _prod_where_batch(args, dims, axes, keepdims):
     """The mask has x's rank (the NumPy layer pads it); it broadcasts to x, never x to it, so
     an unbatched x is spread over the batch first (a select of x with itself)."""
-    x, w = (move_to_front(a, d) if d is not None else bind(expand_dims_p, a, axes=(0,))
+    x, w = (example_order(a, d) if d is not None else bind(expand_dims_p, a, axes=(0,))
             for a, d in zip(args, dims))
     if dims[0] is None:
         x = bind(select_p, w, x, x)

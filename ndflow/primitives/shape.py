@@ -329,6 +329,62 @@ def move_to_front(x, bd):
     return moveaxis(x, bd, 0)
 
 
+# ------------------------------------------------------------------ batch axes outermost in memory
+# NumPy's loops visit an array in the order of its strides, and a sum or a product rounds in
+# the order it is visited. An example of a batch is visited as NumPy would visit it alone only
+# when the batch axes are the outermost in memory; a batch axis moved to the front from
+# elsewhere (vmap's in_axes=1) or a transposed batch is not, so NumPy would sum across the
+# examples elementwise (one order) where each example alone is summed pairwise (another).
+def lead_outermost(shape, strides, lead):
+    """Whether the first `lead` axes are outermost: each at least as far apart as everything
+    after it spans (axes of size 1 aside)."""
+    span = 0
+    for n, st in zip(shape[lead:], strides[lead:]):
+        if n > 1:
+            span += abs(st) * (n - 1)
+    for n, st in reversed(list(zip(shape[:lead], strides[:lead]))):
+        if n > 1:
+            if abs(st) <= span:
+                return False
+            span += abs(st) * (n - 1)
+    return True
+
+
+def _batch_outermost_impl(x, lead):
+    if not isinstance(x, np.ndarray) or x.flags.c_contiguous or x.size == 0 or \
+            lead_outermost(x.shape, x.strides, lead):
+        return x
+    # a copy that keeps each example's own layout (NumPy's order 'K' of one example), the
+    # examples one after another
+    one = np.empty_like(x[(0,) * lead], order="K")
+    step = one.nbytes
+    lead_strides = []
+    for n in reversed(x.shape[:lead]):
+        lead_strides.insert(0, step)
+        step *= n
+    buf = np.empty(step // x.itemsize, x.dtype)
+    y = np.lib.stride_tricks.as_strided(buf, x.shape, tuple(lead_strides) + one.strides)
+    np.copyto(y, x)
+    return y
+
+
+batch_outermost_p = Primitive("batch_outermost", _batch_outermost_impl,
+                              lambda x, lead: Aval(x.shape, x.dtype), returns_view=True)
+batch_outermost_p.def_vjp(lambda ct, x, lead: (ct,))
+batch_outermost_p.batch = lambda args, dims, lead: (
+    bind(batch_outermost_p, move_to_front(args[0], dims[0]), lead=lead + 1), 0)
+
+
+def example_order(x, bd):
+    """x (batched along `bd`, not squeezed) with its batch axis in front and outermost in
+    memory, for a rule whose result rounds in NumPy's order of visiting (sums, products).
+    Already in front, it is: vectorized_map puts its inputs in order (`batch_outermost`), and
+    the operations give their results in C order."""
+    if bd is None or bd == 0:
+        return x
+    return bind(batch_outermost_p, move_to_front(x, bd), lead=1)
+
+
 def unsqueeze(x, ax):
     """(value, batch axis) with the unit axes of a squeezed value back: the ordinary layout."""
     if not isinstance(ax, tuple):

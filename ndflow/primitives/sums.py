@@ -23,7 +23,9 @@ def _reduce_abstract(x, axes, keepdims):
     return Aval(_reduced_shape(x.shape, axes, keepdims), x.dtype)
 
 
-def _reduce_batch(prim):
+def _reduce_batch(prim, ordered=False):
+    """`ordered`: the result rounds in the order NumPy visits the elements (a float sum or
+    product), so each example must be laid out as it would be alone (`S.example_order`)."""
     @squeezed_ok
     def rule(args, dims, **params):
         x, d = args[0], dims[0]
@@ -38,7 +40,10 @@ def _reduce_batch(prim):
                     [u - sum(1 for a in axes if a < u) for u in units if u not in axes]
                 return bind(E.add_p, x, zero), squeezed_axis(left)
             x, d = S.unsqueeze(x, d)
-        x = S.move_to_front(x, d)
+        if ordered and np.dtype(x.dtype).kind in "fc":
+            x = S.example_order(x, d)
+        else:
+            x = S.move_to_front(x, d)
         params["axes"] = tuple(a + 1 for a in params["axes"])
         return bind(prim, x, **params), 0
     return rule
@@ -59,11 +64,11 @@ def broadcast_like(ct, x):
     return bind(S.broadcast_to_p, ct, shape=tuple(x.shape))
 
 
-def reduction(name, impl, vjp=None, abstract=_reduce_abstract):
+def reduction(name, impl, vjp=None, abstract=_reduce_abstract, ordered=False):
     p = Primitive(name, impl, abstract)
     if vjp:
         p.def_vjp(vjp, uses_out=getattr(vjp, "uses_out", False))
-    p.batch = _reduce_batch(p)
+    p.batch = _reduce_batch(p, ordered)
     return p
 
 
@@ -78,7 +83,7 @@ def _sum_impl(x, axes, keepdims):
     return np.sum(x, axis=axes, keepdims=keepdims, dtype=x.dtype)
 
 
-reduce_sum_p = reduction("reduce_sum", _sum_impl, _sum_vjp)
+reduce_sum_p = reduction("reduce_sum", _sum_impl, _sum_vjp, ordered=True)
 reduce_sum_p.vjp_reads = ()      # the gradient is the cotangent broadcast to x's shape
 
 
@@ -122,7 +127,7 @@ def _add_reduce_vjp(ct, x, *w, axes, keepdims, dtype, initial):
 def _add_reduce_batch(args, dims, axes, keepdims, dtype, initial):
     """The batch axis in front of x and of the mask; an unbatched x is spread over the batch
     of its mask (a select of x with itself), since the mask broadcasts to x, never x to it."""
-    x, *w = (S.move_to_front(a, d) if d is not None else bind(S.expand_dims_p, a, axes=(0,))
+    x, *w = (S.example_order(a, d) if d is not None else bind(S.expand_dims_p, a, axes=(0,))
              for a, d in zip(args, dims))
     if dims[0] is None:
         x = bind(E.select_p, w[0], x, x)
@@ -164,7 +169,8 @@ def _sum_to_batch(args, axes, keep=0, like_keep=0):
         like, like_keep = S.move_to_front(like, bl), like_keep + 1
     if bc is None:
         return bind(sum_to_p, ct, like, keep=keep, like_keep=like_keep), None
-    return bind(sum_to_p, S.move_to_front(ct, bc), like, keep=keep + 1, like_keep=like_keep), 0
+    ct = S.example_order(ct, bc) if np.dtype(ct.dtype).kind in "fc" else S.move_to_front(ct, bc)
+    return bind(sum_to_p, ct, like, keep=keep + 1, like_keep=like_keep), 0
 
 
 # ct summed down to like's shape (its last dims after the first `like_keep`; ct's first `keep`

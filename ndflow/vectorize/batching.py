@@ -18,7 +18,7 @@ from ..core.state import STATE
 from ..core import tree
 from ..graph.trace import next_level, save_fields, restore_fields
 from ..graph.static import shape_of
-from ..primitives.shape import unsqueeze, unsqueeze_all
+from ..primitives.shape import unsqueeze, unsqueeze_all, batch_outermost_p, lead_outermost
 from ..primitives.elementwise import copy_p
 from ..primitives.indexing import getitem
 from ..primitives.shape import moveaxis, broadcast_dynamic_p
@@ -100,6 +100,19 @@ def _require_array(x):
                     f"nf.vectorized_map convert Python data")
 
 
+def _examples_in_order(x, ax):
+    """A mapped input whose batch axis is in front, laid out so that NumPy visits each example
+    as it would visit it alone (`batch_outermost`: sums round in that order); an eager one
+    that already is (the common case) as it is. A batch axis elsewhere is put in front and in
+    order by the rules that need it (`example_order`)."""
+    if ax != 0:
+        return x
+    v = x._v
+    if x._t is None and (not isinstance(v, np.ndarray) or lead_outermost(v.shape, v.strides, 1)):
+        return x
+    return bind(batch_outermost_p, x, lead=1)
+
+
 def _batch_call(fn, args, in_axes, out_axes, convert=None):
     """`fn` called once on `args` batched along `in_axes`; its results batched along
     `out_axes`. `convert` makes arrays of Python data among the mapped inputs and the results
@@ -139,8 +152,9 @@ def _batch_call(fn, args, in_axes, out_axes, convert=None):
             if not isinstance(c, tuple) or len(c) != 2 or not isinstance(c[0], ndarray):
                 ins.append(c)
             else:
-                s = symbolic(trace, c[0], c[1] % c[0].ndim)
-                mapped.append((s, s._v, c[0], c[1] % c[0].ndim))
+                ax = c[1] % c[0].ndim
+                s = symbolic(trace, _examples_in_order(c[0], ax), ax)
+                mapped.append((s, s._v, c[0], ax))
                 ins.append(s)
         out = fn(*tree.unflatten(d, ins))
         out_ids = {id(o) for o in tree.flatten(out)}
