@@ -342,3 +342,23 @@ def test_each_example_sums_as_numpy_sums_it_alone(shape, in_axis, layout, axis, 
                      for i in range(shape[in_axis])])
     assert got.dtype == want.dtype and np.array_equal(got, want), \
         (fn, layout, in_axis, axis, np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("order,in_axis", [("C", 0), ("F", 0), ("C", 1)])
+def test_writes_into_a_batch_copied_into_order_reach_the_callers_array(order, in_axis):
+    """A batch whose mapped axis is not outermost is copied before the function sees it; a
+    write into a mapped argument still goes back into the caller's array, as the loop's
+    writes through its views would."""
+    base = np.arange(12.0).reshape(3, 4)
+    x = tnp.asarray(np.array(base, order=order))
+
+    def f(r):
+        r[0] = 7.0
+        return tnp.sum(r)
+    got = nf.vmap(f, in_axes=in_axis)(x).numpy()
+    want, loop = [], np.array(base, order=order)
+    for i in range(loop.shape[in_axis]):
+        row = loop[(slice(None),) * in_axis + (i,)]
+        row[0] = 7.0
+        want.append(np.sum(row))
+    assert np.array_equal(got, want) and np.array_equal(x.numpy(), loop)

@@ -459,6 +459,8 @@ NOT_NUMPY_VIEWS = {
     "numpy_function": "the user's NumPy function's result (NumPy's own memory model applies)",
     "numpy_function_multi": "the user's NumPy function's results",
     "assign_variable": "a Variable's value (Variables are written with assign)",
+    "batch_outermost": "vectorized_map's batch laid out per example (writes into a mapped "
+                       "argument go back through vectorized_map's own write-back)",
 }
 
 
