@@ -394,6 +394,41 @@ def test_linalg_and_signal_errors():
         nsig.convolve(tnp.ones((3, 1)), tnp.ones((1, 3)), mode="valid")
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_triangular_solves_substitute_as_lapack_does(dt):
+    """solve_triangular, cho_solve and lu_solve solve each triangle by substitution, as SciPy's
+    LAPACK calls do: the componentwise backward error max_i |b - T x|_i / (|T||x| + |b|)_i of
+    substitution is within n * eps (Higham, Accuracy and Stability, 8.1). A lower triangle
+    solved as a general matrix had its rows swapped by the LU's pivoting, and on random
+    triangles (ill-conditioned, most of them) that error reached 3.9e3 n eps in float32 and
+    1.3e14 n eps in float64, with results far from SciPy's (-5.96e21 against 1.12), and one
+    unit-diagonal triangle raised 'Singular matrix'. Every (lower, trans, unit_diagonal), b a
+    vector and a matrix (lu_solve and cho_solve solve their triangles with the same helper)."""
+    import ndflow.scipy.linalg as nla
+    rng = np.random.default_rng(1)
+    eps = np.finfo(dt).eps
+
+    def omega(T, x, b):
+        T, x, b = (np.asarray(v, np.float64) for v in (T, x, b))
+        r = np.abs(b - T @ x)
+        return np.max(r / (np.abs(T) @ np.abs(x) + np.abs(b)))
+
+    for trial in range(60):
+        n = int(rng.integers(2, 40))
+        a = rng.standard_normal((n, n)).astype(dt)
+        b = rng.standard_normal(n if trial % 2 else (n, 3)).astype(dt)
+        for lower in (False, True):
+            for trans in (0, 1, "C"):
+                for unit in (False, True):
+                    x = nla.solve_triangular(a, b, trans=trans, lower=lower,
+                                             unit_diagonal=unit).numpy()
+                    T = np.tril(a) if lower else np.triu(a)
+                    if unit:
+                        np.fill_diagonal(T, 1)
+                    T = T if trans == 0 else T.T
+                    assert x.dtype == dt and omega(T, x, b) <= n * eps, (n, lower, trans, unit)
+
+
 def test_expm_batched_and_traced():
     sla = pytest.importorskip("scipy.linalg")
     import ndflow.scipy.linalg as nla

@@ -32,10 +32,21 @@ def _square(name, a):
 
 def _triangle(a, lower, unit_diagonal):
     t = tnp.tril(a) if lower else tnp.triu(a)
-    if unit_diagonal:
-        n = a.shape[-1]
-        t = t - tnp.eye(n, dtype=a.dtype) * t + tnp.eye(n, dtype=a.dtype)
+    if unit_diagonal:        # (a select: the diagonal is never read, so inf or NaN there is 1)
+        t = tnp.where(tnp.eye(a.shape[-1], dtype=bool), tnp.ones((), a.dtype), t)
     return t
+
+
+def _substitute(t, b, lower):
+    """Solve t x = b for a triangular t by substitution, as LAPACK's trtrs/trsm (SciPy) do.
+    np.linalg.solve's LU pivots nowhere on an upper triangle (the column below each diagonal
+    entry is zero), so there it is back substitution; a lower t is made upper by reversing its
+    rows and columns (and b's rows). Solved as a general matrix, a lower t would have rows
+    swapped wherever an entry below the diagonal outweighs it: another algorithm, whose result
+    on an ill-conditioned triangle (most random ones) can be far from SciPy's."""
+    if lower:
+        return tnp.linalg.solve(t[::-1, ::-1], b[::-1])[::-1]
+    return tnp.linalg.solve(t, b)
 
 
 def _common(a, b):
@@ -54,10 +65,10 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     t = _triangle(a, lower, unit_diagonal)
     trans = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}[trans]
     if trans == 1:
-        t = t.T
+        t, lower = t.T, not lower
     elif trans == 2:
-        t = tnp.conj(t).T
-    return tnp.linalg.solve(t, b)
+        t, lower = tnp.conj(t).T, not lower
+    return _substitute(t, b, lower)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -79,8 +90,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     if c.shape[-1] != b.shape[0]:
         raise ValueError(f"incompatible dimensions ({c.shape} and {b.shape})")
     L = tnp.tril(c) if lower else tnp.conj(tnp.triu(c)).T
-    y = tnp.linalg.solve(L, b)
-    return tnp.linalg.solve(tnp.conj(L).T, y)
+    y = _substitute(L, b, True)
+    return _substitute(tnp.conj(L).T, y, False)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
@@ -144,10 +155,10 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     U = tnp.triu(lu)
     trans = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}[trans]
     if trans == 0:
-        return tnp.linalg.solve(U, tnp.linalg.solve(L, _apply_pivots(piv, b)))
+        return _substitute(U, _substitute(L, _apply_pivots(piv, b), True), False)
     if trans == 2:
         L, U = tnp.conj(L), tnp.conj(U)
-    y = tnp.linalg.solve(L.T, tnp.linalg.solve(U.T, b))
+    y = _substitute(L.T, _substitute(U.T, b, True), False)
     # undo the row swaps: the inverse of their permutation
     return tnp.take(y, tnp.argsort(_pivot_perm(piv, b.shape[0])), axis=0)
 
