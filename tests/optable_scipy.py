@@ -682,6 +682,25 @@ _SUBNORMAL = ("a subnormal shape parameter a: SciPy (Cephes) underflows to P = 0
 _SUBNORMAL1 = (_SUBNORMAL[0], _subnormal(1))
 _UNDER = ("SciPy's log density/CDF is the log of an underflowed value (-inf); ndflow's is exact "
           "(below log of the smallest normal number)", _log_underflow)
+def _tiny_diagonal(s, want, got):
+    if s.kwargs.get("unit_diagonal"):
+        return np.zeros(np.shape(want), bool)        # (the diagonal is not read)
+    a = np.asarray(s.args[0])
+    d = np.abs(np.diagonal(a, axis1=-2, axis2=-1))
+    with np.errstate(all="ignore"):
+        tiny = ((d > 0) & (d < 1 / np.finfo(a.dtype).max)).any()
+    return tiny & ~np.isfinite(want) & np.isfinite(got)
+
+
+def _expm_huge_triangle(s, want, got):
+    a = np.asarray(s.args[0])
+    with np.errstate(invalid="ignore"):
+        tri = (np.abs(np.tril(a, -1)).sum((-2, -1)) == 0) | \
+            (np.abs(np.triu(a, 1)).sum((-2, -1)) == 0)
+        big = np.abs(a).sum(-2).max(-1, initial=0.0) > 1e300
+    return (tri & big)[..., None, None] & np.isnan(want) & ~np.isnan(got)
+
+
 _DIFFS = {
     "special.zeta": [_HUGE, (
         "s = inf with q > 1: SciPy NaN; ndflow 0, the limit (every term (q + k)^-s is 0)",
@@ -719,6 +738,20 @@ _DIFFS = {
         "a point with several infinite coordinates: SciPy's NaN or -inf depends on the signs "
         "of its covariance's eigenvectors (inf - inf in dev @ U); ndflow gives -inf",
         lambda s, want, got: _rows(np.isinf(s.args[0]).sum(-1) > 1, want))],
+    "linalg.expm": [(
+        "a triangular matrix with a 1-norm beyond 1e300: SciPy's squarings overflow into NaN "
+        "at a bound that varies with the entries (1e302 for [[.5, c], [0, -.5]], 1e307 for "
+        "[[0, c], [0, 0]]); ndflow keeps the diagonal exact at every squaring and gives the "
+        "exponential while it is finite",
+        _expm_huge_triangle)],
+    "linalg.solve_triangular": [(
+        "a diagonal entry whose reciprocal overflows (subnormal): SciPy's BLAS multiplies by "
+        "that reciprocal (inf, then inf or NaN); ndflow's substitution divides by the entry",
+        _tiny_diagonal), (
+        "the sign of a zero solution entry: SciPy's trtrs divides b's -0.0 by the diagonal; "
+        "NumPy's solve, which ndflow's substitution calls, first applies its LU's unit lower "
+        "factor (the identity here), whose zero products can turn -0.0 into +0.0",
+        lambda s, want, got: (want == 0) & (got == 0))],
     "linalg.lu_factor": [(
         "NaN or inf with check_finite=False: LAPACK's pivot search (idamax) passes over NaN "
         "where ndflow's argmax takes it, so the factors differ (both NaN-laden)",

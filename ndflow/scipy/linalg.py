@@ -183,6 +183,12 @@ def expm(A):
     return _expm(A, 1.8e300)                                              # squarings
 
 
+def _value_with_derivative(d, R):
+    """d's value exactly (R + (d - R) rounds where |R| is far beyond |d|), with R's
+    derivatives where R is finite."""
+    return stop_gradient(d) + tnp.where(tnp.isfinite(R), R - stop_gradient(R), 0.0)
+
+
 def _expm(A, huge):
     n = A.shape[-1]
     if n == 0:
@@ -198,8 +204,17 @@ def _expm(A, huge):
         s_max = int(tnp.max(s).numpy()) if concrete and s.size else 0
     except Exception:      # batched values under vectorized_map
         concrete = False
-    scale = (2.0 ** (-s.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)))
-    X = A * scale[..., None, None]
+    lower, upper = tnp.tril(tnp.ones((n, n), dtype=bool), -1), tnp.triu(
+        tnp.ones((n, n), dtype=bool), 1)
+    up_tri = tnp.all(tnp.where(lower, A, 0) == 0, axis=(-2, -1))[..., None, None]
+    lo_tri = tnp.all(tnp.where(upper, A, 0) == 0, axis=(-2, -1))[..., None, None]
+    # a lower triangle is exponentiated as its transpose: the Pade solve's LU pivots nowhere on
+    # an upper triangle, so the result has exact zeros below it (pivoting on a lower one left
+    # rounding above it, which the squarings then multiplied into everything)
+    flip = lo_tri & ~up_tri
+    T = tnp.where(flip, tnp.swapaxes(A, -1, -2), A)
+    real = A.real.dtype if A.dtype.kind == "c" else A.dtype
+    X = T * (2.0 ** (-s.astype(real)))[..., None, None]
     b = _PADE13
     X2 = X @ X
     X4 = X2 @ X2
@@ -208,22 +223,33 @@ def _expm(A, huge):
              + b[1] * eye)
     V = X6 @ (b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 \
         + b[0] * eye
-    R = tnp.linalg.solve(V - U, V + U)
+    on_diag = tnp.eye(n, dtype=bool) & (up_tri | lo_tri)
+    diag = tnp.diagonal(A, axis1=-2, axis2=-1)
+
+    def exact_diagonal(R, k):
+        """R, approximating exp(A 2^(k - s)), with the diagonal of a triangular A made that
+        exponential's, exp(diag(A) 2^(k - s)), exactly (derivatives: R's), as SciPy's
+        triangular path does at every squaring: each squaring doubles the relative error of
+        the diagonal, so a diagonal of 1 - eps decayed to 0 over a thousand of them and took
+        the entries above it along (expm([[0, 1e300], [0, 0]]) was the identity)."""
+        d = tnp.exp(diag * (2.0 ** (k - s).astype(real))[..., None])[..., None, :]
+        return tnp.where(on_diag, _value_with_derivative(d, R), R)
+
+    R = exact_diagonal(tnp.linalg.solve(V - U, V + U), tnp.zeros_like(s))
     if concrete:
         for i in range(s_max):
-            R = tnp.where((s > i)[..., None, None], R @ R, R)
+            R = exact_diagonal(tnp.where((s > i)[..., None, None], R @ R, R),
+                               tnp.minimum(s, i + 1))
     else:
         # traced or batched: a loop to the largest count (up to ~1022 for a finite norm)
         def body(i, R):
-            return i + 1, tnp.where((s > i)[..., None, None], R @ R, R)
+            return i + 1, exact_diagonal(tnp.where((s > i)[..., None, None], R @ R, R),
+                                         tnp.minimum(s, i + 1))
         R = while_loop(lambda i, R: i < tnp.max(s), body, (tnp.asarray(0, np.int64), R))[1]
+    R = tnp.where(flip, tnp.swapaxes(R, -1, -2), R)
     # the exponential of a triangular matrix is triangular: its zeros stay zeros where the
     # products turned them into NaN beside an inf (as SciPy's triangular path does not);
     # finite entries keep their derivative
-    lower, upper = tnp.tril(tnp.ones((n, n), dtype=bool), -1), tnp.triu(
-        tnp.ones((n, n), dtype=bool), 1)
-    up_tri = tnp.all(tnp.where(lower, A, 0) == 0, axis=(-2, -1))[..., None, None]
-    lo_tri = tnp.all(tnp.where(upper, A, 0) == 0, axis=(-2, -1))[..., None, None]
     # SciPy's answer for a matrix with inf or NaN: NaN but the triangular zeros
     finite = (tnp.all(tnp.isfinite(A), axis=(-2, -1)) & (norm1 < np.inf))[..., None, None]
     R = tnp.where(finite, R, np.nan)
@@ -238,7 +264,7 @@ def _expm(A, huge):
     eye = tnp.eye(n, dtype=bool)
     d = tnp.exp(tnp.diagonal(A, axis1=-2, axis2=-1))[..., None, :]
     # (the exact values, R's derivatives: triangularity holds only on a set of matrices)
-    R = tnp.where(eye & (up_tri | lo_tri) & finite, R + stop_gradient(d - R), R)
+    R = tnp.where(eye & (up_tri | lo_tri) & finite, _value_with_derivative(d, R), R)
     # a diagonal matrix with inf or NaN: exp of its diagonal, as SciPy's
     return tnp.where(up_tri & lo_tri & ~finite, tnp.where(eye, d, 0.0), R)
 
