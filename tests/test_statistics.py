@@ -320,3 +320,18 @@ def test_unique_on_random_shapes_matches_numpy(aa):
         for path in ("eager", "tape"):
             got = _run(path, lambda m, x: m.unique(x, **kw), a)
             assert_same(got, want, ctx=f"unique {a.shape} {kw} ({path})")
+
+
+@pytest.mark.parametrize("nan_rows", [(), (0,), (1, 2), (0, 1, 2)])
+def test_vectorized_quantile_dtype_is_the_loops_stacked_dtype(nan_rows):
+    """NumPy's 0-d quantile of float32 data with a float64 q is float64, but float32 when the
+    result is NaN (the data's own NaN). One batch holds one dtype: vectorized_map gives the
+    dtype the loop's results stack to (float32 only when every example's is), where it took
+    the first example's, so a batch whose first row held NaN came back float32."""
+    x = np.random.default_rng(3).standard_normal((3, 2, 5)).astype(np.float32)
+    for i in nan_rows:
+        x[i, 1, 2] = np.nan
+    q = np.array([1.0, 43.0, 99.0])
+    loop = np.stack([np.percentile(x[i], q[i]) for i in range(3)])
+    got = nf.vectorized_map(lambda a: tnp.percentile(a[0], a[1]), (x, q)).numpy()
+    assert got.dtype == loop.dtype and np.array_equal(got, loop, equal_nan=True)

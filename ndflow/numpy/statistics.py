@@ -216,20 +216,34 @@ def _median_last(x, nan, doubled=False):
     return _cast(r, x.dtype if x.dtype == np.dtype(np.float16) else cd)
 
 
+def _concrete_below(x):
+    """The concrete array under `x`'s vectorized_map batches (x itself when eager), or None
+    when a graph traces it."""
+    while x._t is not None and not getattr(x._t, "is_graph", False) \
+            and isinstance(x._v, ndarray):
+        x = x._v
+    return x if x._t is None else None
+
+
 def _dtype_if(r, flag, dtype):
     """`r`, cast to `dtype` where the first element of `flag` holds (or it has none: an empty
-    array's answer): NumPy's value-dependent result dtype. Concrete flags decide now; inside `nf.function` the graph assumes one case
+    array's answer; under vectorized_map, where every example's holds): NumPy's
+    value-dependent result dtype. Concrete flags decide now; inside `nf.function` the graph assumes one case
     and checks it at run time (primitives/misc.py expect_case), so nf.function runs the graph
     traced for the case each call's values are in."""
     if r.dtype == dtype:
         return r
-    base = flag
-    while base._t is not None and not getattr(base._t, "is_graph", False) \
-            and isinstance(base._v, ndarray):
-        base = base._v           # batched over concrete values: decide on the whole batch
-    if base._t is None:
-        v = base.numpy().reshape(-1)
+    if _concrete_below(flag) is flag:
+        v = flag.numpy().reshape(-1)
         return _cast(r, dtype) if not v.size or bool(v[0]) else r
+    if _concrete_below(flag) is not None:
+        # batched over concrete values: each example's first flag. A batch whose examples
+        # differ gets the dtype the loop's results stack to (the promoted one, r's): one array
+        # cannot hold each example's own
+        if any(d == 0 for d in flag.shape):
+            return _cast(r, dtype)
+        firsts = _concrete_below(take(ravel(flag), 0)).numpy()
+        return _cast(r, dtype) if bool(np.all(firsts)) else r
     root = next((t for t in STATE.traces if getattr(t, "assume", None) is not None), None)
     if root is None:
         raise TypeError("this quantile's result dtype depends on whether the data holds NaN "
