@@ -682,6 +682,50 @@ _SUBNORMAL = ("a subnormal shape parameter a: SciPy (Cephes) underflows to P = 0
 _SUBNORMAL1 = (_SUBNORMAL[0], _subnormal(1))
 _UNDER = ("SciPy's log density/CDF is the log of an underflowed value (-inf); ndflow's is exact "
           "(below log of the smallest normal number)", _log_underflow)
+def _overflowed_float32(s, want, got):
+    """SciPy's inf or NaN in a float32 solve of finite inputs."""
+    arrs = [np.asarray(a) for a in s.args if isinstance(a, np.ndarray)]
+    if arrs[0].dtype != np.float32 or not all(np.isfinite(a).all() for a in arrs):
+        return np.zeros(np.shape(want), bool)
+    return ~np.isfinite(want)
+
+
+_F32_OVERFLOW = (
+    "a float32 system of finite entries whose solution overflows float32 on the way: SciPy "
+    "solves in float32 (inf, then -inf or NaN further on); ndflow's triangles go through "
+    "NumPy's solve, which works in float64 and rounds once (finite where the float64 "
+    "solution is, NaN or inf elsewhere in its own pattern)", _overflowed_float32)
+
+
+def _infinite_deviation(s, want, got):
+    if len(s.args) < 2 or not isinstance(s.args[1], np.ndarray):
+        return np.zeros(np.shape(want), bool)
+    with np.errstate(invalid="ignore"):
+        dev = np.asarray(s.args[0]) - np.asarray(s.args[1])
+    return _rows(np.isinf(dev).any(-1) & np.isinf(np.asarray(s.args[1])).any(-1), want)
+
+
+def _huge_cancellation(name):
+    """Outputs whose window holds products beyond 1e250: their sum cancels or not by the
+    order of its terms (SciPy's direct loop, ndflow's); finite on both sides."""
+    def pred(s, want, got):
+        import scipy.signal
+        a, b = (np.nan_to_num(np.abs(np.asarray(x, np.float64)), posinf=0.0)
+                for x in s.args[:2])
+        with np.errstate(all="ignore"):
+            mag = getattr(scipy.signal, name)(a, b, *s.args[2:], method="direct")
+        return np.broadcast_to(mag > 1e250, np.shape(want)) & np.isfinite(want) \
+            & np.isfinite(got)
+    return ("an output whose window holds products beyond 1e250 that cancel: the sum's value "
+            "depends on the order of its terms (SciPy's direct loop, ndflow's), within "
+            "n eps times the products' magnitudes", pred)
+
+
+def _first(x, test):
+    """`test` of a result that may be a tuple (lu_factor's (lu, piv)): of its first part."""
+    return test(np.asarray(x[0] if isinstance(x, tuple) else x))
+
+
 def _tiny_diagonal(s, want, got):
     if s.kwargs.get("unit_diagonal"):
         return np.zeros(np.shape(want), bool)        # (the diagonal is not read)
@@ -697,7 +741,8 @@ def _expm_huge_triangle(s, want, got):
     with np.errstate(invalid="ignore"):
         tri = (np.abs(np.tril(a, -1)).sum((-2, -1)) == 0) | \
             (np.abs(np.triu(a, 1)).sum((-2, -1)) == 0)
-        big = np.abs(a).sum(-2).max(-1, initial=0.0) > 1e300
+        big = np.abs(a).sum(-2).max(-1, initial=0.0) > min(1e300, float(np.finfo(
+            a.dtype).max) * 1e-8)
     return (tri & big)[..., None, None] & np.isnan(want) & ~np.isnan(got)
 
 
@@ -737,14 +782,26 @@ _DIFFS = {
     "stats.multivariate_normal.logpdf": [(
         "a point with several infinite coordinates: SciPy's NaN or -inf depends on the signs "
         "of its covariance's eigenvectors (inf - inf in dev @ U); ndflow gives -inf",
-        lambda s, want, got: _rows(np.isinf(s.args[0]).sum(-1) > 1, want))],
+        lambda s, want, got: _rows(np.isinf(s.args[0]).sum(-1) > 1, want)), (
+        "an infinite mean coordinate (the deviation x - mean infinite): SciPy's dev @ U can "
+        "meet inf * 0 or inf - inf (NaN); ndflow gives the limit, -inf (a pdf of 0)",
+        _infinite_deviation)],
     "linalg.expm": [(
-        "a triangular matrix with a 1-norm beyond 1e300: SciPy's squarings overflow into NaN "
+        "a triangular matrix with a 1-norm beyond 1e300 (float32: 3e30): SciPy's squarings "
+        "overflow into NaN "
         "at a bound that varies with the entries (1e302 for [[.5, c], [0, -.5]], 1e307 for "
         "[[0, c], [0, 0]]); ndflow keeps the diagonal exact at every squaring and gives the "
         "exponential while it is finite",
-        _expm_huge_triangle)],
-    "linalg.solve_triangular": [(
+        _expm_huge_triangle), (
+        "the sign of an entry that underflows to zero: it follows the order of operations "
+        "(SciPy picks its Pade degree by the norm, ndflow always takes 13; for float32 ndflow "
+        "computes in float64 and rounds once, -2.6e-46 giving -0.0, where SciPy's float32 "
+        "arithmetic may give +0.0)",
+        lambda s, want, got: (want == 0) & (got == 0))],
+    "linalg.lu_solve": [_F32_OVERFLOW],
+    "signal.correlate": [_huge_cancellation("correlate")],
+    "signal.convolve": [_huge_cancellation("convolve")],
+    "linalg.solve_triangular": [_F32_OVERFLOW, (
         "a diagonal entry whose reciprocal overflows (subnormal): SciPy's BLAS multiplies by "
         "that reciprocal (inf, then inf or NaN); ndflow's substitution divides by the entry",
         _tiny_diagonal), (
@@ -753,6 +810,9 @@ _DIFFS = {
         "factor (the identity here), whose zero products can turn -0.0 into +0.0",
         lambda s, want, got: (want == 0) & (got == 0))],
     "linalg.lu_factor": [(
+        "the sign of a zero that an elimination update forms (-0.0 - (-0.0) * u): OpenBLAS's "
+        "getrf kernels give it their own way (not the reference LAPACK's, nor ndflow's a - m u)",
+        lambda s, want, got: _first(want, lambda w: w == 0) & _first(got, lambda g: g == 0)), (
         "NaN or inf with check_finite=False: LAPACK's pivot search (idamax) passes over NaN "
         "where ndflow's argmax takes it, so the factors differ (both NaN-laden)",
         lambda s, want, got: np.full(np.shape(want), s.kwargs.get("check_finite") is False))],

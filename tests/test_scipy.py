@@ -456,6 +456,44 @@ def test_expm_of_a_triangle_keeps_its_diagonal_through_every_squaring():
     np.testing.assert_allclose(batched, np.stack(want), rtol=1e-12, atol=0)
 
 
+def test_lu_factor_leaves_finished_rows_alone():
+    """Each elimination step updated every row, the finished rows with a zero multiplier:
+    a - 0 * u turned -0.0 into +0.0 beside a negative u, and a finished U entry into NaN
+    beside an infinite one (check_finite=False). Only the trailing block changes now, as in
+    LAPACK's getrf: here the factors' infinities, NaN and zero signs are SciPy's. (Not in
+    general: a zero that an update forms, -0.0 - (-0.0) * u, takes the sign OpenBLAS's kernel
+    gives it.)"""
+    sla = pytest.importorskip("scipy.linalg")
+    import ndflow.scipy.linalg as nla
+    mats = [np.array([[1.0, 2, 3], [4, 5, 6], [7, 8, np.inf]]),
+            np.array([[1.0, 2, -0.0], [4, 5, 6], [7, 8, -1]]),
+            np.array([[2.0577064, 1.1920929e-07, -0.0], [3.4028235e+38, -0.12478853,
+                                                        1.4012985e-45],
+                      [-1.0798697, 0.0, -0.51050466]], np.float32)]
+    for m in mats:
+        want, wpiv = sla.lu_factor(m, check_finite=False)
+        got, gpiv = (np.asarray(v.numpy()) for v in nla.lu_factor(m, check_finite=False))
+        np.testing.assert_array_equal(gpiv, wpiv)
+        np.testing.assert_allclose(got, want, rtol=1e-6 if m.dtype == np.float32 else 1e-13,
+                                   atol=0)
+        zero = want == 0
+        assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero])), m
+
+
+def test_lu_solve_checks_b_only_as_scipy():
+    """SciPy's lu_solve applies check_finite to b, not to the factors (a finite matrix's LU
+    can overflow); ndflow raised for an infinite factor where SciPy solves."""
+    import ndflow.scipy.linalg as nla
+    lu, piv = np.array([[2.0, 1e308], [0.5, -1e308 * 4]]), np.array([0, 1], np.int32)
+    with np.errstate(over="ignore"):
+        lu = lu * np.array([[1.0, 1.0], [1.0, 10.0]])         # U[1, 1] = -inf
+    assert np.isinf(lu[1, 1])
+    x = nla.lu_solve((lu, piv), np.array([1.0, 2.0])).numpy()
+    assert x.shape == (2,)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        nla.lu_solve((lu, piv), np.array([1.0, np.nan]))
+
+
 def test_expm_batched_and_traced():
     sla = pytest.importorskip("scipy.linalg")
     import ndflow.scipy.linalg as nla

@@ -121,8 +121,12 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         safe = tnp.where(piv_val == 0, 1.0, piv_val)
         below = rows > k
         m = tnp.where(below, a[:, k] / safe, 0.0)            # multipliers (0 on/above k)
-        upd = a - m[:, None] * tnp.where(tnp.arange(n) > k, a[k, :], 0.0)[None, :]
-        a = tnp.where(below[:, None] & (tnp.arange(n) == k)[None, :], m[:, None], upd)
+        # only the trailing block is updated, as LAPACK's: elsewhere a - 0 * u would turn
+        # -0.0 into +0.0 beside a negative u, and any entry into NaN beside an infinite one
+        cols = tnp.arange(n)
+        upd = tnp.where(below[:, None] & (cols > k)[None, :],
+                        a - m[:, None] * a[k, :][None, :], a)
+        a = tnp.where(below[:, None] & (cols == k)[None, :], m[:, None], upd)
     return a, tnp.stack(pivs).astype(np.int32)
 
 
@@ -145,7 +149,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """Solve a x = b (trans=1: a^T x = b; 2: a^H x = b) from `lu_factor`'s (lu, piv), as
     `scipy.linalg.lu_solve`."""
     lu, piv = lu_and_piv
-    lu, b = _common(_fl(lu, check_finite), _fl(b, check_finite))
+    # (as SciPy's, check_finite looks at b only: a finite matrix's factors may overflow)
+    lu, b = _common(_fl(lu, False), _fl(b, check_finite))
     piv = tnp.asarray(piv)
     if lu.shape[0] != b.shape[0]:
         raise ValueError(f"Shapes of lu {lu.shape} and b {b.shape} are incompatible")
