@@ -467,3 +467,40 @@ def test_diagonal_is_read_only_as_in_numpy():
     with pytest.raises(ValueError, match="read-only"):
         d += 1
     assert np.array_equal(x.numpy(), np.arange(9.0).reshape(3, 3))
+
+
+_TD_CASES = [((3, 4), (4, 5), 1), ((2, 3, 4), (3, 4, 5), 2), ((2, 3, 4), (4, 3), ([1, 2], [1, 0])),
+             ((4, 3), (4, 5), ([0], [0])), ((5,), (5,), 1), ((2, 3), (4, 5), 0),
+             ((3, 0), (0, 2), 1), ((6,), (6, 3), ([0], [0])), ((2, 3, 4), (2, 5), ([0], [0])),
+             ((30, 40), (40, 20), 1)]
+_IN_CASES = [((5,), (5,)), ((3, 5), (5,)), ((5,), (4, 5)), ((3, 5), (4, 5)), ((30, 40), (20, 40))]
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32, np.float16, np.complex128, np.int32])
+def test_tensordot_and_inner_are_numpys_bits_on_every_path(dt):
+    """tensordot contracted through einsum, whose order of additions is opt_einsum's, and
+    inner likewise: 34 of 180 tensordot results (eager, compiled, vectorized) differed from
+    numpy.tensordot in the last bits, and inner from numpy.inner for 2-D float32. Both now
+    compute as NumPy does (tensordot: transposed and reshaped operands and one matrix product;
+    inner up to 2-D: a @ b.T); vectorized_map with every operand mapped gives the loop's."""
+    rng = np.random.default_rng(7)
+
+    def same(got, want, ctx):
+        got = np.asarray(got.numpy())
+        assert got.dtype == want.dtype and got.shape == want.shape and \
+            np.array_equal(got, want), ctx
+    for sa, sb, ax in _TD_CASES:
+        a, b = ((rng.standard_normal(s) * 3).astype(dt) for s in (sa, sb))
+        want = np.tensordot(a, b, ax)
+        same(tnp.tensordot(a, b, ax), want, ("eager", sa, sb, ax))
+        same(nf.function(lambda x, y: tnp.tensordot(x, y, ax))(a, b), want, ("jit", sa, sb, ax))
+        A, B = np.stack([a, a * 2, a - 1]), np.stack([b, b, b * 3])
+        same(nf.vectorized_map(lambda t: tnp.tensordot(t[0], t[1], ax), (A, B)),
+             np.stack([np.tensordot(A[i], B[i], ax) for i in range(3)]), ("vmap", sa, sb, ax))
+    for sa, sb in _IN_CASES:
+        a, b = ((rng.standard_normal(s) * 3).astype(dt) for s in (sa, sb))
+        same(tnp.inner(a, b), np.inner(a, b), ("inner", sa, sb))
+        same(nf.function(tnp.inner)(a, b), np.inner(a, b), ("inner jit", sa, sb))
+        A, B = np.stack([a, a * 2]), np.stack([b, b - 1])
+        same(nf.vectorized_map(lambda t: tnp.inner(t[0], t[1]), (A, B)),
+             np.stack([np.inner(A[i], B[i]) for i in range(2)]), ("inner vmap", sa, sb))

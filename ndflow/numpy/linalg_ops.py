@@ -12,7 +12,7 @@ from ..primitives._util import norm_axis, broadcast_shapes
 from ._core import asarray
 from ._outarg import write_out as _write_out
 from ._composites import matmul
-from .manipulation import ravel, reshape, expand_dims, moveaxis, stack
+from .manipulation import ravel, reshape, expand_dims, moveaxis, stack, transpose
 from .math import multiply, conjugate, negative
 
 _ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"   # string.ascii_letters
@@ -70,6 +70,15 @@ def inner(a, b):
     a, b = asarray(a), asarray(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
+    if a.ndim <= 2 and b.ndim <= 2:
+        # NumPy's own product for these ranks (a @ b.T, a view): its bits on every path
+        if b.ndim == 2:
+            b = moveaxis(b, -1, -2)
+        if None not in (a.shape[-1], b.shape[0]) and a.shape[-1] != b.shape[0]:
+            sa, sb = (str(tuple(x.shape)).replace(" ", "") for x in (a, b))
+            raise ValueError(f"shapes {sa} and {sb} not aligned: {a.shape[-1]} (dim "
+                             f"{a.ndim - 1}) != {b.shape[0]} (dim 0)")
+        return matmul(a, b)
     la = _ASCII_LOWERCASE[:a.ndim]
     lb = _ASCII_LOWERCASE[a.ndim:a.ndim + b.ndim - 1] + la[-1]
     return einsum("%s,%s->%s" % (la, lb, la[:-1] + lb[:-1]), a, b)
@@ -118,15 +127,27 @@ def tensordot(a, b, axes=2):
             raise ValueError("shape-mismatch for sum")
         if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
             raise ValueError("duplicate axes are not allowed in tensordot")
-    letters = iter(_ASCII_LETTERS)
-    la = [next(letters) for _ in range(a.ndim)]
-    lb = [next(letters) for _ in range(b.ndim)]
     for i, j in zip(ax_a, ax_b):
         if a.shape[i] != b.shape[j]:
             raise ValueError("shape-mismatch for sum")
-        lb[j] = la[i]
-    out = [c for i, c in enumerate(la) if i not in ax_a] + [c for j, c in enumerate(lb) if j not in ax_b]
-    return einsum("%s,%s->%s" % ("".join(la), "".join(lb), "".join(out)), a, b)
+    free_a = [i for i in range(a.ndim) if i not in ax_a]
+    free_b = [j for j in range(b.ndim) if j not in ax_b]
+    if None in tuple(a.shape) + tuple(b.shape):       # sizes known at run time only: einsum
+        letters = iter(_ASCII_LETTERS)
+        la = [next(letters) for _ in range(a.ndim)]
+        lb = [next(letters) for _ in range(b.ndim)]
+        for i, j in zip(ax_a, ax_b):
+            lb[j] = la[i]
+        out = [la[i] for i in free_a] + [lb[j] for j in free_b]
+        return einsum("%s,%s->%s" % ("".join(la), "".join(lb), "".join(out)), a, b)
+    # NumPy's own algorithm: both operands transposed and reshaped to matrices, one matrix
+    # product. Every path then gives numpy.tensordot's bits, under vectorized_map too (one
+    # batched product, each example's the loop's), where an einsum contracts in its own order.
+    size = lambda x, axes: int(np.prod([x.shape[k] for k in axes], dtype=np.int64))  # noqa: E731
+    at = reshape(transpose(a, free_a + ax_a), (size(a, free_a), size(a, ax_a)))
+    bt = reshape(transpose(b, ax_b + free_b), (size(b, ax_b), size(b, free_b)))
+    return reshape(matmul(at, bt), tuple(a.shape[i] for i in free_a) +
+                   tuple(b.shape[j] for j in free_b))
 
 
 def _normalize_subscripts(subscripts, operands):
