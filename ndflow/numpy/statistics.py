@@ -228,15 +228,16 @@ def _concrete_below(x):
 def _dtype_if(r, flag, dtype):
     """`r`, cast to `dtype` where the first element of `flag` holds (or it has none: an empty
     array's answer; under vectorized_map, where every example's holds): NumPy's
-    value-dependent result dtype. Concrete flags decide now; inside `nf.function` the graph assumes one case
-    and checks it at run time (primitives/misc.py expect_case), so nf.function runs the graph
-    traced for the case each call's values are in."""
+    value-dependent result dtype. Concrete flags decide now; inside `nf.function` the graph
+    assumes one case and checks it at run time (primitives/misc.py expect_case), so
+    nf.function runs the graph traced for the case each call's values are in."""
     if r.dtype == dtype:
         return r
-    if _concrete_below(flag) is flag:
+    below = _concrete_below(flag)
+    if below is flag:
         v = flag.numpy().reshape(-1)
         return _cast(r, dtype) if not v.size or bool(v[0]) else r
-    if _concrete_below(flag) is not None:
+    if below is not None:
         # batched over concrete values: each example's first flag. A batch whose examples
         # differ gets the dtype the loop's results stack to (the promoted one, r's): one array
         # cannot hold each example's own
