@@ -64,6 +64,19 @@ def unordered(ctx, k, dt):
     return k if dt.kind in "f" or dt in (np.int32, np.int64) else ctx.cast(k, dt)
 
 
+def _sum(ctx, x, ndim, axes, keep, dt):
+    """NumPy's sum of x (dtype dt) over `axes`: from +0.0 (a sum of -0.0 is +0.0, also over no
+    axis; onnxruntime's is -0.0), of booleans as any, of integers exact (`_integers`)."""
+    if not axes:
+        return ctx.positive_zero(x, dt) if is_float(dt) else ctx.op("Identity", [x])
+    if dt.kind == "b":
+        return _any_all(ctx, x, axes, keep, True)
+    if dt.kind in "iu":
+        return int_sum(ctx, x, ndim, axes, keep, dt)
+    r = ctx.reduce("ReduceSum", x, axes, keep)
+    return ctx.positive_zero(r, dt) if is_float(dt) else r
+
+
 def _reduction(kind):
     """sum, prod, max, min. NumPy's sums start from +0.0 (a sum of -0.0 is +0.0, onnxruntime's
     -0.0); max and min propagate NaN and raise over an empty axis; booleans reduce as any/all;
@@ -76,25 +89,21 @@ def _reduction(kind):
         x, = ins
         axes, keep = tuple(n.params["axes"]), n.params["keepdims"]
         dt = _dt(n.inputs[0])
+        if kind == "sum":
+            return _sum(ctx, x, n.inputs[0].ndim, axes, keep, dt)
         if not axes:
-            # (NumPy's sum over no axis still starts from +0.0: -0.0 becomes +0.0)
-            if kind == "sum" and is_float(dt):
-                return ctx.positive_zero(x, dt)
             return ctx.op("Identity", [x])
         if kind in ("max", "min"):
             x = nonempty(ctx, n, x, axes, kind)
-        if dt.kind == "b":       # a sum of booleans is any, a product all (in bool)
-            return _any_all(ctx, x, axes, keep, kind in ("max", "sum"))
+        if dt.kind == "b":       # a product of booleans is all (in bool), max any, min all
+            return _any_all(ctx, x, axes, keep, kind == "max")
         if dt.kind in "iu":
             if kind in ("max", "min"):
                 return unordered(ctx, ctx.reduce(op_type, ordered(ctx, x, dt), axes, keep), dt)
-            exact = int_sum if kind == "sum" else int_prod
-            return exact(ctx, x, n.inputs[0].ndim, axes, keep, dt)
+            return int_prod(ctx, x, n.inputs[0].ndim, axes, keep, dt)
         r = ctx.reduce(op_type, x, axes, keep)
         if not is_float(dt):
             return r
-        if kind == "sum":
-            return ctx.positive_zero(r, dt)
         if kind in ("max", "min"):
             nan = ctx.reduce("ReduceMax", ctx.cast(ctx.op("IsNaN", [x]), np.int32), axes, keep)
             r = ctx.op("Where", [ctx.cast(nan, np.bool_), ctx.const(np.nan, dt), r])
@@ -113,14 +122,7 @@ def _add_reduce(ctx, n, ins):
         x = ctx.cast(x, dt)
     if w:
         x = ctx.where(w[0], x, ctx.const(0, dt), dt, x_nonzero=True)
-    if not axes:
-        r = ctx.positive_zero(x, dt) if is_float(dt) else ctx.op("Identity", [x])
-    elif dt.kind == "b":
-        r = _any_all(ctx, x, axes, keep, True)
-    elif dt.kind in "iu":
-        r = int_sum(ctx, x, n.inputs[0].ndim, axes, keep, dt)
-    else:
-        r = ctx.positive_zero(ctx.reduce("ReduceSum", x, axes, keep), dt)
+    r = _sum(ctx, x, n.inputs[0].ndim, axes, keep, dt)
     start = p["initial"]
     if start is None:
         return r

@@ -8,8 +8,8 @@ from ..core.dtypes import BOOL, I64
 from .cumulative import cumprod_p
 from .elementwise import eq_p, convert_p, ones_like_p, select_p, zeros_like_p
 from .indexing import getitem_p, concatenate_p
-from .shape import move_to_front, expand_dims_p, example_order
-from .sums import _reduced_shape, keep_axes, reduction, reduce_sum_p
+from .shape import move_to_front
+from .sums import _reduced_shape, keep_axes, masked_reduction_batch, reduction, reduce_sum_p
 from .sums import sum_to_p, add_reduce_p  # noqa: F401  (re-exported: R.* above the primitives)
 
 
@@ -91,20 +91,9 @@ def _prod_where_vjp(ct, x, w, axes, keepdims):
     return bind(select_p, w, g, bind(zeros_like_p, g)), None
 
 
-def _prod_where_batch(args, dims, axes, keepdims):
-    """The mask has x's rank (the NumPy layer pads it); it broadcasts to x, never x to it, so
-    an unbatched x is spread over the batch first (a select of x with itself)."""
-    x, w = (example_order(a, d) if d is not None else bind(expand_dims_p, a, axes=(0,))
-            for a, d in zip(args, dims))
-    if dims[0] is None:
-        x = bind(select_p, w, x, x)
-    return bind(reduce_prod_where_p, x, w, axes=tuple(a + 1 for a in axes),
-                keepdims=keepdims), 0
-
-
 reduce_prod_where_p = Primitive("reduce_prod_where", _prod_where_impl, _prod_where_abstract)
 reduce_prod_where_p.def_vjp(_prod_where_vjp)
-reduce_prod_where_p.batch = _prod_where_batch
+reduce_prod_where_p.batch = masked_reduction_batch(reduce_prod_where_p)
 _nograd = lambda ct, x, **kw: (None,)  # noqa: E731
 reduce_any_p = reduction("reduce_any", lambda x, axes, keepdims: np.any(x, axis=axes, keepdims=keepdims),
                          _nograd, lambda x, axes, keepdims: Aval(_reduced_shape(x.shape, axes, keepdims), BOOL))

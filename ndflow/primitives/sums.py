@@ -124,20 +124,24 @@ def _add_reduce_vjp(ct, x, *w, axes, keepdims, dtype, initial):
     return (g,) + (None,) * len(w)
 
 
-def _add_reduce_batch(args, dims, axes, keepdims, dtype, initial):
-    """The batch axis in front of x and of the mask; an unbatched x is spread over the batch
-    of its mask (a select of x with itself), since the mask broadcasts to x, never x to it."""
-    x, *w = (S.example_order(a, d) if d is not None else bind(S.expand_dims_p, a, axes=(0,))
-             for a, d in zip(args, dims))
-    if dims[0] is None:
-        x = bind(E.select_p, w[0], x, x)
-    return bind(add_reduce_p, x, *w, axes=tuple(a + 1 for a in axes), keepdims=keepdims,
-                dtype=dtype, initial=initial), 0
+def masked_reduction_batch(prim):
+    """The batching rule of a reduction of x under a mask (x's rank; reduce_prod_where, and
+    add_reduce when it has one): the batch axis in front of both, each example laid out as
+    alone (`S.example_order`); an unbatched x is spread over the batch of its mask (a select
+    of x with itself), since the mask broadcasts to x, never x to it."""
+    def rule(args, dims, **params):
+        x, *w = (S.example_order(a, d) if d is not None else bind(S.expand_dims_p, a, axes=(0,))
+                 for a, d in zip(args, dims))
+        if dims[0] is None:
+            x = bind(E.select_p, w[0], x, x)
+        params["axes"] = tuple(a + 1 for a in params["axes"])
+        return bind(prim, x, *w, **params), 0
+    return rule
 
 
 add_reduce_p = Primitive("add_reduce", _add_reduce_impl, _add_reduce_abstract)
 add_reduce_p.def_vjp(_add_reduce_vjp, reads=(1,))
-add_reduce_p.batch = _add_reduce_batch
+add_reduce_p.batch = masked_reduction_batch(add_reduce_p)
 
 
 # ------------------------------------------------------------------ sum_to (unbroadcast at run time)
