@@ -290,6 +290,107 @@ def test_a_merged_stack_of_products_within_blas_bound(nf_settings):
                                                                               np.float32))
 
 
+# ------------------------------------------------------------------ integer powers
+# constant exponents of integer values: scalars odd and even, a Vandermonde matrix's column,
+# mixed signs and a large one (2 alone is NumPy's own x*x in both modes)
+_POWERS = {"3": np.array(3.0), "-3": np.array(-3.0), "4": np.array(4.0), "17": np.array(17.0),
+           "vander": np.arange(5.0)[:, None],
+           "mixed": np.array([-3.0, -2, -1, 0, 1, 2, 3, 64])[:, None]}
+
+
+def _power_bases(dt, ks):
+    """±0, ±inf, NaN, subnormals, 2**16 random bit patterns, and the bases whose power of
+    each k lies near the overflow, underflow and subnormal edges (every float32 there), with
+    both signs."""
+    fi = np.finfo(dt)
+    parts = [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, fi.max, -fi.max,
+                       fi.tiny, -fi.tiny, fi.smallest_subnormal, -fi.smallest_subnormal])]
+    for k in {float(k) for k in np.ravel(ks) if k not in (0, 1)}:
+        for edge in (float(fi.max), float(fi.smallest_subnormal), float(fi.tiny)):
+            with np.errstate(over="ignore"):
+                r = np.exp(np.log(edge) / k)
+            if not 0 < r < float(fi.max):
+                continue
+            if dt == np.float32:
+                parts.append(_every_float32(r * (1 - 1e-4), min(r * (1 + 1e-4), fi.max)))
+            else:
+                parts.append(np.linspace(r * (1 - 1e-12), r * (1 + 1e-12), 4001))
+    it = np.uint32 if dt == np.float32 else np.uint64
+    parts.append(np.random.default_rng(5).integers(0, np.iinfo(it).max, 1 << 16, it,
+                                                    endpoint=True).view(dt))
+    x = np.concatenate([p.astype(dt) for p in parts])
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("kname", sorted(_POWERS))
+def test_integer_powers_within_the_contract(nf_settings, kname, dt):
+    """x ** k for a constant k of integer values: |x| ** k with x's sign under jit_compile=True,
+    within contract.POWER_ULPS of NumPy's pow, its NaN, infinities and signed zeros exactly
+    (also where a power overflows or underflows); NumPy's bits by default."""
+    nf_settings(hot_calls=1)
+    dt = np.dtype(dt)
+    k = _POWERS[kname].astype(dt)
+    x = _power_bases(dt, k)
+
+    def f(x):
+        return x ** k
+    fast, exact = nf.function(f, jit_compile=True), nf.function(f)
+    with np.errstate(all="ignore"):
+        want = np.power(x, k)
+        got = [fast(x) for _ in range(2)][-1].numpy()
+        got_exact = [exact(x) for _ in range(2)][-1].numpy()
+    assert "absolute" in str(fast.get_concrete_function(x))
+    assert "absolute" not in str(exact.get_concrete_function(x))
+    assert_bits_equal(got_exact, want)
+    assert_within(got, want, contract.POWER_ULPS[dt.name], "x ** %s on %s" % (kname, dt))
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(k=hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=4),
+                    elements=st.integers(-6, 6).map(float)),
+       x=hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=5),
+                    elements=st.floats(allow_nan=True, allow_infinity=True, width=64)),
+       f32=st.booleans())
+def test_integer_powers_broadcast_as_numpy(k, x, f32):
+    """Shapes broadcast, dtypes and warnings as NumPy's pow, values within the bound."""
+    dt = np.dtype(np.float32 if f32 else np.float64)
+    with np.errstate(all="ignore"):
+        k, x = k.astype(dt), x.astype(dt)
+    try:
+        np.broadcast_shapes(k.shape, x.shape)
+    except ValueError:
+        return
+    fast = nf.function(lambda x: x ** k, jit_compile=True)
+    with np.errstate(all="ignore"):
+        want = np.power(x, k)
+        got = fast(x).numpy()
+    assert_within(got, want, contract.POWER_ULPS[dt.name])
+    with np.errstate(divide="raise", over="ignore", under="ignore", invalid="ignore"):
+        try:
+            np.power(x, k)
+        except FloatingPointError:
+            with pytest.raises(FloatingPointError):
+                fast(x)
+        else:
+            fast(x)
+
+
+def test_non_integer_or_traced_exponents_stay_numpys(nf_settings):
+    """An exponent that is not all integers, or is an argument, is NumPy's pow bit for bit
+    under jit_compile=True too."""
+    nf_settings(hot_calls=1)
+    x = np.random.default_rng(6).uniform(-3, 3, 4096)
+    half = np.array([2.5, 3.0])[:, None]
+    g = nf.function(lambda x: x ** half, jit_compile=True)
+    with np.errstate(all="ignore"):
+        assert_bits_equal([g(x) for _ in range(2)][-1].numpy(), np.power(x, half))
+        h = nf.function(lambda x, k: x ** k, jit_compile=True)
+        k = np.array([3.0])
+        assert_bits_equal([h(x, k) for _ in range(2)][-1].numpy(), np.power(x, k))
+    assert "absolute" not in str(g.get_concrete_function(x))
+
+
 # ------------------------------------------------------------------ one contract per function
 def _check_pair(fast, exact, x, want):
     np.testing.assert_array_equal(exact(x).numpy(), want)

@@ -286,8 +286,10 @@ def algebraic_simplification(g: Graph) -> Graph:
                 src = x
         elif p is E.pow_p and n.inputs[1].kind == "c":
             x, k = n.inputs
-            src = _integer_power(x, _host(k.const._v), out, nodes, producer, consts, n.loc,
-                                 E)
+            kv = _host(k.const._v)
+            src = _integer_power(x, kv, out, nodes, producer, consts, n.loc, E)
+            if src is None and settings.fast_math:
+                src = _power_of_magnitude(x, kv, out, nodes, producer, consts, n.loc, E)
             if src is out:          # rewritten into new nodes that define `out` itself
                 continue
         elif p in (E.zeros_like_p, E.ones_like_p, E.full_like_p):
@@ -336,6 +338,51 @@ def _integer_power(x, k, out, nodes, producer, consts, loc, E):
     if top != 2 or x.shape != out.shape:
         return None
     nodes.append(Node(E.mul_p, (x, x), {}, (out,), loc))
+    producer[out.id] = nodes[-1]
+    return out
+
+
+def _power_of_magnitude(x, k, out, nodes, producer, consts, loc, E):
+    """Under the fast-math contract (`jit_compile=True`): x ** k for a constant k of
+    integer values (a Vandermonde matrix's `x[None] ** arange(4)[:, None]`, a cube) as
+    |x| ** k, negated where x's sign bit is set and k is odd. NumPy's float pow of a negative
+    base is slow on machines where it calls SVML (~33 ns an element, 20x its positive
+    bases'): its negative bases go to the C library's pow, which computes |x| ** k and sets
+    the sign the same way, so the two differ by SVML's rounding of |x| ** k
+    (contract.ULPS["power"]) and not at all where both are the C library's. NaN, inf, zeros
+    and their signs, and the warnings, are pow's. Returns `out` with the new nodes
+    appended, or None."""
+    dt = np.dtype(x.dtype)
+    if (dt not in (np.dtype(np.float32), np.dtype(np.float64)) or k.dtype != dt
+            or k.size == 0 or None in out.shape or out.dtype != dt):
+        return None
+    made = producer.get(x.id)
+    if made is not None and made.prim is E.abs_p:
+        return None               # a magnitude already (this pass runs twice)
+    with np.errstate(all="ignore"):
+        if not (np.all(np.isfinite(k)) and np.all(k == np.trunc(k))):
+            return None
+        odd = np.fmod(k, 2) != 0
+
+    def node(prim, ins, shape, dtype=dt):
+        v = Var(shape, dtype)
+        nodes.append(Node(prim, ins, {}, (v,), loc))
+        producer[v.id] = nodes[-1]
+        return v
+    kc = Var(k.shape, dt, kind="c", const=_wrap(k))
+    consts.append(kc)
+    if not odd.any():
+        nodes.append(Node(E.pow_p, (node(E.abs_p, (x,), x.shape), kc), {}, (out,), loc))
+        producer[out.id] = nodes[-1]
+        return out
+    B = np.dtype(np.bool_)
+    p = node(E.pow_p, (node(E.abs_p, (x,), x.shape), kc), out.shape)
+    flip = node(E.signbit_p, (x,), x.shape, B)
+    if not odd.all():
+        oc = Var(odd.shape, B, kind="c", const=_wrap(odd))
+        consts.append(oc)
+        flip = node(E.logical_and_p, (flip, oc), _bshape(x.shape, odd.shape), B)
+    nodes.append(Node(E.select_p, (flip, node(E.neg_p, (p,), out.shape), p), {}, (out,), loc))
     producer[out.id] = nodes[-1]
     return out
 
