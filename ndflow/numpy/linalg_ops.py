@@ -216,10 +216,14 @@ def _from_sublists(subscripts, operands):
     return spec, ops
 
 
-def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
+def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
     """Einstein summation, as `numpy.einsum`, with subscripts as a string or in the sublist
-    form `einsum(a, [0, 1], b, [1, 2], [0, 2])`; multi-operand contraction orders come from
-    opt_einsum (cached per subscripts and shapes). Differentiable in every operand.
+    form `einsum(a, [0, 1], b, [1, 2], [0, 2])`. Computed by `numpy.einsum` with the same
+    `optimize` (NumPy's default False: its own loops; True, 'greedy', 'optimal' or a path from
+    `einsum_path`: pairs of operands in that order, by BLAS where NumPy uses it), so the bits
+    are NumPy's on every path; under `vectorized_map` the batch is one contraction, which may
+    round differently from a loop. Differentiable in every operand. Unlike
+    `tf.experimental.numpy.einsum`, whose default is 'greedy', the default is NumPy's.
 
     Examples
     --------
@@ -240,8 +244,22 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=True, **kw):
         if len(s) != op.ndim:
             raise ValueError(f"einsum: operand with shape {tuple(op.shape)} has {op.ndim} "
                              f"dimensions but subscripts {s!r} name {len(s)}")
-    r = bind(L.einsum_p, *ops, subscripts=sub)
+    r = bind(L.einsum_p, *ops, subscripts=sub, optimize=_optimize_param(optimize))
     return _write_out(r, out, casting=kw.get("casting", "safe"))
+
+
+def _optimize_param(optimize):
+    """einsum's `optimize` as a parameter of the graph (hashable, savable): an einsum_path
+    list becomes a tuple of its entries; anything else NumPy does not take raises NumPy's
+    error here, at the call."""
+    if isinstance(optimize, (bool, np.bool_)):
+        return bool(optimize)
+    if isinstance(optimize, str) and optimize in ("greedy", "optimal"):
+        return optimize
+    if isinstance(optimize, (list, tuple)) and optimize and optimize[0] == "einsum_path":
+        return ("einsum_path",) + tuple(tuple(int(i) for i in step) for step in optimize[1:])
+    raise TypeError(f"einsum: optimize must be a bool, 'greedy', 'optimal' or a path from "
+                    f"einsum_path (a list starting with 'einsum_path'), got {optimize!r}")
 
 
 # ------------------------------------------------------------------ kron, cross

@@ -1,5 +1,4 @@
-"""Contractions: matmul and einsum (paths from opt_einsum)."""
-import functools
+"""Contractions: matmul and einsum (NumPy's, with its contraction orders)."""
 
 import numpy as np
 
@@ -193,16 +192,15 @@ matmul_p.batch = _matmul_batch
 
 
 # ------------------------------------------------------------------ einsum
-@functools.lru_cache(maxsize=512)
-def _expression(subscripts, shapes):
-    import opt_einsum
-    return opt_einsum.contract_expression(subscripts, *shapes)
-
-
-def _einsum_impl(*ops, subscripts):
-    if len(ops) <= 1:
-        return np.einsum(subscripts, *ops)
-    return _expression(subscripts, tuple(o.shape for o in ops))(*ops)
+def _einsum_impl(*ops, subscripts, optimize=True):
+    """NumPy's einsum with NumPy's `optimize` (False: its own loops over every operand at
+    once; True, 'greedy', 'optimal' or an einsum_path list, kept as a tuple: pairs in that
+    order, by BLAS where NumPy uses it), so its bits are NumPy's. Rules bind it with the
+    default, True: their contractions have no NumPy call to match, and pairs by BLAS are
+    fastest."""
+    if type(optimize) is tuple:
+        optimize = list(optimize)
+    return np.einsum(subscripts, *ops, optimize=optimize)
 
 
 def _parse(subscripts):
@@ -210,7 +208,7 @@ def _parse(subscripts):
     return ins.split(","), out
 
 
-def _einsum_abstract(*ops, subscripts):
+def _einsum_abstract(*ops, subscripts, optimize=True):
     ins, out = _parse(subscripts)
     sizes = {}
     for sub, op in zip(ins, ops):
@@ -228,7 +226,7 @@ def _einsum_abstract(*ops, subscripts):
     return Aval(tuple(sizes[c] for c in out), dtype)
 
 
-def _einsum_vjp(ct, *ops, subscripts):
+def _einsum_vjp(ct, *ops, subscripts, optimize=True):
     """d op_i = einsum(ct, other operands -> op_i's labels); labels summed within op_i alone are
     broadcast back, and a repeated label (a diagonal, 'ii') puts the gradient on the diagonal."""
     ins, out = _parse(subscripts)
@@ -286,7 +284,7 @@ def _eye_along(op, axis, dtype):
                                 bind(reshape_p, i, shape=(1, -1))), dtype=dtype)
 
 
-def _einsum_batch(args, axes, subscripts):
+def _einsum_batch(args, axes, subscripts, optimize=True):
     ins, out = _parse(subscripts)
     used = set(subscripts)
     free = next(c for c in _ASCII_LETTERS if c not in used)
@@ -298,7 +296,8 @@ def _einsum_batch(args, axes, subscripts):
         else:
             new_ins.append(free + sub)
             new_args.append(move_to_front(a, bd))
-    return bind(einsum_p, *new_args, subscripts=",".join(new_ins) + "->" + free + out), 0
+    return bind(einsum_p, *new_args, subscripts=",".join(new_ins) + "->" + free + out,
+                optimize=optimize), 0
 
 
 # einsum may return a view of its operand ('ii->i', 'ij->ji'), as NumPy does
