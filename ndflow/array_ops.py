@@ -547,8 +547,9 @@ def linspace(start, stop, num, name=None, axis=0):
 
 
 def einsum(equation, *inputs, **kwargs):
-    """Einstein summation, as `tf.einsum` (= `numpy.einsum`, differentiable)."""
-    return tnp.einsum(equation, *[_tensor(x) for x in inputs])
+    """Einstein summation, as `tf.einsum`: `numpy.einsum` with `optimize='greedy'` (pairs of
+    operands in a greedy order, by BLAS where NumPy uses it), differentiable."""
+    return tnp.einsum(equation, *[_tensor(x) for x in inputs], optimize="greedy")
 
 
 # ------------------------------------------------------------------ norms and clipping
