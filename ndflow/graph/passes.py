@@ -239,6 +239,9 @@ def algebraic_simplification(g: Graph) -> Graph:
     zeros_like / ones_like / full_like of a known shape -> a constant (a broadcast scalar)
     x ** k, k a one-element constant 1 or 2 -> x, x*x (what NumPy's power computes then;
                                            an exponent array that varies is not rewritten)
+    x ** k, k a constant of integer values -> |x| ** k, negated where x's sign bit is set and
+                                           k is odd: only under the fast-math contract
+                                           (`_power_of_magnitude`)
     transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p∘q)
     reshape(x, x.shape) -> x;     reshape(reshape(x, s), t) -> reshape(x, t)
     broadcast_to(x, s) feeding an elementwise op that broadcasts x to the same result -> x
