@@ -107,10 +107,11 @@ def _outer(x, y):
     b, m, n = x.shape[0], x.shape[1], y.shape[2]
     if not any(t.is_graph for t in STATE.traces):
         # eager: each op below allocates its result; two full-size temporaries cost more
-        # (page faults on fresh memory) than einsum's one, which is exact here (k = 1)
+        # (page faults on fresh memory) than einsum's one, which is exact here (k = 1): NumPy's
+        # own loop (optimize=False), whose sums start at +0.0 as a matrix product's do
         if n < OUTER_MIN:
             return None
-        return bind(einsum_p, x, y, subscripts="bik,bkj->bij")
+        return bind(einsum_p, x, y, subscripts="bik,bkj->bij", optimize=False)
     zero = None
     if np.dtype(x.dtype).kind == "f":
         # a 0-d zero on y's device; a constant when compiled (the sum is dropped)
