@@ -44,6 +44,9 @@ def test_the_guides_table_is_the_contract():
     assert {f: {"float32": int(a), "float64": int(b)} for f, a, b in rows} == contract.ULPS
     # every function with a bound of its own is one tier 1 computes with ndflow's own math
     assert set(contract.ULPS) == set(mathlib.FUNCTIONS)
+    # and the rewrite of integer powers, stated in the text
+    power = re.search(r"\*\*`x \*\* k`\*\*, `k` a constant of integer values: within (\d+) ulp", sec)
+    assert power and set(contract.POWER_ULPS.values()) == {int(power.group(1))}
 
 
 def test_jit_compile_is_checked():

@@ -352,7 +352,7 @@ def _power_of_magnitude(x, k, out, nodes, producer, consts, loc, E):
     base is slow on machines where it calls SVML (~33 ns an element, 20x its positive
     bases'): its negative bases go to the C library's pow, which computes |x| ** k and sets
     the sign the same way, so the two differ by SVML's rounding of |x| ** k
-    (contract.ULPS["power"]) and not at all where both are the C library's. NaN, inf, zeros
+    (contract.POWER_ULPS) and not at all where both are the C library's. NaN, inf, zeros
     and their signs, and the warnings, are pow's. Returns `out` with the new nodes
     appended, or None."""
     dt = np.dtype(x.dtype)

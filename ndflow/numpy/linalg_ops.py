@@ -250,8 +250,8 @@ def einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kw):
 
 def _optimize_param(optimize):
     """einsum's `optimize` as a parameter of the graph (hashable, savable): an einsum_path
-    list becomes a tuple of its entries; anything else NumPy does not take raises NumPy's
-    error here, at the call."""
+    list becomes a tuple of its entries. A value NumPy does not take raises a TypeError here,
+    at the call (from a compiled graph NumPy's own would come only when it runs)."""
     if isinstance(optimize, (bool, np.bool_)):
         return bool(optimize)
     if isinstance(optimize, str) and optimize in ("greedy", "optimal"):

@@ -196,9 +196,9 @@ matmul_p.batch = _matmul_batch
 def _einsum_impl(*ops, subscripts, optimize=True):
     """NumPy's einsum with NumPy's `optimize` (False: its own loops over every operand at
     once; True, 'greedy', 'optimal' or an einsum_path list, kept as a tuple: pairs in that
-    order, by BLAS where NumPy uses it), so its bits are NumPy's. Rules bind it with the
-    default, True: their contractions have no NumPy call to match, and pairs by BLAS are
-    fastest."""
+    order, by BLAS where NumPy uses it), so its bits are NumPy's. The gradient rules' own
+    contractions take the default, True: they have no NumPy call to match, and pairs by BLAS
+    are fastest (the batched outer product asks for NumPy's loop, `_outer`)."""
     if type(optimize) is tuple:
         optimize = list(optimize)
     return np.einsum(subscripts, *ops, optimize=optimize)
