@@ -45,7 +45,8 @@ def test_the_guides_table_is_the_contract():
     # every function with a bound of its own is one tier 1 computes with ndflow's own math
     assert set(contract.ULPS) == set(mathlib.FUNCTIONS)
     # and the rewrite of integer powers, stated in the text
-    power = re.search(r"\*\*`x \*\* k`\*\*, `k` a constant of integer values: within (\d+) ulp", sec)
+    power = re.search(r"\*\*`x \*\* k`\*\*, `k` a constant of integer values: "
+                      r"within (\d+) ulp", sec)
     assert power and set(contract.POWER_ULPS.values()) == {int(power.group(1))}
 
 
