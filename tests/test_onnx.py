@@ -595,3 +595,16 @@ def test_logarithms_of_exact_powers_are_integers(tmp_path):
     np.testing.assert_array_equal(got2[600:-4], np.log2(x[600:-4]))
     np.testing.assert_allclose(got10, np.log10(x), rtol=4e-16)
     np.testing.assert_allclose(got2, np.log2(x), rtol=4e-16)
+
+
+def test_export_under_the_fast_contract_keeps_numpys_graph(tmp_path):
+    """With `settings.fast_math` on, the optimizer writes x ** k (k constant integers) as
+    |x| ** k with a signbit select for ndflow's kernels; export optimizes under NumPy's
+    contract (ONNX has no signbit for NaN, and a runtime rounds its own way), so the model is
+    Pow and runs: it raised UnsupportedOperationError before."""
+    k = np.arange(4.0, dtype=F32)[:, None]
+    x = np.concatenate([SPECIAL, -SPECIAL])
+    with nf.config.settings.override(fast_math=True):
+        prims = check(tmp_path, lambda x: x[None] ** k, [S(x.size)], [(x,)], rtol=2e-6,
+                      atol=0, signed_zeros=True)
+    assert "power" in prims and "signbit" not in prims, prims

@@ -56,6 +56,7 @@ every size.
 """
 import numpy as np
 
+from ..core.settings import settings
 from ..graph import passes as P
 from ..graph.fusion import elementwise_fusion
 from ..graph.function import Function, TensorSpec, function
@@ -94,8 +95,13 @@ def supported_primitives():
 
 
 def export_graph(g):
-    """The traced graph with the algebraic passes, without fusion and buffer reuse."""
-    return P.optimize(g, [p for p in P.PASSES if p not in (elementwise_fusion, reuse_buffers)])
+    """The traced graph with the algebraic passes, without fusion and buffer reuse, under
+    NumPy's contract whatever `settings.fast_math` says: the fast one's rewrites are for
+    ndflow's own kernels (an ONNX runtime rounds its own way), and one of them writes
+    `signbit`, which ONNX cannot express for NaN."""
+    with settings.override(fast_math=False):
+        return P.optimize(g, [p for p in P.PASSES
+                              if p not in (elementwise_fusion, reuse_buffers)])
 
 
 def export(fn, input_signature, path=None, opset=None, input_names=None, output_names=None):
