@@ -96,8 +96,7 @@ reduce_sum_p.vjp_reads = ()      # the gradient is the cotangent broadcast to x'
 # are one primitive that calls NumPy's `add.reduce` with the same arguments, and no pass fuses
 # it or replaces its loop. x, then the mask (bool, x's rank) when there is one.
 def _add_reduce_impl(x, *w, axes, keepdims, dtype, initial):
-    if not w and initial is None:      # (the arguments every array library's sum takes)
-        return np.sum(x, axis=axes, dtype=dtype, keepdims=keepdims)
+    # (where= and initial= only when given: not every array library's sum takes them)
     kw = {"where": w[0]} if w else {}
     if initial is not None:
         kw["initial"] = initial

@@ -252,26 +252,21 @@ def _expm(A, huge):
                                          tnp.minimum(s, i + 1))
         R = while_loop(lambda i, R: i < tnp.max(s), body, (tnp.asarray(0, np.int64), R))[1]
     R = tnp.where(flip, tnp.swapaxes(R, -1, -2), R)
-    # the exponential of a triangular matrix is triangular: its zeros stay zeros where the
-    # products turned them into NaN beside an inf (as SciPy's triangular path does not);
-    # finite entries keep their derivative
+    # (a triangular A's diagonal is exp of A's already: `exact_diagonal` at the last squaring)
     # SciPy's answer for a matrix with inf or NaN: NaN but the triangular zeros
     finite = (tnp.all(tnp.isfinite(A), axis=(-2, -1)) & (norm1 < np.inf))[..., None, None]
     R = tnp.where(finite, R, np.nan)
     # a 1-norm near the dtype's limit (or beyond 2^960, where the scaling by 2^-s flushes
     # the small entries): the result would be silently wrong; NaN, as SciPy's overflowing
-    # one, unless triangular (exact diagonal below)
+    # one, unless triangular (its diagonal is exact)
     far = ((s > 960) | (norm1 > huge))[..., None, None]
     R = tnp.where(far & ~(up_tri | lo_tri), np.nan, R)
+    # the exponential of a triangular matrix is triangular: its zeros stay zeros where the
+    # products turned them into NaN beside an inf (as SciPy's triangular path does not)
     R = tnp.where(((up_tri & lower) | (lo_tri & upper)) & tnp.isnan(R), 0.0, R)
-    # and its diagonal is exp of A's (exact; the squarings would multiply each entry's
-    # rounding by 2^s, losing exp(0) = 1 beside a diagonal entry of -1e10)
-    eye = tnp.eye(n, dtype=bool)
-    d = tnp.exp(tnp.diagonal(A, axis1=-2, axis2=-1))[..., None, :]
-    # (the exact values, R's derivatives: triangularity holds only on a set of matrices)
-    R = tnp.where(eye & (up_tri | lo_tri) & finite, _value_with_derivative(d, R), R)
     # a diagonal matrix with inf or NaN: exp of its diagonal, as SciPy's
-    return tnp.where(up_tri & lo_tri & ~finite, tnp.where(eye, d, 0.0), R)
+    d = tnp.exp(diag)[..., None, :]
+    return tnp.where(up_tri & lo_tri & ~finite, tnp.where(tnp.eye(n, dtype=bool), d, 0.0), R)
 
 
 def block_diag(*arrs):
