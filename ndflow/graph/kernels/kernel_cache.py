@@ -187,17 +187,33 @@ class _VerifiedCache(caching.FunctionCache):
     def __init__(self, py_func, path, key, stamp):
         self._name = repr(py_func)
         self._py_func = py_func
-        base = "k%s-py%d%d" % (stamp[:24], sys.version_info[0], sys.version_info[1])
+        base = _base(stamp)
         self._impl = _Impl(py_func, _Locator(path, stamp), base)
         self._cache_path = path
         self._cache_file = _VerifiedFile(path, base, stamp, key)
         self.enable()
 
 
+def _stamp(src, stamp_extra):
+    return hashlib.sha256((src + "\0" + stamp_extra).encode()).hexdigest()
+
+
+def _base(stamp):
+    return "k%s-py%d%d" % (stamp[:24], sys.version_info[0], sys.version_info[1])
+
+
+def has(src, stamp_extra):
+    """Whether the usable cache directory holds an index for the kernel source `src` (what
+    `load` would look up; its entries are checked when loaded)."""
+    path, _ = cache_dir()
+    return path is not None and os.path.exists(
+        os.path.join(path, _base(_stamp(src, stamp_extra)) + ".nbi"))
+
+
 def load(src, name, stamp_extra, cache=True):
     """The numba dispatcher `name` defined by the kernel source `src` (which must not ask numba
     for `cache=True` itself), with the verified disk cache attached when one is usable."""
-    stamp = hashlib.sha256((src + "\0" + stamp_extra).encode()).hexdigest()
+    stamp = _stamp(src, stamp_extra)
     modname = "ndflow_kernel_%s" % stamp[:20]
     mod = types.ModuleType(modname)
     exec(compile(src, "<ndflow kernel %s>" % stamp[:12], "exec"), mod.__dict__)

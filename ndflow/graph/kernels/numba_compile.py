@@ -13,21 +13,23 @@ import time
 
 import numpy as np
 
-from . import mathlib, replica, numba_tier, numba_plan, numba_source
+from . import compile_worker, mathlib, replica, numba_tier, numba_plan, numba_source
 from .numba_plan import _swap_inner
 from .numba_source import _kernel_source, _dummy_args
 from ...core.settings import settings
 
 STATS = {"import_s": None, "compiles": 0, "compile_s": 0.0, "first_s": None, "failures": [],
-         "rests": 0, "rest_s": 0.0}
+         "rests": 0, "rest_s": 0.0, "elsewhere": 0, "elsewhere_s": 0.0, "loaded": 0}
 
-# What a tier-1 kernel costs the process that asks for it, in seconds of its own time (a
-# compile in the background thread holds the interpreter lock for most of its run, so the
-# caller's calls slow down about as much as it runs): numba's start (its import and its
-# compiler's first use), measured 0.8-1.2 s on one core, then each kernel, 0.1-0.4 s compiled
-# or a few ms from the disk cache; once this process has made some, their mean.
-START_S = 1.0
-KERNEL_S = 0.25
+# What a tier-1 kernel costs the process that asks for it, in seconds of its own time (what
+# its background thread does holds the interpreter lock for most of its run, so the caller's
+# calls slow down about as much as it runs); once this process has made some, their mean.
+# Compiled here: numba's start (its import and its compiler's first use), measured 0.8-1.2 s
+# on one core, then each kernel 0.1-0.4 s. Compiled by the worker process (`compile_worker`)
+# and loaded here: numba's import and its first load from the cache, 0.5-0.6 s, then each
+# kernel's load, 5-10 ms.
+START_S, KERNEL_S = 1.0, 0.25
+START_LOAD_S, KERNEL_LOAD_S = 0.6, 0.02
 
 
 _KERNELS = {}          # (program key, pattern, parallel) -> dispatcher
@@ -42,24 +44,35 @@ _idle = threading.Condition()
 _STAMP = None
 
 
-def _load(src, name, cache=True):
-    """Compile-ready dispatcher for `src`, with the verified disk cache (kernel_cache) unless
-    `cache` is false or no safe cache directory exists."""
-    global _STAMP
-    # (kernel_cache imports numba's caching machinery at its top: loaded with the first compile)
+def _kernel_cache():
+    """The `kernel_cache` module (it imports numba's caching machinery at its top: loaded
+    with the first compile)."""
     from . import kernel_cache
+    return kernel_cache
+
+
+def _stamp():
+    """What every cached kernel's stamp includes besides its source: the modules whose text
+    shapes a kernel's source or how it is loaded, and numba's version (a change to any of them
+    makes every cached kernel stale)."""
+    global _STAMP
     if _STAMP is None:
         import numba
+        kernel_cache = _kernel_cache()
         h = hashlib.sha256()
-        # the modules whose text shapes a kernel's source or how it is loaded: a change to
-        # any of them makes every cached kernel stale
         for m in (mathlib, replica, numba_tier, numba_plan, numba_source,
                   sys.modules[__name__], kernel_cache):
             with open(m.__file__, "rb") as f:
                 h.update(f.read())
         h.update(numba.__version__.encode())
         _STAMP = h.hexdigest()
-    return kernel_cache.load(src, name, _STAMP, cache)
+    return _STAMP
+
+
+def _load(src, name, cache=True):
+    """Compile-ready dispatcher for `src`, with the verified disk cache (kernel_cache) unless
+    `cache` is false or no safe cache directory exists."""
+    return _kernel_cache().load(src, name, _stamp(), cache)
 
 
 _threads_set = threading.local()
@@ -85,13 +98,74 @@ def parallel_threads(n):
 
 def _verify_replicas(src):
     """Raise (leaving tier 0 in place) unless every replica of NumPy's math that `src` calls
-    matched NumPy's loop in this process (`replica.verify`, once per function)."""
-    for rname in replica.functions():
-        if rname + "(" in src:
-            fname, dt = rname[2:].split("_", 1)
-            why = replica.verify(fname, np.dtype(dt))
-            if why is not None:
-                raise RuntimeError(why)
+    matched NumPy's loop in this process (`replica.verify`, once per function). In the
+    background thread the compile worker checks them, also for a kernel in the cache (the
+    check compiles a probe kernel: 0.3 s of the caller's), and its finding is taken where its
+    NumPy runs the same loop (`replica.accept`)."""
+    used = [k for k in replica.replicas() if replica.kernel_name(*k) + "(" in src
+            and not replica.checked(*k)]
+    if used and _elsewhere():
+        t0 = time.perf_counter()
+        reply = compile_worker.ask({"verify": [[f, dt.str] for f, dt in used]})
+        STATS["elsewhere_s"] += time.perf_counter() - t0
+        for f, dt, why, target in (reply or {}).get("verified", ()):
+            replica.accept(f, dt, why, target)
+    for fname, dt in used:
+        why = replica.verify(fname, dt)
+        if why is not None:
+            raise RuntimeError(why)
+
+
+def _elsewhere(src=None):
+    """The verified cache's directory if the compile worker is to work for this thread (and
+    make the kernel of `src`), else None: only for the background thread (a synchronous
+    compile is the caller's own), while the worker is usable, and when the cache has no entry
+    for `src` yet (a kernel in the cache is loaded here at once)."""
+    if threading.current_thread() is not _worker or compile_worker.usable() is not None:
+        return None
+    kernel_cache = _kernel_cache()
+    path, _ = kernel_cache.cache_dir()
+    if path is None or (src is not None and kernel_cache.has(src, _stamp())):
+        return None
+    return path
+
+
+def _make_elsewhere(src, name, dummy):
+    """Have the compile worker put the kernel in the verified disk cache, for this process to
+    load (`compile_worker`); the seconds this thread waited for it (without the interpreter
+    lock). Where it does not (`_elsewhere`) or cannot (the worker gone, a failed compile),
+    the caller's own compile follows as before."""
+    path = _elsewhere(src)
+    if path is None:
+        return 0.0
+    t0 = time.perf_counter()
+    try:
+        reply = compile_worker.ask({"src": src, "name": name, "cache": path,
+                                    "args": compile_worker.encode(dummy)})
+    except TypeError as e:
+        reply = {"error": repr(e)}
+    waited = time.perf_counter() - t0
+    STATS["elsewhere_s"] += waited
+    if reply is None or "error" in reply:
+        STATS["failures"].append("compile worker: %s" % (
+            compile_worker.usable() if reply is None else reply["error"]))
+    else:
+        STATS["elsewhere"] += 1
+    return waited
+
+
+def serve(job):
+    """The compile worker's answer to one job (`compile_worker`'s protocol), in its process:
+    the replicas' checks, or the kernel compiled into the verified cache."""
+    if "verify" in job:
+        return {"verified": [[f, dt, replica.verify(f, np.dtype(dt)),
+                              replica.dispatch_target(f, dt)] for f, dt in job["verify"]]}
+    os.environ["NDFLOW_CACHE_DIR"] = job["cache"]
+    disp = _load(job["src"], job["name"])
+    if getattr(disp, "_cache", None) is None:
+        return {"error": "no usable kernel cache in the worker"}
+    disp(*compile_worker.decode(job["args"]))      # compiles, and numba saves it to the cache
+    return {"made": True}
 
 
 def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
@@ -102,12 +176,15 @@ def _kernel_key(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=
 def cost(prog):
     """(seconds numba's start still costs this process, seconds a kernel of `prog` costs):
     nothing for a program this process already has a kernel of (another copy of the same
-    region: its other kernels are variants of a loaded one), see START_S, KERNEL_S."""
-    start = START_S if STATS["first_s"] is None else 0.0
+    region: its other kernels are variants of a loaded one), see START_S, KERNEL_S (their
+    `_LOAD_` counterparts where the compile worker makes the kernels)."""
+    loads = compile_worker.usable() is None and settings.numba != "sync"
+    start = (START_LOAD_S if loads else START_S) if STATS["first_s"] is None else 0.0
     if prog.key in _PROGRAMS:
         return start, 0.0
     n = STATS["compiles"] - 1          # the first compile's time is numba's start too
-    return start, ((STATS["compile_s"] - STATS["first_s"]) / n if n > 0 else KERNEL_S)
+    return start, ((STATS["compile_s"] - STATS["first_s"]) / n if n > 0 else
+                   KERNEL_LOAD_S if loads else KERNEL_S)
 
 
 def _compiled(prog, plan, parallel):
@@ -117,15 +194,32 @@ def _compiled(prog, plan, parallel):
         return key in _KERNELS
 
 
+def _import_numba():
+    """Import numba (the first time: timed, STATS["import_s"], part of the first kernel's
+    cost to this process)."""
+    if STATS["import_s"] is None:
+        t0 = time.perf_counter()
+        import numba  # noqa: F401
+        STATS["import_s"] = time.perf_counter() - t0
+    return STATS["import_s"]
+
+
 def _compile(prog, plan, parallel, in_place=(), baked=(), scalars=(), static=False):
     key = _kernel_key(prog, plan, parallel, in_place, baked, scalars, static)
     k = made(key)
     if k is not None:
         return k
+    t0, waited, rested = time.perf_counter(), STATS["elsewhere_s"], STATS["rest_s"]
+    _import_numba()                       # (writing the source imports it: numba's math)
     name = "fused_kernel"
     src = _kernel_source(prog, plan, parallel, name, in_place, baked, scalars, static)
     _verify_replicas(src)
-    return build(key, prog, src, name, _dummy_args(prog, plan, in_place, baked, scalars))
+    # (numba's import, the source, the replicas' checks here: the kernel's cost to the caller
+    # too, `cost`; not the wait for the worker's, nor the rests)
+    before = (time.perf_counter() - t0 - (STATS["elsewhere_s"] - waited)
+              - (STATS["rest_s"] - rested))
+    return build(key, prog, src, name, _dummy_args(prog, plan, in_place, baked, scalars),
+                 before)
 
 
 # The shared libraries numba's start loads that take longest to map, as (package, its folder,
@@ -181,15 +275,15 @@ def made(key):
         return _KERNELS.get(key)
 
 
-def build(key, prog, src, name, dummy):
+def build(key, prog, src, name, dummy, before=0.0):
     """The dispatcher of `src` (its function `name`) compiled for the arguments `dummy`, or
     loaded from the disk cache; kept as this process's kernel `key` of `prog` (`made`, `cost`)
-    with its time counted in STATS. Tier 1's loops and row kernels (`numba_rows`) both come
-    from here."""
-    t0, rested = time.perf_counter(), STATS["rest_s"]
+    with its time counted in STATS (and `before`, seconds its preparation cost). Tier 1's
+    loops and row kernels (`numba_rows`) both come from here."""
     if STATS["import_s"] is None:
-        import numba  # noqa: F401
-        STATS["import_s"] = time.perf_counter() - t0
+        before += _import_numba()
+    t0, rested = time.perf_counter(), STATS["rest_s"]
+    waited = _make_elsewhere(src, name, dummy)
     try:
         disp = _load(src, name)
         disp(*dummy)    # compiles (or loads from the disk cache)
@@ -200,11 +294,15 @@ def build(key, prog, src, name, dummy):
         disp = _load(src, name, cache=False)
         disp(*dummy)
     disp.disable_compile()                          # a new type later: tier 0, not a stall
+    stats = getattr(disp, "stats", None)
+    loaded = bool(stats is not None and sum(stats.cache_hits.values()))
     disp.ndflow_source = src
-    # what the compile cost the caller: its working time, not its rests (`_polite`)
-    took = time.perf_counter() - t0 - (STATS["rest_s"] - rested)
+    # what the compile cost the caller: its working time, not its rests (`_polite`) nor its
+    # wait for the compile worker
+    took = time.perf_counter() - t0 - (STATS["rest_s"] - rested) - waited + before
     with _LOCK:
         STATS["compiles"] += 1
+        STATS["loaded"] += loaded
         STATS["compile_s"] += took
         if STATS["first_s"] is None:
             STATS["first_s"] = took

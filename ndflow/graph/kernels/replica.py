@@ -46,7 +46,9 @@ _why = {}           # (name, dtype) -> reason it is not offered, or None
 _verified = {}      # (name, dtype) -> None (matched) or the mismatch found by `verify`
 
 
-def _dispatch_target(name, dtype):
+def dispatch_target(name, dtype):
+    """The name of the SIMD loop this process's NumPy runs for `name` on `dtype` (None where
+    NumPy does not say)."""
     try:
         from numpy.lib.introspect import opt_func_info
     except ImportError:
@@ -68,11 +70,30 @@ def why_not(name, dtype):
         if targets is None:
             _why[key] = "no replica of NumPy's %s for %s" % key
         else:
-            cur = _dispatch_target(*key)
+            cur = dispatch_target(*key)
             _why[key] = None if cur in targets else (
                 "NumPy's %s loop for %s here is %r, not a SIMD loop ndflow reproduces"
                 % (name, key[1], cur))
     return _why[key]
+
+
+def replicas():
+    """The (ufunc name, dtype) pairs ndflow has a replica of (without importing numba)."""
+    return list(_TARGETS)
+
+
+def checked(name, dtype):
+    """Whether this process knows whether its replica of `name` matches NumPy's loop."""
+    return (name, np.dtype(dtype)) in _verified
+
+
+def accept(name, dtype, why, target):
+    """Take `verify`'s finding `why` from another process (the compile worker) whose NumPy
+    runs `target` as its loop of `name` for `dtype`: only where that is this process's loop
+    too, and `verify` has not run here."""
+    key = (name, np.dtype(dtype))
+    if key not in _verified and target is not None and target == dispatch_target(*key):
+        _verified[key] = why
 
 
 def kernel_name(name, dtype):
