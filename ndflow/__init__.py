@@ -22,7 +22,7 @@ if _os.environ.get("NDFLOW_DEBUG"):
     from .graph import debug as _debug  # noqa: F401
 
 Tensor = ndarray
-__version__ = "0.4.7"
+__version__ = "0.4.8"
 
 # Loaded on first use (`nf.function`, `nf.GradientTape`, `nf.summary`, ...), to keep
 # `import ndflow` close to `import numpy`: the NumPy layer above needs none of them. Each name

@@ -148,11 +148,14 @@ class Settings:
         (the bounds: docs/guides/performance.md).""")
     # ---------------------------------------------------------------- tier 1 (numba)
     numba = _Field("background", _numba, """How tier 1 (a region compiled by numba into one
-        loop) is used: 'background' compiles in a helper thread while tier 0 runs the calls,
-        once the region's tier-0 time has paid for what the compile costs the caller (it holds
-        the interpreter lock for most of its working time: about a second for numba's start,
-        a tenth or more per loop; it works a fifth of the time, resting between slices, so
-        that the caller's calls keep most of the lock meanwhile);
+        loop) is used: 'background' gets the kernel while tier 0 runs the calls, once the
+        region's tier-0 time has paid for what that costs the caller: a helper process, at
+        the lowest priority, compiles it into the kernel cache, and a helper thread loads it
+        (the thread holds the interpreter lock for most of its working time: about half a
+        second for numba's import and first load, milliseconds per kernel; it works a fifth
+        of the time, resting between slices, so that the caller's calls keep most of the lock
+        meanwhile; without a usable kernel cache the thread compiles itself, about a second
+        for numba's start and a tenth or more per loop);
         'sync' compiles in the calling thread, so the call that asks gets the kernel (tests,
         benchmarks); 'off' never uses numba. Without numba installed, everything runs on
         tier 0 whatever this says.""")
