@@ -60,8 +60,7 @@ r = f(y)
 print(json.dumps({k: numba_compile.STATS[k] for k in ("compiles", "elsewhere", "loaded",
                                                        "failures")}
                  | {"checked_here": checked_here, "bits": np.asarray(r).tobytes().hex(),
-                    "tier1": "tier 1 for" in nf.config.explain(f),
-                    "replica": replica.why_not("exp", np.float32)}))
+                    "tier1": "tier 1 for" in nf.config.explain(f)}))
 """
 
 
@@ -75,13 +74,13 @@ def test_a_background_compile_is_made_in_the_worker_and_loaded_here(tmp_path):
                          capture_output=True, text=True).stdout
     got = json.loads(out.strip().splitlines()[-1])
     assert got["failures"] == []
-    assert got["tier1"] and got["compiles"] == got["elsewhere"] == got["loaded"] == 1
+    # (one region where tier 1 has a replica of this machine's exp, else the regions around
+    # NumPy's exp)
+    assert got["tier1"] and got["compiles"] == got["elsewhere"] == got["loaded"] >= 1
     assert got["checked_here"] == []
     y = np.linspace(-30, 30, 20000).astype(np.float32)
     with np.errstate(all="ignore"):
         want = 1 / (1 + np.exp(-y)) - y * np.float32(0.5)
-    if got["replica"] is not None:      # no replica of this machine's exp: NumPy's own loop
-        pytest.skip("tier 1 has no replica of NumPy's exp here: %s" % got["replica"])
     assert_bits_equal(np.frombuffer(bytes.fromhex(got["bits"]), np.float32), want)
 
 
@@ -140,3 +139,24 @@ def test_a_replica_check_is_taken_only_for_the_same_numpy_loop(monkeypatch):
     assert replica._verified[("exp", np.dtype(np.float32))] == "differs"
     replica.accept("exp", "<f4", None, here)            # a finding of this process stays
     assert replica._verified[("exp", np.dtype(np.float32))] == "differs"
+
+
+def test_a_worker_that_died_is_not_asked_again(monkeypatch):
+    """A worker gone mid-run (killed, crashed) makes `ask` answer None from then on; the
+    background thread then compiles itself."""
+    monkeypatch.setattr(compile_worker, "_proc", None)
+    monkeypatch.setattr(compile_worker, "_broken", None)
+    assert compile_worker.ask({"verify": []}) == {"verified": []}
+    p = compile_worker._proc
+    try:
+        p.kill()
+        p.wait(timeout=60)
+        assert compile_worker.ask({"verify": []}) is None
+        assert compile_worker.usable() is not None
+        assert compile_worker.ask({"verify": []}) is None
+    finally:
+        for f in (p.stdin, p.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
