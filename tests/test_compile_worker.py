@@ -2,6 +2,7 @@
 each kernel in the verified disk cache and checks NumPy's replicas; the caller only loads.
 
 numba is a dependency, but these tests skip cleanly where it is not installed."""
+import io
 import json
 import os
 import subprocess
@@ -160,3 +161,19 @@ def test_a_worker_that_died_is_not_asked_again(monkeypatch):
                 f.close()
             except OSError:
                 pass
+
+
+def test_a_line_that_is_no_reply_stops_the_worker_being_asked(monkeypatch):
+    """What is not a JSON object on the worker's stdout (something else printed there) ends
+    its use: the background thread compiles itself from then on."""
+    class Talker:
+        def __init__(self, said):
+            self.stdin, self.stdout = io.BytesIO(), io.BytesIO(said)
+
+        def poll(self):
+            return None
+    for said in (b"hello\n", b"[1, 2]\n"):
+        monkeypatch.setattr(compile_worker, "_proc", Talker(said))
+        monkeypatch.setattr(compile_worker, "_broken", None)
+        assert compile_worker.ask({"verify": []}) is None
+        assert "wrote" in compile_worker.usable()

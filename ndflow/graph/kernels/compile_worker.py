@@ -100,10 +100,14 @@ def ask(job):
             line, why = b"", "the compile worker could not be used: %s" % e
         else:
             why = "the compile worker exited (code %s)" % _proc.poll()
-        if not line:
-            _broken = why
-            return None
-        return json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:          # nothing: the worker is gone
+            reply = None
+        if isinstance(reply, dict):
+            return reply
+        _broken = why if not line else "the compile worker wrote %r" % line[:200]
+        return None
 
 
 def _after_fork_in_child():
