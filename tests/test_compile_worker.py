@@ -127,6 +127,8 @@ def test_the_worker_runs_at_low_priority_and_ends_with_its_stdin():
     finally:
         if p.poll() is None:
             p.kill()
+            p.wait(timeout=60)
+        p.stdout.close()
 
 
 def test_a_replica_check_is_taken_only_for_the_same_numpy_loop(monkeypatch):
