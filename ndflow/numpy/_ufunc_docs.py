@@ -126,6 +126,7 @@ _GENERIC = ("Called as NumPy's ufunc (with `out=`, `where=`, `dtype=`), with Num
             "and `reduceat` exist where NumPy defines them. Differentiable, traceable and "
             "vectorizable where the result is floating (integer and boolean results have no "
             "gradient).")
+_GENERIC_TEXT = textwrap.fill(_GENERIC, 92)     # (once: every ufunc's docstring has it)
 
 
 def ufunc_doc(name):
@@ -133,7 +134,7 @@ def ufunc_doc(name):
     what = _WHAT.get(name)
     head = (f"{what}, elementwise, as `numpy.{name}`." if what is not None
             else f"`numpy.{name}` on ndflow arrays, elementwise.")
-    text = f"{head}\n\n{textwrap.fill(_GENERIC, 92)}\n"
+    text = f"{head}\n\n{_GENERIC_TEXT}\n"
     examples = _EXAMPLES.get(name)
     if examples:
         lines = ["", "Examples", "--------", ">>> import ndflow.numpy as tnp"]
