@@ -179,3 +179,13 @@ def test_a_line_that_is_no_reply_stops_the_worker_being_asked(monkeypatch):
         monkeypatch.setattr(compile_worker, "_broken", None)
         assert compile_worker.ask({"verify": []}) is None
         assert "wrote" in compile_worker.usable()
+
+
+def test_a_replica_found_to_differ_keeps_every_kernel_that_calls_it_off(monkeypatch):
+    """A finding already known (from this process or the worker) is checked again for each
+    kernel source: one that calls a replica found to differ is refused (tier 0 stays)."""
+    monkeypatch.setattr(replica, "_verified", {("exp", np.dtype(np.float32)): "differs here"})
+    src = "y = %s(x)\n" % replica.kernel_name("exp", np.float32)
+    with pytest.raises(RuntimeError, match="differs here"):
+        numba_compile._verify_replicas(src)
+    numba_compile._verify_replicas("y = x + 1\n")          # a kernel without it is made

@@ -102,11 +102,11 @@ def _verify_replicas(src):
     background thread the compile worker checks them, also for a kernel in the cache (the
     check compiles a probe kernel: 0.3 s of the caller's), and its finding is taken where its
     NumPy runs the same loop (`replica.accept`)."""
-    used = [k for k in replica.replicas() if replica.kernel_name(*k) + "(" in src
-            and not replica.checked(*k)]
-    if used and _elsewhere():
+    used = [k for k in replica.replicas() if replica.kernel_name(*k) + "(" in src]
+    unchecked = [k for k in used if not replica.checked(*k)]
+    if unchecked and _elsewhere():
         t0 = time.perf_counter()
-        reply = compile_worker.ask({"verify": [[f, dt.str] for f, dt in used]})
+        reply = compile_worker.ask({"verify": [[f, dt.str] for f, dt in unchecked]})
         STATS["elsewhere_s"] += time.perf_counter() - t0
         for f, dt, why, target in (reply or {}).get("verified", ()):
             replica.accept(f, dt, why, target)
