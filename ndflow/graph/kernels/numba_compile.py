@@ -105,9 +105,7 @@ def _verify_replicas(src):
     used = [k for k in replica.replicas() if replica.kernel_name(*k) + "(" in src]
     unchecked = [k for k in used if not replica.checked(*k)]
     if unchecked and _elsewhere():
-        t0 = time.perf_counter()
-        reply = compile_worker.ask({"verify": [[f, dt.str] for f, dt in unchecked]})
-        STATS["elsewhere_s"] += time.perf_counter() - t0
+        reply, _ = _ask({"verify": [[f, dt.str] for f, dt in unchecked]})
         for f, dt, why, target in (reply or {}).get("verified", ()):
             replica.accept(f, dt, why, target)
     for fname, dt in used:
@@ -130,6 +128,16 @@ def _elsewhere(src=None):
     return path
 
 
+def _ask(job):
+    """(the compile worker's reply to `job` or None, the seconds waited for it), the wait
+    counted in STATS["elsewhere_s"] (not the caller's time: `cost`)."""
+    t0 = time.perf_counter()
+    reply = compile_worker.ask(job)
+    waited = time.perf_counter() - t0
+    STATS["elsewhere_s"] += waited
+    return reply, waited
+
+
 def _make_elsewhere(src, name, dummy):
     """Have the compile worker put the kernel in the verified disk cache, for this process to
     load (`compile_worker`); the seconds this thread waited for it (without the interpreter
@@ -138,14 +146,11 @@ def _make_elsewhere(src, name, dummy):
     path = _elsewhere(src)
     if path is None:
         return 0.0
-    t0 = time.perf_counter()
     try:
-        reply = compile_worker.ask({"src": src, "name": name, "cache": path,
-                                    "args": compile_worker.encode(dummy)})
+        reply, waited = _ask({"src": src, "name": name, "cache": path,
+                              "args": compile_worker.encode(dummy)})
     except TypeError as e:
-        reply = {"error": repr(e)}
-    waited = time.perf_counter() - t0
-    STATS["elsewhere_s"] += waited
+        reply, waited = {"error": repr(e)}, 0.0
     if reply is None or "error" in reply:
         STATS["failures"].append("compile worker: %s" % (
             compile_worker.usable() if reply is None else reply["error"]))
